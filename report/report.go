@@ -1,0 +1,164 @@
+// Package report defines the Report, the versioned JSON contract between the
+// analysis and everything that shows it (text, JSON, HTML, the web UI, plots).
+// It holds data and renderers only: no packet parsing and no analysis.
+package report
+
+// Schema names this version of the Report JSON. Bump it on incompatible changes.
+const Schema = "slowstart.report/v1"
+
+// Vantage points.
+const (
+	VantageClient  = "client"
+	VantageServer  = "server"
+	VantageUnknown = "unknown"
+)
+
+// Round limits: why a round ended.
+const (
+	LimitCwnd = "cwnd" // the sender stopped with data left and room in the receive window
+	LimitRwnd = "rwnd" // bytes in flight reached the client's advertised window
+	LimitApp  = "app"  // the sender had nothing more to send yet
+	LimitLoss = "loss" // a retransmission happened in the round
+	LimitEnd  = "end"  // the response (or the connection's data) finished
+)
+
+// Initial window verdicts.
+const (
+	VerdictExact       = "exact"        // round 1 was limited by the congestion window
+	VerdictLowerBound  = "lower_bound"  // the data ended inside round 1: the IW is at least this
+	VerdictRwndLimited = "rwnd_limited" // the receive window capped round 1
+	VerdictAmbiguous   = "ambiguous"    // loss or reordering in round 1
+	VerdictNone        = "none"         // no data from the server to judge by
+)
+
+// Round phases.
+const (
+	PhaseTLS  = "tls"  // the server's TLS handshake flight
+	PhaseHTTP = "http" // an HTTP response (cleartext or mapped onto TLS records)
+	PhaseData = "data" // server data of unknown kind
+)
+
+// Report is the result of analyzing one capture or one probe.
+type Report struct {
+	Schema      string       `json:"schema"`
+	Tool        string       `json:"tool"`
+	Source      Source       `json:"source"`
+	Connections []Connection `json:"connections"`
+	Warnings    []string     `json:"warnings"`
+}
+
+// Source describes where the packets came from.
+type Source struct {
+	Kind        string   `json:"kind"` // "file", "live" or "lab"
+	Path        string   `json:"path,omitempty"`
+	Format      string   `json:"format,omitempty"`     // "pcap" or "pcapng"
+	LinkTypes   []string `json:"link_types,omitempty"` // e.g. "Ethernet", "Raw"
+	Packets     int64    `json:"packets"`              // records read
+	TCPPackets  int64    `json:"tcp_packets"`          // records decoded as TCP
+	Snaplen     int      `json:"snaplen,omitempty"`
+	Truncated   bool     `json:"truncated"` // the file ended inside a record
+	StartUnixNs int64    `json:"start_unix_ns"`
+	DurationMs  float64  `json:"duration_ms"`
+}
+
+// Endpoint holds what one side announced in its SYN.
+type Endpoint struct {
+	MSS           int  `json:"mss"`          // 0 when not announced
+	WindowScale   int  `json:"window_scale"` // -1 when not announced
+	SACKPermitted bool `json:"sack_permitted"`
+	Timestamps    bool `json:"timestamps"`
+}
+
+// ReceiveWindow summarizes the client's advertised receive window (scaled, bytes).
+type ReceiveWindow struct {
+	InitialBytes int `json:"initial_bytes"`
+	MinBytes     int `json:"min_bytes"`
+	MaxBytes     int `json:"max_bytes"`
+}
+
+// Connection is everything known of one TCP connection.
+type Connection struct {
+	Index          int            `json:"index"` // 1-based, in order of first packet
+	Client         string         `json:"client"`
+	Server         string         `json:"server"`
+	Vantage        string         `json:"vantage"`
+	StartMs        float64        `json:"start_ms"` // first packet, from the capture's start
+	DurationMs     float64        `json:"duration_ms"`
+	HandshakeRTTMs *float64       `json:"handshake_rtt_ms"` // null without a handshake
+	MinRTTMs       float64        `json:"min_rtt_ms"`
+	MSS            int            `json:"mss"` // effective sender MSS (bytes of payload per full segment)
+	ClientSYN      Endpoint       `json:"client_syn"`
+	ServerSYN      Endpoint       `json:"server_syn"`
+	ClientWindow   ReceiveWindow  `json:"client_window"`
+	MidStream      bool           `json:"mid_stream"` // the capture started after the handshake
+	Closed         string         `json:"closed"`     // "fin", "rst" or "open"
+	BytesToServer  int64          `json:"bytes_to_server"`
+	BytesToClient  int64          `json:"bytes_to_client"`
+	Retransmission int            `json:"retransmissions"`
+	OutOfOrder     int            `json:"out_of_order"`
+	TLS            *TLS           `json:"tls"`
+	InitialWindow  *InitialWindow `json:"initial_window"`
+	RoundTrips     RoundTrips     `json:"round_trips"`
+	RoundMethod    string         `json:"round_method"` // "ack_clock" or "gaps"
+	Rounds         []Round        `json:"rounds"`
+	HTTP           []HTTPMessage  `json:"http"`
+	Notes          []string       `json:"notes"`
+}
+
+// RoundTrips counts the round trips of the connection by phase.
+type RoundTrips struct {
+	TCP   int `json:"tcp"`   // the handshake: 1, or 0 when not seen
+	TLS   int `json:"tls"`   // TLS handshake round trips
+	HTTP  int `json:"http"`  // data rounds of HTTP responses (after the request)
+	Total int `json:"total"` // TCP + TLS + HTTP
+}
+
+// TLS describes the TLS handshake seen in the clear.
+type TLS struct {
+	Version              string         `json:"version"` // "1.0" .. "1.3", "" if unknown
+	ServerFlightBytes    int            `json:"server_flight_bytes"`
+	ServerFlightSegments int            `json:"server_flight_segments"`
+	HandshakeRoundTrips  int            `json:"handshake_round_trips"`
+	InitialWindow        *InitialWindow `json:"initial_window"` // the reading from the server flight
+}
+
+// InitialWindow is the server's initial congestion window as inferred.
+type InitialWindow struct {
+	Segments int    `json:"segments"`
+	Bytes    int    `json:"bytes"`
+	Verdict  string `json:"verdict"`
+	Source   string `json:"source"` // "http" (the first data flight) or "tls" (the server's handshake flight)
+	Reason   string `json:"reason"` // a sentence for people
+}
+
+// Round is one round trip of the server's sending.
+type Round struct {
+	Index              int     `json:"index"`    // 1-based
+	StartMs            float64 `json:"start_ms"` // from the connection's start
+	EndMs              float64 `json:"end_ms"`
+	StartRTTs          float64 `json:"start_rtts"` // start_ms in round trips (min RTT)
+	Segments           int     `json:"segments"`   // ceil(bytes / mss)
+	Bytes              int     `json:"bytes"`      // new sequence bytes first sent in the round
+	CumulativeBytes    int64   `json:"cumulative_bytes"`
+	Packets            int     `json:"packets"` // captured frames (may differ from segments under GRO/TSO)
+	Retransmissions    int     `json:"retransmissions"`
+	InFlightBytes      int     `json:"in_flight_bytes"`      // unacknowledged bytes at the round's end
+	ReceiveWindowBytes int     `json:"receive_window_bytes"` // client's window at the round's start
+	WindowFull         bool    `json:"window_full"`
+	Limit              string  `json:"limit"`
+	Phase              string  `json:"phase"`
+}
+
+// HTTPMessage is one request and its response.
+type HTTPMessage struct {
+	Method      string   `json:"method"`
+	Path        string   `json:"path"`
+	Status      int      `json:"status"` // 0 if no response was seen
+	RequestMs   *float64 `json:"request_ms"`
+	FirstByteMs *float64 `json:"first_byte_ms"`
+	LastByteMs  *float64 `json:"last_byte_ms"`
+	Bytes       int64    `json:"bytes"` // response bytes on the wire (headers and body)
+	BodyBytes   int64    `json:"body_bytes"`
+	Chunked     bool     `json:"chunked"`
+	Incomplete  bool     `json:"incomplete"` // the capture or the snaplen cut what was needed
+}
