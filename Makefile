@@ -1,0 +1,39 @@
+# slowstart: build, test and lint. `make setup` installs what the build and the tests
+# need (Debian packages, Go tools); `make test` runs the whole suite.
+GO      ?= go
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS := -s -w -X main.version=$(VERSION)
+STATICCHECK_VERSION := v0.8.2
+GOBIN   := $(shell $(GO) env GOPATH)/bin
+
+.PHONY: all build setup test test-unit lint fuzz-seeds clean
+
+all: build
+
+build:
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o slowstart ./cmd/slowstart
+
+# Debian packages the tests drive for real (servers, clients, peers for benchmarks).
+DEB_PACKAGES := tcpdump tshark tcptrace nginx-light curl iproute2 iputils-ping
+setup:
+	@if [ "$$(id -u)" != 0 ]; then echo "make setup installs Debian packages: run it as root" >&2; exit 1; fi
+	DEBIAN_FRONTEND=noninteractive apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $(DEB_PACKAGES)
+	$(GO) mod download
+	$(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
+
+# The whole suite: vet, lint, unit and integration tests (real kernel TCP in network
+# namespaces when run as root), and the fuzz targets' seed corpora.
+test: setup-check lint
+	$(GO) test -count=1 -timeout 20m ./...
+
+setup-check:
+	@command -v tcpdump >/dev/null && test -x $(GOBIN)/staticcheck || $(MAKE) setup
+
+lint:
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
+	$(GO) vet ./...
+	$(GOBIN)/staticcheck ./...
+
+clean:
+	rm -f slowstart

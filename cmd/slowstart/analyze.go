@@ -1,0 +1,85 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/slowstart/slowstart/analysis"
+	"github.com/slowstart/slowstart/capture"
+	"github.com/slowstart/slowstart/report"
+)
+
+func newAnalyzeCommand() *cobra.Command {
+	var (
+		asJSON     bool
+		server     string
+		connection int
+	)
+	cmd := &cobra.Command{
+		Use:   "analyze FILE",
+		Short: "Rounds, initial window and verdict for every TCP connection in a pcap or pcapng file",
+		Long: `Analyze a capture (pcap or pcapng, taken at the client, the server or in between)
+and report, for every TCP connection, its round trips: the bytes and segments the
+server sent in each, why each round ended (cwnd, rwnd, app, loss, end), and the
+server's initial congestion window (IW) with a verdict:
+
+  exact         round 1 was cut by the congestion window: this is the IW
+  lower_bound   the data (or the TLS flight) ended inside round 1: the IW is at least this
+  rwnd_limited  the client's receive window capped round 1
+  ambiguous     loss or reordering in round 1
+
+The IW is the number of segments a server may send on a new connection before it
+waits a round trip; it decides how many round trips a page costs.
+
+Exit codes: 0 success, 2 bad arguments, 3 the file can't be read as a capture
+(missing, empty, not pcap/pcapng), 1 other failures, 130 interrupted.`,
+		Example: `  slowstart analyze page.pcap
+  slowstart analyze page.pcap --json | jq '.connections[].initial_window'
+  slowstart analyze trace.pcapng --server 203.0.113.7:443 --connection 2`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			hint, err := analysis.ParseServer(server)
+			if err != nil {
+				return withCode(exitUsage, err)
+			}
+			if connection < 0 {
+				return withCode(exitUsage, fmt.Errorf("--connection must be 1 or more"))
+			}
+			rep, err := analysis.File(cmd.Context(), args[0], analysis.Options{Server: hint, Tool: "slowstart " + version})
+			if err != nil {
+				return withCode(inputExitCode(err), err)
+			}
+			if connection > 0 {
+				if connection > len(rep.Connections) {
+					return withCode(exitUsage, fmt.Errorf("--connection %d: the capture has %d connection(s)", connection, len(rep.Connections)))
+				}
+				rep.Connections = rep.Connections[connection-1 : connection]
+			}
+			for _, w := range rep.Warnings {
+				fmt.Fprintf(os.Stderr, "slowstart: warning: %s\n", w)
+			}
+			if asJSON {
+				return report.WriteJSON(cmd.OutOrStdout(), rep)
+			}
+			rep.Warnings = nil // already on stderr
+			return report.WriteText(cmd.OutOrStdout(), rep)
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the Report as JSON (schema slowstart.report/v1, see docs/report.md)")
+	cmd.Flags().StringVar(&server, "server", "", "the server's HOST[:PORT] (or :PORT): only its connections, and its side where the SYN was not captured")
+	cmd.Flags().IntVar(&connection, "connection", 0, "only the N-th connection (1-based, in order of first packet)")
+	return cmd
+}
+
+func inputExitCode(err error) int {
+	switch {
+	case errors.Is(err, fs.ErrNotExist), errors.Is(err, fs.ErrPermission),
+		errors.Is(err, capture.ErrNotCapture), errors.Is(err, capture.ErrEmpty):
+		return exitInput
+	}
+	return exitFailure
+}

@@ -1,0 +1,115 @@
+// Command slowstart tells how many round trips the first load of a page really
+// takes, and why: the TCP initial congestion window, slow start, the receive window
+// and TLS flights. This package is CLI wiring only: flags, help and exit codes; one
+// file per verb.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "dev"
+
+// Exit codes, documented in docs/cli.md.
+const (
+	exitOK          = 0
+	exitFailure     = 1 // the work failed (an internal or environment error)
+	exitUsage       = 2 // bad arguments or flags
+	exitInput       = 3 // the input can't be read: missing file, not a capture, empty
+	exitInterrupted = 130
+)
+
+// exitError carries an exit code up to main.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
+
+func withCode(code int, err error) error {
+	if err == nil {
+		return nil
+	}
+	return &exitError{code: code, err: err}
+}
+
+func newRootCommand() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "slowstart",
+		Short: "How many round trips does the first load of a page really take, and why?",
+		Long: `slowstart measures and explains the round trips of a page load.
+
+A new TCP connection may send only its initial window (Linux: 10 segments, about
+14.6 KB) before waiting a round trip for acknowledgements; the window then about
+doubles each round (slow start). slowstart finds those rounds in a capture and
+tells what limited each one: the congestion window, the client's receive window,
+the application, loss, or the end of the data.`,
+		Example: `  slowstart analyze page.pcap            # rounds, initial window and verdict per connection
+  slowstart analyze page.pcap --json     # the same as a Report (JSON)`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		Version:       version,
+	}
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		return withCode(exitUsage, fmt.Errorf("%w (see '%s --help')", err, c.CommandPath()))
+	})
+	root.AddCommand(newAnalyzeCommand())
+	return root
+}
+
+func main() {
+	os.Exit(run(os.Args[1:]))
+}
+
+func run(args []string) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	root := newRootCommand()
+	root.SetArgs(args)
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return exitOK
+	}
+	fmt.Fprintf(os.Stderr, "slowstart: %v\n", err)
+	var ee *exitError
+	switch {
+	case errors.As(err, &ee):
+		return ee.code
+	case errors.Is(err, context.Canceled):
+		return exitInterrupted
+	case isUsageError(err):
+		return exitUsage
+	}
+	return exitFailure
+}
+
+// isUsageError recognizes cobra's own argument errors (unknown command, wrong
+// number of arguments), which it does not type.
+func isUsageError(err error) bool {
+	msg := err.Error()
+	for _, p := range []string{"unknown command", "unknown flag", "accepts ", "requires ", "invalid argument"} {
+		if len(msg) >= len(p) && (msg[:len(p)] == p || containsWord(msg, p)) {
+			return true
+		}
+	}
+	return false
+}
+
+func containsWord(s, sub string) bool {
+	for i := 0; i+len(sub) <= len(s); i++ {
+		if s[i:i+len(sub)] == sub {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,209 @@
+package report
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+)
+
+// WriteJSON writes the Report as indented JSON.
+func WriteJSON(w io.Writer, r *Report) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(r)
+}
+
+// Size formats a byte count for people: "812 B", "14.5 KB", "1.20 MB" (decimal units).
+func Size(n int64) string {
+	switch {
+	case n < 1000:
+		return fmt.Sprintf("%d B", n)
+	case n < 1000*1000:
+		return fmt.Sprintf("%.1f KB", float64(n)/1e3)
+	case n < 1000*1000*1000:
+		return fmt.Sprintf("%.2f MB", float64(n)/1e6)
+	}
+	return fmt.Sprintf("%.2f GB", float64(n)/1e9)
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return fmt.Sprintf("%d %s", n, one)
+	}
+	return fmt.Sprintf("%d %s", n, many)
+}
+
+// WriteText writes the Report for people.
+func WriteText(w io.Writer, r *Report) error {
+	bw := &errWriter{w: w}
+	src := r.Source
+	if src.Kind == "file" {
+		bits := []string{src.Format}
+		bits = append(bits, src.LinkTypes...)
+		bits = append(bits, plural(int(src.Packets), "packet", "packets"))
+		if src.Snaplen > 0 && src.Snaplen < 65535 {
+			bits = append(bits, fmt.Sprintf("snaplen %d", src.Snaplen))
+		}
+		bw.printf("%s (%s)\n", filepath.Base(src.Path), strings.Join(bits, ", "))
+	}
+	for _, warn := range r.Warnings {
+		bw.printf("warning: %s\n", warn)
+	}
+	if len(r.Connections) == 0 {
+		bw.printf("No TCP connections found.\n")
+	}
+	for i := range r.Connections {
+		bw.printf("\n")
+		writeConnection(bw, &r.Connections[i])
+	}
+	return bw.err
+}
+
+func writeConnection(bw *errWriter, c *Connection) {
+	head := fmt.Sprintf("Connection %d: %s → %s", c.Index, c.Client, c.Server)
+	var facts []string
+	switch c.Vantage {
+	case VantageClient:
+		facts = append(facts, "captured at the client")
+	case VantageServer:
+		facts = append(facts, "captured at the server")
+	}
+	if c.HandshakeRTTMs != nil {
+		facts = append(facts, fmt.Sprintf("handshake RTT %.1f ms", *c.HandshakeRTTMs))
+	}
+	facts = append(facts, fmt.Sprintf("MSS %d", c.MSS))
+	if c.TLS != nil {
+		v := c.TLS.Version
+		if v == "" {
+			v = "?"
+		}
+		facts = append(facts, "TLS "+v)
+	}
+	if c.Retransmission > 0 {
+		facts = append(facts, plural(c.Retransmission, "retransmission", "retransmissions"))
+	}
+	bw.printf("%s\n  %s\n", head, strings.Join(facts, "; "))
+
+	for _, m := range c.HTTP {
+		line := fmt.Sprintf("  HTTP %s %s", m.Method, m.Path)
+		if m.Status > 0 {
+			line += fmt.Sprintf(" → %d, %s", m.Status, Size(m.Bytes))
+		}
+		if m.FirstByteMs != nil && m.LastByteMs != nil {
+			line += fmt.Sprintf(", first byte at %.1f ms, last at %.1f ms", *m.FirstByteMs, *m.LastByteMs)
+		}
+		if m.Incomplete {
+			line += " (partly outside the capture)"
+		}
+		bw.printf("%s\n", line)
+	}
+	if c.TLS != nil {
+		bw.printf("  TLS handshake: %s; the server's flight was %s in %s\n",
+			plural(c.TLS.HandshakeRoundTrips, "round trip", "round trips"),
+			Size(int64(c.TLS.ServerFlightBytes)), plural(c.TLS.ServerFlightSegments, "segment", "segments"))
+	}
+
+	if len(c.Rounds) > 0 {
+		bw.printf("\n")
+		tw := tabwriter.NewWriter(bw, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintf(tw, "  round\tstart ms\tstart RTTs\tsegments\tbytes\tcum %%\tgrowth\tlimit\tphase\t\n")
+		total := c.Rounds[len(c.Rounds)-1].CumulativeBytes
+		for i, r := range c.Rounds {
+			growth := "-"
+			if i > 0 && c.Rounds[i-1].Segments > 0 {
+				growth = fmt.Sprintf("%.1f×", float64(r.Segments)/float64(c.Rounds[i-1].Segments))
+			}
+			rtts := "-"
+			if c.HandshakeRTTMs != nil {
+				rtts = fmt.Sprintf("%.2f", r.StartRTTs)
+			}
+			limit := r.Limit
+			if r.WindowFull {
+				limit += " (window full)"
+			}
+			pct := 100.0
+			if total > 0 {
+				pct = 100 * float64(r.CumulativeBytes) / float64(total)
+			}
+			fmt.Fprintf(tw, "  %d\t%.1f\t%s\t%d\t%d\t%.1f\t%s\t%s\t%s\t\n",
+				r.Index, r.StartMs, rtts, r.Segments, r.Bytes, pct, growth, limit, r.Phase)
+		}
+		if err := tw.Flush(); err != nil && bw.err == nil {
+			bw.err = err
+		}
+	}
+	bw.printf("\n")
+	if iw := c.InitialWindow; iw != nil {
+		bw.printf("  %s\n", VerdictSentence(iw))
+	}
+	if c.TLS != nil && c.TLS.InitialWindow != nil && c.InitialWindow != nil && c.InitialWindow.Source != "tls" {
+		bw.printf("  From the TLS flight alone: %s\n", VerdictSentence(c.TLS.InitialWindow))
+	}
+	if s := Meaning(c); s != "" {
+		bw.printf("  %s\n", s)
+	}
+	for _, n := range c.Notes {
+		bw.printf("  note: %s\n", n)
+	}
+}
+
+// VerdictSentence says the initial-window verdict in words.
+func VerdictSentence(iw *InitialWindow) string {
+	from := "the first data round"
+	if iw.Source == "tls" {
+		from = "the server's TLS flight"
+	}
+	size := fmt.Sprintf("%s (%s)", plural(iw.Segments, "segment", "segments"), Size(int64(iw.Bytes)))
+	switch iw.Verdict {
+	case VerdictExact:
+		return fmt.Sprintf("Initial window: %s, exact, from %s: %s.", size, from, iw.Reason)
+	case VerdictLowerBound:
+		return fmt.Sprintf("Initial window: at least %s, from %s: %s.", size, from, iw.Reason)
+	case VerdictRwndLimited:
+		return fmt.Sprintf("Initial window: not measurable, %s was capped by the receive window at %s: %s.", from, size, iw.Reason)
+	case VerdictAmbiguous:
+		return fmt.Sprintf("Initial window: ambiguous, %s carried %s: %s.", from, size, iw.Reason)
+	}
+	return fmt.Sprintf("Initial window: unknown: %s.", iw.Reason)
+}
+
+// Meaning sums up the connection's round trips in a sentence.
+func Meaning(c *Connection) string {
+	var http []Round
+	for _, r := range c.Rounds {
+		if r.Phase != PhaseTLS {
+			http = append(http, r)
+		}
+	}
+	if len(http) == 0 {
+		return ""
+	}
+	s := fmt.Sprintf("The server's data needed %s; the first %s arrived in the first.",
+		plural(len(http), "round trip", "round trips"), Size(int64(http[0].Bytes)))
+	rt := c.RoundTrips
+	if rt.TCP > 0 {
+		s += fmt.Sprintf(" In all: %d TCP + %d TLS + %d data = %s.", rt.TCP, rt.TLS, rt.HTTP, plural(rt.Total, "round trip", "round trips"))
+	}
+	return s
+}
+
+type errWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (e *errWriter) Write(p []byte) (int, error) {
+	if e.err != nil {
+		return 0, e.err
+	}
+	n, err := e.w.Write(p)
+	e.err = err
+	return n, err
+}
+
+func (e *errWriter) printf(format string, args ...any) {
+	fmt.Fprintf(e, format, args...)
+}
