@@ -26,6 +26,8 @@ type Options struct {
 	Server flow.ServerHint
 	// Tool is the version string written into the Report.
 	Tool string
+	// Packets asks for every packet of every connection in the Report (for timelines).
+	Packets bool
 }
 
 // ParseServer parses "HOST", "HOST:PORT", ":PORT" or "[V6]:PORT" into a hint.

@@ -43,6 +43,8 @@ type connAnalyzer struct {
 	clientWindowMax  int
 	windowSeen       bool
 	truncatedPayload bool
+	// packets, when the Report should list them; times are absolute until build.
+	packets []report.Packet
 }
 
 func newConnAnalyzer(a *analyzer, c *flow.Conn) *connAnalyzer {
@@ -72,6 +74,39 @@ func (ca *connAnalyzer) Segment(c *flow.Conn, s *flow.Segment) {
 	if s.NewLen > 0 {
 		ca.feed(s)
 	}
+	if ca.a.opts.Packets {
+		ca.recordPacket(c, s)
+	}
+}
+
+// recordPacket lists a packet for the Report; its time is kept in ns from the
+// connection's first packet until build knows the connection's start.
+func (ca *connAnalyzer) recordPacket(c *flow.Conn, s *flow.Segment) {
+	p := report.Packet{TimeMs: float64(s.TimeNs - c.FirstNs), Dir: "c2s", Seq: s.Offset, Len: s.Len, Ack: -1,
+		Win: s.WindowBytes, Flags: flagString(s.Flags), Retx: s.Retransmission, OOO: s.OutOfOrder}
+	if s.Dir == flow.ToClient {
+		p.Dir = "s2c"
+		if s.NewLen > 0 && ca.rounds != nil {
+			p.Round = len(ca.rounds.Rounds())
+		}
+	}
+	if s.HasAck {
+		p.Ack = s.AckOffset
+	}
+	ca.packets = append(ca.packets, p)
+}
+
+func flagString(f uint8) string {
+	var b []byte
+	for _, x := range []struct {
+		bit uint8
+		c   byte
+	}{{0x02, 'S'}, {0x01, 'F'}, {0x04, 'R'}, {0x08, 'P'}, {0x10, 'A'}, {0x20, 'U'}, {0x40, 'E'}, {0x80, 'C'}} {
+		if f&x.bit != 0 {
+			b = append(b, x.c)
+		}
+	}
+	return string(b)
 }
 
 // feed hands the new bytes of a data segment to the TLS or HTTP scanner.
@@ -256,6 +291,10 @@ func (ca *connAnalyzer) build(c *flow.Conn) report.Connection {
 	}
 	rc.InitialWindow = ca.initialWindow(c, raw, tlsInfo)
 	rc.HTTP = ca.httpMessages(ms)
+	for i := range ca.packets {
+		ca.packets[i].TimeMs = ms(int64(ca.packets[i].TimeMs) + c.FirstNs)
+	}
+	rc.Packets = ca.packets
 	return rc
 }
 

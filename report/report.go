@@ -103,6 +103,25 @@ type Connection struct {
 	Rounds         []Round        `json:"rounds"`
 	HTTP           []HTTPMessage  `json:"http"`
 	Notes          []string       `json:"notes"`
+	// Packets lists every packet of the connection, for timelines and
+	// time-sequence graphs; present only when asked for (view, --packets).
+	Packets []Packet `json:"packets,omitempty"`
+}
+
+// Packet is one packet of a connection, with sequence numbers as stream offsets.
+type Packet struct {
+	TimeMs float64 `json:"t_ms"` // from the connection's start, like the rounds
+	Dir    string  `json:"dir"`  // "c2s" (client to server) or "s2c"
+	Seq    int64   `json:"seq"`  // stream offset of the first payload byte
+	Len    int     `json:"len"`  // payload bytes (true length, even if the snaplen cut them)
+	// Ack is the cumulative acknowledgement as an offset into the other direction's
+	// stream; -1 when the ACK flag is off.
+	Ack   int64  `json:"ack"`
+	Win   int    `json:"win"`   // advertised window, scaled, bytes
+	Flags string `json:"flags"` // e.g. "S", "SA", "A", "PA", "FA", "R"
+	Retx  bool   `json:"retx,omitempty"`
+	OOO   bool   `json:"ooo,omitempty"`
+	Round int    `json:"round,omitempty"` // server data: the round it belongs to
 }
 
 // RoundTrips counts the round trips of the connection by phase.
