@@ -32,7 +32,7 @@ server's initial congestion window (IW) with a verdict:
   rwnd_limited  the client's receive window capped round 1
   ambiguous     loss or reordering in round 1
 
-The IW is the number of segments a server may send on a new connection before it
+The initial window (IW) is what a server may send on a new connection before it
 waits a round trip; it decides how many round trips a page costs.
 
 Exit codes: 0 success, 2 bad arguments, 3 the file can't be read as a capture

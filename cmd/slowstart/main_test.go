@@ -1,0 +1,136 @@
+package main
+
+import (
+	"encoding/json"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/slowstart/slowstart/report"
+)
+
+// runCLI runs the command line in-process and returns its exit code, stdout and stderr.
+func runCLI(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	oldOut, oldErr := os.Stdout, os.Stderr
+	ro, wo, _ := os.Pipe()
+	re, we, _ := os.Pipe()
+	os.Stdout, os.Stderr = wo, we
+	outc, errc := make(chan string), make(chan string)
+	go func() { b, _ := io.ReadAll(ro); outc <- string(b) }()
+	go func() { b, _ := io.ReadAll(re); errc <- string(b) }()
+	code = run(args)
+	wo.Close()
+	we.Close()
+	os.Stdout, os.Stderr = oldOut, oldErr
+	return code, <-outc, <-errc
+}
+
+const iw3Capture = "../../testdata/captures/rtt40-iw3-h1-100000.client.pcap"
+
+func TestAnalyzeText(t *testing.T) {
+	code, out, errOut := runCLI(t, "analyze", iw3Capture)
+	if code != exitOK {
+		t.Fatalf("exit %d, stderr %q", code, errOut)
+	}
+	for _, want := range []string{"Connection 1:", "round", "Initial window: 3 segments", "exact", "GET /100000.bin"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestAnalyzeJSON(t *testing.T) {
+	code, out, errOut := runCLI(t, "analyze", "--json", iw3Capture)
+	if code != exitOK {
+		t.Fatalf("exit %d, stderr %q", code, errOut)
+	}
+	var rep report.Report
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("not JSON: %v", err)
+	}
+	if rep.Schema != report.Schema || len(rep.Connections) != 1 {
+		t.Fatalf("schema %q, %d connections", rep.Schema, len(rep.Connections))
+	}
+	if iw := rep.Connections[0].InitialWindow; iw.Segments != 3 || iw.Verdict != report.VerdictExact {
+		t.Errorf("initial window %+v", iw)
+	}
+}
+
+func TestAnalyzeFilters(t *testing.T) {
+	code, out, _ := runCLI(t, "analyze", "--json", "--server", "10.9.0.1:80", iw3Capture)
+	if code != exitOK || !strings.Contains(out, `"server": "10.9.0.1:80"`) {
+		t.Fatalf("--server matching: exit %d", code)
+	}
+	code, out, _ = runCLI(t, "analyze", "--json", "--server", ":8080", iw3Capture)
+	var rep report.Report
+	if code != exitOK || json.Unmarshal([]byte(out), &rep) != nil || len(rep.Connections) != 0 {
+		t.Fatalf("--server not matching: exit %d, %d connections", code, len(rep.Connections))
+	}
+	if code, _, _ := runCLI(t, "analyze", "--connection", "2", iw3Capture); code != exitUsage {
+		t.Errorf("--connection past the end: exit %d, want %d", code, exitUsage)
+	}
+}
+
+func TestAnalyzeErrors(t *testing.T) {
+	dir := t.TempDir()
+	empty := filepath.Join(dir, "empty.pcap")
+	text := filepath.Join(dir, "notes.txt")
+	truncated := filepath.Join(dir, "cut.pcap")
+	if err := os.WriteFile(empty, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(text, []byte("this is not a capture at all\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	whole, err := os.ReadFile(iw3Capture)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(truncated, whole[:len(whole)*2/3+7], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name     string
+		args     []string
+		code     int
+		inStderr string
+	}{
+		{"missing file", []string{"analyze", filepath.Join(dir, "nope.pcap")}, exitInput, "no such file"},
+		{"empty file", []string{"analyze", empty}, exitInput, "empty"},
+		{"not a capture", []string{"analyze", text}, exitInput, "not a pcap or pcapng file"},
+		{"no argument", []string{"analyze"}, exitUsage, "accepts 1 arg"},
+		{"unknown flag", []string{"analyze", "--bogus", iw3Capture}, exitUsage, "unknown flag"},
+		{"bad server", []string{"analyze", "--server", "example.com:80", iw3Capture}, exitUsage, "not an IP address"},
+		{"unknown verb", []string{"frobnicate"}, exitUsage, "unknown command"},
+		{"truncated file", []string{"analyze", truncated}, exitOK, "ends in the middle of a packet record"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			code, _, errOut := runCLI(t, tc.args...)
+			if code != tc.code {
+				t.Errorf("exit %d, want %d (stderr %q)", code, tc.code, errOut)
+			}
+			if !strings.Contains(errOut, tc.inStderr) {
+				t.Errorf("stderr %q lacks %q", errOut, tc.inStderr)
+			}
+			if tc.code != exitOK && strings.Count(strings.TrimSpace(errOut), "\n") > 0 {
+				t.Errorf("error should be one line, got %q", errOut)
+			}
+		})
+	}
+}
+
+func TestHelpTeaches(t *testing.T) {
+	for _, args := range [][]string{{"--help"}, {"analyze", "--help"}} {
+		code, out, _ := runCLI(t, args...)
+		if code != exitOK {
+			t.Fatalf("%v: exit %d", args, code)
+		}
+		if !strings.Contains(out, "initial window") || !strings.Contains(out, "round trip") {
+			t.Errorf("%v: help does not explain the initial window:\n%s", args, out)
+		}
+	}
+}
