@@ -1,0 +1,26 @@
+// Package netlab builds the network topology of one lab trial: a client and a
+// server network namespace, each holding one TUN device whose other end is a file
+// in this process, with addresses, routes carrying the initcwnd and initrwnd
+// metrics, and the TCP sysctls a trial sets. Everything is made through netlink,
+// setns and /proc/sys, and nothing is created in the host's network namespace.
+//
+// A trial looks like this:
+//
+//	client namespace                    this process                  server namespace
+//	198.18.x.1 ── tun0 ◄──► Trial.ClientTUN ◄─(link emulator)─► Trial.ServerTUN ◄──► tun0 ── 198.18.x.2
+//	route to server: initrwnd                                     route to client: initcwnd
+//
+// The package does not move packets between the two TUN files: that is the link
+// emulator's job (package lab/link), and a trial carries no traffic until something
+// copies packets between ClientTUN and ServerTUN. It does not start servers or
+// clients either; it gives the means to run them inside a namespace: Trial.Do,
+// Trial.Listen, Trial.DialContext, Trial.Command and Trial.Start.
+//
+// Namespaces are named "slowstart-<pid>-<n>-c" and "-s" after the process that made
+// them and are bind-mounted under /run/netns as `ip netns add` does, so `ip netns
+// exec` and `ip netns list` see them. Trial.Close removes them; CloseAll and
+// HandleSignals remove every live trial of the process (on exit, Ctrl-C, SIGTERM);
+// Clean removes the leftovers of a process that died without closing its trials.
+//
+// Everything here needs root (CAP_NET_ADMIN and CAP_SYS_ADMIN) and Linux.
+package netlab
