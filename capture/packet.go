@@ -1,6 +1,3 @@
-// Package capture reads packets from capture files (pcap and pcapng) and decodes
-// each TCP segment into a Packet. It knows link layers, IP and TCP headers; it
-// knows nothing of connections, TLS or HTTP (see packages flow, tlsrec, httpmsg).
 package capture
 
 import "net/netip"
@@ -23,7 +20,7 @@ type SACKBlock struct{ Left, Right uint32 }
 // TCPOptions holds the TCP options the analysis uses.
 type TCPOptions struct {
 	MSS           uint16 // 0 when the option is absent
-	WindowScale   int8   // -1 when the option is absent
+	WindowScale   int8   // -1 when the option is absent; shifts above 14 read as 14 (RFC 7323)
 	SACKPermitted bool
 	HasTimestamps bool
 	TSVal, TSEcr  uint32
