@@ -1,0 +1,142 @@
+package tlsrec
+
+import (
+	"bytes"
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"fmt"
+	"io"
+	"math/big"
+	"net"
+	"sync"
+	"testing"
+	"time"
+)
+
+// recordingConn keeps a copy of every byte its side writes.
+type recordingConn struct {
+	net.Conn
+	mu      sync.Mutex
+	written bytes.Buffer
+}
+
+func (c *recordingConn) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	c.written.Write(p)
+	c.mu.Unlock()
+	return c.Conn.Write(p)
+}
+
+func (c *recordingConn) bytes() []byte {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return bytes.Clone(c.written.Bytes())
+}
+
+// tlsSession is what one TLS connection put on the wire, and what each side's
+// crypto/tls said about it afterwards.
+type tlsSession struct {
+	clientStream, serverStream []byte
+	clientState, serverState   tls.ConnectionState
+	serverName                 string
+	clientALPN                 []string
+}
+
+// selfSignedCertificate makes a certificate whose size is driven by the number of
+// names in it, so that the server's flight spans several segments.
+func selfSignedCertificate(t testing.TB, names int) tls.Certificate {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatalf("generating a test key: %v", err)
+	}
+	template := x509.Certificate{
+		SerialNumber: big.NewInt(1),
+		Subject:      pkix.Name{CommonName: "server.test"},
+		NotBefore:    time.Now().Add(-time.Hour),
+		NotAfter:     time.Now().Add(time.Hour),
+		DNSNames:     []string{"server.test"},
+	}
+	for i := range names {
+		template.DNSNames = append(template.DNSNames, fmt.Sprintf("name-%04d.server.test", i))
+	}
+	der, err := x509.CreateCertificate(rand.Reader, &template, &template, &key.PublicKey, key)
+	if err != nil {
+		t.Fatalf("creating a test certificate: %v", err)
+	}
+	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
+}
+
+// runTLS runs a crypto/tls client and server over net.Pipe with the version forced,
+// sends a request and a response of responseBytes, and returns the bytes each side
+// wrote.
+func runTLS(t testing.TB, version uint16, certificate tls.Certificate, responseBytes int) tlsSession {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	clientEnd, serverEnd := net.Pipe()
+	clientConn := &recordingConn{Conn: clientEnd}
+	serverConn := &recordingConn{Conn: serverEnd}
+	session := tlsSession{serverName: "server.test", clientALPN: []string{"h2", "http/1.1"}}
+
+	server := tls.Server(serverConn, &tls.Config{
+		Certificates: []tls.Certificate{certificate},
+		MinVersion:   version,
+		MaxVersion:   version,
+		NextProtos:   []string{"http/1.1"},
+	})
+	client := tls.Client(clientConn, &tls.Config{
+		ServerName:         session.serverName,
+		InsecureSkipVerify: true, // the test certificate is self-signed
+		MinVersion:         version,
+		MaxVersion:         version,
+		NextProtos:         session.clientALPN,
+	})
+	request := []byte("GET / HTTP/1.1\r\nHost: server.test\r\n\r\n")
+
+	serverDone := make(chan error, 1)
+	go func() {
+		serverDone <- func() error {
+			defer server.Close()
+			if err := server.HandshakeContext(ctx); err != nil {
+				return fmt.Errorf("server handshake: %w", err)
+			}
+			got := make([]byte, len(request))
+			if _, err := io.ReadFull(server, got); err != nil {
+				return fmt.Errorf("server reading the request: %w", err)
+			}
+			if _, err := server.Write(bytes.Repeat([]byte("x"), responseBytes)); err != nil {
+				return fmt.Errorf("server writing the response: %w", err)
+			}
+			session.serverState = server.ConnectionState()
+			return nil
+		}()
+	}()
+
+	if err := client.HandshakeContext(ctx); err != nil {
+		t.Fatalf("client handshake: %v", err)
+	}
+	if _, err := client.Write(request); err != nil {
+		t.Fatalf("client writing the request: %v", err)
+	}
+	received, err := io.ReadAll(client)
+	if err != nil {
+		t.Fatalf("client reading the response: %v", err)
+	}
+	if len(received) != responseBytes {
+		t.Fatalf("client received %d bytes, want %d", len(received), responseBytes)
+	}
+	session.clientState = client.ConnectionState()
+	if err := <-serverDone; err != nil {
+		t.Fatal(err)
+	}
+	client.Close()
+	session.clientStream = clientConn.bytes()
+	session.serverStream = serverConn.bytes()
+	return session
+}
