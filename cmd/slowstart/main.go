@@ -24,6 +24,7 @@ const (
 	exitFailure     = 1 // the work failed (an internal or environment error)
 	exitUsage       = 2 // bad arguments or flags
 	exitInput       = 3 // the input can't be read: missing file, not a capture, empty
+	exitPermission  = 4 // missing privileges (the lab and live captures need root)
 	exitInterrupted = 130
 )
 
@@ -55,7 +56,9 @@ doubles each round (slow start). slowstart finds those rounds in a capture and
 tells what limited each one: the congestion window, the client's receive window,
 the application, loss, or the end of the data.`,
 		Example: `  slowstart analyze page.pcap            # rounds, initial window and verdict per connection
-  slowstart analyze page.pcap --json     # the same as a Report (JSON)`,
+  slowstart analyze page.pcap --json     # the same as a Report (JSON)
+  slowstart lab run --rtt 70ms --rate 1.2mbit --iw 3 --size 42KB --trials 10
+  slowstart lab sweep --rtt 70ms,150ms --iw 3,10 --size 10KB,100KB --parallel 8 --out results`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Version:       version,
@@ -63,7 +66,7 @@ the application, loss, or the end of the data.`,
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return withCode(exitUsage, fmt.Errorf("%w (see '%s --help')", err, c.CommandPath()))
 	})
-	root.AddCommand(newAnalyzeCommand())
+	root.AddCommand(newAnalyzeCommand(), newViewCommand())
 	return root
 }
 

@@ -1,0 +1,219 @@
+// Browser tests of the view, run by browser_test.go (go test ./web/...): headless
+// Chromium driven by playwright-core opens each case's served page and its
+// self-contained HTML file and checks what is drawn against the case's Report.
+//
+// Usage: node test/browser.mjs CASES.json
+// CASES.json: {"chromium": PATH, "artifacts": DIR, "cases": [{"name", "url", "html",
+//   "report", "large"}]} where report is the path of the Report JSON the page shows.
+import { readFileSync, mkdirSync } from "node:fs";
+import { join } from "node:path";
+import { pathToFileURL } from "node:url";
+import { chromium } from "playwright-core";
+
+const config = JSON.parse(readFileSync(process.argv[2], "utf8"));
+mkdirSync(config.artifacts, { recursive: true });
+
+let failures = 0;
+function check(ok, what) {
+  if (ok) {
+    console.log(`ok   ${what}`);
+  } else {
+    failures++;
+    console.log(`FAIL ${what}`);
+  }
+}
+
+// launch() gives the browser a fresh temporary profile (--user-data-dir) of its own.
+const browser = await chromium.launch({
+  executablePath: config.chromium,
+  args: [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+  ],
+});
+
+/** Opens a page that records console errors, page errors and every request. */
+async function open(context, url) {
+  const page = await context.newPage();
+  const problems = [];
+  const requests = [];
+  page.on("console", (m) => {
+    if (m.type() === "error" || m.type() === "warning") problems.push(`console ${m.type()}: ${m.text()}`);
+  });
+  page.on("pageerror", (e) => problems.push(`page error: ${e.message}`));
+  page.on("request", (r) => requests.push(r.url()));
+  page.on("requestfailed", (r) => problems.push(`request failed: ${r.url()} ${r.failure()?.errorText}`));
+  await page.goto(url);
+  await page.waitForSelector("body[data-ready=true]", { timeout: 30000 });
+  return { page, problems, requests };
+}
+
+const attr = (page, sel, name) => page.locator(sel).first().getAttribute(`data-${name}`);
+const num = async (page, sel, name) => Number(await attr(page, sel, name));
+const grouped = (n) => n.toLocaleString("en-US");
+
+/** The checks every rendering of a Report must pass. */
+async function checkPage(page, rep, label, large) {
+  const conns = rep.connections ?? [];
+  const packets = conns.reduce((n, c) => n + (c.packets?.length ?? 0), 0);
+  const servers = new Set(conns.map((c) => c.server)).size;
+  check((await num(page, "[data-testid=timeline]", "connections")) === conns.length, `${label}: timeline has ${conns.length} connections`);
+  check((await page.locator("[data-testid=conn-row]").count()) === conns.length, `${label}: ${conns.length} connection rows drawn`);
+  check((await num(page, "[data-testid=timeline]", "groups")) === servers, `${label}: ${servers} server groups`);
+  check((await num(page, "[data-testid=timeline]", "packets")) === packets, `${label}: timeline holds ${packets} packets`);
+  check((await num(page, "[data-testid=timeline]", "visible-packets")) === packets, `${label}: all ${packets} packets visible before zooming`);
+  const drawn = await num(page, "[data-testid=timeline]", "ticks-drawn");
+  if (large) {
+    check(drawn > 0 && drawn < packets, `${label}: ticks decimated when zoomed out (${drawn} drawn for ${packets} packets)`);
+  } else {
+    check(drawn === packets, `${label}: one tick per packet (${drawn} drawn, ${packets} in the Report)`);
+  }
+  const httpBars = conns.reduce((n, c) => n + (c.http ?? []).filter((h) => (h.request_ms ?? h.first_byte_ms) !== null).length, 0);
+  const tlsBars = conns.filter((c) => c.tls && (c.rounds ?? []).some((r) => r.phase === "tls")).length;
+  check((await page.locator("[data-testid=bar-http]").count()) === httpBars, `${label}: ${httpBars} HTTP message bars`);
+  check((await page.locator("[data-testid=bar-tls]").count()) === tlsBars, `${label}: ${tlsBars} TLS handshake bars`);
+
+  const c = conns[0];
+  const rounds = c.rounds ?? [];
+  check((await num(page, "[data-testid=tsg]", "rounds")) === rounds.length, `${label}: time-sequence graph of #${c.index} has ${rounds.length} rounds`);
+  check((await page.locator("[data-testid=round-band]").count()) === rounds.length, `${label}: ${rounds.length} round bands shaded`);
+  check((await page.locator("[data-testid=round-bar]").count()) === rounds.length, `${label}: ${rounds.length} bars in windows per round`);
+  const dataSegments = (c.packets ?? []).filter((p) => p.dir === "s2c" && p.len > 0).length;
+  check((await num(page, "[data-testid=tsg]", "segments")) === dataSegments, `${label}: ${dataSegments} data segments in the time-sequence graph`);
+
+  // The summary: the initial window and its verdict, in words.
+  const iw = c.initial_window;
+  if (iw && iw.verdict !== "none") {
+    const text = await page.locator("[data-testid=fact-iw]").innerText();
+    check(text.includes(String(iw.segments)) && text.includes(grouped(iw.bytes)), `${label}: summary shows IW ${iw.segments} segments, ${iw.bytes} bytes`);
+  }
+  check((await page.locator("[data-testid=diagnoses] li").count()) > 0, `${label}: diagnoses in words`);
+
+  if (rounds.length > 0) {
+    // A tooltip shows a round's exact bytes: hover the first round's band (its top
+    // strip holds no segments), then the last round's bar.
+    const band = page.locator("[data-testid=round-band][data-round='1'] rect");
+    await band.scrollIntoViewIfNeeded();
+    const box = await band.boundingBox();
+    await page.mouse.move(box.x + Math.min(box.width / 2, 6), box.y + 4);
+    const tip = page.locator("[data-testid=tooltip]");
+    await tip.waitFor({ state: "visible", timeout: 5000 });
+    const tipText = await tip.innerText();
+    check(tipText.includes("Round 1") && tipText.includes(grouped(rounds[0].bytes)), `${label}: round 1 tooltip shows ${grouped(rounds[0].bytes)} bytes`);
+    const last = rounds[rounds.length - 1];
+    await page.locator(`[data-testid=round-bar][data-round='${last.index}'] rect.round-bar`).hover();
+    const barTip = await tip.innerText();
+    check(barTip.includes(`Round ${last.index}`) && barTip.includes(grouped(last.bytes)) && barTip.includes(grouped(last.cumulative_bytes)),
+      `${label}: round ${last.index} bar tooltip shows ${grouped(last.bytes)} bytes, ${grouped(last.cumulative_bytes)} cumulative`);
+  }
+
+  // Zoom: the wheel over the timeline narrows its visible range; so does the
+  // time-sequence graph's zoom button.
+  const before = [await num(page, "[data-testid=timeline]", "domain-start"), await num(page, "[data-testid=timeline]", "domain-end")];
+  await page.locator("[data-testid=timeline] .plot").scrollIntoViewIfNeeded();
+  const plot = await page.locator("[data-testid=timeline] .plot").boundingBox();
+  await page.mouse.move(plot.x + plot.width * 0.6, plot.y + 40);
+  await page.mouse.wheel(0, -600);
+  await page.waitForFunction(
+    ([w]) => {
+      const t = document.querySelector("[data-testid=timeline]");
+      return Number(t.dataset.domainEnd) - Number(t.dataset.domainStart) < w * 0.9;
+    },
+    [before[1] - before[0]],
+    { timeout: 5000 },
+  ).catch(() => {});
+  const after = [await num(page, "[data-testid=timeline]", "domain-start"), await num(page, "[data-testid=timeline]", "domain-end")];
+  check(after[1] - after[0] < (before[1] - before[0]) * 0.9, `${label}: wheel zoom narrows the timeline from ${(before[1] - before[0]).toFixed(1)} to ${(after[1] - after[0]).toFixed(1)}`);
+  const visibleAfter = await num(page, "[data-testid=timeline]", "visible-packets");
+  check(visibleAfter <= packets, `${label}: ${visibleAfter} of ${packets} packets visible after zooming`);
+  const tsgBefore = (await num(page, "[data-testid=tsg]", "domain-end")) - (await num(page, "[data-testid=tsg]", "domain-start"));
+  await page.locator("[data-testid=tsg-zoom-in]").click();
+  const tsgAfter = (await num(page, "[data-testid=tsg]", "domain-end")) - (await num(page, "[data-testid=tsg]", "domain-start"));
+  check(Math.abs(tsgAfter - tsgBefore / 2) < tsgBefore * 0.01, `${label}: zoom button halves the time-sequence graph's range (${tsgBefore.toFixed(1)} → ${tsgAfter.toFixed(1)})`);
+
+  // The round-trip axis: the timeline's range is then in round trips.
+  await page.locator("[data-testid=unit-rtt]").check();
+  const rttEnd = await num(page, "[data-testid=timeline]", "domain-end");
+  const maxRtts = Math.max(...conns.map((x) => x.duration_ms / (x.handshake_rtt_ms ?? (x.min_rtt_ms || 1))));
+  check(Math.abs(rttEnd - maxRtts * 1.02) < 0.05 * maxRtts + 0.01, `${label}: round-trip axis spans ${rttEnd.toFixed(2)} (expected ${(maxRtts * 1.02).toFixed(2)})`);
+  await page.locator("[data-testid=unit-ms]").check();
+  await page.locator("[data-testid=timeline-show-everything]").click();
+  await page.locator("[data-testid=tsg-show-everything]").click();
+  await page.mouse.move(0, 0);
+}
+
+for (const cs of config.cases) {
+  const rep = JSON.parse(readFileSync(cs.report, "utf8"));
+
+  // The served page, on a laptop screen.
+  {
+    const context = await browser.newContext({ viewport: { width: 1366, height: 900 } });
+    const t0 = Date.now();
+    const { page, problems } = await open(context, cs.url);
+    console.log(`info ${cs.name}: served page ready in ${Date.now() - t0} ms`);
+    await checkPage(page, rep, `${cs.name} served`, cs.large);
+    await page.screenshot({ path: join(config.artifacts, `${cs.name}-laptop.png`), fullPage: true });
+    await page.locator("[data-testid=unit-rtt]").check();
+    await page.screenshot({ path: join(config.artifacts, `${cs.name}-laptop-rtt.png`), fullPage: true });
+    await page.locator("[data-testid=unit-ms]").check();
+    if (cs.large) {
+      // Zooming far in on many packets: time how long a redraw takes (reported, not asserted).
+      const start = Date.now();
+      for (let i = 0; i < 5; i++) await page.locator("[data-testid=timeline-zoom-in]").click();
+      console.log(`info ${cs.name}: 5 zoom steps in ${Date.now() - start} ms`);
+      const drawn = await num(page, "[data-testid=timeline]", "ticks-drawn");
+      const visible = await num(page, "[data-testid=timeline]", "visible-packets");
+      check(visible > 0 && visible < (rep.connections ?? []).reduce((n, c) => n + c.packets.length, 0), `${cs.name}: zoomed in, ${visible} packets visible, ${drawn} ticks drawn`);
+    }
+    check(problems.length === 0, `${cs.name} served: no console errors${problems.length ? ": " + problems.join("; ") : ""}`);
+
+    // Security: only the assets and the Report are served.
+    const base = new URL(cs.url);
+    for (const p of ["/etc/passwd", "/assets/../go.mod", "/assets/", "/assets/web.go", "/web.go", "/dist/assets/app.js", "/api/report/x", "/%2e%2e/go.mod", "/index.html"]) {
+      const res = await context.request.get(new URL(p, base).href, { maxRedirects: 5 });
+      check(res.status() === 404, `${cs.name}: GET ${p} is 404 (got ${res.status()})`);
+    }
+    const asset = await context.request.get(new URL("/assets/app.js", base).href);
+    check(asset.status() === 200 && (asset.headers()["content-type"] ?? "").includes("javascript"), `${cs.name}: GET /assets/app.js is 200 JavaScript`);
+    const index = await context.request.get(base.href);
+    const csp = index.headers()["content-security-policy"] ?? "";
+    check(csp.includes("default-src 'none'") && csp.includes("script-src 'self'"), `${cs.name}: the page has a CSP (${csp.slice(0, 40)}…)`);
+    check(index.headers()["x-content-type-options"] === "nosniff", `${cs.name}: X-Content-Type-Options nosniff`);
+    await context.close();
+  }
+
+  // On a phone: the page lays out and draws without errors.
+  if (!cs.large) {
+    const context = await browser.newContext({ viewport: { width: 390, height: 844 }, deviceScaleFactor: 2, isMobile: true, hasTouch: true });
+    const { page, problems } = await open(context, cs.url);
+    const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+    check(overflow <= 1, `${cs.name} phone: no horizontal overflow (${overflow} px)`);
+    check((await page.locator("[data-testid=conn-row]").count()) === (rep.connections ?? []).length, `${cs.name} phone: connection rows drawn`);
+    await page.screenshot({ path: join(config.artifacts, `${cs.name}-phone.png`), fullPage: true });
+    check(problems.length === 0, `${cs.name} phone: no console errors${problems.length ? ": " + problems.join("; ") : ""}`);
+    await context.close();
+  }
+
+  // The self-contained file, with networking off: it must make no request but itself.
+  if (cs.html) {
+    const context = await browser.newContext({ viewport: { width: 1366, height: 900 }, offline: true });
+    const fileURL = pathToFileURL(cs.html).href;
+    const { page, problems, requests } = await open(context, fileURL);
+    await checkPage(page, rep, `${cs.name} html`, cs.large);
+    const others = requests.filter((u) => u !== fileURL && !u.startsWith("data:"));
+    check(others.length === 0, `${cs.name} html: no requests besides the file${others.length ? ": " + others.join(", ") : ""}`);
+    await page.screenshot({ path: join(config.artifacts, `${cs.name}-html.png`), fullPage: true });
+    check(problems.length === 0, `${cs.name} html: no console errors${problems.length ? ": " + problems.join("; ") : ""}`);
+    await context.close();
+  }
+}
+
+await browser.close();
+console.log(failures === 0 ? "PASS" : `${failures} check(s) failed`);
+process.exit(failures === 0 ? 0 : 1);
