@@ -18,6 +18,7 @@ func newAnalyzeCommand() *cobra.Command {
 		asJSON     bool
 		server     string
 		connection int
+		htmlOut    string
 	)
 	cmd := &cobra.Command{
 		Use:   "analyze FILE",
@@ -49,7 +50,7 @@ Exit codes: 0 success, 2 bad arguments, 3 the file can't be read as a capture
 			if connection < 0 {
 				return withCode(exitUsage, fmt.Errorf("--connection must be 1 or more"))
 			}
-			rep, err := analysis.File(cmd.Context(), args[0], analysis.Options{Server: hint, Tool: "slowstart " + version})
+			rep, err := analysis.File(cmd.Context(), args[0], analysis.Options{Server: hint, Tool: "slowstart " + version, Packets: htmlOut != ""})
 			if err != nil {
 				return withCode(inputExitCode(err), err)
 			}
@@ -62,6 +63,14 @@ Exit codes: 0 success, 2 bad arguments, 3 the file can't be read as a capture
 			for _, w := range rep.Warnings {
 				fmt.Fprintf(os.Stderr, "slowstart: warning: %s\n", w)
 			}
+			if htmlOut != "" {
+				if err := writeHTMLFile(cmd, htmlOut, rep); err != nil {
+					return err
+				}
+				for i := range rep.Connections {
+					rep.Connections[i].Packets = nil
+				}
+			}
 			if asJSON {
 				return report.WriteJSON(cmd.OutOrStdout(), rep)
 			}
@@ -72,6 +81,7 @@ Exit codes: 0 success, 2 bad arguments, 3 the file can't be read as a capture
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the Report as JSON (schema slowstart.report/v1, see docs/report.md)")
 	cmd.Flags().StringVar(&server, "server", "", "the server's HOST[:PORT] (or :PORT): only its connections, and its side where the SYN was not captured")
 	cmd.Flags().IntVar(&connection, "connection", 0, "only the N-th connection (1-based, in order of first packet)")
+	cmd.Flags().StringVar(&htmlOut, "html", "", "also write a self-contained HTML report (works offline) to this file")
 	return cmd
 }
 

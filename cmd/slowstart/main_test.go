@@ -134,3 +134,27 @@ func TestHelpTeaches(t *testing.T) {
 		}
 	}
 }
+
+func TestAnalyzeHTML(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "report.html")
+	code, text, errOut := runCLI(t, "analyze", "--html", out, iw3Capture)
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	if !strings.Contains(text, "Initial window") {
+		t.Errorf("the text report is missing beside --html")
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := string(b)
+	for _, want := range []string{"<html", report.Schema, "10.9.0.1:80"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the HTML file lacks %q", want)
+		}
+	}
+	if strings.Contains(page, "src=\"http") || strings.Contains(page, "href=\"http") {
+		t.Errorf("the HTML file loads something from the network")
+	}
+}
