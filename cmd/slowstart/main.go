@@ -66,7 +66,7 @@ the application, loss, or the end of the data.`,
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return withCode(exitUsage, fmt.Errorf("%w (see '%s --help')", err, c.CommandPath()))
 	})
-	root.AddCommand(newAnalyzeCommand(), newViewCommand())
+	root.AddCommand(newAnalyzeCommand(), newViewCommand(), newLabCommand())
 	return root
 }
 

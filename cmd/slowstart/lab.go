@@ -1,0 +1,473 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
+	"github.com/spf13/cobra"
+
+	"github.com/slowstart/slowstart/lab"
+	"github.com/slowstart/slowstart/lab/link"
+	"github.com/slowstart/slowstart/lab/netlab"
+)
+
+func newLabCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "lab",
+		Short: "Emulated paths with real kernel TCP: run one point, sweep a grid, clean up",
+		Long: `The lab runs real transfers between a client and a server in their own network
+namespaces, joined by a userspace link emulator (delay, rate, queue, loss), with the
+server's initial window set on its route (ip route ... initcwnd N). Trials run in
+parallel without interfering, and everything they create is removed when they end,
+even on Ctrl-C. It needs root (network namespaces).
+
+The initial window (IW) is what a server may send on a new connection before it
+waits a round trip; the lab shows what it costs on a given path.`,
+	}
+	cmd.AddCommand(newLabRunCommand(), newLabSweepCommand(), newLabCleanCommand())
+	return cmd
+}
+
+// pathFlags are the flags that describe one point (lists for sweep).
+type pathFlags struct {
+	rtt, rate, iw, size, loss, queue string
+	tls, server, client, cc, chain   string
+	think, thinkAfter                string
+	h2, ipv6, slowStartAfterIdle     bool
+	initrwnd, trials, parallel       int
+	seed                             uint64
+	captureDir                       string
+}
+
+func (f *pathFlags) register(cmd *cobra.Command, lists bool) {
+	many := ""
+	if lists {
+		many = " (a comma-separated list)"
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.rtt, "rtt", "70ms", "round-trip propagation delay"+many)
+	fl.StringVar(&f.rate, "rate", "0", "bottleneck rate each way, e.g. 1.2mbit, 100Mbit/s; 0 for none"+many)
+	fl.StringVar(&f.iw, "iw", "10", "the server's initial window in segments (route initcwnd)"+many)
+	fl.StringVar(&f.size, "size", "42KB", "response body size, e.g. 42KB, 1.5MB, 29x1448"+many)
+	fl.StringVar(&f.loss, "loss", "0", "random loss on the server→client path, e.g. 1%"+many)
+	fl.StringVar(&f.queue, "queue", "", "bottleneck buffer (drop-tail): bytes (64KB) or packets (100p); default one BDP")
+	fl.StringVar(&f.tls, "tls", "none", "TLS version: none, 1.2 or 1.3")
+	fl.BoolVar(&f.h2, "h2", false, "HTTP/2 (ALPN over TLS, prior knowledge in cleartext)")
+	fl.StringVar(&f.chain, "chain", "4KB", "certificate chain size on the wire, with --tls")
+	fl.StringVar(&f.server, "server", "builtin", "server: builtin or nginx")
+	fl.StringVar(&f.client, "client", "builtin", "client: builtin or curl")
+	fl.StringVar(&f.cc, "cc", "cubic", "congestion control: cubic, bbr or reno")
+	fl.StringVar(&f.think, "think", "0", "server think time before the rest of the body")
+	fl.StringVar(&f.thinkAfter, "think-after", "0", "body bytes sent before the think time")
+	fl.IntVar(&f.initrwnd, "initrwnd", 0, "the client's initial receive window in segments (route initrwnd); 0: kernel default")
+	fl.BoolVar(&f.slowStartAfterIdle, "slow-start-after-idle", false, "keep net.ipv4.tcp_slow_start_after_idle on")
+	fl.BoolVar(&f.ipv6, "ipv6", false, "use IPv6")
+	fl.IntVar(&f.trials, "trials", 5, "trials per point")
+	fl.IntVar(&f.parallel, "parallel", 1, "trials run at once")
+	fl.Uint64Var(&f.seed, "seed", 1, "seed of the random loss (the same seed drops the same packets)")
+	fl.StringVar(&f.captureDir, "capture", "", "write the client-side and server-side pcap of every trial to this directory")
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// specs expands the flags into every point of the grid.
+func (f *pathFlags) specs() ([]lab.Spec, error) {
+	base := lab.Spec{Server: f.server, Client: f.client, CC: f.cc, HTTP2: f.h2, IPv6: f.ipv6, InitRwnd: f.initrwnd,
+		SlowStartAfterIdle: f.slowStartAfterIdle, Seed: f.seed}
+	if f.tls != "none" && f.tls != "" {
+		base.TLS = f.tls
+		chain, err := link.ParseSize(f.chain)
+		if err != nil {
+			return nil, fmt.Errorf("--chain: %w", err)
+		}
+		base.ChainBytes = int(chain)
+	}
+	if f.queue != "" {
+		if n, ok := strings.CutSuffix(f.queue, "p"); ok {
+			var packets int
+			if _, err := fmt.Sscanf(n, "%d", &packets); err != nil || packets <= 0 {
+				return nil, fmt.Errorf("--queue %q: use bytes (64KB) or packets (100p)", f.queue)
+			}
+			base.QueuePackets = packets
+		} else {
+			b, err := link.ParseSize(f.queue)
+			if err != nil {
+				return nil, fmt.Errorf("--queue: %w", err)
+			}
+			base.QueueBytes = b
+		}
+	}
+	think, err := link.ParseDuration(f.think)
+	if err != nil {
+		return nil, fmt.Errorf("--think: %w", err)
+	}
+	base.ThinkNs = think
+	if base.ThinkAfterBytes, err = link.ParseSize(f.thinkAfter); err != nil {
+		return nil, fmt.Errorf("--think-after: %w", err)
+	}
+	specs := []lab.Spec{base}
+	expand := func(flag, list string, set func(*lab.Spec, string) error) error {
+		var out []lab.Spec
+		items := splitList(list)
+		if len(items) == 0 {
+			return fmt.Errorf("--%s: give at least one value", flag)
+		}
+		for _, s := range specs {
+			for _, it := range items {
+				n := s
+				if err := set(&n, it); err != nil {
+					return fmt.Errorf("--%s: %w", flag, err)
+				}
+				out = append(out, n)
+			}
+		}
+		specs = out
+		return nil
+	}
+	steps := []struct {
+		flag, list string
+		set        func(*lab.Spec, string) error
+	}{
+		{"rtt", f.rtt, func(s *lab.Spec, v string) (err error) { s.RTTNs, err = link.ParseDuration(v); return }},
+		{"rate", f.rate, func(s *lab.Spec, v string) (err error) {
+			if v == "0" || v == "none" {
+				return nil
+			}
+			s.RateBitsPerSecond, err = link.ParseRate(v)
+			return
+		}},
+		{"iw", f.iw, func(s *lab.Spec, v string) error {
+			_, err := fmt.Sscanf(v, "%d", &s.IW)
+			if err != nil || s.IW < 1 {
+				return fmt.Errorf("%q is not a number of segments", v)
+			}
+			return nil
+		}},
+		{"size", f.size, func(s *lab.Spec, v string) (err error) { s.SizeBytes, err = link.ParseSize(v); return }},
+		{"loss", f.loss, func(s *lab.Spec, v string) (err error) { s.LossRate, err = link.ParsePercent(v); return }},
+	}
+	for _, st := range steps {
+		if err := expand(st.flag, st.list, st.set); err != nil {
+			return nil, err
+		}
+	}
+	for i := range specs {
+		if err := specs[i].Normalize(); err != nil {
+			return nil, err
+		}
+	}
+	if f.trials < 1 {
+		return nil, errors.New("--trials must be 1 or more")
+	}
+	if f.parallel < 1 {
+		return nil, errors.New("--parallel must be 1 or more")
+	}
+	return specs, nil
+}
+
+func (f *pathFlags) jobs(specs []lab.Spec) []lab.Job {
+	var jobs []lab.Job
+	for _, s := range specs {
+		for t := 1; t <= f.trials; t++ {
+			jobs = append(jobs, lab.Job{Spec: s, Trial: t})
+		}
+	}
+	return jobs
+}
+
+// needRoot fails with a clear message when the lab can't make namespaces.
+func needRoot() error {
+	if os.Geteuid() != 0 {
+		return withCode(exitPermission, errors.New("the lab creates network namespaces, which needs root (CAP_SYS_ADMIN and CAP_NET_ADMIN): run it with sudo"))
+	}
+	return nil
+}
+
+// labContext removes every live trial on Ctrl-C or SIGTERM, and what a killed run
+// left behind before starting.
+func labContext(parent context.Context) (context.Context, func(), error) {
+	if err := needRoot(); err != nil {
+		return nil, nil, err
+	}
+	ctx, stop := netlab.HandleSignals(parent)
+	if _, err := netlab.Clean(ctx, false); err != nil {
+		stop()
+		return nil, nil, fmt.Errorf("removing a previous run's leftovers: %w", err)
+	}
+	return ctx, stop, nil
+}
+
+func newProgress(total int, what string) *progressbar.ProgressBar {
+	return progressbar.NewOptions(total,
+		progressbar.OptionSetWriter(os.Stderr),
+		progressbar.OptionSetDescription(what),
+		progressbar.OptionShowCount(),
+		progressbar.OptionSetElapsedTime(true),
+		progressbar.OptionSetPredictTime(true),
+		progressbar.OptionClearOnFinish(),
+		progressbar.OptionThrottle(200*time.Millisecond),
+		progressbar.OptionSetVisibility(isTerminal(os.Stderr)),
+	)
+}
+
+func isTerminal(f *os.File) bool {
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// pointSummary is the JSON of one point's trials.
+type pointSummary struct {
+	Point      string    `json:"point"`
+	Spec       lab.Row   `json:"parameters"`
+	Queue      string    `json:"queue"`
+	Trials     int       `json:"trials"`
+	Failed     int       `json:"failed"`
+	FCTPaperMs lab.Stats `json:"fct_paper_ms"`
+	FCTUserMs  lab.Stats `json:"fct_user_ms"`
+	FirstByte  lab.Stats `json:"first_byte_ms"`
+	Errors     []string  `json:"errors,omitempty"`
+}
+
+func summarizePoints(specs []lab.Spec, rows []lab.Row) []pointSummary {
+	var out []pointSummary
+	for _, s := range specs {
+		ps := pointSummary{Point: s.Label(), Spec: lab.NewRow(s, lab.TrialResult{}), Queue: lab.QueueDescription(s)}
+		var paper, user, fb []float64
+		for _, r := range rows {
+			if r.Point != ps.Point {
+				continue
+			}
+			ps.Trials++
+			if r.Error != "" {
+				ps.Failed++
+				ps.Errors = append(ps.Errors, r.Error)
+				continue
+			}
+			paper, user, fb = append(paper, r.FCTPaperMs), append(user, r.FCTUserMs), append(fb, r.FirstByteMs)
+		}
+		ps.FCTPaperMs, ps.FCTUserMs, ps.FirstByte = lab.Summarize(paper), lab.Summarize(user), lab.Summarize(fb)
+		out = append(out, ps)
+	}
+	return out
+}
+
+func writeSummaries(w io.Writer, sums []pointSummary) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "point\ttrials\tFCT paper median ms\tp10\tp90\tFCT user median ms\tp10\tp90\t\n")
+	for _, s := range sums {
+		fmt.Fprintf(tw, "%s\t%d\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t\n", s.Point, s.Trials-s.Failed,
+			s.FCTPaperMs.Median, s.FCTPaperMs.P10, s.FCTPaperMs.P90, s.FCTUserMs.Median, s.FCTUserMs.P10, s.FCTUserMs.P90)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, s := range sums {
+		if s.Failed > 0 {
+			fmt.Fprintf(w, "%s: %d of %d trials failed, e.g.: %s\n", s.Point, s.Failed, s.Trials, s.Errors[0])
+		}
+	}
+	return nil
+}
+
+func newLabRunCommand() *cobra.Command {
+	var f pathFlags
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "run",
+		Short: "Time transfers over one emulated path",
+		Long: `Run trials of one transfer over one emulated path and print the flow completion
+time (FCT) both as Dukkipati et al. measure it (first response byte to last byte)
+and as a user feels it (from the connect to the last byte): median and spread.`,
+		Example: `  slowstart lab run --rtt 70ms --rate 1.2mbit --iw 10 --size 42KB --trials 10
+  slowstart lab run --rtt 150ms --iw 3 --size 100KB --tls 1.3 --h2 --server nginx --capture out/
+  slowstart lab run --rtt 70ms --rate 15mbit --iw 32 --size 160KB --loss 1% --json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			specs, err := f.specs()
+			if err != nil {
+				return withCode(exitUsage, err)
+			}
+			if len(specs) != 1 {
+				return withCode(exitUsage, errors.New("lab run takes one value per flag; use lab sweep for lists"))
+			}
+			ctx, stop, err := labContext(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer stop()
+			env := lab.NewEnv()
+			bar := newProgress(f.trials, "trials")
+			rows, err := env.RunJobs(ctx, f.jobs(specs), lab.RunOptions{Parallel: f.parallel, CaptureDir: f.captureDir,
+				OnResult: func(lab.Job, lab.Row, error) { _ = bar.Add(1) }})
+			_ = bar.Finish()
+			if err != nil {
+				return err
+			}
+			sums := summarizePoints(specs, rows)
+			if asJSON {
+				enc := json.NewEncoder(cmd.OutOrStdout())
+				enc.SetIndent("", "  ")
+				return enc.Encode(struct {
+					Summary pointSummary `json:"summary"`
+					Trials  []lab.Row    `json:"trials"`
+				}{sums[0], rows})
+			}
+			out := cmd.OutOrStdout()
+			fmt.Fprintf(out, "%s\n", lab.Describe(specs[0]))
+			if err := writeSummaries(out, sums); err != nil {
+				return err
+			}
+			if f.captureDir != "" {
+				fmt.Fprintf(out, "captures: %s (analyze them with: slowstart analyze FILE)\n", f.captureDir)
+			}
+			if sums[0].Failed == sums[0].Trials {
+				return fmt.Errorf("every trial failed")
+			}
+			return nil
+		},
+	}
+	f.register(cmd, false)
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the summary and every trial as JSON")
+	return cmd
+}
+
+func newLabSweepCommand() *cobra.Command {
+	var f pathFlags
+	var out string
+	cmd := &cobra.Command{
+		Use:   "sweep",
+		Short: "Run a grid of points (lists of RTT, rate, IW, size, loss), resumable",
+		Long: `Run every combination of the listed values, each with --trials trials, --parallel
+at once. Each trial's result is appended to OUT/results.jsonl as it ends, with every
+parameter in the row; OUT/results.csv is written at the end. Run the same command
+again to resume an interrupted sweep: trials already in results.jsonl are skipped.`,
+		Example: `  slowstart lab sweep --rtt 20ms,70ms,150ms --rate 1.2mbit --iw 3,10 --size 10KB,50KB,100KB --trials 5 --parallel 8 --out sweep1
+  slowstart lab sweep --rtt 70ms --iw 3,10,32 --size 160KB --loss 0,1%,3% --trials 10 --parallel 8 --out loss`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if out == "" {
+				return withCode(exitUsage, errors.New("--out DIR is required"))
+			}
+			specs, err := f.specs()
+			if err != nil {
+				return withCode(exitUsage, err)
+			}
+			ctx, stop, err := labContext(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer stop()
+			jsonl := filepath.Join(out, "results.jsonl")
+			previous, err := lab.ReadRows(jsonl)
+			if err != nil {
+				return fmt.Errorf("reading %s to resume: %w", jsonl, err)
+			}
+			done := lab.DoneKeys(previous)
+			var todo []lab.Job
+			for _, j := range f.jobs(specs) {
+				if !done[j.Key()] {
+					todo = append(todo, j)
+				}
+			}
+			if skipped := len(f.jobs(specs)) - len(todo); skipped > 0 {
+				fmt.Fprintf(cmd.ErrOrStderr(), "resuming: %d of %d trials already done in %s\n", skipped, skipped+len(todo), jsonl)
+			}
+			w, err := lab.OpenJSONL(jsonl)
+			if err != nil {
+				return err
+			}
+			defer w.Close()
+			capture := ""
+			if f.captureDir != "" {
+				capture = f.captureDir
+			}
+			bar := newProgress(len(todo), fmt.Sprintf("%d points", len(specs)))
+			var writeErr error
+			_, runErr := lab.NewEnv().RunJobs(ctx, todo, lab.RunOptions{Parallel: f.parallel, CaptureDir: capture,
+				OnResult: func(_ lab.Job, r lab.Row, _ error) {
+					if err := w.Write(r); err != nil && writeErr == nil {
+						writeErr = err
+					}
+					_ = bar.Add(1)
+				}})
+			_ = bar.Finish()
+			if writeErr != nil {
+				return fmt.Errorf("writing %s: %w", jsonl, writeErr)
+			}
+			all, err := lab.ReadRows(jsonl)
+			if err != nil {
+				return err
+			}
+			csvPath := filepath.Join(out, "results.csv")
+			cf, err := os.Create(csvPath)
+			if err != nil {
+				return err
+			}
+			if err := lab.WriteCSV(cf, lab.LatestRows(all)); err != nil {
+				cf.Close()
+				return err
+			}
+			if err := cf.Close(); err != nil {
+				return err
+			}
+			if runErr != nil {
+				return fmt.Errorf("interrupted; run the same command again to resume: %w", runErr)
+			}
+			if err := writeSummaries(cmd.OutOrStdout(), summarizePoints(specs, lab.LatestRows(all))); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "results: %s, %s\n", jsonl, csvPath)
+			return nil
+		},
+	}
+	f.register(cmd, true)
+	cmd.Flags().StringVar(&out, "out", "", "directory for results.jsonl and results.csv (required)")
+	return cmd
+}
+
+func newLabCleanCommand() *cobra.Command {
+	var all bool
+	cmd := &cobra.Command{
+		Use:   "clean",
+		Short: "Remove what a killed lab run left behind (network namespaces)",
+		Long: `Remove the network namespaces of lab runs whose process is gone (a run killed
+with SIGKILL can't clean up after itself). With --all, remove every lab namespace,
+including those of runs still going.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := needRoot(); err != nil {
+				return err
+			}
+			removed, err := netlab.Clean(cmd.Context(), all)
+			for _, r := range removed {
+				fmt.Fprintf(cmd.OutOrStdout(), "removed %s\n", r)
+			}
+			if err != nil {
+				return err
+			}
+			if len(removed) == 0 {
+				fmt.Fprintln(cmd.OutOrStdout(), "nothing to remove")
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&all, "all", false, "also remove the namespaces of lab runs that are still going")
+	return cmd
+}

@@ -1,0 +1,380 @@
+// Package lab runs transfers over emulated paths with real kernel TCP: each trial
+// gets its own client and server network namespaces (lab/netlab) joined by the
+// userspace link emulator (lab/link), a server (built-in or nginx, lab/server) with
+// the initial window on its route, and a client (built-in or curl, lab/client) that
+// times the transfer. Trials run in parallel without interfering. It writes results
+// and, when asked, the client-side and server-side captures of every trial; it does
+// not analyze them (package analysis does).
+package lab
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/slowstart/slowstart/lab/client"
+	"github.com/slowstart/slowstart/lab/link"
+	"github.com/slowstart/slowstart/lab/netlab"
+	"github.com/slowstart/slowstart/lab/server"
+)
+
+// Server and client kinds.
+const (
+	ServerBuiltin = "builtin"
+	ServerNginx   = "nginx"
+	ClientBuiltin = client.ClientBuiltin
+	ClientCurl    = client.ClientCurl
+)
+
+// Spec is one point of the parameter space: a path, a server, a client and a transfer.
+type Spec struct {
+	RTTNs              int64   `json:"rtt_ms_ns"`
+	RateBitsPerSecond  int64   `json:"rate_bps"`    // bottleneck rate each way; 0: unlimited
+	QueueBytes         int64   `json:"queue_bytes"` // buffer in front of the bottleneck; 0: one BDP
+	QueuePackets       int     `json:"queue_packets"`
+	LossRate           float64 `json:"loss"` // random loss on the server→client path
+	IW                 int     `json:"iw"`   // the server route's initcwnd; 0: kernel default (10)
+	InitRwnd           int     `json:"initrwnd"`
+	SizeBytes          int64   `json:"size_bytes"`
+	TLS                string  `json:"tls"` // "", "1.2", "1.3"
+	HTTP2              bool    `json:"http2"`
+	ChainBytes         int     `json:"chain_bytes"` // certificate chain size over TLS (0: 4 KB)
+	Server             string  `json:"server"`
+	Client             string  `json:"client"`
+	CC                 string  `json:"cc"`
+	ThinkAfterBytes    int64   `json:"think_after_bytes"`
+	ThinkNs            int64   `json:"think_ns"`
+	SlowStartAfterIdle bool    `json:"slow_start_after_idle"`
+	IPv6               bool    `json:"ipv6"`
+	Seed               uint64  `json:"seed"`
+}
+
+// Normalize fills defaults and checks the values.
+func (s *Spec) Normalize() error {
+	if s.Server == "" {
+		s.Server = ServerBuiltin
+	}
+	if s.Client == "" {
+		s.Client = ClientBuiltin
+	}
+	if s.CC == "" {
+		s.CC = netlab.CongestionCubic
+	}
+	if s.ChainBytes == 0 && s.TLS != "" {
+		s.ChainBytes = 4000
+	}
+	switch {
+	case s.RTTNs < 0:
+		return errors.New("the RTT can't be negative")
+	case s.IW < 0 || s.IW > 1000:
+		return fmt.Errorf("initial window %d: use 1 to 1000 segments (0 for the kernel default)", s.IW)
+	case s.SizeBytes < 0 || s.SizeBytes > 1<<30:
+		return fmt.Errorf("size %d: use 0 to 1 GiB", s.SizeBytes)
+	case s.LossRate < 0 || s.LossRate >= 1:
+		return fmt.Errorf("loss %g: use a rate in [0, 1)", s.LossRate)
+	case s.TLS != "" && s.TLS != "1.2" && s.TLS != "1.3":
+		return fmt.Errorf("TLS %q: use 1.2, 1.3 or none", s.TLS)
+	case s.Server != ServerBuiltin && s.Server != ServerNginx:
+		return fmt.Errorf("server %q: use builtin or nginx", s.Server)
+	case s.Client != ClientBuiltin && s.Client != ClientCurl:
+		return fmt.Errorf("client %q: use builtin or curl", s.Client)
+	}
+	return nil
+}
+
+// linkConfigs returns the emulator's configuration each way: half the RTT of delay,
+// the rate and its queue both ways, loss on the data (server→client) path only.
+func (s *Spec) linkConfigs(mtu int) (clientToServer, serverToClient link.Config, queue string) {
+	oneWay := s.RTTNs / 2
+	mk := func(seedOffset uint64) link.Config {
+		c := link.Config{DelayNs: oneWay, RateBitsPerSecond: s.RateBitsPerSecond, Seed: s.Seed + seedOffset}
+		if s.RateBitsPerSecond > 0 {
+			switch {
+			case s.QueueBytes > 0:
+				c.Queue = link.QueueConfig{LimitBytes: s.QueueBytes}
+				queue = fmt.Sprintf("drop-tail, %s", link.FormatSize(s.QueueBytes))
+			case s.QueuePackets > 0:
+				c.Queue = link.QueueConfig{LimitPackets: s.QueuePackets}
+				queue = fmt.Sprintf("drop-tail, %d packets", s.QueuePackets)
+			default:
+				c.Queue, queue = link.DefaultQueue(s.RateBitsPerSecond, s.RTTNs, mtu)
+			}
+		}
+		return c
+	}
+	clientToServer, serverToClient = mk(1), mk(2)
+	if s.LossRate > 0 {
+		serverToClient.Loss = link.LossConfig{Model: link.LossBernoulli, Probability: s.LossRate}
+	}
+	if queue == "" {
+		queue = "none (no rate limit)"
+	}
+	return clientToServer, serverToClient, queue
+}
+
+// TrialResult is what one trial measured.
+type TrialResult struct {
+	Trial       int     `json:"trial"`
+	ConnectMs   float64 `json:"connect_ms"`
+	TLSMs       float64 `json:"tls_ms"`
+	FirstByteMs float64 `json:"first_byte_ms"`
+	LastByteMs  float64 `json:"last_byte_ms"`
+	// FCTPaperMs: first response byte to last byte at the client (Dukkipati et al.
+	// measure to the last ACK at the server, which is the same less half an RTT).
+	FCTPaperMs float64 `json:"fct_paper_ms"`
+	// FCTUserMs: from the connect to the last byte, as a user waits.
+	FCTUserMs  float64 `json:"fct_user_ms"`
+	Bytes      int64   `json:"bytes"`
+	Protocol   string  `json:"protocol"`
+	TLSVersion string  `json:"tls_version,omitempty"`
+	// DataPacketsLost and AckPacketsLost count the emulator's drops (loss and queue).
+	DataPacketsLost int64  `json:"data_packets_lost"`
+	AckPacketsLost  int64  `json:"ack_packets_lost"`
+	ClientPcap      string `json:"client_pcap,omitempty"`
+	ServerPcap      string `json:"server_pcap,omitempty"`
+	Error           string `json:"error,omitempty"`
+}
+
+// labServerName is the name on the lab's certificates.
+const labServerName = "lab.slowstart.test"
+
+// Env holds what trials share: generated keys and certificate chains.
+type Env struct {
+	Keys   *server.KeyCache
+	mu     sync.Mutex
+	chains map[int]*server.Chain
+}
+
+// NewEnv makes an Env.
+func NewEnv() *Env { return &Env{Keys: server.NewKeyCache(), chains: map[int]*server.Chain{}} }
+
+func (e *Env) chain(bytes int) (*server.Chain, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if c, ok := e.chains[bytes]; ok {
+		return c, nil
+	}
+	c, err := server.NewChain(server.ChainConfig{ServerName: labServerName, Intermediates: 1, TargetBytes: bytes, Keys: e.Keys})
+	if err != nil {
+		return nil, fmt.Errorf("certificate chain of %d bytes: %w", bytes, err)
+	}
+	e.chains[bytes] = c
+	return c, nil
+}
+
+// RunTrial runs one transfer. captureDir, when set, receives the trial's client-side
+// and server-side captures named after prefix.
+func (e *Env) RunTrial(ctx context.Context, spec Spec, index int, captureDir, prefix string) (TrialResult, error) {
+	res := TrialResult{Trial: index}
+	if err := spec.Normalize(); err != nil {
+		return res, err
+	}
+	opts := netlab.Options{
+		InitCwnd:             spec.IW,
+		InitRwnd:             spec.InitRwnd,
+		CongestionControl:    spec.CC,
+		NoSlowStartAfterIdle: !spec.SlowStartAfterIdle,
+	}
+	trial, err := netlab.Create(ctx, opts)
+	if err != nil {
+		return res, err
+	}
+	defer trial.Close()
+
+	c2s, s2c, _ := spec.linkConfigs(1500)
+	var taps *pcapTaps
+	if captureDir != "" {
+		if err := os.MkdirAll(captureDir, 0o755); err != nil {
+			return res, fmt.Errorf("capture directory: %w", err)
+		}
+		res.ClientPcap = filepath.Join(captureDir, prefix+".client.pcap")
+		res.ServerPcap = filepath.Join(captureDir, prefix+".server.pcap")
+		taps, err = newPcapTaps(res.ClientPcap, res.ServerPcap)
+		if err != nil {
+			return res, err
+		}
+	}
+	linkCtx, stopLink := context.WithCancel(ctx)
+	var linkStats link.Stats
+	var linkErr error
+	linkDone := make(chan struct{})
+	runOpts := link.RunOptions{}
+	if taps != nil {
+		runOpts.Tap = taps.tap
+	}
+	clientDev, err := link.NewTUN(trial.ClientTUN)
+	if err != nil {
+		stopLink()
+		return res, err
+	}
+	serverDev, err := link.NewTUN(trial.ServerTUN)
+	if err != nil {
+		stopLink()
+		return res, err
+	}
+	go func() {
+		defer close(linkDone)
+		linkStats, linkErr = link.Run(linkCtx, clientDev, serverDev, c2s, s2c, runOpts)
+	}()
+	defer func() {
+		stopLink()
+		<-linkDone
+		if taps != nil {
+			if err := taps.close(); err != nil && res.Error == "" {
+				res.Error = err.Error()
+			}
+		}
+	}()
+
+	serverAddr := trial.Addr(netlab.Server, spec.IPv6)
+	port := 80
+	scheme := "http"
+	if spec.TLS != "" {
+		port, scheme = 443, "https"
+	}
+	addrPort := netip.AddrPortFrom(serverAddr, uint16(port))
+	fetch := client.FetchConfig{
+		URL:        fmt.Sprintf("%s://%s/bytes/%d", scheme, addrPort, spec.SizeBytes),
+		Dial:       trial.DialFunc(netlab.Client, &net.Dialer{}),
+		TLSVersion: spec.TLS,
+		HTTP2:      spec.HTTP2,
+	}
+	serveCtx, stopServe := context.WithCancel(ctx)
+	defer stopServe()
+	var cfgCert server.Config
+	if spec.TLS != "" {
+		ch, err := e.chain(spec.ChainBytes)
+		if err != nil {
+			return res, err
+		}
+		cfgCert.Certificate = ch.Certificate
+		fetch.RootCAs = ch.Roots
+		fetch.RootCAPEM = ch.RootPEM()
+		fetch.ServerName = labServerName
+	}
+	switch spec.Server {
+	case ServerBuiltin:
+		ln, err := trial.Listen(netlab.Server, "tcp", addrPort.String())
+		if err != nil {
+			return res, err
+		}
+		cfg := server.Config{
+			TLSVersion:      spec.TLS,
+			Certificate:     cfgCert.Certificate,
+			HTTP2:           spec.HTTP2,
+			ThinkAfterBytes: spec.ThinkAfterBytes,
+			ThinkDuration:   time.Duration(spec.ThinkNs),
+		}
+		served := make(chan error, 1)
+		go func() { served <- server.Serve(serveCtx, ln, cfg) }()
+		defer func() { stopServe(); <-served }()
+	case ServerNginx:
+		ng, err := server.StartNginx(serveCtx, server.NginxConfig{
+			Address:     addrPort.String(),
+			TLSVersion:  spec.TLS,
+			Certificate: cfgCert.Certificate,
+			HTTP2:       spec.HTTP2,
+			BodySizes:   []int64{spec.SizeBytes},
+			Dial:        fetch.Dial,
+		}, wrapIn(trial, netlab.Server))
+		if err != nil {
+			return res, err
+		}
+		defer ng.Stop()
+	}
+
+	var r client.Result
+	if spec.Client == ClientCurl {
+		r, err = client.FetchCurl(ctx, fetch, wrapIn(trial, netlab.Client))
+	} else {
+		r, err = client.Fetch(ctx, fetch)
+	}
+	if err != nil {
+		res.Error = err.Error()
+		return res, err
+	}
+	stopLink()
+	<-linkDone
+	if linkErr != nil {
+		return res, fmt.Errorf("link emulator: %w", linkErr)
+	}
+	ms := func(ns int64) float64 { return float64(ns) / 1e6 }
+	res.ConnectMs, res.TLSMs, res.FirstByteMs, res.LastByteMs = ms(r.ConnectNs), ms(r.TLSNs), ms(r.FirstByteNs), ms(r.LastByteNs)
+	res.FCTPaperMs, res.FCTUserMs = ms(r.FCTPaperNs), ms(r.FCTUserNs)
+	res.Bytes, res.Protocol, res.TLSVersion = r.Bytes, r.Protocol, r.TLSVersion
+	res.DataPacketsLost = linkStats.BToA.PacketsDroppedLoss + linkStats.BToA.PacketsDroppedQueue
+	res.AckPacketsLost = linkStats.AToB.PacketsDroppedLoss + linkStats.AToB.PacketsDroppedQueue
+	return res, nil
+}
+
+// Label names a spec in file names: "rtt70-rate1.2mbit-iw10-size42000-trial3".
+func (s Spec) Label() string {
+	l := "rtt" + strconv.FormatFloat(float64(s.RTTNs)/1e6, 'f', -1, 64)
+	if s.RateBitsPerSecond > 0 {
+		l += "-rate" + strconv.FormatFloat(float64(s.RateBitsPerSecond)/1e6, 'f', -1, 64) + "mbit"
+	}
+	l += fmt.Sprintf("-iw%d-size%d", s.IW, s.SizeBytes)
+	if s.LossRate > 0 {
+		l += "-loss" + strconv.FormatFloat(s.LossRate*100, 'f', -1, 64)
+	}
+	if s.TLS != "" {
+		l += "-tls" + s.TLS
+	}
+	if s.HTTP2 {
+		l += "-h2"
+	}
+	return l
+}
+
+// wrapIn makes a command run inside one of the trial's namespaces (through nsenter,
+// which then becomes the program itself).
+func wrapIn(t *netlab.Trial, side netlab.Side) func(*exec.Cmd) {
+	return func(cmd *exec.Cmd) {
+		nsenter, err := exec.LookPath("nsenter")
+		if err != nil {
+			nsenter = "/usr/bin/nsenter"
+		}
+		args := append([]string{"nsenter", "--net=" + t.NamespacePath(side), "--", cmd.Path}, cmd.Args[1:]...)
+		cmd.Path, cmd.Args = nsenter, args
+	}
+}
+
+// QueueDescription says which bottleneck buffer the point uses.
+func QueueDescription(s Spec) string {
+	_, _, q := s.linkConfigs(1500)
+	return strings.TrimPrefix(q, "queue: ")
+}
+
+// Describe says in words what a point emulates.
+func Describe(s Spec) string {
+	path := fmt.Sprintf("path: RTT %s", strconv.FormatFloat(float64(s.RTTNs)/1e6, 'f', -1, 64)+" ms")
+	if s.RateBitsPerSecond > 0 {
+		path += fmt.Sprintf(", %s each way, queue %s", link.FormatRate(s.RateBitsPerSecond), QueueDescription(s))
+	} else {
+		path += ", no rate limit"
+	}
+	if s.LossRate > 0 {
+		path += fmt.Sprintf(", %g%% loss server→client (seed %d)", s.LossRate*100, s.Seed)
+	}
+	proto := "HTTP/1.1"
+	if s.HTTP2 {
+		proto = "HTTP/2"
+	}
+	if s.TLS != "" {
+		proto += fmt.Sprintf(" over TLS %s (chain %s)", s.TLS, link.FormatSize(int64(s.ChainBytes)))
+	}
+	iw := "kernel default IW"
+	if s.IW > 0 {
+		iw = fmt.Sprintf("IW %d", s.IW)
+	}
+	return fmt.Sprintf("%s\nserver: %s, %s, %s; client: %s; %s of body over %s", path, s.Server, iw, s.CC, s.Client, link.FormatSize(s.SizeBytes), proto)
+}
