@@ -184,6 +184,11 @@ func (e *Env) RunTrial(ctx context.Context, spec Spec, index int, captureDir, pr
 		CongestionControl:    spec.CC,
 		NoSlowStartAfterIdle: !spec.SlowStartAfterIdle,
 	}
+	if spec.InitRwnd > 0 {
+		// A receive buffer large enough for the initial window asked for: the kernel
+		// caps the first advertised window at what the default buffer can hold.
+		opts.Sysctls = map[string]string{"ipv4/tcp_rmem": fmt.Sprintf("4096 %d 6291456", max(131072, 4*spec.InitRwnd*1500))}
+	}
 	trial, err := netlab.Create(ctx, opts)
 	if err != nil {
 		return res, err

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sync/atomic"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -23,6 +24,9 @@ type TUN struct {
 	// two goroutines at once, nor Write; a Read and a Write may run together.
 	reading readBatch
 	writing writeBatch
+	// closed is set by Close, so that errors of a Read or Write racing with it read
+	// as os.ErrClosed (the poller's own "use of closed file" is not exported).
+	closed atomic.Bool
 }
 
 type readBatch struct {
@@ -90,6 +94,9 @@ func (t *TUN) Read(bufs [][]byte, sizes []int) (int, error) {
 		return 0, fmt.Errorf("reading TUN %s: %w", t.file.Name(), readErr)
 	}
 	if err != nil {
+		if t.closed.Load() {
+			err = os.ErrClosed
+		}
 		return 0, fmt.Errorf("reading TUN %s: %w", t.file.Name(), err)
 	}
 	return 0, nil
@@ -126,6 +133,9 @@ func (t *TUN) Write(bufs [][]byte) (int, error) {
 		return n, fmt.Errorf("writing a %d-byte packet to TUN %s: %w", len(bufs[n]), t.file.Name(), writeErr)
 	}
 	if err != nil {
+		if t.closed.Load() {
+			err = os.ErrClosed
+		}
 		return n, fmt.Errorf("writing to TUN %s: %w", t.file.Name(), err)
 	}
 	return n, nil
@@ -150,7 +160,10 @@ func (w *writeBatch) writeSome(fd uintptr) bool {
 }
 
 // Close implements Device.
-func (t *TUN) Close() error { return t.file.Close() }
+func (t *TUN) Close() error {
+	t.closed.Store(true)
+	return t.file.Close()
+}
 
 // isClosedError reports whether err comes from using a device or timer after Close.
 func isClosedError(err error) bool {
