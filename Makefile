@@ -31,7 +31,7 @@ web:
 # The whole suite: vet, lint, unit and integration tests (real kernel TCP in network
 # namespaces when run as root), and the fuzz targets' seed corpora.
 test: setup-check lint
-	$(GO) test -count=1 -timeout 20m ./...
+	$(GO) test -count=1 -p 1 -timeout 30m ./...
 
 setup-check:
 	@command -v tcpdump >/dev/null && command -v chromium >/dev/null && test -x $(GOBIN)/staticcheck && test -d web/node_modules || $(MAKE) setup

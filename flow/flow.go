@@ -436,9 +436,9 @@ func (c *Conn) Vantage() string {
 	first := c.SYNACKNs - c.SYNNs
 	second := c.HandshakeACKNs - c.SYNACKNs
 	switch {
-	case first > 4*second && first > 200_000:
+	case first > 3*second && first > 200_000:
 		return VantageClient
-	case second > 4*first && second > 200_000:
+	case second > 3*first && second > 200_000:
 		return VantageServer
 	}
 	return VantageUnknown

@@ -64,8 +64,12 @@ func TestGroundTruthInitialWindow(t *testing.T) {
 				if iw := c.InitialWindow; iw.Verdict != report.VerdictExact || iw.Segments != spec.IW {
 					t.Errorf("%s capture (%s): IW %d %s (%s), want %d exact", side.vantage, filepath.Base(side.path), iw.Segments, iw.Verdict, iw.Reason, spec.IW)
 				}
-				if c.HandshakeRTTMs == nil || *c.HandshakeRTTMs < float64(spec.RTTNs)/1e6 || *c.HandshakeRTTMs > float64(spec.RTTNs)/1e6+5 {
-					t.Errorf("%s capture: handshake RTT %v ms, want %d ms", side.vantage, c.HandshakeRTTMs, spec.RTTNs/1e6)
+				if c.HandshakeRTTMs == nil {
+					t.Errorf("%s capture: no handshake RTT", side.vantage)
+				} else if rtt := *c.HandshakeRTTMs; rtt < float64(spec.RTTNs)/1e6 || rtt > float64(spec.RTTNs)/1e6*1.5+5 {
+					// Loose: trials start while others are being set up on two cores;
+					// the emulator's accuracy is measured in bench/.
+					t.Errorf("%s capture: handshake RTT %.3f ms, want %d ms", side.vantage, rtt, spec.RTTNs/1e6)
 				}
 			}
 		})

@@ -149,6 +149,10 @@ const labServerName = "lab.slowstart.test"
 
 // Env holds what trials share: generated keys and certificate chains.
 type Env struct {
+	// setup serializes the creation of trials: namespace setup is CPU-heavy in the
+	// kernel, and trials already timing a transfer should not share the CPU with
+	// several setups at once.
+	setup  sync.Mutex
 	Keys   *server.KeyCache
 	mu     sync.Mutex
 	chains map[int]*server.Chain
@@ -189,7 +193,9 @@ func (e *Env) RunTrial(ctx context.Context, spec Spec, index int, captureDir, pr
 		// caps the first advertised window at what the default buffer can hold.
 		opts.Sysctls = map[string]string{"ipv4/tcp_rmem": fmt.Sprintf("4096 %d 6291456", max(131072, 4*spec.InitRwnd*1500))}
 	}
+	e.setup.Lock()
 	trial, err := netlab.Create(ctx, opts)
+	e.setup.Unlock()
 	if err != nil {
 		return res, err
 	}
@@ -212,7 +218,7 @@ func (e *Env) RunTrial(ctx context.Context, spec Spec, index int, captureDir, pr
 	var linkStats link.Stats
 	var linkErr error
 	linkDone := make(chan struct{})
-	runOpts := link.RunOptions{}
+	runOpts := link.RunOptions{EarlyWakeNs: -1}
 	if taps != nil {
 		runOpts.Tap = taps.tap
 	}

@@ -360,9 +360,13 @@ func (t *Tracker) Label(messageEnds []int64) []Round {
 func (t *Tracker) idleThresholdNs() int64 {
 	switch {
 	case t.cfg.Vantage == flow.VantageServer:
-		return max(int64(1e6), t.cfg.RTTNs/20)
+		// A cwnd-limited sender answers an ACK within microseconds; allow for a
+		// loaded host (softirq and capture delays) before calling it idle.
+		return max(int64(2e6), t.cfg.RTTNs/8)
 	default:
-		return max(int64(3e6), t.cfg.RTTNs/8)
+		// Away from the server, queues and scheduling add jitter to every
+		// arrival: claim the server waited only past a quarter of the RTT.
+		return max(int64(3e6), t.cfg.RTTNs/4)
 	}
 }
 
