@@ -80,7 +80,9 @@ func File(ctx context.Context, path string, opts Options) (*report.Report, error
 		return nil, err
 	}
 	defer r.Close()
-	rep, err := Run(ctx, r, opts)
+	ahead := newReadAhead(ctx, r)
+	rep, err := Run(ctx, ahead, opts)
+	ahead.Close() // the reader's Stats are final once its goroutine is done
 	st := r.Stats()
 	if rep != nil {
 		rep.Source = report.Source{
@@ -162,6 +164,9 @@ func (a *analyzer) add(c report.Connection) {
 }
 
 func (a *analyzer) finish() *report.Report {
+	if a.conns == nil {
+		a.conns = []report.Connection{}
+	}
 	sort.Slice(a.conns, func(i, j int) bool { return a.conns[i].Index < a.conns[j].Index })
 	for i := range a.conns {
 		a.conns[i].Index = i + 1

@@ -159,6 +159,7 @@ type Tracker struct {
 	lingerNs  int64
 	lastSweep int64
 	closing   []*Conn
+	last      *Conn // the connection of the previous packet
 }
 
 // NewTracker makes a Tracker that calls newHandler for each new connection.
@@ -175,17 +176,21 @@ func NewTracker(newHandler NewHandlerFunc, hint ServerHint) *Tracker {
 func (t *Tracker) Add(p *capture.Packet) {
 	src := netip.AddrPortFrom(p.Src, p.SrcPort)
 	dst := netip.AddrPortFrom(p.Dst, p.DstPort)
-	key := makeKey(src, dst)
-	c := t.conns[key]
+	// Consecutive packets mostly belong to the same connection: try it before the map.
+	c := t.last
+	if c == nil || !((src == c.Client && dst == c.Server) || (src == c.Server && dst == c.Client)) {
+		c = t.conns[makeKey(src, dst)]
+	}
 	isSYN := p.Has(capture.FlagSYN) && !p.Has(capture.FlagACK)
 	if c != nil && isSYN && c.Dirs[ToServer].SYNSeen && src == c.Client && p.Seq+1 != c.Dirs[ToServer].base && c.Dirs[ToServer].dataSeen {
 		// A new connection on the same four-tuple (port reuse).
-		t.finish(key, c)
+		t.finish(makeKey(src, dst), c)
 		c = nil
 	}
 	if c == nil {
-		c = t.newConn(key, src, dst, p)
+		c = t.newConn(makeKey(src, dst), src, dst, p)
 	}
+	t.last = c
 	c.LastNs = p.TimestampNs
 	dir := ToServer
 	if src == c.Server {
@@ -219,6 +224,9 @@ func (t *Tracker) sweep(nowNs int64) {
 
 func (t *Tracker) finish(key connKey, c *Conn) {
 	delete(t.conns, key)
+	if t.last == c {
+		t.last = nil
+	}
 	if c.handler != nil {
 		c.handler.Close(c)
 		c.handler = nil

@@ -1,19 +1,113 @@
 package report
 
 import (
+	"bufio"
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"text/tabwriter"
 )
 
-// WriteJSON writes the Report as indented JSON.
+// WriteJSON writes the Report as indented JSON. Connections are encoded in chunks,
+// on every core, and written in order as they are ready: the memory it needs is a
+// few chunks, not the whole document.
 func WriteJSON(w io.Writer, r *Report) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(r)
+	bw := bufio.NewWriterSize(w, 64<<10)
+	envelope := *r
+	envelope.Connections = nil
+	head, err := json.MarshalIndent(envelope, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encoding the report: %w", err)
+	}
+	const empty = `"connections": null`
+	before, after, found := bytes.Cut(head, []byte(empty))
+	if !found {
+		return fmt.Errorf("encoding the report: no %s to fill", empty)
+	}
+	bw.Write(before)
+	bw.WriteString(`"connections": [`)
+	if err := writeConnections(bw, r.Connections); err != nil {
+		return err
+	}
+	if len(r.Connections) > 0 {
+		bw.WriteString("\n  ")
+	}
+	bw.WriteByte(']')
+	bw.Write(after)
+	bw.WriteByte('\n')
+	return bw.Flush()
+}
+
+// writeConnections encodes conns as the elements of an indented JSON array.
+func writeConnections(w io.Writer, conns []Connection) error {
+	const chunkSize = 64
+	type chunk struct {
+		buf bytes.Buffer
+		err error
+	}
+	chunks := (len(conns) + chunkSize - 1) / chunkSize
+	workers := min(runtime.GOMAXPROCS(0), max(chunks, 1))
+	// results[i] delivers chunk i; at most 2*workers chunks are encoded ahead of the
+	// writer.
+	results := make([]chan *chunk, chunks)
+	for i := range results {
+		results[i] = make(chan *chunk, 1)
+	}
+	next := make(chan int)
+	done := make(chan struct{})
+	defer close(done)
+	sem := make(chan struct{}, 2*workers)
+	go func() {
+		defer close(next)
+		for i := 0; i < chunks; i++ {
+			select {
+			case sem <- struct{}{}:
+			case <-done:
+				return
+			}
+			select {
+			case next <- i:
+			case <-done:
+				return
+			}
+		}
+	}()
+	for range workers {
+		go func() {
+			for i := range next {
+				c := &chunk{}
+				enc := json.NewEncoder(&c.buf)
+				enc.SetIndent("    ", "  ")
+				for j := i * chunkSize; j < min((i+1)*chunkSize, len(conns)); j++ {
+					if j > 0 {
+						c.buf.WriteByte(',')
+					}
+					c.buf.WriteString("\n    ")
+					if c.err = enc.Encode(&conns[j]); c.err != nil {
+						c.err = fmt.Errorf("encoding connection %d: %w", conns[j].Index, c.err)
+						break
+					}
+					c.buf.Truncate(c.buf.Len() - 1) // the Encoder's newline
+				}
+				results[i] <- c
+			}
+		}()
+	}
+	for i := range results {
+		c := <-results[i]
+		<-sem
+		if c.err != nil {
+			return c.err
+		}
+		if _, err := w.Write(c.buf.Bytes()); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Size formats a byte count for people: "812 B", "14.5 KB", "1.20 MB" (decimal units).

@@ -25,8 +25,7 @@ import (
 func main() {
 	cpuPath := flag.String("cpu", "cpu.pprof", "where to write the CPU profile")
 	heapPath := flag.String("heap", "", "where to write a heap profile taken after the analysis (none if empty)")
-	renderMode := flag.String("render", renderIndent, "how to render the Report as JSON: none, indent (as analyze --json), compact, per-connection")
-	pipelined := flag.Bool("pipeline", false, "read and decode on one goroutine, track connections on another (a prototype)")
+	renderMode := flag.String("render", renderIndent, "how to render the Report as JSON: none, indent (as analyze --json), compact")
 	flag.Usage = func() {
 		fmt.Fprintf(flag.CommandLine.Output(), "usage: %s [flags] CAPTURE\n", os.Args[0])
 		flag.PrintDefaults()
@@ -38,13 +37,13 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	if err := run(ctx, flag.Arg(0), *cpuPath, *heapPath, *renderMode, *pipelined); err != nil {
+	if err := run(ctx, flag.Arg(0), *cpuPath, *heapPath, *renderMode); err != nil {
 		slog.Error("profile failed", "err", err)
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context, capturePath, cpuPath, heapPath, renderMode string, pipelined bool) error {
+func run(ctx context.Context, capturePath, cpuPath, heapPath, renderMode string) error {
 	cpuFile, err := os.Create(cpuPath)
 	if err != nil {
 		return fmt.Errorf("create the CPU profile file: %w", err)
@@ -54,11 +53,7 @@ func run(ctx context.Context, capturePath, cpuPath, heapPath, renderMode string,
 		return fmt.Errorf("start the CPU profile: %w", err)
 	}
 	start := time.Now()
-	analyze := analysis.File
-	if pipelined {
-		analyze = pipelinedFile
-	}
-	rep, err := analyze(ctx, capturePath, analysis.Options{Tool: "slowstart profile"})
+	rep, err := analysis.File(ctx, capturePath, analysis.Options{Tool: "slowstart profile"})
 	if err != nil {
 		pprof.StopCPUProfile()
 		return fmt.Errorf("analyze %s: %w", capturePath, err)
