@@ -10,9 +10,9 @@ import (
 
 // Ways to render the Report as JSON, to compare what each costs.
 const (
-	renderNone          = "none"           // no rendering: the analysis alone
-	renderIndent        = "indent"         // report.WriteJSON, as `analyze --json` does
-	renderCompact       = "compact"        // one json.Encoder pass without indentation
+	renderNone    = "none"    // no rendering: the analysis alone
+	renderIndent  = "indent"  // report.WriteJSON, as `analyze --json` does
+	renderCompact = "compact" // one json.Encoder pass without indentation
 )
 
 // render writes rep to w in the given mode.
@@ -27,4 +27,3 @@ func render(w io.Writer, rep *report.Report, mode string) error {
 	}
 	return fmt.Errorf("unknown -render %q: use %s, %s or %s", mode, renderNone, renderIndent, renderCompact)
 }
-
