@@ -1,7 +1,7 @@
-// Package capture reads packets from capture files (pcap and pcapng) and decodes
-// each TCP segment into a Packet. It knows link layers, IP and TCP headers; it
-// knows nothing of connections, TLS or HTTP (see packages flow, tlsrec, httpmsg).
-// It does not capture live traffic and does not reassemble streams.
+// Package capture reads packets from capture files (pcap and pcapng) and from
+// a live interface (Linux), and decodes each TCP segment into a Packet. It
+// knows link layers, IP and TCP headers; it knows nothing of connections, TLS
+// or HTTP (see packages flow, tlsrec, httpmsg). It does not reassemble streams.
 //
 // # Reading a file
 //
@@ -63,6 +63,22 @@
 // Known exceptions to "no allocation per packet", both inside gopacket:
 // pcapng records of a link type numbered above 255 (SLL2) box the link type,
 // and IPv6 hop-by-hop options are allocated one by one.
+//
+// # Live capture
+//
+// OpenLive captures on one interface (Linux, CAP_NET_RAW) through an AF_PACKET
+// socket that hands over packets from the IP header on, with a BPF filter on
+// one remote endpoint applied in the kernel, kernel timestamps, and no packet
+// ring: Stop returns at once and Next then hands over every packet captured
+// before it, then io.EOF. PcapWriter keeps a copy (Live.Tee), RouteInterface
+// finds the interface that carries traffic to an address.
+//
+//	iface, _, err := capture.RouteInterface(serverAddr)
+//	live, err := capture.OpenLive(ctx, capture.LiveOptions{
+//		Interface: iface, Filter: capture.Filter{Remote: serverAddr, Port: 443}})
+//	defer live.Close()
+//	go func() { fetch(); live.Stop() }()
+//	for live.Next(&p) == nil { use(&p) } // until io.EOF after Stop
 //
 // # Errors
 //
