@@ -45,6 +45,8 @@ type Report struct {
 	Source      Source       `json:"source"`
 	Connections []Connection `json:"connections"`
 	Warnings    []string     `json:"warnings"`
+	// Runs summarizes repeated probes of one URL (probe --runs N); absent elsewhere.
+	Runs *RunSummary `json:"runs,omitempty"`
 }
 
 // Source describes where the packets came from.
@@ -106,6 +108,11 @@ type Connection struct {
 	// Packets lists every packet of the connection, for timelines and
 	// time-sequence graphs; present only when asked for (view, --packets).
 	Packets []Packet `json:"packets,omitempty"`
+	// ClientTiming is what the client that opened the connection measured (probe
+	// only); absent when the Report comes from a capture file.
+	ClientTiming *ClientTiming `json:"client_timing,omitempty"`
+	// Diagnoses are the round trips the connection could have saved, and why (probe).
+	Diagnoses []Diagnosis `json:"diagnoses,omitempty"`
 }
 
 // Packet is one packet of a connection, with sequence numbers as stream offsets.
@@ -180,4 +187,76 @@ type HTTPMessage struct {
 	BodyBytes   int64    `json:"body_bytes"`
 	Chunked     bool     `json:"chunked"`
 	Incomplete  bool     `json:"incomplete"` // the capture or the snaplen cut what was needed
+}
+
+// ClientTiming is what a probing client measured of one request over one
+// connection, from its tracing hooks. Times ending in _at_ms count from the start
+// of the request (before any DNS lookup), like curl's -w time_* variables;
+// durations are the length of one step.
+type ClientTiming struct {
+	Run         int    `json:"run"` // 1-based repetition (probe --runs)
+	Hop         int    `json:"hop"` // 1-based step in a redirect chain
+	URL         string `json:"url"`
+	Local       string `json:"local"`  // the client's ip:port, as the kernel gave it
+	Remote      string `json:"remote"` // the server's ip:port
+	StartUnixNs int64  `json:"start_unix_ns"`
+	// DNSMs is the name lookup's duration; null when the host needed none (an IP
+	// literal or --resolve).
+	DNSMs           *float64 `json:"dns_ms"`
+	ConnectMs       float64  `json:"connect_ms"`       // TCP handshake duration
+	TLSMs           *float64 `json:"tls_ms"`           // TLS handshake duration; null over cleartext
+	ConnectAtMs     float64  `json:"connect_at_ms"`    // TCP connected (curl: time_connect)
+	TLSAtMs         *float64 `json:"tls_at_ms"`        // TLS done (curl: time_appconnect)
+	RequestSentMs   float64  `json:"request_sent_ms"`  // request written to the socket
+	FirstByteAtMs   float64  `json:"first_byte_at_ms"` // first response byte (curl: time_starttransfer)
+	LastByteAtMs    float64  `json:"last_byte_at_ms"`  // last body byte (curl: time_total)
+	Status          int      `json:"status"`
+	Protocol        string   `json:"protocol"`              // "HTTP/1.1" or "HTTP/2"
+	TLSVersion      string   `json:"tls_version,omitempty"` // "1.2", "1.3"
+	ServerName      string   `json:"server_name,omitempty"` // SNI sent
+	ChainBytes      int      `json:"certificate_chain_bytes,omitempty"`
+	ContentType     string   `json:"content_type,omitempty"`
+	ContentEncoding string   `json:"content_encoding,omitempty"` // e.g. "gzip", "br"; empty: none
+	BodyBytes       int64    `json:"body_bytes"`                 // as received (compressed if it was)
+	Location        string   `json:"location,omitempty"`         // the redirect target, for 3xx answers
+}
+
+// Diagnosis is one thing that cost the connection round trips, with its cost.
+type Diagnosis struct {
+	Kind           string  `json:"kind"` // e.g. "certificate_chain", "initial_window", "redirect"
+	Text           string  `json:"text"` // a sentence for people
+	CostRoundTrips int     `json:"cost_round_trips"`
+	CostMs         float64 `json:"cost_ms"`
+}
+
+// RunSummary sums up repeated probes of the same URL over fresh connections.
+type RunSummary struct {
+	Runs int `json:"runs"`
+	// IW readings (segments) of the final hop's connection, one per run; 0 when a
+	// run gave none.
+	IWSegments     []int    `json:"iw_segments"`
+	IWVerdicts     []string `json:"iw_verdicts"`
+	IWMin          int      `json:"iw_min"`
+	IWMedian       float64  `json:"iw_median"`
+	IWMode         int      `json:"iw_mode"`
+	IWSpread       int      `json:"iw_spread"` // max - min
+	HandshakeRTTMs Spread   `json:"handshake_rtt_ms"`
+	FirstByteMs    Spread   `json:"first_byte_ms"`
+	LastByteMs     Spread   `json:"last_byte_ms"`
+	// Growing: the window grew from run to run, as when the server caches route
+	// metrics (net.ipv4.tcp_no_metrics_save=0): the first run is the first visit.
+	Growing bool `json:"growing"`
+	// Disagree: runs saw different windows without a trend, as behind a fleet or
+	// anycast with mixed settings.
+	Disagree bool     `json:"disagree"`
+	Notes    []string `json:"notes"`
+}
+
+// Spread summarizes a sample: min, median, max and standard deviation.
+type Spread struct {
+	N      int     `json:"n"`
+	Min    float64 `json:"min"`
+	Median float64 `json:"median"`
+	Max    float64 `json:"max"`
+	Stddev float64 `json:"stddev"`
 }

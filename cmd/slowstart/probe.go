@@ -1,0 +1,263 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/netip"
+	"os"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/slowstart/slowstart/probe"
+	"github.com/slowstart/slowstart/probe/exact"
+	"github.com/slowstart/slowstart/report"
+)
+
+// exitNetwork: the server could not be reached or spoken to (DNS, refused,
+// unreachable, timeout, TLS failure, HTTP breakage, redirect loop).
+const exitNetwork = 5
+
+func newProbeCommand() *cobra.Command {
+	var (
+		asJSON                bool
+		tlsVersion            string
+		http1, noCompress     bool
+		insecure, ipv4, ipv6  bool
+		resolves, headers     []string
+		userAgent, serverName string
+		timeout               time.Duration
+		runs                  int
+		netns, iface          string
+		pcapPath, keylogPath  string
+		exactMode, afterHS    bool
+		exactMSS, exactRuns   int
+	)
+	cmd := &cobra.Command{
+		Use:   "probe [URL]",
+		Short: "Fetch a URL as a browser's first visit would and explain its round trips",
+		Long: `Fetch the URL over a fresh connection, as a browser's first visit would (HTTP/2 or
+HTTP/1.1 by ALPN, TLS 1.2 or 1.3, compression offered, a browser's user agent,
+redirects followed), capture the probe's own packets on the interface the route
+to the server uses, and print a timeline: DNS, TCP, the TLS round trips, time to
+first byte, each data round with its window and what limited it, the total; the
+server's initial window (IW) with a verdict (exact, lower_bound, ...); and what
+each thing cost in round trips and milliseconds.
+
+The initial window is what a server may send on a new connection before it waits
+a round trip; it decides how many round trips a page costs.
+
+With no URL it runs the built-in demo: a far-away server (RTT 130 ms, 15 Mbit/s)
+emulated on this machine with IW 3, 10 and 32, each serving a 160 KB page over
+TLS 1.2 with a 6.9 KB certificate chain, probed side by side.
+
+A live capture needs CAP_NET_RAW (run with sudo, or once:
+sudo setcap cap_net_raw,cap_net_admin+ep $(which slowstart)); the demo and
+--netns need root.
+
+Exit codes: 0 success; 1 other failures; 2 bad arguments (a malformed URL or
+flag); 3 an unreadable input (e.g. --pcap can't be written); 4 missing
+privileges; 5 the server could not be reached or spoken to (DNS failure,
+connection refused, no route, timeout, TLS failure, more than 10 redirects);
+130 interrupted.`,
+		Example: `  sudo slowstart probe                                  # the built-in demo
+  sudo slowstart probe https://example.com/
+  sudo slowstart probe https://example.com/ --runs 10 --json
+  sudo slowstart probe https://example.com/ --tls 1.2 --http1.1 --pcap page.pcap --keylog keys.txt
+  sudo slowstart probe --exact http://example.com/a-long-path-that-gives-a-404
+  sudo slowstart probe --exact https://example.com/       # the TLS flight, 3 runs
+  sudo slowstart probe https://www.example.com/ --resolve www.example.com:443:192.0.2.7`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return runDemo(cmd, asJSON)
+			}
+			if exactMode {
+				return runExact(cmd, args[0], exactOptions{asJSON: asJSON, mss: exactMSS, runs: exactRuns,
+					afterHandshake: afterHS, tls: tlsVersion, sni: serverName, netns: netns, iface: iface,
+					timeout: timeout, userAgent: userAgent, resolves: resolves})
+			}
+			opts := probe.Options{URL: args[0], TLSVersion: tlsVersion, HTTP1Only: http1, NoCompress: noCompress,
+				UserAgent: userAgent, ServerName: serverName, Insecure: insecure, Timeout: timeout, Runs: runs,
+				Netns: netns, Interface: iface, PcapPath: pcapPath, KeylogPath: keylogPath, Tool: "slowstart " + version,
+				Resolve: map[string]netip.Addr{}, Headers: http.Header{}}
+			if tlsVersion == "none" || tlsVersion == "any" {
+				opts.TLSVersion = ""
+			}
+			switch {
+			case ipv4 && ipv6:
+				return withCode(exitUsage, errors.New("--ipv4 and --ipv6 exclude each other"))
+			case ipv4:
+				opts.IPVersion = probe.IPv4
+			case ipv6:
+				opts.IPVersion = probe.IPv6
+			}
+			for _, r := range resolves {
+				key, addr, err := probe.ParseResolve(r)
+				if err != nil {
+					return withCode(exitUsage, err)
+				}
+				opts.Resolve[key] = addr
+			}
+			for _, h := range headers {
+				name, value, err := probe.ParseHeader(h)
+				if err != nil {
+					return withCode(exitUsage, err)
+				}
+				opts.Headers.Add(name, value)
+			}
+			res, err := probe.Run(cmd.Context(), opts)
+			if res != nil && (err == nil || len(res.Report.Connections) > 0) {
+				for _, w := range res.Report.Warnings {
+					fmt.Fprintf(os.Stderr, "slowstart: warning: %s\n", w)
+				}
+				var werr error
+				if asJSON {
+					werr = report.WriteJSON(cmd.OutOrStdout(), res.Report)
+				} else {
+					werr = probe.WriteText(cmd.OutOrStdout(), res)
+				}
+				if err == nil {
+					err = werr
+				}
+			}
+			return withCode(probeExitCode(err), err)
+		},
+	}
+	fl := cmd.Flags()
+	fl.BoolVar(&asJSON, "json", false, "print the Report (schema slowstart.report/v1) with the client's timings and the diagnoses")
+	fl.StringVar(&tlsVersion, "tls", "", "allow only this TLS version: 1.2 or 1.3 (default: both)")
+	fl.BoolVar(&http1, "http1.1", false, "do not offer HTTP/2")
+	fl.BoolVar(&noCompress, "no-compress", false, "ask for an uncompressed body (Accept-Encoding: identity)")
+	fl.BoolVarP(&ipv4, "ipv4", "4", false, "connect over IPv4 only")
+	fl.BoolVarP(&ipv6, "ipv6", "6", false, "connect over IPv6 only")
+	fl.StringArrayVar(&resolves, "resolve", nil, "HOST:PORT:ADDRESS: connect to ADDRESS for HOST:PORT, without DNS (repeatable)")
+	fl.StringArrayVarP(&headers, "header", "H", nil, `extra request header "Name: value" (repeatable)`)
+	fl.StringVar(&userAgent, "user-agent", "", "User-Agent (default: a desktop browser's)")
+	fl.StringVar(&serverName, "sni", "", "TLS server name to send (default: the URL's host)")
+	fl.BoolVarP(&insecure, "insecure", "k", false, "do not verify the server's certificate")
+	fl.DurationVar(&timeout, "timeout", 30*time.Second, "give up on a request after this long")
+	fl.IntVar(&runs, "runs", 1, "fetch N times, each over fresh connections: min, median, mode and spread of the IW")
+	fl.StringVar(&netns, "netns", "", "probe from inside this network namespace (a path such as /run/netns/NAME)")
+	fl.StringVar(&iface, "interface", "", "capture on this interface (default: the one the route to the server uses)")
+	fl.StringVar(&pcapPath, "pcap", "", "also write the captured packets to this pcap file (for Wireshark)")
+	fl.BoolVar(&exactMode, "exact", false, "measure the initial window actively: a small announced MSS, no ACKs, count the distinct bytes until the first retransmission (the TLS flight over https://)")
+	fl.IntVar(&exactMSS, "mss", 64, "with --exact: the MSS announced in the SYN, in bytes (48 to 1460)")
+	fl.IntVar(&exactRuns, "exact-runs", 3, "with --exact: fresh connections to measure; the IW is reported only when they agree")
+	fl.BoolVar(&afterHS, "after-handshake", false, "with --exact over https://: complete the TLS handshake, then count the HTTP response (the window after the handshake, not the IW)")
+	fl.StringVar(&keylogPath, "keylog", "", "append the TLS secrets to this file (SSLKEYLOGFILE format), so Wireshark can decrypt the pcap")
+	return cmd
+}
+
+// probeExitCode maps a probe error to the documented exit codes.
+func probeExitCode(err error) int {
+	switch probe.KindOf(err) {
+	case "":
+		return exitFailure
+	case probe.KindURL, probe.KindInterface:
+		return exitUsage
+	case probe.KindPermission:
+		return exitPermission
+	case probe.KindCapture:
+		return exitFailure
+	}
+	return exitNetwork
+}
+
+type exactOptions struct {
+	asJSON, afterHandshake            bool
+	mss, runs                         int
+	tls, sni, netns, iface, userAgent string
+	timeout                           time.Duration
+	resolves                          []string
+}
+
+// runExact runs the active measurement of probe/exact.
+func runExact(cmd *cobra.Command, rawURL string, o exactOptions) error {
+	if os.Geteuid() != 0 {
+		return withCode(exitPermission, errors.New("--exact installs a firewall rule (nftables) and captures packets, which needs CAP_NET_ADMIN and CAP_NET_RAW: run sudo slowstart probe --exact"))
+	}
+	opts := exact.Options{URL: rawURL, MSS: o.mss, Runs: o.runs, AfterHandshake: o.afterHandshake,
+		TLSVersion: o.tls, ServerName: o.sni, Netns: o.netns, Interface: o.iface, Timeout: o.timeout,
+		UserAgent: o.userAgent, Resolve: map[string]netip.Addr{}}
+	if opts.TLSVersion == "none" || opts.TLSVersion == "any" {
+		opts.TLSVersion = ""
+	}
+	for _, r := range o.resolves {
+		key, addr, err := probe.ParseResolve(r)
+		if err != nil {
+			return withCode(exitUsage, err)
+		}
+		opts.Resolve[key] = addr
+	}
+	ctx := cmd.Context()
+	if !o.asJSON {
+		fmt.Fprintf(cmd.ErrOrStderr(), "Measuring the initial window of %s over %d fresh connections (no ACKs until the server retransmits)...\n", rawURL, max(o.runs, 1))
+	}
+	res, err := exact.Measure(ctx, opts)
+	if err != nil {
+		var oe *exact.OptionsError
+		switch {
+		case errors.As(err, &oe):
+			return withCode(exitUsage, err)
+		case ctx.Err() != nil:
+			return withCode(exitInterrupted, errors.New("interrupted; the firewall table was removed"))
+		case errors.Is(err, os.ErrPermission) || errors.Is(err, syscall.EPERM):
+			return withCode(exitPermission, err)
+		}
+		return withCode(exitNetwork, err)
+	}
+	if o.asJSON {
+		enc := json.NewEncoder(cmd.OutOrStdout())
+		enc.SetIndent("", "  ")
+		return enc.Encode(struct {
+			Schema string `json:"schema"`
+			*exact.Result
+		}{"slowstart.exact/v1", res})
+	}
+	return exact.WriteText(cmd.OutOrStdout(), res)
+}
+
+func runDemo(cmd *cobra.Command, asJSON bool) error {
+	if os.Geteuid() != 0 {
+		return withCode(exitPermission, errors.New("the demo emulates a far-away server in network namespaces on this machine, which needs root (CAP_SYS_ADMIN, CAP_NET_ADMIN, CAP_NET_RAW): run sudo slowstart probe"))
+	}
+	ctx, stop, err := labContext(cmd.Context())
+	if err != nil {
+		return err
+	}
+	defer stop()
+	fmt.Fprintln(cmd.ErrOrStderr(), "Emulating a far-away server with IW 3, 10 and 32 (a few seconds)...")
+	cfg := probe.DefaultDemo()
+	cfg.Tool = "slowstart " + version
+	d, err := probe.Demo(ctx, cfg)
+	if err != nil {
+		return withCode(probeExitCode(err), err)
+	}
+	if asJSON {
+		var reports []*report.Report
+		for _, col := range d.Columns {
+			reports = append(reports, col.Result.Report)
+		}
+		return writeDemoJSON(cmd, reports)
+	}
+	return probe.WriteDemo(cmd.OutOrStdout(), d)
+}
+
+func writeDemoJSON(cmd *cobra.Command, reports []*report.Report) error {
+	out := cmd.OutOrStdout()
+	fmt.Fprint(out, "[\n")
+	for i, r := range reports {
+		if i > 0 {
+			fmt.Fprint(out, ",\n")
+		}
+		if err := report.WriteJSON(out, r); err != nil {
+			return err
+		}
+	}
+	_, err := fmt.Fprint(out, "]\n")
+	return err
+}

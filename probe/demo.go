@@ -1,0 +1,178 @@
+package probe
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/slowstart/slowstart/lab/link"
+	"github.com/slowstart/slowstart/lab/server"
+	"github.com/slowstart/slowstart/report"
+)
+
+// DemoConfig describes the built-in demo: one far-away server emulated with each
+// of several initial windows, probed one after the other.
+type DemoConfig struct {
+	IWs               []int
+	RTT               time.Duration
+	RateBitsPerSecond int64
+	TLSVersion        string
+	ChainBytes        int
+	BodyBytes         int64
+	Tool              string
+}
+
+// DefaultDemo is a phone in Quebec reaching a server in Copenhagen: RTT 130 ms,
+// 15 Mbit/s, a 160 KB page over TLS 1.2 with a 6.9 KB certificate chain, served
+// with IW 3 (old kernels and some middleboxes), 10 (today's default) and 32 (CDNs).
+func DefaultDemo() DemoConfig {
+	return DemoConfig{IWs: []int{3, 10, 32}, RTT: 130 * time.Millisecond, RateBitsPerSecond: 15_000_000,
+		TLSVersion: "1.2", ChainBytes: 6900, BodyBytes: 163840}
+}
+
+// DemoColumn is the probe of one initial window.
+type DemoColumn struct {
+	IW     int
+	Result *Result
+}
+
+// DemoResult holds the demo's probes, one per initial window.
+type DemoResult struct {
+	Config  DemoConfig
+	Columns []DemoColumn
+}
+
+// Demo runs the built-in demo. It needs root (network namespaces and a capture).
+func Demo(ctx context.Context, cfg DemoConfig) (*DemoResult, error) {
+	if os.Geteuid() != 0 {
+		return nil, &Error{Kind: KindPermission, Err: errors.New("the demo emulates a far-away server in network namespaces on this machine, which needs root (CAP_SYS_ADMIN, CAP_NET_ADMIN, CAP_NET_RAW): run sudo slowstart probe")}
+	}
+	keys := server.NewKeyCache()
+	out := &DemoResult{Config: cfg}
+	for _, iw := range cfg.IWs {
+		res, err := demoColumn(ctx, cfg, iw, keys)
+		if err != nil {
+			return out, fmt.Errorf("demo with IW %d: %w", iw, err)
+		}
+		out.Columns = append(out.Columns, DemoColumn{IW: iw, Result: res})
+	}
+	return out, nil
+}
+
+func demoColumn(ctx context.Context, cfg DemoConfig, iw int, keys *server.KeyCache) (_ *Result, err error) {
+	s, err := StartLabServer(ctx, LabServerConfig{RTT: cfg.RTT, RateBitsPerSecond: cfg.RateBitsPerSecond, IW: iw,
+		TLSVersion: cfg.TLSVersion, ChainBytes: cfg.ChainBytes, Keys: keys})
+	if err != nil {
+		return nil, fmt.Errorf("starting the emulated server: %w", err)
+	}
+	defer func() { err = errors.Join(err, s.Close()) }()
+	return Run(ctx, Options{URL: s.URL(fmt.Sprintf("/bytes/%d", cfg.BodyBytes)), Netns: s.Netns, Resolve: s.Resolve(),
+		RootCAs: s.RootCAs, TLSVersion: cfg.TLSVersion, HTTP1Only: true, Tool: cfg.Tool})
+}
+
+// WriteDemo writes the demo side by side, a column per initial window, and the
+// story in words.
+func WriteDemo(w io.Writer, d *DemoResult) error {
+	ew := &errWriter{w: w}
+	c := d.Config
+	ew.printf("A server %s away (RTT %d ms, %s), serving a %s page over TLS %s with a %s certificate chain,\n",
+		"an ocean", c.RTT.Milliseconds(), link.FormatRate(c.RateBitsPerSecond), report.Size(c.BodyBytes), c.TLSVersion, report.Size(int64(c.ChainBytes)))
+	ew.printf("emulated on this machine with three initial windows, each probed over a fresh connection:\n\n")
+	conns := make([]*report.Connection, len(d.Columns))
+	for i, col := range d.Columns {
+		conns[i] = col.Result.Final(0)
+	}
+	tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', tabwriter.AlignRight)
+	row := func(name string, cell func(*report.Connection) string) {
+		fmt.Fprintf(tw, "%s\t", name)
+		for _, c := range conns {
+			v := "-"
+			if c != nil {
+				v = cell(c)
+			}
+			fmt.Fprintf(tw, "%s\t", v)
+		}
+		fmt.Fprintf(tw, "\n")
+	}
+	fmt.Fprintf(tw, "\t")
+	for _, col := range d.Columns {
+		fmt.Fprintf(tw, "IW %d\t", col.IW)
+	}
+	fmt.Fprintf(tw, "\n")
+	row("TCP handshake (ms)", func(c *report.Connection) string { return fmt.Sprintf("%.0f", c.ClientTiming.ConnectMs) })
+	row("TLS round trips", func(c *report.Connection) string { return fmt.Sprint(c.RoundTrips.TLS) })
+	row("TLS done at (ms)", func(c *report.Connection) string {
+		if c.ClientTiming.TLSAtMs == nil {
+			return "-"
+		}
+		return fmt.Sprintf("%.0f", *c.ClientTiming.TLSAtMs)
+	})
+	row("IW verdict", func(c *report.Connection) string {
+		if c.InitialWindow == nil {
+			return "none"
+		}
+		switch iw := c.InitialWindow; iw.Verdict {
+		case report.VerdictExact:
+			return fmt.Sprintf("%d, exact", iw.Segments)
+		case report.VerdictLowerBound:
+			return fmt.Sprintf("≥ %d, lower bound", iw.Segments)
+		default:
+			return iw.Verdict
+		}
+	})
+	row("data rounds", func(c *report.Connection) string { return fmt.Sprint(c.RoundTrips.HTTP) })
+	row("segments per round", func(c *report.Connection) string {
+		var parts []string
+		for _, r := range c.Rounds {
+			if r.Phase != report.PhaseTLS {
+				parts = append(parts, fmt.Sprint(r.Segments))
+			}
+		}
+		return strings.Join(parts, ",")
+	})
+	row("round trips in all", func(c *report.Connection) string { return fmt.Sprint(c.RoundTrips.Total) })
+	row("last byte at (ms)", func(c *report.Connection) string { return fmt.Sprintf("%.0f", c.ClientTiming.LastByteAtMs) })
+	if err := tw.Flush(); err != nil && ew.err == nil {
+		ew.err = err
+	}
+	ew.printf("\n%s", demoStory(d, conns))
+	return ew.err
+}
+
+// demoStory tells the demo's result in words, from the measured numbers.
+func demoStory(d *DemoResult, conns []*report.Connection) string {
+	var b strings.Builder
+	rtt := float64(d.Config.RTT.Milliseconds())
+	fmt.Fprintf(&b, "Napkin math says a %s page costs 1 round trip for TCP, 2 for TLS 1.2 and 1 for the\nrequest: 4 × %.0f ms = %.0f ms. ",
+		report.Size(d.Config.BodyBytes), rtt, 4*rtt)
+	first, last := conns[0], conns[len(conns)-1]
+	if first == nil || last == nil {
+		return b.String() + "\n"
+	}
+	fmt.Fprintf(&b, "Measured: %.0f ms with IW %d, %.0f ms with IW %d.\n",
+		first.ClientTiming.LastByteAtMs, d.Columns[0].IW, last.ClientTiming.LastByteAtMs, d.Columns[len(conns)-1].IW)
+	for i, c := range conns {
+		if c == nil {
+			continue
+		}
+		fmt.Fprintf(&b, "- IW %d: %d round trips in all", d.Columns[i].IW, c.RoundTrips.Total)
+		var why []string
+		for _, dg := range c.Diagnoses {
+			if dg.Kind == DiagnosisCertificateChain || dg.Kind == DiagnosisInitialWindow {
+				why = append(why, dg.Text)
+			}
+		}
+		if len(why) > 0 {
+			fmt.Fprintf(&b, ": %s", strings.Join(why, "; "))
+		}
+		b.WriteString(".\n")
+	}
+	b.WriteString("Every round trip crosses the ocean: the initial window decides how many there are.\n" +
+		"Probe your own site with: slowstart probe https://example.com/\n")
+	return b.String()
+}

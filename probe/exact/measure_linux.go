@@ -1,0 +1,381 @@
+//go:build linux
+
+package exact
+
+import (
+	"bufio"
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/netip"
+	"runtime"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/google/nftables"
+	"github.com/vishvananda/netns"
+	"golang.org/x/sys/unix"
+
+	"github.com/slowstart/slowstart/capture"
+)
+
+// captureSnaplen keeps the IP and TCP headers: the measurement needs no payload.
+const captureSnaplen = 192
+
+// Measure measures the initial window of the server of opts.URL over
+// opts.Runs fresh connections. It returns an error when it cannot measure at
+// all (a bad option, no privileges, no nf_tables, a server that cannot be
+// reached); what each run saw is in Result.Runs.
+func Measure(ctx context.Context, opts Options) (*Result, error) {
+	opts, tgt, err := opts.normalized()
+	if err != nil {
+		return nil, &OptionsError{Err: err}
+	}
+	remote, err := resolve(ctx, opts, tgt)
+	if err != nil {
+		return nil, err
+	}
+	if removed, err := CleanNamespace(ctx, opts.Netns); err != nil {
+		return nil, err
+	} else if len(removed) > 0 {
+		opts.Logger.Info("removed nftables tables of processes that died", "tables", removed)
+	}
+	iface := opts.Interface
+	if iface == "" {
+		iface, _, err = capture.RouteInterfaceIn(opts.Netns, remote.Addr())
+		if err != nil {
+			return nil, fmt.Errorf("find the interface towards %s: %w", remote.Addr(), err)
+		}
+	}
+	res := &Result{URL: opts.URL, Remote: remote.String(), Phase: PhaseHTTP, AnnouncedMSS: opts.MSS, AfterHandshake: opts.AfterHandshake}
+	if tgt.tls && !opts.AfterHandshake {
+		res.Phase = PhaseTLS
+	}
+	for i := 1; i <= opts.Runs; i++ {
+		run, err := measureRun(ctx, opts, tgt, remote, iface, res.Phase)
+		if err != nil {
+			return nil, fmt.Errorf("run %d of %s: %w", i, opts.URL, err)
+		}
+		run.Index = i
+		opts.Logger.Debug("exact IW run", "run", i, "outcome", run.Outcome, "segments", run.Segments, "bytes", run.Bytes, "reason", run.Reason)
+		res.Runs = append(res.Runs, run)
+	}
+	res.summarize()
+	return res, nil
+}
+
+// resolve finds the address to connect to: Options.Resolve, an IP literal, or DNS.
+func resolve(ctx context.Context, opts Options, tgt target) (netip.AddrPort, error) {
+	key := net.JoinHostPort(tgt.host, strconv.Itoa(int(tgt.port)))
+	if addr, ok := opts.Resolve[key]; ok {
+		return netip.AddrPortFrom(addr.Unmap(), tgt.port), nil
+	}
+	if addr, err := netip.ParseAddr(tgt.host); err == nil {
+		return netip.AddrPortFrom(addr.Unmap(), tgt.port), nil
+	}
+	addrs, err := net.DefaultResolver.LookupNetIP(ctx, "ip", tgt.host)
+	if err != nil || len(addrs) == 0 {
+		return netip.AddrPort{}, fmt.Errorf("look up %s: %v: check the name, or give its address with --resolve", tgt.host, err)
+	}
+	for _, a := range addrs {
+		if a.Unmap().Is4() {
+			return netip.AddrPortFrom(a.Unmap(), tgt.port), nil
+		}
+	}
+	return netip.AddrPortFrom(addrs[0], tgt.port), nil
+}
+
+// runState is what one run set up, for its teardown.
+type runState struct {
+	firewall    *firewall
+	live        *capture.Live
+	tracker     *tracker
+	captureDone chan struct{}
+	local       netip.AddrPort
+}
+
+// measureRun makes one connection and measures its flight. Errors are for
+// what makes measuring impossible; what the server did is in the Run.
+func measureRun(ctx context.Context, opts Options, tgt target, remote netip.AddrPort, iface, phase string) (run Run, err error) {
+	nft, releaseNft, err := openNftables(opts.Netns)
+	if err != nil {
+		return run, err
+	}
+	defer releaseNft()
+
+	st := &runState{}
+	defer func() {
+		if st.firewall != nil {
+			if removeErr := st.firewall.remove(); removeErr != nil {
+				err = errors.Join(err, removeErr)
+			}
+		}
+	}()
+	defer func() {
+		if st.live != nil {
+			st.live.Stop()
+			if st.captureDone != nil {
+				<-st.captureDone
+			}
+			st.live.Close()
+		}
+	}()
+
+	dialer := &net.Dialer{
+		Timeout: opts.Timeout,
+		// Before the SYN: bind to learn the local port, then add the table that
+		// rewrites this connection's MSS, and start capturing it.
+		Control: func(network, address string, raw syscall.RawConn) error {
+			return st.prepare(ctx, opts, raw, nft, remote, iface, phase)
+		},
+	}
+	var conn net.Conn
+	dialStart := time.Now()
+	err = inNetns(opts.Netns, func() error {
+		var dialErr error
+		conn, dialErr = dialer.DialContext(ctx, "tcp", remote.String())
+		return dialErr
+	})
+	if err != nil {
+		return run, fmt.Errorf("connect to %s: %w", remote, err)
+	}
+	dialNs := time.Since(dialStart).Nanoseconds()
+	tcpConn := conn.(*net.TCPConn)
+	defer func() {
+		tcpConn.SetLinger(0) // a reset: the server forgets the connection at once
+		tcpConn.Close()
+	}()
+
+	select {
+	case <-st.tracker.handshakeSeen:
+	case <-time.After(time.Second):
+		return run, fmt.Errorf("the capture on %s did not see the handshake with %s: check the interface (--interface)", iface, remote)
+	}
+	// The rewrite only ever lowers the MSS: a kernel that announced less on its
+	// own (a small path MTU) keeps its value.
+	announcedMSS := st.tracker.clientMSSSeen()
+	if announcedMSS > opts.MSS || announcedMSS == 0 {
+		return run, fmt.Errorf("the SYN left with MSS %d instead of %d: the kernel did not apply the nftables rewrite (it needs nf_tables with TCP option support, Linux 4.19 or later)", announcedMSS, opts.MSS)
+	}
+
+	counting := &countingConn{Conn: conn}
+	flightDone := make(chan int64, 1) // the flight's length, when it completes
+	var readerDone chan struct{}
+	var requestAt time.Time
+
+	switch {
+	case phase == PhaseHTTP && !tgt.tls:
+		if err := st.firewall.dropPureACKs(); err != nil {
+			return run, err
+		}
+		requestAt = time.Now()
+		if _, err := io.WriteString(conn, httpRequest(tgt, opts.UserAgent)); err != nil {
+			return run, fmt.Errorf("send the request to %s: %w", remote, err)
+		}
+		readerDone = readHTTPResponse(counting, flightDone, func(br *bufio.Reader) int64 {
+			return counting.readBytes() - int64(br.Buffered())
+		})
+	case phase == PhaseHTTP: // after a TLS handshake
+		tlsConn := tls.Client(counting, tlsConfig(tgt, opts, []string{"http/1.1"}))
+		tlsConn.SetDeadline(time.Now().Add(opts.Timeout))
+		if err := tlsConn.HandshakeContext(ctx); err != nil {
+			return run, fmt.Errorf("TLS handshake with %s: %w", remote, err)
+		}
+		tlsConn.SetDeadline(time.Time{})
+		run.TLSVersion = tlsVersionName(tlsConn.ConnectionState().Version)
+		handshakeBytes := counting.readBytes()
+		st.tracker.setBase(handshakeBytes)
+		if err := st.firewall.dropPureACKs(); err != nil {
+			return run, err
+		}
+		requestAt = time.Now()
+		if _, err := io.WriteString(tlsConn, httpRequest(tgt, opts.UserAgent)); err != nil {
+			return run, fmt.Errorf("send the request to %s: %w", remote, err)
+		}
+		readerDone = readHTTPResponse(tlsConn, flightDone, func(*bufio.Reader) int64 {
+			// The raw stream ends with the record that ended the body.
+			return counting.readBytes() - handshakeBytes
+		})
+	default: // the TLS handshake flight
+		if err := st.firewall.dropPureACKs(); err != nil {
+			return run, err
+		}
+		counting.holdWrites(flightDone)
+		tlsConn := tls.Client(counting, tlsConfig(tgt, opts, []string{"h2", "http/1.1"}))
+		readerDone = make(chan struct{})
+		requestAt = time.Now()
+		go func() {
+			defer close(readerDone)
+			tlsConn.Handshake() // it stalls or fails once the writes are held back: the count is in the capture
+		}()
+	}
+
+	rttNs := st.tracker.handshakeRTTNs()
+	if rttNs <= 0 {
+		rttNs = dialNs
+	}
+	wait := min(opts.MaxWait, time.Second+6*time.Duration(rttNs))
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	var flightBytes int64 = -1
+	select {
+	case <-st.tracker.ended:
+	case flightBytes = <-flightDone:
+	case <-timer.C:
+	case <-ctx.Done():
+	}
+	st.live.Stop()
+	<-st.captureDone
+	if flightBytes < 0 {
+		select {
+		case flightBytes = <-flightDone:
+		default:
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return run, err
+	}
+	run = st.tracker.classify(classifyInput{announcedMSS: announcedMSS, flightBytes: flightBytes, requestAtNs: requestAt.UnixNano()})
+	run.Local = st.local.String()
+	if run.TLSVersion == "" && tgt.tls {
+		run.TLSVersion = serverHelloVersion(counting.prefixBytes())
+	}
+	tcpConn.SetLinger(0)
+	tcpConn.Close()
+	<-readerDone
+	return run, nil
+}
+
+// prepare runs in the dialer's Control hook, on the socket before connect.
+func (st *runState) prepare(ctx context.Context, opts Options, raw syscall.RawConn, nft *nftables.Conn, remote netip.AddrPort, iface, phase string) error {
+	var local netip.AddrPort
+	var sockErr error
+	err := raw.Control(func(fd uintptr) {
+		var any unix.Sockaddr = &unix.SockaddrInet4{}
+		if remote.Addr().Is6() {
+			any = &unix.SockaddrInet6{}
+		}
+		if sockErr = unix.Bind(int(fd), any); sockErr != nil {
+			sockErr = fmt.Errorf("bind a local port: %w", sockErr)
+			return
+		}
+		sa, err := unix.Getsockname(int(fd))
+		if err != nil {
+			sockErr = fmt.Errorf("read the local port: %w", err)
+			return
+		}
+		switch sa := sa.(type) {
+		case *unix.SockaddrInet4:
+			local = netip.AddrPortFrom(netip.AddrFrom4(sa.Addr), uint16(sa.Port))
+		case *unix.SockaddrInet6:
+			local = netip.AddrPortFrom(netip.AddrFrom16(sa.Addr), uint16(sa.Port))
+		}
+	})
+	if err = errors.Join(err, sockErr); err != nil {
+		return err
+	}
+	st.local = local
+	st.firewall, err = installFirewall(nft, remote, local.Port(), opts.MSS)
+	if err != nil {
+		return err
+	}
+	st.live, err = capture.OpenLive(ctx, capture.LiveOptions{
+		Interface: iface,
+		Netns:     opts.Netns,
+		Snaplen:   captureSnaplen,
+		Filter:    capture.Filter{Remote: remote.Addr(), Port: remote.Port(), LocalPort: local.Port()},
+	})
+	if err != nil {
+		return fmt.Errorf("capture on %s: %w", iface, err)
+	}
+	// After a TLS handshake the flight starts where the handshake ended, known
+	// only then; until then the tracker keeps the server's data aside.
+	st.tracker = newTracker(remote.Addr(), remote.Port(), local.Port(), !(phase == PhaseHTTP && opts.AfterHandshake))
+	st.captureDone = make(chan struct{})
+	go func() {
+		defer close(st.captureDone)
+		var p capture.Packet
+		for st.live.Next(&p) == nil {
+			st.tracker.add(&p)
+		}
+	}()
+	return nil
+}
+
+// httpRequest is a GET of the URL's path that asks the server to close after it.
+func httpRequest(tgt target, userAgent string) string {
+	return "GET " + tgt.requestPath() + " HTTP/1.1\r\n" +
+		"Host: " + tgt.url.Host + "\r\n" +
+		"User-Agent: " + userAgent + "\r\n" +
+		"Accept: */*\r\n" +
+		"Accept-Encoding: identity\r\n" +
+		"Connection: close\r\n\r\n"
+}
+
+// readHTTPResponse reads one response from r in a goroutine and, when it is
+// complete, sends the flight's length in stream bytes, as flightLength says.
+func readHTTPResponse(r io.Reader, flightDone chan<- int64, flightLength func(*bufio.Reader) int64) chan struct{} {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		br := bufio.NewReader(r)
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			return
+		}
+		if _, err := io.Copy(io.Discard, resp.Body); err != nil {
+			return
+		}
+		flightDone <- flightLength(br)
+	}()
+	return done
+}
+
+func tlsConfig(tgt target, opts Options, alpn []string) *tls.Config {
+	cfg := &tls.Config{
+		// Only the size and timing of the server's flight matter, and nothing is
+		// sent that trusting the server would protect.
+		InsecureSkipVerify: true,
+		NextProtos:         alpn,
+		MinVersion:         tls.VersionTLS12,
+	}
+	if _, err := netip.ParseAddr(tgt.serverName); err != nil {
+		cfg.ServerName = tgt.serverName
+	}
+	switch opts.TLSVersion {
+	case "1.2":
+		cfg.MaxVersion = tls.VersionTLS12
+	case "1.3":
+		cfg.MinVersion = tls.VersionTLS13
+	}
+	return cfg
+}
+
+// inNetns runs fn on an OS thread inside the network namespace at path (the
+// current one when empty). The thread is never unlocked: it ends with its
+// goroutine, so no other goroutine runs in the namespace.
+func inNetns(path string, fn func() error) error {
+	if path == "" {
+		return fn()
+	}
+	ns, err := netns.GetFromPath(path)
+	if err != nil {
+		return fmt.Errorf("open network namespace %s (see ip netns list): %w", path, err)
+	}
+	defer ns.Close()
+	done := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		if err := netns.Set(ns); err != nil {
+			done <- fmt.Errorf("enter network namespace %s (needs CAP_SYS_ADMIN): %w", path, err)
+			return
+		}
+		done <- fn()
+	}()
+	return <-done
+}

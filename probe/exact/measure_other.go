@@ -1,0 +1,24 @@
+//go:build !linux
+
+package exact
+
+import (
+	"context"
+	"errors"
+)
+
+// TablePrefix begins the name of every nftables table the package makes.
+const TablePrefix = "slowstart_exact_"
+
+var errNeedsLinux = errors.New("the exact measurement needs Linux (nf_tables and AF_PACKET): use the passive probe here")
+
+// Measure needs Linux.
+func Measure(ctx context.Context, opts Options) (*Result, error) { return nil, errNeedsLinux }
+
+// Clean needs Linux.
+func Clean(ctx context.Context) error { return errNeedsLinux }
+
+// CleanNamespace needs Linux.
+func CleanNamespace(ctx context.Context, netnsPath string) ([]string, error) {
+	return nil, errNeedsLinux
+}

@@ -1,0 +1,345 @@
+package exact
+
+import (
+	"fmt"
+	"net/netip"
+	"slices"
+	"sync"
+
+	"github.com/slowstart/slowstart/capture"
+)
+
+// tracker follows one connection's packets as the capture delivers them and
+// signals when the run can end: at the server's first retransmission, FIN or
+// RST. It is safe for one goroutine adding packets while another reads.
+type tracker struct {
+	remote     netip.Addr
+	remotePort uint16
+	localPort  uint16
+
+	mu sync.Mutex
+	// The handshake, as seen on the wire.
+	synAtNs, synAckAtNs int64
+	clientMSS           int // the MSS our SYN carried on the wire
+	serverMSS           int
+	clientWindowScale   int // -1: no window scaling
+	serverWindowScale   int
+	serverISN           uint32
+	haveSynAck          bool
+	// synCount and synAckCount count the handshake's packets: more than one
+	// means the handshake lost a packet.
+	synCount, synAckCount int
+	// clientWindowBytes is the receive window of this side's last packet (scaled).
+	clientWindowBytes int
+	// windowAtFirstDataBytes is clientWindowBytes when the first counted byte came.
+	windowAtFirstDataBytes int
+	// baseOffset: server stream bytes below it are not part of the flight
+	// (the TLS handshake, when measuring after it). Until armed, data is kept
+	// in pending, for when the base is known.
+	baseOffset int64
+	armed      bool
+	pending    []serverSegment
+	// segments are the server's data segments from baseOffset on, in arrival
+	// order, up to and including the first retransmission.
+	segments []serverSegment
+	covered  []byteRange // distinct bytes seen, sorted and merged
+	// firstRetransmission is the index in segments of the first segment with
+	// bytes seen before; -1 until then.
+	firstRetransmission int
+	finAtNs, rstAtNs    int64
+	finOffset           int64
+	ended               chan struct{} // closed at the first retransmission, FIN or RST
+	endedOnce           sync.Once
+	// handshakeSeen is closed once the SYN and the SYN/ACK have been seen.
+	handshakeSeen chan struct{}
+}
+
+type serverSegment struct {
+	atNs       int64
+	start, end int64 // stream offsets (0 = the server's first data byte)
+	headerLen  int
+}
+
+type byteRange struct{ start, end int64 }
+
+// newTracker follows the connection from localPort to remote:remotePort. When
+// armed, the flight starts with the server's first data byte; otherwise at the
+// offset given to setBase later.
+func newTracker(remote netip.Addr, remotePort, localPort uint16, armed bool) *tracker {
+	return &tracker{
+		remote: remote.Unmap(), remotePort: remotePort, localPort: localPort,
+		clientWindowScale: -1, serverWindowScale: -1, firstRetransmission: -1,
+		armed: armed, ended: make(chan struct{}), handshakeSeen: make(chan struct{}),
+	}
+}
+
+func (t *tracker) end() { t.endedOnce.Do(func() { close(t.ended) }) }
+
+// setBase arms the tracker: the flight starts at the server's stream offset
+// baseOffset (bytes), and the data seen so far beyond it is counted.
+func (t *tracker) setBase(baseOffset int64) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.baseOffset, t.armed = baseOffset, true
+	pending := t.pending
+	t.pending = nil
+	for _, s := range pending {
+		if t.firstRetransmission < 0 {
+			t.addData(s.atNs, s.start, s.end, s.headerLen)
+		}
+	}
+}
+
+// clientMSSSeen is the MSS option of this side's SYN as it left.
+func (t *tracker) clientMSSSeen() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.clientMSS
+}
+
+func (t *tracker) checkHandshake() {
+	if t.synCount > 0 && t.haveSynAck {
+		select {
+		case <-t.handshakeSeen:
+		default:
+			close(t.handshakeSeen)
+		}
+	}
+}
+
+// add takes one captured packet of the connection.
+func (t *tracker) add(p *capture.Packet) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	fromServer := p.Src.Unmap() == t.remote && p.SrcPort == t.remotePort && p.DstPort == t.localPort
+	if !fromServer {
+		if p.Dst.Unmap() != t.remote || p.DstPort != t.remotePort || p.SrcPort != t.localPort {
+			return
+		}
+		t.addClient(p)
+		return
+	}
+	switch {
+	case p.Has(capture.FlagSYN | capture.FlagACK):
+		t.synAckCount++
+		if !t.haveSynAck {
+			t.haveSynAck = true
+			t.synAckAtNs = p.TimestampNs
+			t.serverISN = p.Seq
+			t.serverMSS = int(p.Options.MSS)
+			t.serverWindowScale = int(p.Options.WindowScale)
+			t.checkHandshake()
+		}
+		return
+	case !t.haveSynAck:
+		return
+	}
+	offset := int64(p.Seq - t.serverISN - 1)
+	if p.Has(capture.FlagRST) {
+		if t.rstAtNs == 0 {
+			t.rstAtNs = p.TimestampNs
+		}
+		t.end()
+		return
+	}
+	if p.PayloadLen > 0 && t.firstRetransmission < 0 {
+		t.addData(p.TimestampNs, offset, offset+int64(p.PayloadLen), p.HeaderLen)
+	}
+	if p.Has(capture.FlagFIN) && t.finAtNs == 0 {
+		t.finAtNs = p.TimestampNs
+		t.finOffset = offset + int64(p.PayloadLen)
+		t.end()
+	}
+}
+
+func (t *tracker) addClient(p *capture.Packet) {
+	if p.Has(capture.FlagSYN) {
+		t.synCount++
+		if t.synCount == 1 {
+			t.synAtNs = p.TimestampNs
+		}
+		t.clientMSS = int(p.Options.MSS)
+		t.clientWindowScale = int(p.Options.WindowScale)
+		t.clientWindowBytes = int(p.Window) // not scaled in a SYN
+		t.checkHandshake()
+		return
+	}
+	shift := 0
+	if t.clientWindowScale >= 0 && t.serverWindowScale >= 0 {
+		shift = t.clientWindowScale
+	}
+	t.clientWindowBytes = int(p.Window) << shift
+}
+
+func (t *tracker) addData(atNs, start, end int64, headerLen int) {
+	if !t.armed {
+		t.pending = append(t.pending, serverSegment{atNs: atNs, start: start, end: end, headerLen: headerLen})
+		return
+	}
+	if end <= t.baseOffset {
+		return
+	}
+	start = max(start, t.baseOffset)
+	if len(t.segments) == 0 {
+		t.windowAtFirstDataBytes = t.clientWindowBytes
+	}
+	t.segments = append(t.segments, serverSegment{atNs: atNs, start: start, end: end, headerLen: headerLen})
+	// Without ACKs a server sends its flight in sequence order: a segment that
+	// starts below the highest byte seen is a retransmission, of bytes seen
+	// (the usual first one) or of bytes lost on the way (a hole, which the
+	// classification calls loss). Network reordering looks the same and is
+	// called loss too.
+	if len(t.covered) > 0 && start < t.covered[len(t.covered)-1].end {
+		t.firstRetransmission = len(t.segments) - 1
+		t.end()
+		return
+	}
+	t.covered = insertRange(t.covered, byteRange{start, end})
+}
+
+// insertRange adds r to sorted, merged ranges, keeping them so.
+func insertRange(ranges []byteRange, r byteRange) []byteRange {
+	ranges = append(ranges, r)
+	slices.SortFunc(ranges, func(a, b byteRange) int { return int(a.start - b.start) })
+	merged := ranges[:1]
+	for _, next := range ranges[1:] {
+		last := &merged[len(merged)-1]
+		if next.start <= last.end {
+			last.end = max(last.end, next.end)
+			continue
+		}
+		merged = append(merged, next)
+	}
+	return merged
+}
+
+// handshakeRTTNs is the SYN to SYN/ACK time seen on the wire; 0 when unknown.
+func (t *tracker) handshakeRTTNs() int64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.synCount == 0 || !t.haveSynAck {
+		return 0
+	}
+	return t.synAckAtNs - t.synAtNs
+}
+
+// classifyInput is what the run knew besides the packets.
+type classifyInput struct {
+	announcedMSS int
+	// flightBytes is the length of the response or TLS flight (from baseOffset)
+	// when this side saw it complete; -1 when it did not.
+	flightBytes int64
+	// requestAtNs is when the request (or ClientHello) was written.
+	requestAtNs int64
+}
+
+// classify turns what the tracker saw into a run's outcome.
+func (t *tracker) classify(in classifyInput) Run {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	run := Run{ServerMSS: t.serverMSS, ReceiveWindowBytes: t.windowAtFirstDataBytes}
+	if in.flightBytes >= 0 {
+		run.FlightBytes = int(in.flightBytes)
+	}
+	if t.synCount > 0 && t.haveSynAck {
+		run.HandshakeRTTMs = float64(t.synAckAtNs-t.synAtNs) / 1e6
+	}
+	newData := t.segments
+	if t.firstRetransmission >= 0 {
+		run.Retransmission = true
+		newData = t.segments[:t.firstRetransmission]
+		if in.requestAtNs > 0 {
+			run.FirstRetransmissionMs = float64(t.segments[t.firstRetransmission].atNs-in.requestAtNs) / 1e6
+		}
+	}
+	if len(newData) == 0 {
+		if run.ReceiveWindowBytes == 0 {
+			run.ReceiveWindowBytes = t.clientWindowBytes
+		}
+		switch {
+		case t.rstAtNs != 0:
+			run.Outcome, run.Reason = OutcomeRST, "the server reset the connection before sending any data"
+		case t.finAtNs != 0:
+			run.Outcome, run.Reason = OutcomeFIN, "the server closed the connection before sending any data"
+		default:
+			run.Outcome, run.Reason = OutcomeTimeout, "the server sent no data in time"
+		}
+		return run
+	}
+
+	// The segment size: the largest payload seen, or the announced MSS less the
+	// server's TCP options when every segment was short.
+	maxPayload := 0
+	for _, s := range newData {
+		maxPayload = max(maxPayload, int(s.end-s.start))
+	}
+	optionBytes := max(newData[0].headerLen-20, 0)
+	run.SegmentBytes = max(maxPayload, in.announcedMSS-optionBytes, 1)
+
+	// A tail loss probe: the last new data came alone, one segment at most, a
+	// round trip or more after the rest, beyond everything sent before.
+	probeBytes := int64(0)
+	if n := len(newData); n >= 2 {
+		last, previous := newData[n-1], newData[n-2]
+		highest := int64(0)
+		for _, s := range newData[:n-1] {
+			highest = max(highest, s.end)
+		}
+		rttNs := max(t.synAckAtNs-t.synAtNs, 0)
+		gapNs := max(rttNs*3/4, 4_000_000)
+		if last.atNs-previous.atNs >= gapNs && last.end-last.start <= int64(run.SegmentBytes) && last.start >= highest {
+			probeBytes = last.end - last.start
+		}
+	}
+	run.LossProbeBytes = int(probeBytes)
+
+	var covered []byteRange
+	for _, s := range newData {
+		covered = insertRange(covered, byteRange{s.start, s.end})
+	}
+	contiguous := len(covered) == 1 && covered[0].start == t.baseOffset
+	// The distinct bytes less the probe (with a hole, those seen).
+	distinct := int64(0)
+	for _, r := range covered {
+		distinct += r.end - r.start
+	}
+	run.Bytes = int(distinct - probeBytes)
+	countedEnd := t.baseOffset + int64(run.Bytes)
+	run.Segments = (run.Bytes + run.SegmentBytes - 1) / run.SegmentBytes
+	complete := in.flightBytes >= 0 && t.baseOffset+in.flightBytes <= countedEnd
+	finInFlight := t.finAtNs != 0 && t.finOffset <= countedEnd && (t.firstRetransmission < 0 || t.finAtNs <= t.segments[t.firstRetransmission].atNs)
+
+	switch {
+	case t.synCount > 1 || t.synAckCount > 1:
+		run.Outcome = OutcomeLoss
+		run.Reason = fmt.Sprintf("the handshake lost a packet (%d SYNs, %d SYN/ACKs seen): a server then starts with a smaller window (RFC 5681 allows one segment), so the count is not the initial window", t.synCount, t.synAckCount)
+	case !contiguous:
+		missing := int64(0)
+		previousEnd := t.baseOffset
+		for _, r := range covered {
+			missing += max(r.start-previousEnd, 0)
+			previousEnd = r.end
+		}
+		run.Outcome = OutcomeLoss
+		run.Reason = fmt.Sprintf("%d bytes of the flight never arrived before the first retransmission: a segment was lost, so the count is not trustworthy", missing)
+	case t.rstAtNs != 0 && (t.firstRetransmission < 0 || t.rstAtNs < t.segments[t.firstRetransmission].atNs):
+		run.Outcome = OutcomeLoss
+		run.Reason = fmt.Sprintf("the server reset the connection after %d bytes, before any retransmission: the count is not trustworthy", run.Bytes)
+	case probeBytes == 0 && (complete || finInFlight):
+		run.Outcome = OutcomeTooShort
+		run.Reason = fmt.Sprintf("the server's answer ended after %d bytes (%d segments), inside its window: a lower bound", run.Bytes, run.Segments)
+	case t.firstRetransmission < 0 && probeBytes == 0:
+		run.Outcome = OutcomeTimeout
+		run.Reason = fmt.Sprintf("the server sent %d bytes and then neither more data nor a retransmission in time", run.Bytes)
+	case run.ReceiveWindowBytes > 0 && run.Bytes+run.SegmentBytes > run.ReceiveWindowBytes:
+		run.Outcome = OutcomeRwndLimited
+		run.Reason = fmt.Sprintf("the %d bytes in flight reached the %d-byte receive window this side advertised: the window is at least %d segments", run.Bytes, run.ReceiveWindowBytes, run.Segments)
+	default:
+		run.Outcome = OutcomeSuccess
+		run.Reason = fmt.Sprintf("%d segments of %d bytes (%d bytes) before the first retransmission", run.Segments, run.SegmentBytes, run.Bytes)
+		if probeBytes > 0 {
+			run.Reason += fmt.Sprintf("; a %d-byte tail loss probe excluded", probeBytes)
+		}
+	}
+	return run
+}

@@ -1,0 +1,313 @@
+package probe
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptrace"
+	"net/netip"
+	"net/url"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/slowstart/slowstart/report"
+)
+
+// readBufferBytes is the buffer the body is read into.
+const readBufferBytes = 64 << 10
+
+// hop is one request of a probe: a URL and the address to connect to.
+type hop struct {
+	target target
+	addr   netip.Addr
+	// dnsDone: when the address came from a lookup, its start and end.
+	dnsStart, dnsDone time.Time
+	start             time.Time // before the lookup
+}
+
+// moments are the instants of one request, filled by tracing hooks that may run
+// on other goroutines (HTTP/2 writes requests from its own).
+type moments struct {
+	mu             sync.Mutex
+	connectStart   time.Time
+	connectDone    time.Time
+	tlsStart       time.Time
+	tlsDone        time.Time
+	requestWritten time.Time
+	firstByte      time.Time
+	local, remote  string
+}
+
+func (m *moments) set(at *time.Time) {
+	now := time.Now()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if at.IsZero() {
+		*at = now
+	}
+}
+
+// resolve finds the address of t, from opts.Resolve, an IP literal, or a DNS lookup
+// that the trace in ctx times.
+func resolve(ctx context.Context, opts *Options, t target) (hop, error) {
+	h := hop{target: t, start: time.Now()}
+	if a, ok := opts.Resolve[t.hostPort()]; ok {
+		h.addr = a
+		return h, nil
+	}
+	if a, err := netip.ParseAddr(t.host); err == nil {
+		h.addr = a.Unmap()
+		return h, nil
+	}
+	network := "ip"
+	switch opts.IPVersion {
+	case IPv4:
+		network = "ip4"
+	case IPv6:
+		network = "ip6"
+	}
+	trace := &httptrace.ClientTrace{
+		DNSStart: func(httptrace.DNSStartInfo) { h.dnsStart = time.Now() },
+		DNSDone:  func(httptrace.DNSDoneInfo) { h.dnsDone = time.Now() },
+	}
+	addrs, err := net.DefaultResolver.LookupNetIP(httptrace.WithClientTrace(ctx, trace), network, t.host)
+	if err != nil {
+		return h, classifyFetchError(ctx, t.url.String(), err)
+	}
+	if h.dnsStart.IsZero() { // the resolver skipped the hooks (e.g. /etc/hosts)
+		h.dnsStart, h.dnsDone = h.start, time.Now()
+	}
+	h.addr = pickAddress(addrs)
+	return h, nil
+}
+
+// pickAddress prefers IPv4, as the address a first connection most often uses.
+func pickAddress(addrs []netip.Addr) netip.Addr {
+	for _, a := range addrs {
+		if a.Unmap().Is4() {
+			return a.Unmap()
+		}
+	}
+	return addrs[0]
+}
+
+// fetched is what one request gave, besides its timing.
+type fetched struct {
+	timing   report.ClientTiming
+	location *url.URL // the redirect target, when the answer was one
+}
+
+// fetch makes one request over one new connection to h.addr and reads the whole
+// body. It never follows a redirect: it returns where it points.
+func fetch(ctx context.Context, opts *Options, h hop, keylog io.Writer) (fetched, error) {
+	t := h.target
+	var m moments
+	addrPort := netip.AddrPortFrom(h.addr, t.port)
+	dialer := &net.Dialer{}
+	transport := &http.Transport{
+		DialContext: func(ctx context.Context, network, _ string) (net.Conn, error) {
+			conn, err := dialIn(ctx, opts.Netns, dialer, "tcp", addrPort.String())
+			if err != nil {
+				return nil, err
+			}
+			m.mu.Lock()
+			m.local, m.remote = conn.LocalAddr().String(), conn.RemoteAddr().String()
+			m.mu.Unlock()
+			return conn, nil
+		},
+		DisableCompression:  true, // Accept-Encoding is set by hand, and bodies are counted as they travel
+		DisableKeepAlives:   true,
+		MaxIdleConnsPerHost: -1,
+	}
+	defer transport.CloseIdleConnections()
+	var protocols http.Protocols
+	protocols.SetHTTP1(true)
+	if t.url.Scheme == "https" {
+		protocols.SetHTTP2(!opts.HTTP1Only)
+		transport.TLSClientConfig = tlsConfig(opts, t, keylog)
+	}
+	transport.Protocols = &protocols
+
+	trace := &httptrace.ClientTrace{
+		ConnectStart:         func(string, string) { m.set(&m.connectStart) },
+		ConnectDone:          func(_, _ string, err error) { m.set(&m.connectDone) },
+		TLSHandshakeStart:    func() { m.set(&m.tlsStart) },
+		TLSHandshakeDone:     func(tls.ConnectionState, error) { m.set(&m.tlsDone) },
+		WroteRequest:         func(httptrace.WroteRequestInfo) { m.set(&m.requestWritten) },
+		GotFirstResponseByte: func() { m.set(&m.firstByte) },
+	}
+	ctx, cancel := context.WithTimeout(ctx, opts.Timeout)
+	defer cancel()
+	request, err := http.NewRequestWithContext(httptrace.WithClientTrace(ctx, trace), http.MethodGet, t.url.String(), nil)
+	if err != nil {
+		return fetched{}, newError(KindURL, "making the request for %s: %v", t.url, err)
+	}
+	setHeaders(request, opts)
+
+	response, err := transport.RoundTrip(request)
+	if err != nil {
+		return fetched{}, classifyFetchError(ctx, t.url.String(), err)
+	}
+	defer response.Body.Close()
+	var out fetched
+	timing := &out.timing
+	timing.URL = t.url.String()
+	timing.Status = response.StatusCode
+	timing.Protocol = "HTTP/1.1"
+	if response.ProtoMajor == 2 {
+		timing.Protocol = "HTTP/2"
+	}
+	timing.ContentType = response.Header.Get("Content-Type")
+	timing.ContentEncoding = response.Header.Get("Content-Encoding")
+	if cs := response.TLS; cs != nil {
+		timing.TLSVersion = tlsVersionName(cs.Version)
+		timing.ServerName = cs.ServerName
+		timing.ChainBytes = certificateMessageBytes(cs.PeerCertificates)
+	}
+
+	buffer := make([]byte, readBufferBytes)
+	var lastByte time.Time
+	var readErr error
+	for {
+		n, err := response.Body.Read(buffer)
+		if n > 0 {
+			timing.BodyBytes += int64(n)
+			lastByte = time.Now()
+		}
+		if err != nil {
+			if !errors.Is(err, io.EOF) {
+				readErr = classifyFetchError(ctx, t.url.String(), fmt.Errorf("reading the body after %d bytes: %w", timing.BodyBytes, err))
+			}
+			break
+		}
+	}
+	if lastByte.IsZero() {
+		lastByte = time.Now()
+	}
+	if loc := response.Header.Get("Location"); loc != "" && isRedirect(response.StatusCode) {
+		next, err := t.url.Parse(loc)
+		if err != nil {
+			return out, newError(KindHTTP, "%s redirects to %q, which is not a URL", t.url, loc)
+		}
+		out.location = next
+		timing.Location = next.String()
+	}
+
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	// The timeline runs from the lookup's start as if the connect had followed it at
+	// once: the capture is opened between the two, and that is no part of a fetch.
+	start := m.connectStart
+	if !h.dnsStart.IsZero() {
+		dns := h.dnsDone.Sub(h.dnsStart)
+		v := float64(dns.Nanoseconds()) / 1e6
+		timing.DNSMs = &v
+		start = start.Add(-dns)
+	}
+	ms := func(at time.Time) float64 { return float64(at.Sub(start).Nanoseconds()) / 1e6 }
+	timing.StartUnixNs = start.UnixNano()
+	timing.Local, timing.Remote = m.local, m.remote
+	if !m.connectStart.IsZero() && !m.connectDone.IsZero() {
+		timing.ConnectMs = float64(m.connectDone.Sub(m.connectStart).Nanoseconds()) / 1e6
+		timing.ConnectAtMs = ms(m.connectDone)
+	}
+	if !m.tlsStart.IsZero() && !m.tlsDone.IsZero() {
+		d, at := float64(m.tlsDone.Sub(m.tlsStart).Nanoseconds())/1e6, ms(m.tlsDone)
+		timing.TLSMs, timing.TLSAtMs = &d, &at
+	}
+	if !m.requestWritten.IsZero() {
+		timing.RequestSentMs = ms(m.requestWritten)
+	}
+	if !m.firstByte.IsZero() {
+		timing.FirstByteAtMs = ms(m.firstByte)
+	}
+	timing.LastByteAtMs = ms(lastByte)
+	return out, readErr
+}
+
+func isRedirect(status int) bool {
+	switch status {
+	case http.StatusMovedPermanently, http.StatusFound, http.StatusSeeOther,
+		http.StatusTemporaryRedirect, http.StatusPermanentRedirect:
+		return true
+	}
+	return false
+}
+
+// setHeaders makes the request look like a browser's first visit.
+func setHeaders(r *http.Request, opts *Options) {
+	r.Header.Set("User-Agent", opts.UserAgent)
+	r.Header.Set("Accept", "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8")
+	r.Header.Set("Accept-Language", "en-US,en;q=0.9")
+	if opts.NoCompress {
+		r.Header.Set("Accept-Encoding", "identity")
+	} else {
+		r.Header.Set("Accept-Encoding", browserAcceptEncoding)
+	}
+	for name, values := range opts.Headers {
+		if http.CanonicalHeaderKey(name) == "Host" && len(values) > 0 {
+			r.Host = values[0]
+			continue
+		}
+		r.Header[http.CanonicalHeaderKey(name)] = values
+	}
+}
+
+func tlsConfig(opts *Options, t target, keylog io.Writer) *tls.Config {
+	serverName := opts.ServerName
+	if serverName == "" {
+		serverName = t.host
+	}
+	c := &tls.Config{
+		ServerName:         serverName,
+		RootCAs:            opts.RootCAs,
+		InsecureSkipVerify: opts.Insecure,
+		MinVersion:         tls.VersionTLS12,
+		MaxVersion:         tls.VersionTLS13,
+		KeyLogWriter:       keylog,
+		// Classic key shares, as most browsers' first ClientHello fits one segment
+		// with them; the hybrid post-quantum share would add about 1.2 KB.
+		CurvePreferences: []tls.CurveID{tls.X25519, tls.CurveP256},
+	}
+	switch opts.TLSVersion {
+	case "1.2":
+		c.MaxVersion = tls.VersionTLS12
+	case "1.3":
+		c.MinVersion = tls.VersionTLS13
+	}
+	return c
+}
+
+func tlsVersionName(v uint16) string {
+	switch v {
+	case tls.VersionTLS12:
+		return "1.2"
+	case tls.VersionTLS13:
+		return "1.3"
+	case tls.VersionTLS11:
+		return "1.1"
+	case tls.VersionTLS10:
+		return "1.0"
+	}
+	return "0x" + strconv.FormatUint(uint64(v), 16)
+}
+
+// certificateMessageBytes is the size of the TLS 1.2 Certificate message that
+// carries the chain: a 4-byte handshake header, a 3-byte list length, and each
+// certificate with its 3-byte length.
+func certificateMessageBytes(chain []*x509.Certificate) int {
+	if len(chain) == 0 {
+		return 0
+	}
+	n := 7
+	for _, c := range chain {
+		n += 3 + len(c.Raw)
+	}
+	return n
+}
