@@ -19,6 +19,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/slowstart/slowstart/lab/client"
@@ -152,7 +153,12 @@ type Env struct {
 	// setup serializes the creation of trials: namespace setup is CPU-heavy in the
 	// kernel, and trials already timing a transfer should not share the CPU with
 	// several setups at once.
-	setup  sync.Mutex
+	setup sync.Mutex
+	// active counts the trials running: a trial that runs alone lets its
+	// emulator spin to release packets within microseconds of their time;
+	// trials in parallel sleep on timers alone, so that spinning does not take
+	// the CPU their transfers need.
+	active atomic.Int32
 	Keys   *server.KeyCache
 	mu     sync.Mutex
 	chains map[int]*server.Chain
@@ -182,6 +188,8 @@ func (e *Env) RunTrial(ctx context.Context, spec Spec, index int, captureDir, pr
 	if err := spec.Normalize(); err != nil {
 		return res, err
 	}
+	alone := e.active.Add(1) == 1
+	defer e.active.Add(-1)
 	opts := netlab.Options{
 		InitCwnd:             spec.IW,
 		InitRwnd:             spec.InitRwnd,
@@ -218,7 +226,10 @@ func (e *Env) RunTrial(ctx context.Context, spec Spec, index int, captureDir, pr
 	var linkStats link.Stats
 	var linkErr error
 	linkDone := make(chan struct{})
-	runOpts := link.RunOptions{EarlyWakeNs: -1}
+	runOpts := link.RunOptions{}
+	if !alone {
+		runOpts.EarlyWakeNs = -1
+	}
 	if taps != nil {
 		runOpts.Tap = taps.tap
 	}

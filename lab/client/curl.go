@@ -16,6 +16,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -87,6 +88,10 @@ func FetchCurl(ctx context.Context, cfg FetchConfig, wrap func(*exec.Cmd)) (Resu
 	if wrap != nil {
 		wrap(cmd)
 	}
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL // curl dies with this process, even when it is killed
 	runErr := cmd.Run()
 	exitedAt := time.Now()
 
@@ -149,7 +154,9 @@ func curlArguments(cfg FetchConfig) (args []string, cleanup func(), err error) {
 		if len(cfg.RootCAPEM) == 0 {
 			return nil, cleanup, fmt.Errorf("fetching %s with curl needs FetchConfig.RootCAPEM (see server.Chain.RootPEM)", cfg.URL)
 		}
-		dir, err := os.MkdirTemp("", "slowstart-curl-")
+		// The owner's PID in the name (netlab.TempDirPattern) lets `slowstart
+		// lab clean` remove the directory of a run that was killed.
+		dir, err := os.MkdirTemp("", fmt.Sprintf("slowstart-%d-curl-", os.Getpid()))
 		if err != nil {
 			return nil, cleanup, fmt.Errorf("making a temporary directory for curl's CA file: %w", err)
 		}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
 
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
@@ -120,6 +121,7 @@ func bindThreadNamespace(name string) error {
 // (open files, sockets or processes inside it). A name already gone is no error.
 func removeNamedNamespace(name string) error {
 	mountPoint := filepath.Join(NetnsDir, name)
+	killNamespaceProcesses(mountPoint)
 	err := unix.Unmount(mountPoint, unix.MNT_DETACH)
 	if err != nil && !errors.Is(err, unix.EINVAL) && !errors.Is(err, unix.ENOENT) {
 		return fmt.Errorf("netlab: unmount network namespace %s: %w (try `ip netns delete %s`)", mountPoint, err, name)
@@ -182,4 +184,39 @@ func writeSysctl(key, value string) error {
 		return fmt.Errorf("netlab: write %q to %s: %w", value, file, err)
 	}
 	return nil
+}
+
+// killNamespaceProcesses sends SIGKILL to every process (other than this one)
+// whose network namespace is the one mounted at mountPoint: servers and clients
+// a killed run left inside, which would keep the namespace and its sockets alive
+// after it is unmounted. It returns how many it signalled.
+func killNamespaceProcesses(mountPoint string) int {
+	var ns unix.Stat_t
+	if err := unix.Stat(mountPoint, &ns); err != nil {
+		return 0
+	}
+	var hostNS unix.Stat_t
+	if err := unix.Stat("/proc/1/ns/net", &hostNS); err == nil && hostNS.Ino == ns.Ino && hostNS.Dev == ns.Dev {
+		return 0 // not a namespace of its own (a mount point that was never bound)
+	}
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return 0
+	}
+	self := os.Getpid()
+	killed := 0
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == self {
+			continue
+		}
+		var st unix.Stat_t
+		if unix.Stat(filepath.Join("/proc", e.Name(), "ns", "net"), &st) != nil || st.Ino != ns.Ino || st.Dev != ns.Dev {
+			continue
+		}
+		if unix.Kill(pid, unix.SIGKILL) == nil {
+			killed++
+		}
+	}
+	return killed
 }

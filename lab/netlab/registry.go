@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -278,6 +279,47 @@ func (r *registry) clean(ctx context.Context, all bool, only func(name string) b
 			}
 		}
 		removed = append(removed, name)
+	}
+	if only == nil {
+		dirs, err := r.cleanTempDirs(all)
+		removed = append(removed, dirs...)
+		errs = append(errs, err)
+	}
+	return removed, errors.Join(errs...)
+}
+
+// TempDirPattern is the os.MkdirTemp pattern for a temporary directory of this
+// process (a server's configuration, a client's CA file): the owner's PID in the
+// name lets Clean remove what a killed process left.
+func TempDirPattern(what string) string {
+	return fmt.Sprintf("%s%d-%s-", NamespacePrefix, os.Getpid(), what)
+}
+
+// cleanTempDirs removes the directories in os.TempDir() named by TempDirPattern
+// whose owner is dead (with all, also this process's).
+func (r *registry) cleanTempDirs(all bool) ([]string, error) {
+	dir := os.TempDir()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, nil
+	}
+	var removed []string
+	var errs []error
+	for _, entry := range entries {
+		match := namespacePattern.FindStringSubmatch(entry.Name())
+		if match == nil || !entry.IsDir() {
+			continue
+		}
+		owner, err := strconv.Atoi(match[1])
+		if err != nil || (owner == r.pid && !all) || (owner != r.pid && processAlive(owner)) {
+			continue
+		}
+		path := filepath.Join(dir, entry.Name())
+		if err := os.RemoveAll(path); err != nil {
+			errs = append(errs, fmt.Errorf("netlab: remove %s: %w", path, err))
+			continue
+		}
+		removed = append(removed, path)
 	}
 	return removed, errors.Join(errs...)
 }

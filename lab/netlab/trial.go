@@ -212,6 +212,9 @@ func (t *Trial) makeSide(side Side) error {
 // the initial window metrics. Addresses are /32 and /128 with an explicit route to
 // the peer's single address: one route per family that holds the metrics, and no
 // prefix route made by the kernel beside it.
+// tunTxQueuePackets is the transmit queue length of each trial's TUN devices.
+const tunTxQueuePackets = 10000
+
 func (t *Trial) configureLinks(side Side) error {
 	handle, err := netlink.NewHandle(unix.NETLINK_ROUTE)
 	if err != nil {
@@ -232,6 +235,12 @@ func (t *Trial) configureLinks(side Side) error {
 	}
 	if err := handle.LinkSetMTU(tun, t.Options.MTU); err != nil {
 		return fmt.Errorf("set %s MTU to %d bytes: %w", TUNName, t.Options.MTU, err)
+	}
+	// A long transmit queue: the TUN's default 500 packets overflow (and drop)
+	// when the emulator reads in bursts at gigabit rates; the emulated path's own
+	// queue, not the device's, is the bottleneck buffer.
+	if err := handle.LinkSetTxQLen(tun, tunTxQueuePackets); err != nil {
+		return fmt.Errorf("set %s transmit queue to %d packets: %w", TUNName, tunTxQueuePackets, err)
 	}
 	// No link-local address: nothing on the link but the trial's own traffic.
 	if err := handle.LinkSetIP6AddrGenMode(tun, nl.IN6_ADDR_GEN_MODE_NONE); err != nil {

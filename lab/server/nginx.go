@@ -161,7 +161,9 @@ func StartNginx(ctx context.Context, cfg NginxConfig, wrap func(*exec.Cmd)) (*Ng
 		sslProtocol = "TLSv" + cfg.TLSVersion
 	}
 
-	dir, err := os.MkdirTemp("", "slowstart-nginx-")
+	// The owner's PID in the name (netlab.TempDirPattern) lets `slowstart lab
+	// clean` remove the directory of a run that was killed.
+	dir, err := os.MkdirTemp("", fmt.Sprintf("slowstart-%d-nginx-", os.Getpid()))
 	if err != nil {
 		return nil, fmt.Errorf("making nginx's temporary directory: %w", err)
 	}
@@ -198,6 +200,9 @@ func StartNginx(ctx context.Context, cfg NginxConfig, wrap func(*exec.Cmd)) (*Ng
 		cmd.SysProcAttr = &syscall.SysProcAttr{}
 	}
 	cmd.SysProcAttr.Setpgid = true // Stop signals the whole group: master and workers
+	// The master dies with this process even when it is killed; its workers
+	// then exit, and `slowstart lab clean` kills what is left in the namespace.
+	cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("starting %s: %w", strings.Join(cmd.Args, " "), err)
 	}

@@ -1,0 +1,178 @@
+// Command lab measures the lab's link emulator from outside, through the real TUN path:
+// one trial (two network namespaces from lab/netlab joined by lab/link), traffic from
+// real sockets or tools inside the namespaces, and numbers printed as JSON for the
+// bench/lab-*.sh scripts to compare against their targets. It is a benchmarking aid,
+// not part of the slowstart binary, and it checks no target itself.
+//
+//	go build -o /tmp/slowstart-labbench ./bench/lab
+//	/tmp/slowstart-labbench ping  -rtt 70ms -count 200 -interval 50ms
+//	/tmp/slowstart-labbench rate  -rtt 20ms -rate 1.2mbit -seconds 10
+//	/tmp/slowstart-labbench loss  -loss 1% -packets 100000 -seed 7
+//	/tmp/slowstart-labbench iperf -rtt 20ms -seconds 10
+//
+// Every subcommand needs root, makes one trial and removes it when done, on error and
+// on Ctrl-C.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/slowstart/slowstart/lab/link"
+	"github.com/slowstart/slowstart/lab/netlab"
+)
+
+func main() {
+	if len(os.Args) < 2 {
+		usage()
+		os.Exit(2)
+	}
+	ctx, stop := netlab.HandleSignals(context.Background())
+	defer stop()
+	var result any
+	var err error
+	switch command, args := os.Args[1], os.Args[2:]; command {
+	case "ping":
+		result, err = runPing(ctx, args)
+	case "rate":
+		result, err = runRate(ctx, args)
+	case "loss":
+		result, err = runLoss(ctx, args)
+	case "iperf":
+		result, err = runIperf(ctx, args)
+	default:
+		usage()
+		os.Exit(2)
+	}
+	if closeErr := netlab.CloseAll(); closeErr != nil {
+		err = errors.Join(err, closeErr)
+	}
+	if err != nil {
+		slog.Error("lab bench failed", "command", os.Args[1], "err", err)
+		os.Exit(1)
+	}
+	enc := json.NewEncoder(os.Stdout)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(result); err != nil {
+		slog.Error("writing the result", "err", err)
+		os.Exit(1)
+	}
+}
+
+func usage() {
+	fmt.Fprintf(os.Stderr, "usage: %s ping|rate|loss|iperf [flags] (each with -h)\n", os.Args[0])
+}
+
+// pathFlags are the flags every subcommand shares: the path and the emulator's timing.
+type pathFlags struct {
+	rtt, rate  string
+	spin       bool
+	rttNs      int64
+	rateBitsPS int64
+}
+
+func (p *pathFlags) register(fs *flag.FlagSet, defaultRTT string) {
+	fs.StringVar(&p.rtt, "rtt", defaultRTT, "round-trip propagation delay (half each way)")
+	fs.StringVar(&p.rate, "rate", "0", "bottleneck rate each way (0: none)")
+	fs.BoolVar(&p.spin, "spin", false, "let the emulator spin before deadlines (link's default, 300 µs) instead of the lab's timer-only setting")
+}
+
+func (p *pathFlags) parse() error {
+	var err error
+	if p.rttNs, err = link.ParseDuration(p.rtt); err != nil {
+		return fmt.Errorf("-rtt: %w", err)
+	}
+	if p.rate != "0" {
+		if p.rateBitsPS, err = link.ParseRate(p.rate); err != nil {
+			return fmt.Errorf("-rate: %w", err)
+		}
+	}
+	return nil
+}
+
+// configs returns the two directions as the lab sets them up: half the RTT each way,
+// the rate each way with the lab's default queue.
+func (p *pathFlags) configs() (clientToServer, serverToClient link.Config) {
+	c := link.Config{DelayNs: p.rttNs / 2, RateBitsPerSecond: p.rateBitsPS}
+	if p.rateBitsPS > 0 {
+		c.Queue, _ = link.DefaultQueue(p.rateBitsPS, p.rttNs, netlab.DefaultMTU)
+	}
+	clientToServer, serverToClient = c, c
+	clientToServer.Seed, serverToClient.Seed = 1, 2
+	return clientToServer, serverToClient
+}
+
+// earlyWakeNs is the emulator setting: -1 (timer only) as lab.RunTrial uses, or 0 for
+// link's default spin.
+func (p *pathFlags) earlyWakeNs() int64 {
+	if p.spin {
+		return 0
+	}
+	return -1
+}
+
+// emulatedTrial is one trial with the emulator running between its two TUN devices.
+type emulatedTrial struct {
+	trial    *netlab.Trial
+	stopLink context.CancelFunc
+	done     chan struct{}
+	stats    link.Stats
+	err      error
+}
+
+// startTrial makes a trial and runs the emulator on it until stop.
+// tap, when not nil, sees every packet as link.RunOptions.Tap does.
+func startTrial(ctx context.Context, opts netlab.Options, clientToServer, serverToClient link.Config, earlyWakeNs int64,
+	tap func(device int, data []byte, unixNs int64)) (*emulatedTrial, error) {
+	trial, err := netlab.Create(ctx, opts)
+	if err != nil {
+		return nil, fmt.Errorf("making the trial's namespaces: %w", err)
+	}
+	clientDevice, err := link.NewTUN(trial.ClientTUN)
+	if err != nil {
+		trial.Close()
+		return nil, err
+	}
+	serverDevice, err := link.NewTUN(trial.ServerTUN)
+	if err != nil {
+		trial.Close()
+		return nil, err
+	}
+	linkCtx, stopLink := context.WithCancel(ctx)
+	e := &emulatedTrial{trial: trial, stopLink: stopLink, done: make(chan struct{})}
+	go func() {
+		defer close(e.done)
+		e.stats, e.err = link.Run(linkCtx, clientDevice, serverDevice, clientToServer, serverToClient,
+			link.RunOptions{EarlyWakeNs: earlyWakeNs, Tap: tap})
+	}()
+	return e, nil
+}
+
+// stop ends the emulator and removes the trial; it returns the emulator's counters.
+func (e *emulatedTrial) stop() (link.Stats, error) {
+	e.stopLink()
+	<-e.done
+	return e.stats, errors.Join(e.err, e.trial.Close())
+}
+
+// waitFor polls ready every 20 ms until it returns true or timeout passes.
+func waitFor(ctx context.Context, timeout time.Duration, ready func() bool) error {
+	deadline := time.Now().Add(timeout)
+	for !ready() {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("not ready after %v", timeout)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	return nil
+}
