@@ -34,6 +34,7 @@ The initial window (IW) is what a server may send on a new connection before it
 waits a round trip; the lab shows what it costs on a given path.`,
 	}
 	cmd.AddCommand(newLabRunCommand(), newLabSweepCommand(), newLabCleanCommand())
+	cmd.AddCommand(newLabReproduceCommand())
 	return cmd
 }
 

@@ -67,7 +67,7 @@ the application, loss, or the end of the data.`,
 		return withCode(exitUsage, fmt.Errorf("%w (see '%s --help')", err, c.CommandPath()))
 	})
 	root.AddCommand(newAnalyzeCommand(), newViewCommand(), newLabCommand())
-	root.AddCommand(newProbeCommand())
+	root.AddCommand(newProbeCommand(), newModelCommand())
 	return root
 }
 

@@ -1,0 +1,96 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/slowstart/slowstart/lab"
+	"github.com/slowstart/slowstart/lab/reproduce"
+)
+
+func newLabReproduceCommand() *cobra.Command {
+	var out string
+	var quick bool
+	var parallel int
+	cmd := &cobra.Command{
+		Use:   "reproduce",
+		Short: "Re-run the published IW experiments (Dukkipati et al. 2010, CS244 2012) and write a report",
+		Long: `Run, in the lab, the experiments of "An Argument for Increasing TCP's Initial
+Congestion Window" (Dukkipati et al., 2010) and of the Stanford CS244 reproduction:
+1. the IW sweep (IW 3 to 42, 27 and 29 segments, RTT 140 ms);
+2. the improvement of IW 10 over IW 3 by response size at 70 ms and 1.2 Mbit/s
+   (the paper's Fig. 7);
+3. an RTT sweep and 4. a bandwidth sweep (CS244), 5. a BDP sweep;
+6. IW 3, 10 and 32 under 0-5% random loss, with retransmission counts.
+
+OUT receives a CSV per experiment (every trial, and a summary per point with the
+model's prediction), plots (SVG and PNG) and report.md / report.html, which set
+the published numbers beside the lab's and explain the differences. The full run
+takes under 10 minutes; --quick runs fewer points and trials in under 2.`,
+		Example: `  slowstart lab reproduce --out repro
+  slowstart lab reproduce --out repro-quick --quick`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if out == "" {
+				return withCode(exitUsage, errors.New("--out DIR is required"))
+			}
+			if parallel < 1 {
+				return withCode(exitUsage, errors.New("--parallel must be 1 or more"))
+			}
+			ctx, stop, err := labContext(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer stop()
+			stderr := cmd.ErrOrStderr()
+			var bar interface{ Set(int) error }
+			var finish func()
+			res, err := reproduce.Run(ctx, lab.NewEnv(), reproduce.Options{
+				OutDir: out, Quick: quick, Parallel: parallel,
+				Stage: func(s string) {
+					if finish != nil {
+						finish()
+						finish = nil
+					}
+					fmt.Fprintln(stderr, s)
+				},
+				Progress: func(done, total int) {
+					if bar == nil {
+						b := newProgress(total, "trials")
+						bar, finish = b, func() { _ = b.Finish() }
+						if !isTerminal(os.Stderr) {
+							bar = nil
+						}
+					}
+					if bar != nil {
+						_ = bar.Set(done)
+					} else if done%50 == 0 || done == total {
+						fmt.Fprintf(stderr, "%d/%d trials\n", done, total)
+					}
+				},
+			})
+			if finish != nil {
+				finish()
+			}
+			if err != nil {
+				return err
+			}
+			w := cmd.OutOrStdout()
+			fmt.Fprintf(w, "%d trials (%d failed) in %s\n", res.Trials, res.Failed, res.Elapsed.Round(1e9))
+			for _, f := range res.Files {
+				fmt.Fprintln(w, f)
+			}
+			if res.Failed*10 > res.Trials {
+				return fmt.Errorf("%d of %d trials failed: see the error column of the CSVs", res.Failed, res.Trials)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&out, "out", "", "directory for the CSVs, plots and report (required)")
+	cmd.Flags().BoolVar(&quick, "quick", false, "fewer points and trials (under 2 minutes)")
+	cmd.Flags().IntVar(&parallel, "parallel", 12, "trials run at once")
+	return cmd
+}

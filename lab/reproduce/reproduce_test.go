@@ -1,0 +1,195 @@
+package reproduce
+
+import (
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/slowstart/slowstart/lab"
+	"github.com/slowstart/slowstart/model"
+)
+
+func TestBodyForSegmentsFillsWholeSegments(t *testing.T) {
+	for _, segs := range []int{1, 3, 4, 29, 100, 300} {
+		body := BodyForSegments(segs)
+		total := body + model.LabHeaderBytes(body)
+		if total > int64(segs)*model.DefaultMSS || total <= int64(segs-1)*model.DefaultMSS {
+			t.Errorf("%d segments: body %d + headers = %d bytes, not in (%d, %d]", segs, body, total, (segs-1)*model.DefaultMSS, segs*model.DefaultMSS)
+		}
+	}
+}
+
+func TestExperimentsCoverTheIssue(t *testing.T) {
+	for _, quick := range []bool{false, true} {
+		exps := Experiments(quick)
+		names := map[string]Experiment{}
+		for _, e := range exps {
+			names[e.Name] = e
+			if e.Trials < 3 {
+				t.Errorf("%s: %d trials, too few for a confidence interval", e.Name, e.Trials)
+			}
+			for _, s := range e.Specs {
+				if err := s.Normalize(); err != nil {
+					t.Errorf("%s: %s: %v", e.Name, s.Label(), err)
+				}
+			}
+		}
+		for _, want := range []string{ExpIWSweep, ExpBuckets, ExpRTT, ExpBandwidth, ExpBDP, ExpLoss} {
+			if _, ok := names[want]; !ok {
+				t.Errorf("quick=%v: experiment %s missing", quick, want)
+			}
+		}
+		if n := len(names[ExpBuckets].Specs); n != 2*len(BucketSegments) {
+			t.Errorf("quick=%v: %d bucket points, want IW 3 and 10 for each of %d buckets", quick, n, len(BucketSegments))
+		}
+		iws := map[int]bool{}
+		for _, s := range names[ExpIWSweep].Specs {
+			iws[s.IW] = true
+			if s.RTTNs != 140e6 {
+				t.Errorf("IW sweep at RTT %d ns, want 140 ms", s.RTTNs)
+			}
+		}
+		for _, iw := range []int{3, 6, 10, 16, 26, 42} {
+			if !iws[iw] {
+				t.Errorf("IW sweep lacks IW %d", iw)
+			}
+		}
+	}
+	if full, quick := len(Jobs(Experiments(false))), len(Jobs(Experiments(true))); quick*3 > full {
+		t.Errorf("quick runs %d trials against %d for the full run", quick, full)
+	}
+}
+
+func TestImprovementDefinitions(t *testing.T) {
+	base := Point{Paper: lab.Stats{N: 3, Median: 200}, User: lab.Stats{N: 3, Median: 400}}
+	exp := Point{Paper: lab.Stats{N: 3, Median: 150}, User: lab.Stats{N: 3, Median: 350}}
+	im := improvement(base, exp)
+	checks := []struct {
+		name      string
+		got, want float64
+	}{
+		{"absolute", im.AbsMs, 50},
+		{"paper percent (base-exp)/base", im.Percent, 25},
+		{"CS244 percent base/exp-1", im.CS244Percent, 100.0 / 3},
+		{"user-felt percent", im.UserPercent, 12.5},
+	}
+	for _, c := range checks {
+		if math.Abs(c.got-c.want) > 1e-9 {
+			t.Errorf("%s: %g, want %g", c.name, c.got, c.want)
+		}
+	}
+}
+
+func TestCI95(t *testing.T) {
+	s := lab.Summarize([]float64{10, 12, 14})
+	// sd 2, n 3, t(2) = 4.303: 4.303*2/sqrt(3)
+	if got, want := ci95(s), 4.303*2/math.Sqrt(3); math.Abs(got-want) > 1e-9 {
+		t.Errorf("ci95 %g, want %g", got, want)
+	}
+	if ci95(lab.Summarize([]float64{5})) != 0 {
+		t.Error("one sample has no interval")
+	}
+}
+
+// TestReportRendering renders a section with a figure and checks the files: the PNG
+// and SVG exist, the HTML holds the SVG inline and the Markdown links the PNG.
+func TestReportRendering(t *testing.T) {
+	dir := t.TempDir()
+	fig := figure{Name: "demo", Title: "demo", XLabel: "size (segments)", YLabel: "ms", LogX: true, Series: []series{
+		{Name: "a", Kind: kindLab, Points: []xyPoint{{3, 10, 1}, {10, 20, 2}, {100, 30, 1}}},
+		{Name: "a", Kind: kindModel, Points: []xyPoint{{X: 3, Y: 11}, {X: 10, Y: 19}, {X: 100, Y: 31}}},
+		{Name: "paper", Kind: kindPublished, Points: []xyPoint{{X: 3, Y: 8}, {X: 10, Y: 25}}},
+	}}
+	if err := fig.render(dir); err != nil {
+		t.Fatal(err)
+	}
+	res := &Result{Trials: 6, Elapsed: 3 * time.Second, Sections: []Section{{Name: "demo", Title: "Demo <experiment>", Setup: "setup",
+		Header: []string{"x", "y"}, Rows: [][]string{{"1", "2"}}, Figures: []string{"demo"}, Findings: []string{"a finding"}}}}
+	md, html, err := writeReport(dir, res, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	png, err := os.ReadFile(filepath.Join(dir, "demo.png"))
+	if err != nil || len(png) < 8 || string(png[1:4]) != "PNG" {
+		t.Fatalf("demo.png is not a PNG (%v)", err)
+	}
+	h, _ := os.ReadFile(html)
+	if !strings.Contains(string(h), "<svg") || strings.Contains(string(h), "<?xml") {
+		t.Error("the HTML report should hold the SVG inline, without its XML prolog")
+	}
+	if !strings.Contains(string(h), "Demo &lt;experiment&gt;") {
+		t.Error("the HTML report should escape titles")
+	}
+	m, _ := os.ReadFile(md)
+	if !strings.Contains(string(m), "![demo](demo.png)") || !strings.Contains(string(m), "| 1 | 2 |") {
+		t.Errorf("the Markdown report lacks the figure or the table:\n%s", m)
+	}
+}
+
+// TestSizeBucketsHaveThePapersShape runs the response-size experiment (the paper's
+// Fig. 7: IW 3 against IW 10 at 70 ms and 1.2 Mbit/s) in the lab and checks the
+// shape the paper found: no gain when the response fits in 3 segments, and gains
+// that grow with the size through tens of segments.
+func TestSizeBucketsHaveThePapersShape(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs 48 lab trials")
+	}
+	if os.Geteuid() != 0 {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("the lab needs root (network namespaces); CI runs as root")
+		}
+		t.Skip("the lab needs root (network namespaces)")
+	}
+	var e Experiment
+	for _, x := range Experiments(true) {
+		if x.Name == ExpBuckets {
+			e = x
+		}
+	}
+	if e.Name == "" {
+		t.Fatal("no size_buckets experiment")
+	}
+	jobs := Jobs([]Experiment{e})
+	rows, err := lab.NewEnv().RunJobs(t.Context(), jobs, lab.RunOptions{Parallel: 6})
+	if err != nil {
+		t.Fatal(err)
+	}
+	byPoint := map[string][]lab.Row{}
+	for i, j := range jobs {
+		if rows[i].Error != "" {
+			t.Fatalf("%s trial %d: %s", j.Spec.Label(), j.Trial, rows[i].Error)
+		}
+		byPoint[j.Spec.Label()] = append(byPoint[j.Spec.Label()], rows[i])
+	}
+	points := map[string]Point{}
+	for _, s := range e.Specs {
+		points[s.Label()] = summarize(s, byPoint[s.Label()])
+	}
+	imps := pairs(e, points)
+	if len(imps) != len(BucketSegments) {
+		t.Fatalf("%d IW 3/IW 10 pairs, want %d", len(imps), len(BucketSegments))
+	}
+	gain := map[int]float64{}
+	for i, im := range imps {
+		gain[BucketSegments[i]] = im.AbsMs
+		t.Logf("%3s segments: IW 3 %.1f ms, IW 10 %.1f ms: %.1f ms (%.1f%%)", BucketLabels[i], im.Base.Paper.Median, im.Exp.Paper.Median, im.AbsMs, im.Percent)
+	}
+	rtt := 70.0
+	if math.Abs(gain[3]) > 2 {
+		t.Errorf("3 segments: IW 10 gains %.1f ms; both windows carry it in one round, want none", gain[3])
+	}
+	if gain[4] < rtt/2 {
+		t.Errorf("4 segments: IW 10 gains %.1f ms, want at least half a round trip (IW 3 needs a second round)", gain[4])
+	}
+	for _, pair := range [][2]int{{4, 10}, {10, 30}} {
+		if gain[pair[1]] < gain[pair[0]]-2 {
+			t.Errorf("the gain falls from %d segments (%.1f ms) to %d (%.1f ms); the paper's grows through tens of segments", pair[0], gain[pair[0]], pair[1], gain[pair[1]])
+		}
+	}
+	if gain[10] <= gain[4]+rtt/8 {
+		t.Errorf("the gain at 10 segments (%.1f ms) is not above the gain at 4 (%.1f ms)", gain[10], gain[4])
+	}
+}
