@@ -12,6 +12,7 @@ import (
 
 	"github.com/slowstart/slowstart/lab/link"
 	"github.com/slowstart/slowstart/lab/server"
+	"github.com/slowstart/slowstart/probe/exact"
 	"github.com/slowstart/slowstart/report"
 )
 
@@ -25,6 +26,8 @@ type DemoConfig struct {
 	ChainBytes        int
 	BodyBytes         int64
 	Tool              string
+	// NoExact skips the exact measurement of each server's initial window.
+	NoExact bool
 }
 
 // DefaultDemo is a phone in Quebec reaching a server in Copenhagen: RTT 130 ms,
@@ -39,6 +42,10 @@ func DefaultDemo() DemoConfig {
 type DemoColumn struct {
 	IW     int
 	Result *Result
+	// Exact is the active measurement of the server's TLS flight (probe
+	// --exact); nil when it failed, ExactErr says why.
+	Exact    *exact.Result
+	ExactErr error
 }
 
 // DemoResult holds the demo's probes, one per initial window.
@@ -55,24 +62,37 @@ func Demo(ctx context.Context, cfg DemoConfig) (*DemoResult, error) {
 	keys := server.NewKeyCache()
 	out := &DemoResult{Config: cfg}
 	for _, iw := range cfg.IWs {
-		res, err := demoColumn(ctx, cfg, iw, keys)
+		col, err := demoColumn(ctx, cfg, iw, keys)
 		if err != nil {
 			return out, fmt.Errorf("demo with IW %d: %w", iw, err)
 		}
-		out.Columns = append(out.Columns, DemoColumn{IW: iw, Result: res})
+		out.Columns = append(out.Columns, col)
 	}
 	return out, nil
 }
 
-func demoColumn(ctx context.Context, cfg DemoConfig, iw int, keys *server.KeyCache) (_ *Result, err error) {
+// demoColumn probes one emulated server: a page load (passive), then the exact
+// measurement of its TLS flight on a fresh connection.
+func demoColumn(ctx context.Context, cfg DemoConfig, iw int, keys *server.KeyCache) (col DemoColumn, err error) {
+	col.IW = iw
 	s, err := StartLabServer(ctx, LabServerConfig{RTT: cfg.RTT, RateBitsPerSecond: cfg.RateBitsPerSecond, IW: iw,
 		TLSVersion: cfg.TLSVersion, ChainBytes: cfg.ChainBytes, Keys: keys})
 	if err != nil {
-		return nil, fmt.Errorf("starting the emulated server: %w", err)
+		return col, fmt.Errorf("starting the emulated server: %w", err)
 	}
 	defer func() { err = errors.Join(err, s.Close()) }()
-	return Run(ctx, Options{URL: s.URL(fmt.Sprintf("/bytes/%d", cfg.BodyBytes)), Netns: s.Netns, Resolve: s.Resolve(),
+	url := s.URL(fmt.Sprintf("/bytes/%d", cfg.BodyBytes))
+	col.Result, err = Run(ctx, Options{URL: url, Netns: s.Netns, Resolve: s.Resolve(),
 		RootCAs: s.RootCAs, TLSVersion: cfg.TLSVersion, HTTP1Only: true, Tool: cfg.Tool})
+	if err != nil || cfg.NoExact {
+		return col, err
+	}
+	col.Exact, col.ExactErr = exact.Measure(ctx, exact.Options{URL: url, Netns: s.Netns, Resolve: s.Resolve(),
+		TLSVersion: cfg.TLSVersion, Runs: 1})
+	if col.ExactErr != nil && ctx.Err() != nil {
+		return col, ctx.Err()
+	}
+	return col, nil
 }
 
 // WriteDemo writes the demo side by side, a column per initial window, and the
@@ -112,7 +132,7 @@ func WriteDemo(w io.Writer, d *DemoResult) error {
 		}
 		return fmt.Sprintf("%.0f", *c.ClientTiming.TLSAtMs)
 	})
-	row("IW verdict", func(c *report.Connection) string {
+	row("IW, page load", func(c *report.Connection) string {
 		if c.InitialWindow == nil {
 			return "none"
 		}
@@ -125,6 +145,22 @@ func WriteDemo(w io.Writer, d *DemoResult) error {
 			return iw.Verdict
 		}
 	})
+	if !c.NoExact {
+		fmt.Fprintf(tw, "IW, exact probe\t")
+		for _, col := range d.Columns {
+			v := "-"
+			switch {
+			case col.Exact != nil && col.Exact.Verdict == exact.VerdictExact:
+				v = fmt.Sprintf("%d, exact", col.Exact.IWSegments)
+			case col.Exact != nil:
+				v = col.Exact.Verdict
+			case col.ExactErr != nil:
+				v = "failed"
+			}
+			fmt.Fprintf(tw, "%s\t", v)
+		}
+		fmt.Fprintf(tw, "\n")
+	}
 	row("data rounds", func(c *report.Connection) string { return fmt.Sprint(c.RoundTrips.HTTP) })
 	row("segments per round", func(c *report.Connection) string {
 		var parts []string
@@ -171,6 +207,21 @@ func demoStory(d *DemoResult, conns []*report.Connection) string {
 			fmt.Fprintf(&b, ": %s", strings.Join(why, "; "))
 		}
 		b.WriteString(".\n")
+	}
+	for _, col := range d.Columns {
+		iw := col.Result.Final(0)
+		if iw == nil || iw.InitialWindow == nil || iw.InitialWindow.Verdict == report.VerdictExact || col.Exact == nil || col.Exact.Verdict != exact.VerdictExact {
+			continue
+		}
+		fmt.Fprintf(&b, "The page load alone shows IW %d only as at least %d segments (the TLS flight was shorter than the\n"+
+			"window, and the handshake's ACKs grew it before the page); the exact probe (--exact) counts %d.\n",
+			col.IW, iw.InitialWindow.Segments, col.Exact.IWSegments)
+		break
+	}
+	for _, col := range d.Columns {
+		if col.ExactErr != nil {
+			fmt.Fprintf(&b, "The exact probe of IW %d failed: %v\n", col.IW, col.ExactErr)
+		}
 	}
 	b.WriteString("Every round trip crosses the ocean: the initial window decides how many there are.\n" +
 		"Probe your own site with: slowstart probe https://example.com/\n")
