@@ -66,20 +66,29 @@ func TestProbeLab(t *testing.T) {
 		iw     int
 		rttMs  int
 		bodyKB int
+		nginx  bool
 	}
 	points := []point{
-		{"h1", 10, 20, 100},
-		{"h1", 4, 150, 3},
-		{"tls1.2", 3, 20, 100},
-		{"tls1.2", 32, 150, 160},
-		{"tls1.3-h2", 16, 20, 100},
-		{"tls1.3-h2", 2, 150, 60},
+		{"h1", 10, 20, 100, false},
+		{"h1", 4, 150, 3, false},
+		{"tls1.2", 3, 20, 100, false},
+		{"tls1.2", 32, 150, 160, false},
+		{"tls1.3-h2", 16, 20, 100, false},
+		{"tls1.3-h2", 2, 150, 60, false},
+		{"h1", 10, 150, 100, true},
+		{"tls1.2", 3, 20, 160, true},
+		{"tls1.3-h2", 32, 20, 160, true},
+		{"h1", 64, 20, 3, true},
 	}
 	for _, p := range points {
 		name := fmt.Sprintf("%s/iw%d/rtt%d/%dKB", p.stack, p.iw, p.rttMs, p.bodyKB)
+		if p.nginx {
+			name += "/nginx"
+		}
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			cfg := LabServerConfig{RTT: time.Duration(p.rttMs) * time.Millisecond, IW: p.iw, Keys: labKeys}
+			cfg := LabServerConfig{RTT: time.Duration(p.rttMs) * time.Millisecond, IW: p.iw, Keys: labKeys,
+				Nginx: p.nginx, NginxBodySizes: []int64{int64(p.bodyKB * 1000)}}
 			switch p.stack {
 			case "tls1.2":
 				cfg.TLSVersion = "1.2"

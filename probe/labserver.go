@@ -5,7 +5,9 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"net"
 	"net/netip"
+	"os/exec"
 	"strconv"
 	"time"
 
@@ -32,6 +34,10 @@ type LabServerConfig struct {
 	// Handler, when set, replaces the built-in /bytes/N handler's Config (think
 	// time and so on); TLS settings are still taken from the fields above.
 	Server server.Config
+	// Nginx serves with Debian's nginx instead of the built-in server, the same
+	// /bytes/N for every N of NginxBodySizes (nginx cannot make up bodies).
+	Nginx          bool
+	NginxBodySizes []int64
 }
 
 // LabServer is a lab trial (client and server namespaces joined by the link
@@ -140,6 +146,30 @@ func StartLabServer(ctx context.Context, cfg LabServerConfig) (_ *LabServer, err
 		s.rootCerts = []*x509.Certificate{chain.Root}
 	}
 	s.Addr = netip.AddrPortFrom(trial.Addr(netlab.Server, cfg.IPv6), port)
+	if cfg.Nginx {
+		// nginx lives until Close, not until ctx ends (StartNginx stops it then).
+		ng, err := server.StartNginx(context.WithoutCancel(ctx), server.NginxConfig{
+			Address:     s.Addr.String(),
+			TLSVersion:  cfg.TLSVersion,
+			Certificate: scfg.Certificate,
+			HTTP2:       cfg.HTTP2,
+			BodySizes:   cfg.NginxBodySizes,
+			Dial:        trial.DialFunc(netlab.Client, &net.Dialer{}),
+		}, func(cmd *exec.Cmd) {
+			args := append([]string{"nsenter", "--net=" + trial.NamespacePath(netlab.Server), "--", cmd.Path}, cmd.Args[1:]...)
+			nsenter, err := exec.LookPath("nsenter")
+			if err != nil {
+				nsenter = "/usr/bin/nsenter"
+			}
+			cmd.Path, cmd.Args = nsenter, args
+		})
+		if err != nil {
+			return nil, fmt.Errorf("starting nginx: %w", err)
+		}
+		cleanups = append(cleanups, ng.Stop)
+		s.stop = stop
+		return s, nil
+	}
 	ln, err := trial.Listen(netlab.Server, "tcp", s.Addr.String())
 	if err != nil {
 		return nil, err

@@ -16,7 +16,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 )
 
@@ -88,10 +87,6 @@ func FetchCurl(ctx context.Context, cfg FetchConfig, wrap func(*exec.Cmd)) (Resu
 	if wrap != nil {
 		wrap(cmd)
 	}
-	if cmd.SysProcAttr == nil {
-		cmd.SysProcAttr = &syscall.SysProcAttr{}
-	}
-	cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL // curl dies with this process, even when it is killed
 	runErr := cmd.Run()
 	exitedAt := time.Now()
 

@@ -200,9 +200,10 @@ func StartNginx(ctx context.Context, cfg NginxConfig, wrap func(*exec.Cmd)) (*Ng
 		cmd.SysProcAttr = &syscall.SysProcAttr{}
 	}
 	cmd.SysProcAttr.Setpgid = true // Stop signals the whole group: master and workers
-	// The master dies with this process even when it is killed; its workers
-	// then exit, and `slowstart lab clean` kills what is left in the namespace.
-	cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
+	// No Pdeathsig: it fires when the forking OS thread exits, and Go ends
+	// threads that were locked to a goroutine (as namespace switches are), which
+	// would kill nginx mid-trial. After a killed run, `slowstart lab clean` (and
+	// the next run) kills what is left in the trial's namespaces.
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("starting %s: %w", strings.Join(cmd.Args, " "), err)
 	}
