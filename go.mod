@@ -3,6 +3,7 @@ module github.com/slowstart/slowstart
 go 1.26.8
 
 require (
+	github.com/goccy/go-json v0.10.5
 	github.com/google/nftables v0.3.0
 	github.com/gopacket/gopacket v1.7.7
 	github.com/schollz/progressbar/v3 v3.19.1

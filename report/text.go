@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	gojson "github.com/goccy/go-json"
 	"io"
 	"path/filepath"
 	"runtime"
@@ -80,7 +81,7 @@ func writeConnections(w io.Writer, conns []Connection) error {
 		go func() {
 			for i := range next {
 				c := &chunk{}
-				enc := json.NewEncoder(&c.buf)
+				enc := gojson.NewEncoder(&c.buf)
 				enc.SetIndent("    ", "  ")
 				for j := i * chunkSize; j < min((i+1)*chunkSize, len(conns)); j++ {
 					if j > 0 {

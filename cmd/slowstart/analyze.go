@@ -50,6 +50,7 @@ Exit codes: 0 success, 2 bad arguments, 3 the file can't be read as a capture
 			if connection < 0 {
 				return withCode(exitUsage, fmt.Errorf("--connection must be 1 or more"))
 			}
+			defer tuneGCForBatch()()
 			rep, err := analysis.File(cmd.Context(), args[0], analysis.Options{Server: hint, Tool: "slowstart " + version, Packets: htmlOut != ""})
 			if err != nil {
 				return withCode(inputExitCode(err), err)
