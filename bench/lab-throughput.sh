@@ -73,19 +73,27 @@ veth_goodput() {
 	ip netns exec "$veth_ns-s" iperf3 -s -1 -B 198.19.254.2 >/dev/null 2>&1 &
 	iperf_server_pid=$!
 	local tries=0
-	until ip netns exec "$veth_ns-c" iperf3 -c 198.19.254.2 -R -J -t "$seconds" -O 2 >"$work_dir/veth.json" 2>/dev/null; do
+	# Wait until the server listens: a client that finds no server may still
+	# exit 0 with -J (the error is in the JSON).
+	until ip -n "$veth_ns-s" -o addr show >/dev/null && ip netns exec "$veth_ns-s" ss -Hltn 'sport = :5201' | grep -q LISTEN; do
 		tries=$((tries + 1))
-		if ((tries > 100)); then
-			echo "$0: iperf3 over the veth pair failed: $(cat "$work_dir/veth.json")" >&2
+		if ((tries > 200)); then
+			echo "$0: the iperf3 server in $veth_ns-s did not listen" >&2
 			exit 1
 		fi
-		sleep 0.05
+		sleep 0.02
 	done
+	ip netns exec "$veth_ns-c" iperf3 -c 198.19.254.2 -R -J -t "$seconds" -O 2 >"$work_dir/veth.json" 2>/dev/null || true
+	if [[ $(jq -r '.error // empty' "$work_dir/veth.json") != "" ]]; then
+		echo "$0: iperf3 over the veth pair failed: $(jq -r .error "$work_dir/veth.json")" >&2
+		exit 1
+	fi
+	kill "$iperf_server_pid" 2>/dev/null || true
 	wait "$iperf_server_pid" 2>/dev/null || true
 	iperf_server_pid=
 	ip netns del "$veth_ns-c"
 	ip netns del "$veth_ns-s"
-	jq '[.intervals[].sum | select(.omitted | not)] | (map(.bytes) | add) * 8 / (map(.seconds) | add)' "$work_dir/veth.json"
+	jq '[.intervals[].sum | select((.omitted | not) and .bytes > 0)] | (map(.bytes) | add) * 8 / (map(.seconds) | add)' "$work_dir/veth.json"
 }
 
 # emulator_goodput ARGS...: iperf3 -R through one lab trial; prints bit/s.

@@ -189,7 +189,9 @@ func iperfCommand(ctx context.Context, name, defaultRTT string, args []string) (
 	}
 	var bytesMeasured int64
 	for _, interval := range report.Intervals {
-		if !interval.Sum.Omitted {
+		// iperf3 -R sometimes reports a second with no bytes besides the
+		// measured ones (its reverse-mode start); it is not a second of transfer.
+		if !interval.Sum.Omitted && interval.Sum.Bytes > 0 {
 			bytesMeasured += interval.Sum.Bytes
 			res.Seconds += interval.Sum.Seconds
 		}
