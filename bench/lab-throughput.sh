@@ -93,7 +93,7 @@ veth_goodput() {
 	iperf_server_pid=
 	ip netns del "$veth_ns-c"
 	ip netns del "$veth_ns-s"
-	jq '[.intervals[].sum | select((.omitted | not) and .bytes > 0)] | (map(.bytes) | add) * 8 / (map(.seconds) | add)' "$work_dir/veth.json"
+	jq '[.intervals[].sum | select((.omitted | not) and .bytes > 0 and .seconds > 0.5 and .seconds < 1.5)] | (map(.bytes) | add) * 8 / (map(.seconds) | add)' "$work_dir/veth.json"
 }
 
 # emulator_goodput ARGS...: iperf3 -R through one lab trial; prints bit/s.

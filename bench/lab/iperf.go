@@ -189,9 +189,11 @@ func iperfCommand(ctx context.Context, name, defaultRTT string, args []string) (
 	}
 	var bytesMeasured int64
 	for _, interval := range report.Intervals {
-		// iperf3 -R sometimes reports a second with no bytes besides the
-		// measured ones (its reverse-mode start); it is not a second of transfer.
-		if !interval.Sum.Omitted && interval.Sum.Bytes > 0 {
+		// iperf3 -R with -O sometimes reports the first measured interval with
+		// the duration of two seconds and the bytes of one (the last omitted
+		// second merged in), or an empty one: only whole one-second intervals
+		// with data are counted.
+		if !interval.Sum.Omitted && interval.Sum.Bytes > 0 && interval.Sum.Seconds > 0.5 && interval.Sum.Seconds < 1.5 {
 			bytesMeasured += interval.Sum.Bytes
 			res.Seconds += interval.Sum.Seconds
 		}
