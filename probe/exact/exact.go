@@ -151,6 +151,11 @@ type Run struct {
 	// least a round trip, just before retransmitting: a tail loss probe (Linux
 	// sends one when its window is full), not part of the window.
 	LossProbeBytes int `json:"loss_probe_bytes"`
+	// MergedSegments: the capture saw packets longer than the server's segments
+	// (TSO/GSO at the sender or GRO here). A Linux sender with TSO may then hold
+	// back the window's last segments (TSO deferral) and send them only as a
+	// loss probe, so a flight followed by a loss probe is a lower bound.
+	MergedSegments bool `json:"merged_segments"`
 	// FlightBytes is the length of the whole response (or TLS flight) when this
 	// side saw it complete, else 0.
 	FlightBytes int `json:"flight_bytes"`
@@ -266,9 +271,13 @@ func (r *Result) summarize() {
 	successBytes := 0
 	lowerSegments, lowerBytes := 0, 0
 	rwndSegments, rwndBytes := 0, 0
+	deferred := false
 	for _, run := range r.Runs {
 		switch run.Outcome {
 		case OutcomeSuccess:
+			if run.MergedSegments && run.LossProbeBytes > 0 {
+				deferred = true
+			}
 			successSegments = append(successSegments, run.Segments)
 			successBytes = max(successBytes, run.Bytes)
 		case OutcomeTooShort:
@@ -296,6 +305,10 @@ func (r *Result) summarize() {
 		case !agree:
 			r.Verdict = VerdictInconsistent
 			r.Reason = fmt.Sprintf("successful runs saw different windows (%v segments): the server's window varies (a fleet with mixed settings?) or the path lost or reordered segments; measure again", successSegments)
+		case deferred:
+			r.Verdict = VerdictLowerBound
+			r.IWSegments, r.IWBytes = iw, successBytes
+			r.Reason = fmt.Sprintf("the server sent %d segments of %s, then new data only as a loss probe; its packets were merged (TSO/GSO, or GRO on this side), and a sender with TSO may hold back the window's last segments until ACKs come: the window is at least %d segments", iw, what, iw)
 		case lowerSegments > iw:
 			r.Verdict = VerdictInconsistent
 			r.Reason = fmt.Sprintf("a run saw %s complete in %d segments, more than the %d segments other runs measured: measure again", what, lowerSegments, iw)

@@ -3,6 +3,7 @@ package exact
 import (
 	"fmt"
 	"io"
+	"strings"
 	"text/tabwriter"
 )
 
@@ -38,14 +39,18 @@ func WriteText(w io.Writer, r *Result) error {
 		}
 	}
 	fmt.Fprintln(w)
+	reason := r.Reason
+	if reason != "" {
+		reason = strings.ToUpper(reason[:1]) + reason[1:]
+	}
 	switch r.Verdict {
 	case VerdictExact:
-		fmt.Fprintf(w, "Initial window: %d segments (exact). %s.\n", r.IWSegments, r.Reason)
+		fmt.Fprintf(w, "Initial window: %d segments (exact). %s.\n", r.IWSegments, reason)
 		fmt.Fprintf(w, "At a full-sized 1448-byte segment that is %.1f KB in the first round trip.\n", float64(r.IWSegments*1448)/1000)
 	case VerdictLowerBound, VerdictRwndLimited:
-		fmt.Fprintf(w, "Initial window: at least %d segments (%s). %s.\n", r.IWSegments, r.Verdict, r.Reason)
+		fmt.Fprintf(w, "Initial window: at least %d segments (%s). %s.\n", r.IWSegments, r.Verdict, reason)
 	default:
-		fmt.Fprintf(w, "Initial window: unknown (%s). %s.\n", r.Verdict, r.Reason)
+		fmt.Fprintf(w, "Initial window: unknown (%s). %s.\n", r.Verdict, reason)
 	}
 	_, err := fmt.Fprintln(w)
 	return err

@@ -275,6 +275,23 @@ func (t *tracker) classify(in classifyInput) Run {
 	}
 	optionBytes := max(newData[0].headerLen-20, 0)
 	run.SegmentBytes = max(maxPayload, in.announcedMSS-optionBytes, 1)
+	if full := in.announcedMSS - optionBytes; full > 0 && maxPayload > full {
+		// Longer than the server may send: either the server raised the MSS
+		// (a higher minimum than Linux's 48 bytes: every full segment then has
+		// that one larger size), or the capture saw segments merged (GSO on
+		// loopback, GRO on a receiving NIC: sizes that vary, sums of segments).
+		larger := map[int]int{}
+		for _, s := range newData {
+			if n := int(s.end - s.start); n > full {
+				larger[n]++
+			}
+		}
+		merged := len(larger) > 1 || (len(larger) == 1 && maxPayload%full == 0 && larger[maxPayload] == 1)
+		if merged {
+			run.SegmentBytes = full
+			run.MergedSegments = true
+		}
+	}
 
 	// A tail loss probe: the last new data came alone, one segment at most, a
 	// round trip or more after the rest, beyond everything sent before.

@@ -126,6 +126,12 @@ func TestClassify(t *testing.T) {
 				fromServer(1020, capture.FlagSYN|capture.FlagACK, 0, 0).fromClient(1020, capture.FlagACK|capture.FlagPSH, 504).
 				burst(1040, 0, 2).segment(1300, 0, flowSegment),
 			flightBytes: -1, wantOutcome: OutcomeLoss, wantSegments: 2, wantBytes: 104},
+		{name: "merged by GSO/GRO: 4 and 5 segments in two packets, then a loss probe",
+			flow:        newFlow().handshake().fromServer(40, capture.FlagACK, 0, 204).fromServer(40.1, capture.FlagACK, 204, 260).fromServer(70, capture.FlagACK, 464, 52).segment(250, 0, flowSegment),
+			flightBytes: -1, wantOutcome: OutcomeSuccess, wantSegments: 9, wantBytes: 464, wantProbe: 52},
+		{name: "the server raised the MSS to 216 bytes",
+			flow:        newFlow().handshake().fromServer(40, capture.FlagACK, 0, 216).fromServer(40.1, capture.FlagACK, 216, 216).fromServer(40.2, capture.FlagACK, 432, 216).fromServer(300, capture.FlagACK, 0, 216),
+			flightBytes: -1, wantOutcome: OutcomeSuccess, wantSegments: 3, wantBytes: 648},
 		{name: "after a handshake of 1000 bytes",
 			flow:  newFlow().handshake().fromServer(40, capture.FlagACK, 0, 1000).fromServer(100, capture.FlagACK, 1000, 52).fromServer(100.1, capture.FlagACK, 1052, 52).fromServer(400, capture.FlagACK, 1000, 52),
 			armed: false, base: 1000, flightBytes: -1, wantOutcome: OutcomeSuccess, wantSegments: 2, wantBytes: 104},
@@ -197,6 +203,8 @@ func TestSummarize(t *testing.T) {
 		{"only too short", []Run{run(OutcomeTooShort, 4), run(OutcomeTooShort, 5)}, VerdictLowerBound, 5},
 		{"receive window", []Run{run(OutcomeRwndLimited, 40), run(OutcomeTooShort, 5)}, VerdictRwndLimited, 40},
 		{"nothing", []Run{run(OutcomeLoss, 3), run(OutcomeRST, 0)}, VerdictNone, 0},
+		{"merged segments and a loss probe: TSO may have deferred some", []Run{run(OutcomeSuccess, 9), {Outcome: OutcomeSuccess, Segments: 9, Bytes: 464, MergedSegments: true, LossProbeBytes: 52}}, VerdictLowerBound, 9},
+		{"merged segments without a loss probe", []Run{{Outcome: OutcomeSuccess, Segments: 10, Bytes: 520, MergedSegments: true}}, VerdictExact, 10},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
