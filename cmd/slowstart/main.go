@@ -68,6 +68,7 @@ the application, loss, or the end of the data.`,
 	})
 	root.AddCommand(newAnalyzeCommand(), newViewCommand(), newLabCommand())
 	root.AddCommand(newProbeCommand(), newModelCommand())
+	root.AddCommand(newTuneCommand())
 	return root
 }
 

@@ -1,0 +1,296 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/slowstart/slowstart/lab/link"
+	"github.com/slowstart/slowstart/tune"
+)
+
+// tuneHoldEnv, set to 1, makes `tune apply` stop after writing its backup and
+// before changing any route, until interrupted: it lets tests kill the process
+// at that point.
+const tuneHoldEnv = "SLOWSTART_TUNE_HOLD_AFTER_BACKUP"
+
+func newTuneCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "tune",
+		Short: "Show, change and restore the server's initcwnd and the TCP settings beside it",
+		Long: `tune reads and changes what decides a server's first round trips.
+
+A new TCP connection may send only its initial window (initcwnd; Linux: 10
+segments, about 14.6 KB) before it waits a round trip for acknowledgements. The
+window is a metric of the route towards the client: one 'ip route change ...
+initcwnd N' line changes it for every new connection. tune shows the routes and
+sysctls, applies new windows with a backup made first, and reverts them exactly.`,
+		Example: `  slowstart tune show                              # routes, sysctls, advice priced by the model
+  slowstart tune apply --initcwnd 32 --dry-run     # what would change, as ip commands
+  sudo slowstart tune apply --initcwnd 32          # back up, then change the default routes
+  sudo slowstart tune revert                       # put them back as the newest backup recorded`,
+	}
+	cmd.AddCommand(newTuneShowCommand(), newTuneApplyCommand(), newTuneRevertCommand())
+	return cmd
+}
+
+const tuneExitCodes = `
+Exit codes: 0 done (or nothing to do), 1 failure, 2 bad arguments or no route
+matches, 3 the backup can't be found or read, 4 not allowed (needs root).`
+
+// tuneCode maps a tune error to an exit code.
+func tuneCode(err error) error {
+	var usage *tune.UsageError
+	var noRoute *tune.NoRouteError
+	var backup *tune.BackupError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &usage), errors.As(err, &noRoute):
+		return withCode(exitUsage, err)
+	case errors.As(err, &backup):
+		return withCode(exitInput, err)
+	case errors.Is(err, syscall.EPERM), errors.Is(err, os.ErrPermission):
+		return withCode(exitPermission, fmt.Errorf("%w (changing routes or entering a namespace needs root)", err))
+	}
+	return err
+}
+
+func newTuneShowCommand() *cobra.Command {
+	var netnsName, size, rtt string
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "show",
+		Short: "Routes with their metrics, the TCP sysctls that matter, and advice",
+		Long: `show lists every route (all tables, IPv4 and IPv6) with its metrics (initcwnd,
+initrwnd, congctl, mtu, advmss, rto_min, quickack, ...), the sysctls that decide
+a new connection's first rounds, and recommendations with the time each saves on
+a page of --size over --rtt, as model.Simulate predicts it.` + tuneExitCodes,
+		Example: `  slowstart tune show
+  slowstart tune show --size 500KB --rtt 200ms
+  slowstart tune show --netns web1 --json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			var page tune.Page
+			var err error
+			if page.SizeBytes, err = link.ParseSize(size); err != nil || page.SizeBytes <= 0 {
+				return withCode(exitUsage, fmt.Errorf("--size %q: give a size such as 160KB", size))
+			}
+			if page.RTTNs, err = link.ParseDuration(rtt); err != nil || page.RTTNs <= 0 {
+				return withCode(exitUsage, fmt.Errorf("--rtt %q: give a duration such as 130ms", rtt))
+			}
+			state, err := tune.Read(netnsName)
+			if err != nil {
+				return tuneCode(err)
+			}
+			recs, err := tune.Recommend(state, page)
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			if asJSON {
+				enc := json.NewEncoder(out)
+				enc.SetIndent("", "  ")
+				return enc.Encode(struct {
+					*tune.State
+					Recommendations []tune.Recommendation `json:"recommendations"`
+				}{state, recs})
+			}
+			writeTuneState(out, state, recs)
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&netnsName, "netns", "", "read inside the network namespace /run/netns/`NAME`")
+	f.StringVar(&size, "size", "160KB", "page size the advice is priced on")
+	f.StringVar(&rtt, "rtt", "130ms", "round-trip time the advice is priced on")
+	f.BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
+
+func writeTuneState(w io.Writer, state *tune.State, recs []tune.Recommendation) {
+	where := "this network namespace"
+	if state.Netns != "" {
+		where = "network namespace " + state.Netns
+	}
+	fmt.Fprintf(w, "Routes in %s (%d):\n", where, len(state.Routes))
+	for _, r := range state.Routes {
+		fmt.Fprintf(w, "  %s\n", r)
+	}
+	fmt.Fprintln(w, "\nSysctls:")
+	for _, s := range state.Sysctls {
+		if s.Error != "" {
+			fmt.Fprintf(w, "  %-38s (unreadable: %s)\n", s.Name, s.Error)
+			continue
+		}
+		fmt.Fprintf(w, "  %-38s %s\n", s.Name, s.Value)
+	}
+	fmt.Fprintln(w, "\nRecommendations:")
+	if len(recs) == 0 {
+		fmt.Fprintln(w, "  none: the initial windows and sysctls are already where they help")
+	}
+	for _, r := range recs {
+		fmt.Fprintf(w, "  - %s\n", r.Reason)
+		if r.Action != "" {
+			fmt.Fprintf(w, "    do: %s\n", r.Action)
+		}
+	}
+}
+
+func newTuneApplyCommand() *cobra.Command {
+	var opts tune.ApplyOptions
+	var persist, asJSON bool
+	cmd := &cobra.Command{
+		Use:   "apply --initcwnd N",
+		Short: "Set initcwnd (and initrwnd) on routes, backing them up first",
+		Long: `apply sets the initial congestion window (initcwnd, segments) and optionally
+the initial receive window (initrwnd) on the chosen routes. It prints the
+equivalent 'ip route change' lines, writes a backup of the exact prior state of
+every route it touches (fsync'd, then renamed into place) and only then replaces
+each route through netlink, keeping every other attribute of it. Routes that
+already carry the values are left alone. Values outside 1..100 segments are
+refused without --force. The change applies to new connections only.` + tuneExitCodes,
+		Example: `  slowstart tune apply --initcwnd 32 --dry-run
+  sudo slowstart tune apply --initcwnd 32 --initrwnd 32
+  sudo slowstart tune apply --initcwnd 20 --route 203.0.113.0/24 --backup /root/routes.json
+  sudo slowstart tune apply --initcwnd 32 --route all --persist`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if !cmd.Flags().Changed("initcwnd") {
+				return withCode(exitUsage, errors.New("--initcwnd N is required (segments; Linux's default is 10)"))
+			}
+			opts.Command = "slowstart " + strings.Join(os.Args[1:], " ")
+			errOut := cmd.ErrOrStderr()
+			if os.Getenv(tuneHoldEnv) == "1" {
+				opts.AfterBackup = func(path string) error {
+					fmt.Fprintf(errOut, "backup written: %s; holding before any change (%s=1)\n", path, tuneHoldEnv)
+					<-cmd.Context().Done()
+					return cmd.Context().Err()
+				}
+			}
+			res, err := tune.Apply(opts)
+			if err != nil && (res == nil || len(res.Changes) == 0) {
+				return tuneCode(err)
+			}
+			out := cmd.OutOrStdout()
+			if asJSON {
+				enc := json.NewEncoder(out)
+				enc.SetIndent("", "  ")
+				if encErr := enc.Encode(res); encErr != nil {
+					return encErr
+				}
+			} else {
+				writeApply(out, res)
+			}
+			if err != nil {
+				if res.BackupPath != "" {
+					err = fmt.Errorf("%w (backup of the prior state: %s)", err, res.BackupPath)
+				}
+				return tuneCode(err)
+			}
+			if persist && !asJSON {
+				fmt.Fprintln(out)
+				tune.WritePersistHelp(out, res.Changes, opts.InitCwnd, opts.InitRwnd)
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.IntVar(&opts.InitCwnd, "initcwnd", 0, "initial congestion window to set, in segments (1..100)")
+	f.IntVar(&opts.InitRwnd, "initrwnd", 0, "initial receive window to set, in segments (0 leaves it)")
+	f.StringVar(&opts.Route, "route", tune.RouteDefault, "routes to change: default, all, or a PREFIX such as 203.0.113.0/24")
+	f.StringVar(&opts.Netns, "netns", "", "work inside the network namespace /run/netns/`NAME`")
+	f.BoolVar(&opts.DryRun, "dry-run", false, "print what would change, change nothing")
+	f.BoolVar(&opts.Force, "force", false, "allow windows above 100 segments")
+	f.BoolVar(&persist, "persist", false, "also print how to keep the change after a reboot (systemd-networkd, netplan, ifupdown)")
+	f.StringVar(&opts.BackupPath, "backup", "", "write the backup to `FILE` (default: a new file in --backup-dir)")
+	f.StringVar(&opts.BackupDir, "backup-dir", tune.DefaultBackupDir, "directory of the backups")
+	f.BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
+
+func writeApply(w io.Writer, res *tune.ApplyResult) {
+	pending := 0
+	for _, c := range res.Changes {
+		switch {
+		case c.Skipped != "":
+			fmt.Fprintf(w, "skipped: %s: %s\n", c.Before, c.Skipped)
+		case c.Unchanged:
+			fmt.Fprintf(w, "unchanged: %s\n", c.Before)
+		default:
+			pending++
+			fmt.Fprintln(w, c.Command)
+		}
+	}
+	switch {
+	case pending == 0:
+		fmt.Fprintln(w, "Nothing to change: every matching route already has these values.")
+	case res.DryRun:
+		fmt.Fprintf(w, "Dry run: %d route(s) would change; nothing was changed or written.\n", pending)
+	default:
+		fmt.Fprintf(w, "Backup of the prior state: %s\n", res.BackupPath)
+		fmt.Fprintf(w, "Changed %d route(s). New connections use the new window; undo with: slowstart tune revert --backup %s\n", res.Changed, res.BackupPath)
+	}
+}
+
+func newTuneRevertCommand() *cobra.Command {
+	var opts tune.RevertOptions
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "revert",
+		Short: "Restore the routes exactly as a backup recorded them",
+		Long: `revert puts every route a backup recorded back in its recorded state (all its
+attributes, not only initcwnd), adding back a route deleted since. Without
+--backup it takes the newest backup in --backup-dir made for the same network
+namespace. Routes already in the recorded state are left alone, so reverting
+twice is harmless.` + tuneExitCodes,
+		Example: `  sudo slowstart tune revert
+  sudo slowstart tune revert --backup /var/lib/slowstart/tune/tune-backup-20250101T120000.000000000Z-4242.json
+  sudo slowstart tune revert --netns web1`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			res, err := tune.Revert(opts)
+			if err != nil && res == nil {
+				return tuneCode(err)
+			}
+			out := cmd.OutOrStdout()
+			if asJSON {
+				enc := json.NewEncoder(out)
+				enc.SetIndent("", "  ")
+				if encErr := enc.Encode(res); encErr != nil {
+					return encErr
+				}
+			} else {
+				fmt.Fprintf(out, "Backup: %s\n", res.BackupPath)
+				for _, c := range res.Changes {
+					switch {
+					case c.Unchanged:
+						fmt.Fprintf(out, "unchanged: %s\n", c.After)
+					case c.Missing:
+						fmt.Fprintf(out, "re-added: %s\n", c.Command)
+					default:
+						fmt.Fprintln(out, c.Command)
+					}
+				}
+				if res.Changed == 0 && err == nil {
+					fmt.Fprintln(out, "Nothing to change: the routes are as the backup recorded them.")
+				} else if err == nil {
+					fmt.Fprintf(out, "Restored %d route(s).\n", res.Changed)
+				}
+			}
+			return tuneCode(err)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&opts.BackupPath, "backup", "", "the backup `FILE` to restore (default: the newest for the namespace)")
+	f.StringVar(&opts.BackupDir, "backup-dir", tune.DefaultBackupDir, "directory of the backups")
+	f.StringVar(&opts.Netns, "netns", "", "network namespace /run/netns/`NAME` (default: the one the backup names)")
+	f.BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}

@@ -1,0 +1,257 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// tuneNeedRoot skips without root, except under CI=true, where it fails.
+func tuneNeedRoot(t *testing.T) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("the tune tests need root (network namespaces, routes)")
+		}
+		t.Skip("needs root: network namespaces and routes")
+	}
+}
+
+var tuneNamespaceSeq atomic.Int64
+
+func tuneIP(t *testing.T, args ...string) string {
+	t.Helper()
+	out, err := exec.Command("ip", args...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("ip %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return string(out)
+}
+
+// tuneNamespace makes a network namespace with a default route, a /24 with
+// metrics, a route in another table and IPv6 routes; removed at the end.
+func tuneNamespace(t *testing.T) string {
+	t.Helper()
+	tuneNeedRoot(t)
+	name := fmt.Sprintf("sstunecli-%d-%d", os.Getpid(), tuneNamespaceSeq.Add(1))
+	tuneIP(t, "netns", "add", name)
+	t.Cleanup(func() {
+		if out, err := exec.Command("ip", "netns", "delete", name).CombinedOutput(); err != nil {
+			t.Errorf("delete namespace %s: %v\n%s", name, err, out)
+		}
+	})
+	for _, line := range []string{
+		"link set lo up",
+		"link add veth0 type veth peer name veth1",
+		// No link-local addresses: they would appear at a moment of the kernel's choosing.
+		"link set veth0 addrgenmode none",
+		"link set veth1 addrgenmode none",
+		"link set veth0 up",
+		"link set veth1 up",
+		"addr add 192.0.2.10/24 dev veth0",
+		"-6 addr add 2001:db8::10/64 dev veth0 nodad",
+		"route add default via 192.0.2.1 dev veth0 proto static metric 100",
+		"route add 203.0.113.0/24 via 192.0.2.2 dev veth0 mtu lock 1400 rto_min 50ms",
+		"route add 10.20.0.0/16 via 192.0.2.3 dev veth0 table 100 initcwnd 4",
+		"-6 route add default via 2001:db8::1 dev veth0 metric 1024",
+	} {
+		tuneIP(t, append([]string{"-n", name}, strings.Fields(line)...)...)
+	}
+	return name
+}
+
+func tuneSnapshot(t *testing.T, ns string) string {
+	t.Helper()
+	return tuneIP(t, "-n", ns, "-4", "-d", "route", "show", "table", "all") + "----\n" +
+		tuneIP(t, "-n", ns, "-6", "-d", "route", "show", "table", "all")
+}
+
+func TestTuneCLIApplyRevert(t *testing.T) {
+	ns := tuneNamespace(t)
+	dir := t.TempDir()
+	before := tuneSnapshot(t, ns)
+
+	code, out, errOut := runCLI(t, "tune", "show", "--netns", ns, "--json")
+	if code != exitOK {
+		t.Fatalf("show: exit %d: %s", code, errOut)
+	}
+	var shown struct {
+		Routes []struct {
+			Destination string `json:"destination"`
+			Table       uint32 `json:"table"`
+			Metrics     []struct {
+				Name  string `json:"name"`
+				Value uint32 `json:"value"`
+			} `json:"metrics"`
+		} `json:"routes"`
+		Sysctls         []struct{ Name, Value string } `json:"sysctls"`
+		Recommendations []struct {
+			Reason   string  `json:"reason"`
+			SavingMs float64 `json:"saving_ms"`
+		} `json:"recommendations"`
+	}
+	if err := json.Unmarshal([]byte(out), &shown); err != nil {
+		t.Fatalf("show --json: %v\n%s", err, out)
+	}
+	foundTable100 := false
+	for _, r := range shown.Routes {
+		if r.Destination == "10.20.0.0/16" && r.Table == 100 && len(r.Metrics) == 1 && r.Metrics[0].Name == "initcwnd" && r.Metrics[0].Value == 4 {
+			foundTable100 = true
+		}
+	}
+	if !foundTable100 {
+		t.Errorf("show lacks 10.20.0.0/16 in table 100 with initcwnd 4:\n%s", out)
+	}
+	priced := false
+	for _, r := range shown.Recommendations {
+		if strings.Contains(r.Reason, "no initcwnd") && r.SavingMs > 0 {
+			priced = true
+		}
+	}
+	if !priced {
+		t.Errorf("no priced initcwnd recommendation for 160 KB at 130 ms: %+v", shown.Recommendations)
+	}
+
+	// A dry run prints the ip commands and changes nothing.
+	code, out, errOut = runCLI(t, "tune", "apply", "--netns", ns, "--initcwnd", "32", "--dry-run", "--backup-dir", dir)
+	if code != exitOK || !strings.Contains(out, "ip route change default via 192.0.2.1 dev veth0 table main proto static scope global metric 100 initcwnd 32") {
+		t.Fatalf("dry run: exit %d\n%s%s", code, out, errOut)
+	}
+	if now := tuneSnapshot(t, ns); now != before {
+		t.Fatalf("dry run changed the routes:\n%s", now)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Fatalf("dry run wrote a backup")
+	}
+
+	for i := 0; i < 3; i++ {
+		code, out, errOut = runCLI(t, "tune", "apply", "--netns", ns, "--initcwnd", "32", "--initrwnd", "40", "--route", "all", "--backup-dir", dir, "--persist")
+		if code != exitOK {
+			t.Fatalf("apply %d: exit %d\n%s%s", i, code, out, errOut)
+		}
+		for _, want := range []string{"Backup of the prior state: " + dir, "InitialCongestionWindow=32", "congestion-window: 32", "post-up ip route change"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("apply %d: output lacks %q:\n%s", i, want, out)
+			}
+		}
+		applied := tuneSnapshot(t, ns)
+		if strings.Count(applied, "initcwnd 32 initrwnd 40") < 5 {
+			t.Errorf("apply %d: routes:\n%s", i, applied)
+		}
+		code, out, errOut = runCLI(t, "tune", "apply", "--netns", ns, "--initcwnd", "32", "--initrwnd", "40", "--route", "all", "--backup-dir", dir)
+		if code != exitOK || !strings.Contains(out, "Nothing to change") {
+			t.Errorf("apply %d again: exit %d, want nothing to change:\n%s%s", i, code, out, errOut)
+		}
+		code, out, errOut = runCLI(t, "tune", "revert", "--netns", ns, "--backup-dir", dir)
+		if code != exitOK || !strings.Contains(out, "Restored") {
+			t.Fatalf("revert %d: exit %d\n%s%s", i, code, out, errOut)
+		}
+		if now := tuneSnapshot(t, ns); now != before {
+			t.Fatalf("revert %d: routes differ\nbefore:\n%s\nafter:\n%s", i, before, now)
+		}
+		code, out, _ = runCLI(t, "tune", "revert", "--netns", ns, "--backup-dir", dir)
+		if code != exitOK || !strings.Contains(out, "Nothing to change") {
+			t.Errorf("revert %d again: exit %d:\n%s", i, code, out)
+		}
+	}
+}
+
+func TestTuneCLIErrors(t *testing.T) {
+	ns := tuneNamespace(t)
+	dir := t.TempDir()
+	before := tuneSnapshot(t, ns)
+	for _, tc := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"tune", "apply", "--netns", ns}, exitUsage, "--initcwnd N is required"},
+		{[]string{"tune", "apply", "--netns", ns, "--initcwnd", "0"}, exitUsage, "at least 1"},
+		{[]string{"tune", "apply", "--netns", ns, "--initcwnd", "101"}, exitUsage, "--force"},
+		{[]string{"tune", "apply", "--netns", ns, "--initcwnd", "abc"}, exitUsage, "invalid argument"},
+		{[]string{"tune", "apply", "--netns", ns, "--initcwnd", "20", "--initrwnd", "1000"}, exitUsage, "initrwnd 1000"},
+		{[]string{"tune", "apply", "--netns", ns, "--initcwnd", "20", "--route", "nonsense"}, exitUsage, "--route"},
+		{[]string{"tune", "apply", "--netns", ns, "--initcwnd", "20", "--route", "198.18.0.0/15"}, exitUsage, "no unicast route matches"},
+		{[]string{"tune", "apply", "--netns", "no-such-namespace-x", "--initcwnd", "20"}, exitFailure, "does not exist"},
+		{[]string{"tune", "revert", "--netns", ns, "--backup-dir", dir}, exitInput, "no backup"},
+		{[]string{"tune", "revert", "--backup", filepath.Join(dir, "missing.json")}, exitInput, "missing.json"},
+		{[]string{"tune", "show", "--size", "big"}, exitUsage, "--size"},
+		{[]string{"tune", "show", "extra"}, exitUsage, "unknown command"},
+	} {
+		code, out, errOut := runCLI(t, tc.args...)
+		if code != tc.code || !strings.Contains(errOut, tc.want) {
+			t.Errorf("%v: exit %d (want %d), stderr %q (want %q), stdout %q", tc.args[1:], code, tc.code, errOut, tc.want, out)
+		}
+	}
+	if now := tuneSnapshot(t, ns); now != before {
+		t.Errorf("failed commands changed the routes:\n%s", now)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Errorf("failed commands wrote %d files", len(entries))
+	}
+}
+
+// TestTuneKilledAfterBackup kills the binary between writing its backup and
+// changing any route; the backup must then restore the routes exactly, even
+// after they were changed by hand.
+func TestTuneKilledAfterBackup(t *testing.T) {
+	ns := tuneNamespace(t)
+	before := tuneSnapshot(t, ns)
+	bin := filepath.Join(t.TempDir(), "slowstart")
+	build := exec.Command("go", "build", "-o", bin, ".")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	backup := filepath.Join(t.TempDir(), "backup.json")
+	cmd := exec.Command(bin, "tune", "apply", "--netns", ns, "--initcwnd", "24", "--route", "all", "--backup", backup)
+	cmd.Env = append(os.Environ(), tuneHoldEnv+"=1")
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	lines := bufio.NewScanner(stderr)
+	held := false
+	for lines.Scan() {
+		if strings.HasPrefix(lines.Text(), "backup written: "+backup) {
+			held = true
+			break
+		}
+	}
+	if !held {
+		t.Fatalf("the process did not report its backup: %v", lines.Err())
+	}
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	err = cmd.Wait()
+	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
+		t.Fatalf("process ended with %v, not killed", err)
+	}
+	if now := tuneSnapshot(t, ns); now != before {
+		t.Fatalf("routes changed before the backup hold:\n%s", now)
+	}
+	// Change the routes as a half-finished apply (or an operator) would.
+	tuneIP(t, "-n", ns, "route", "change", "default", "via", "192.0.2.1", "dev", "veth0", "proto", "static", "metric", "100", "initcwnd", "50")
+	tuneIP(t, "-n", ns, "route", "del", "10.20.0.0/16", "table", "100")
+	start := time.Now()
+	revert := exec.Command(bin, "tune", "revert", "--backup", backup)
+	if out, err := revert.CombinedOutput(); err != nil {
+		t.Fatalf("revert: %v\n%s", err, out)
+	}
+	if now := tuneSnapshot(t, ns); now != before {
+		t.Fatalf("routes differ after revert from the killed run's backup\nbefore:\n%s\nafter:\n%s", before, now)
+	}
+	t.Logf("revert took %v", time.Since(start))
+}

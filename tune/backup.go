@@ -1,0 +1,205 @@
+package tune
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+)
+
+// BackupSchema names the backup file format.
+const BackupSchema = "slowstart.tune-backup/v1"
+
+// DefaultBackupDir is where Apply writes backups unless told otherwise.
+const DefaultBackupDir = "/var/lib/slowstart/tune"
+
+// backupPrefix starts the name of every backup file Apply names itself.
+const backupPrefix = "tune-backup-"
+
+// Backup is the state of the routes Apply touched, as they were before it did.
+type Backup struct {
+	Schema   string    `json:"schema"`
+	Created  time.Time `json:"created"`
+	Hostname string    `json:"hostname,omitempty"`
+	// Netns is the network namespace's name, "" for the host's.
+	Netns string `json:"netns"`
+	// Command is the command line that made the backup.
+	Command string `json:"command,omitempty"`
+	// InitCwnd and InitRwnd are the values Apply set (0: not set).
+	InitCwnd int           `json:"applied_initcwnd"`
+	InitRwnd int           `json:"applied_initrwnd,omitempty"`
+	Routes   []BackupRoute `json:"routes"`
+}
+
+// BackupRoute is one route's prior state.
+type BackupRoute struct {
+	// Route is the route for people to read.
+	Route Route `json:"route"`
+	// Restore is the ip(8) command that restores it by hand.
+	Restore string `json:"restore"`
+	// Netlink is the route's netlink message as the kernel dumped it (struct
+	// rtmsg and its attributes, host byte order), in base64: what Revert
+	// writes back.
+	Netlink string `json:"netlink"`
+}
+
+// BackupError says a backup file can't be found, read or used.
+type BackupError struct {
+	Path string
+	Err  error
+}
+
+func (e *BackupError) Error() string {
+	if e.Path == "" {
+		return e.Err.Error()
+	}
+	return fmt.Sprintf("backup %s: %v", e.Path, e.Err)
+}
+func (e *BackupError) Unwrap() error { return e.Err }
+
+// newBackup records routes.
+func newBackup(netnsName, command string, initCwnd, initRwnd int, routes []Route) *Backup {
+	host, _ := os.Hostname()
+	b := &Backup{Schema: BackupSchema, Created: time.Now().UTC(), Hostname: host, Netns: netnsName,
+		Command: command, InitCwnd: initCwnd, InitRwnd: initRwnd}
+	for _, r := range routes {
+		b.Routes = append(b.Routes, BackupRoute{Route: r, Restore: r.IPCommand("replace"),
+			Netlink: base64.StdEncoding.EncodeToString(r.Message)})
+	}
+	return b
+}
+
+// defaultBackupPath names a new backup in dir.
+func defaultBackupPath(dir string, created time.Time) string {
+	return filepath.Join(dir, fmt.Sprintf("%s%s-%d.json", backupPrefix, created.Format("20060102T150405.000000000Z"), os.Getpid()))
+}
+
+// writeBackup writes b to path durably and atomically: to a temporary file in
+// the same directory, fsync'd, then linked into place (never over an existing
+// file) and the directory fsync'd. A crash leaves either no file at path or the
+// whole backup.
+func writeBackup(path string, b *Backup) error {
+	data, err := json.MarshalIndent(b, "", "  ")
+	if err != nil {
+		return err
+	}
+	data = append(data, '\n')
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("create backup directory: %w", err)
+	}
+	tmp, err := os.CreateTemp(dir, ".tune-backup-*.tmp")
+	if err != nil {
+		return fmt.Errorf("create backup: %w", err)
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return fmt.Errorf("write backup: %w", err)
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return fmt.Errorf("sync backup: %w", err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("close backup: %w", err)
+	}
+	if err := os.Link(tmp.Name(), path); err != nil {
+		if errors.Is(err, os.ErrExist) {
+			return fmt.Errorf("backup %s exists already: give another file", path)
+		}
+		return fmt.Errorf("put backup in place: %w", err)
+	}
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("open backup directory to sync it: %w", err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("sync backup directory: %w", err)
+	}
+	return nil
+}
+
+// LoadBackup reads and checks a backup file.
+func LoadBackup(path string) (*Backup, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, &BackupError{path, err}
+	}
+	var b Backup
+	if err := json.Unmarshal(data, &b); err != nil {
+		return nil, &BackupError{path, fmt.Errorf("not a slowstart tune backup: %w", err)}
+	}
+	if b.Schema != BackupSchema {
+		return nil, &BackupError{path, fmt.Errorf("schema %q, want %q", b.Schema, BackupSchema)}
+	}
+	for i := range b.Routes {
+		msg, err := base64.StdEncoding.DecodeString(b.Routes[i].Netlink)
+		if err != nil {
+			return nil, &BackupError{path, fmt.Errorf("route %d: netlink message: %w", i+1, err)}
+		}
+		r, err := parseRoute(msg, nil)
+		if err != nil {
+			return nil, &BackupError{path, fmt.Errorf("route %d: %w", i+1, err)}
+		}
+		// The message is the truth; the interface names are those recorded
+		// (the message holds only their indexes).
+		recorded := b.Routes[i].Route
+		r.Device = recorded.Device
+		for j := range r.Multipath {
+			if j < len(recorded.Multipath) {
+				r.Multipath[j].Device = recorded.Multipath[j].Device
+			}
+		}
+		b.Routes[i].Route = r
+	}
+	return &b, nil
+}
+
+// NewestBackup returns the path of the newest backup in dir made for the
+// named network namespace ("" for the host's).
+func NewestBackup(dir, netnsName string) (string, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return "", &BackupError{Err: fmt.Errorf("no backups: %s does not exist (nothing was applied, or give --backup FILE)", dir)}
+		}
+		return "", &BackupError{Path: dir, Err: err}
+	}
+	type found struct {
+		path    string
+		created time.Time
+	}
+	var backups []found
+	for _, e := range entries {
+		if e.IsDir() || !strings.HasPrefix(e.Name(), backupPrefix) || !strings.HasSuffix(e.Name(), ".json") {
+			continue
+		}
+		path := filepath.Join(dir, e.Name())
+		b, err := LoadBackup(path)
+		if err != nil || b.Netns != netnsName {
+			continue
+		}
+		backups = append(backups, found{path, b.Created})
+	}
+	if len(backups) == 0 {
+		where := "the host's network namespace"
+		if netnsName != "" {
+			where = "network namespace " + netnsName
+		}
+		return "", &BackupError{Err: fmt.Errorf("no backup for %s in %s (give --backup FILE)", where, dir)}
+	}
+	slices.SortFunc(backups, func(a, b found) int {
+		if c := a.created.Compare(b.created); c != 0 {
+			return c
+		}
+		return strings.Compare(a.path, b.path)
+	})
+	return backups[len(backups)-1].path, nil
+}

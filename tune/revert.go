@@ -1,0 +1,106 @@
+package tune
+
+import (
+	"fmt"
+)
+
+// RevertOptions say which backup to restore.
+type RevertOptions struct {
+	// BackupPath is the backup file; "" takes the newest in BackupDir made for
+	// Netns.
+	BackupPath string
+	// BackupDir is where to look for the newest backup; "" means DefaultBackupDir.
+	BackupDir string
+	// Netns is the network namespace; "" means the one the backup names when
+	// BackupPath is given, the host's otherwise. A backup made for another
+	// namespace is refused.
+	Netns string
+}
+
+// RevertResult is what Revert did.
+type RevertResult struct {
+	BackupPath string   `json:"backup"`
+	Netns      string   `json:"netns,omitempty"`
+	Changes    []Change `json:"changes"`
+	Changed    int      `json:"changed"`
+}
+
+// Revert puts every route the backup recorded back in its recorded state:
+// each route's recorded netlink message is sent back as a replacement, which
+// also adds a route that has been deleted since. Routes already in the
+// recorded state are left alone, so Revert is idempotent.
+func Revert(opts RevertOptions) (*RevertResult, error) {
+	path := opts.BackupPath
+	if path == "" {
+		dir := opts.BackupDir
+		if dir == "" {
+			dir = DefaultBackupDir
+		}
+		newest, err := NewestBackup(dir, opts.Netns)
+		if err != nil {
+			return nil, err
+		}
+		path = newest
+	}
+	backup, err := LoadBackup(path)
+	if err != nil {
+		return nil, err
+	}
+	netnsName := backup.Netns
+	if opts.Netns != "" && opts.Netns != backup.Netns {
+		where := "the host's network namespace"
+		if backup.Netns != "" {
+			where = "network namespace " + backup.Netns
+		}
+		return nil, &BackupError{path, fmt.Errorf("made for %s, not for %s", where, opts.Netns)}
+	}
+	result := &RevertResult{BackupPath: path, Netns: netnsName}
+	err = inNetns(netnsName, func() error {
+		routes, _, err := dumpRoutes()
+		if err != nil {
+			return err
+		}
+		current := map[string]Route{}
+		for _, r := range routes {
+			if _, ok := current[r.Key()]; !ok && configurable(r) {
+				current[r.Key()] = r
+			}
+		}
+		var requests [][]byte
+		var recorded []Route
+		for _, br := range backup.Routes {
+			want := br.Route
+			msg, err := replaceMessage(want.Message, nil)
+			if err != nil {
+				return fmt.Errorf("route %s: %w", want, err)
+			}
+			change := Change{After: want, Command: want.IPCommand("replace")}
+			now, ok := current[want.Key()]
+			if ok {
+				change.Before = now
+				if change.Unchanged, err = sameState(now.Message, want.Message); err != nil {
+					return err
+				}
+			} else {
+				change.Missing = true
+			}
+			result.Changes = append(result.Changes, change)
+			if !change.Unchanged {
+				requests = append(requests, msg)
+				recorded = append(recorded, want)
+			}
+		}
+		for i, msg := range requests {
+			if err := routeReplace(msg); err != nil {
+				return fmt.Errorf("restore route %s: %w (the backup is unchanged; restore by hand with: %s)",
+					recorded[i], err, recorded[i].IPCommand("replace"))
+			}
+			result.Changed++
+		}
+		if len(requests) == 0 {
+			return nil
+		}
+		return verify(recorded, requests)
+	})
+	return result, err
+}
