@@ -1,0 +1,243 @@
+package survey
+
+import (
+	"encoding/csv"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/slowstart/slowstart/probe/exact"
+	"github.com/slowstart/slowstart/report"
+)
+
+// column is one CSV column: its name (the JSON key of the same value) and how
+// a row's cell reads.
+type column struct {
+	name string
+	cell func(*Row) string
+}
+
+// csvColumns are the CSV columns, in order.
+var csvColumns = []column{
+	{"index", func(r *Row) string { return strconv.Itoa(r.Index) }},
+	{"line", func(r *Row) string { return intCell(r.Line) }},
+	{"label", func(r *Row) string { return r.Label }},
+	{"url", func(r *Row) string { return r.URL }},
+	{"exact_phase", func(r *Row) string { return r.ExactPhase }},
+	{"exact_verdict", func(r *Row) string { return r.ExactVerdict }},
+	{"exact_iw_segments", func(r *Row) string { return optInt(r.ExactIWSegments) }},
+	{"exact_iw_bytes", func(r *Row) string { return optInt(r.ExactIWBytes) }},
+	{"exact_outcomes", func(r *Row) string { return strings.Join(r.ExactOutcomes, " ") }},
+	{"passive_verdict", func(r *Row) string { return r.PassiveVerdict }},
+	{"passive_iw_segments", func(r *Row) string { return optInt(r.PassiveIWSegments) }},
+	{"first_round_bytes", func(r *Row) string { return optInt(r.FirstRoundBytes) }},
+	{"tls_flight_bytes", func(r *Row) string { return optInt(r.TLSFlightBytes) }},
+	{"tls_round_trips", func(r *Row) string { return optInt(r.TLSRoundTrips) }},
+	{"round_trips", func(r *Row) string { return optInt(r.RoundTrips) }},
+	{"handshake_rtt_ms", func(r *Row) string { return optFloat(r.HandshakeRTTMs) }},
+	{"mss", func(r *Row) string { return optInt(r.MSS) }},
+	{"status", func(r *Row) string { return optInt(r.Status) }},
+	{"protocol", func(r *Row) string { return r.Protocol }},
+	{"body_bytes", func(r *Row) string {
+		if r.BodyBytes == nil {
+			return ""
+		}
+		return strconv.FormatInt(*r.BodyBytes, 10)
+	}},
+	{"last_byte_ms", func(r *Row) string { return optFloat(r.LastByteMs) }},
+	{"final_url", func(r *Row) string { return r.FinalURL }},
+	{"duration_ms", func(r *Row) string { return strconv.FormatFloat(r.DurationMs, 'f', 1, 64) }},
+	{"error", func(r *Row) string { return r.Error }},
+}
+
+// CSVHeader returns the names of the CSV columns.
+func CSVHeader() []string {
+	names := make([]string, len(csvColumns))
+	for i, c := range csvColumns {
+		names[i] = c.name
+	}
+	return names
+}
+
+// WriteCSV writes a header and one line per row (RFC 4180). Unknown values are
+// empty cells; sizes are bytes, times milliseconds.
+func WriteCSV(w io.Writer, res *Result) error {
+	cw := csv.NewWriter(w)
+	if err := cw.Write(CSVHeader()); err != nil {
+		return err
+	}
+	record := make([]string, len(csvColumns))
+	for i := range res.Rows {
+		for j, c := range csvColumns {
+			record[j] = c.cell(&res.Rows[i])
+		}
+		if err := cw.Write(record); err != nil {
+			return err
+		}
+	}
+	cw.Flush()
+	return cw.Error()
+}
+
+// WriteJSON writes the Result as one indented JSON document (schema
+// slowstart.survey/v1).
+func WriteJSON(w io.Writer, res *Result) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(res)
+}
+
+// WriteText writes the rows as a table for people, then a line that sums up.
+func WriteText(w io.Writer, res *Result) error {
+	ew := &errWriter{w: w}
+	tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
+	var head []string
+	head = append(head, "LABEL", "URL")
+	if res.Settings.Exact {
+		head = append(head, "IW (EXACT)", "IW BYTES", "VERDICT")
+	}
+	if res.Settings.Passive {
+		head = append(head, "IW (PAGE LOAD)", "FIRST ROUND", "TLS FLIGHT", "ROUND TRIPS", "HANDSHAKE RTT")
+	}
+	head = append(head, "ERROR")
+	fmt.Fprintln(tw, strings.Join(head, "\t"))
+	for i := range res.Rows {
+		r := &res.Rows[i]
+		cells := []string{dash(r.Label), r.URL}
+		if res.Settings.Exact {
+			cells = append(cells, exactIWText(r), bytesText(r.ExactIWBytes), dash(r.ExactVerdict))
+		}
+		if res.Settings.Passive {
+			cells = append(cells, passiveIWText(r), sizeText(r.FirstRoundBytes), sizeText(r.TLSFlightBytes),
+				roundTripsText(r), msText(r.HandshakeRTTMs))
+		}
+		cells = append(cells, r.Error)
+		fmt.Fprintln(tw, strings.Join(cells, "\t"))
+	}
+	if err := tw.Flush(); err != nil && ew.err == nil {
+		ew.err = err
+	}
+	if res.Settings.Exact {
+		ew.printf("\nIW (EXACT): the server's initial window in segments, counted on the TLS server flight over https and on\n"+
+			"the response over http, with a %d-byte MSS announced and no ACKs (IW BYTES at that MSS); ≥: a lower bound.\n", res.Settings.MSS)
+	}
+	if res.Settings.Passive {
+		if !res.Settings.Exact {
+			ew.printf("\n")
+		}
+		ew.printf("IW (PAGE LOAD): the same window as a normal page load shows it; FIRST ROUND: the response's first round;\n" +
+			"ROUND TRIPS: TCP + TLS + data rounds of the page load (TLS round trips in brackets).\n")
+	}
+	measured := len(res.Rows)
+	switch {
+	case res.Interrupted:
+		ew.printf("Interrupted: %d of %d URLs measured, %d with errors.\n", measured, res.Total, res.Failed)
+	case res.Failed > 0:
+		ew.printf("%d URLs measured, %d with errors.\n", measured, res.Failed)
+	default:
+		ew.printf("%d URLs measured.\n", measured)
+	}
+	return ew.err
+}
+
+func exactIWText(r *Row) string {
+	if r.ExactIWSegments == nil {
+		return "-"
+	}
+	if r.ExactVerdict == exact.VerdictExact {
+		return strconv.Itoa(*r.ExactIWSegments)
+	}
+	return "≥ " + strconv.Itoa(*r.ExactIWSegments)
+}
+
+func passiveIWText(r *Row) string {
+	switch {
+	case r.PassiveIWSegments != nil && r.PassiveVerdict == report.VerdictExact:
+		return strconv.Itoa(*r.PassiveIWSegments)
+	case r.PassiveIWSegments != nil:
+		return "≥ " + strconv.Itoa(*r.PassiveIWSegments)
+	}
+	return dash(r.PassiveVerdict)
+}
+
+func roundTripsText(r *Row) string {
+	if r.RoundTrips == nil {
+		return "-"
+	}
+	if r.TLSRoundTrips != nil && *r.TLSRoundTrips > 0 {
+		return fmt.Sprintf("%d (%d)", *r.RoundTrips, *r.TLSRoundTrips)
+	}
+	return strconv.Itoa(*r.RoundTrips)
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func bytesText(n *int) string {
+	if n == nil {
+		return "-"
+	}
+	return fmt.Sprintf("%d B", *n)
+}
+
+func sizeText(n *int) string {
+	if n == nil {
+		return "-"
+	}
+	return report.Size(int64(*n))
+}
+
+func msText(v *float64) string {
+	if v == nil {
+		return "-"
+	}
+	return fmt.Sprintf("%.1f ms", *v)
+}
+
+func intCell(n int) string {
+	if n == 0 {
+		return ""
+	}
+	return strconv.Itoa(n)
+}
+
+func optInt(n *int) string {
+	if n == nil {
+		return ""
+	}
+	return strconv.Itoa(*n)
+}
+
+func optFloat(v *float64) string {
+	if v == nil {
+		return ""
+	}
+	return strconv.FormatFloat(*v, 'f', 2, 64)
+}
+
+// errWriter keeps the first write error, so that rendering code can print
+// without checking each call.
+type errWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (e *errWriter) Write(p []byte) (int, error) {
+	if e.err != nil {
+		return 0, e.err
+	}
+	n, err := e.w.Write(p)
+	e.err = err
+	return n, err
+}
+
+func (e *errWriter) printf(format string, args ...any) {
+	fmt.Fprintf(e, format, args...)
+}
