@@ -54,8 +54,10 @@ the round trips and the handshake RTT. A URL that fails gets its error in its ro
 the survey goes on. The table goes to standard output, a progress bar to standard
 error (on a terminal). Ctrl-C stops the survey and prints the rows finished.
 
-It needs root (or CAP_NET_ADMIN and CAP_NET_RAW): the exact measurement installs an
-nftables table per connection (removed when it ends) and both capture packets.
+It needs root, or the capabilities CAP_NET_RAW (both methods capture packets),
+CAP_NET_ADMIN (the exact measurement installs an nftables table per connection,
+removed when it ends; not with --no-exact) and CAP_SYS_ADMIN (with --netns).
+Details: docs/survey.md.
 
 Exit codes: 0 every URL was measured; 1 some URLs failed (see their error
 column); 2 bad arguments or a malformed list; 3 the list can't be read;
