@@ -30,6 +30,15 @@ type HandlerOptions struct {
 // NewHandler serves the view of rep: the page at "/", the embedded code and style
 // under "/assets/", the Report at "/api/report". Every other path is 404.
 func NewHandler(rep *report.Report, opts HandlerOptions) (http.Handler, error) {
+	mux, err := newMux(rep)
+	if err != nil {
+		return nil, err
+	}
+	return secure(mux, opts), nil
+}
+
+// newMux routes the page, the assets and the Report.
+func newMux(rep *report.Report) (*http.ServeMux, error) {
 	data, err := marshalReport(rep)
 	if err != nil {
 		return nil, err
@@ -64,7 +73,7 @@ func NewHandler(rep *report.Report, opts HandlerOptions) (http.Handler, error) {
 		w.Header().Set("Cache-Control", "no-cache")
 		fileServer.ServeHTTP(w, r)
 	})
-	return secure(mux, opts), nil
+	return mux, nil
 }
 
 // secure adds the security headers and turns away unexpected Host headers.
@@ -109,8 +118,11 @@ func Serve(ctx context.Context, ln net.Listener, h http.Handler, logger *slog.Lo
 	if logger == nil {
 		logger = slog.Default()
 	}
+	baseCtx, cancelBase := context.WithCancel(context.Background())
+	defer cancelBase()
 	srv := &http.Server{
 		Handler:           h,
+		BaseContext:       func(net.Listener) context.Context { return baseCtx },
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       30 * time.Second,
 		IdleTimeout:       2 * time.Minute,
@@ -124,6 +136,8 @@ func Serve(ctx context.Context, ln net.Listener, h http.Handler, logger *slog.Lo
 		return fmt.Errorf("web: serving on %s: %w", ln.Addr(), err)
 	case <-ctx.Done():
 	}
+	// End the event streams, which never go idle by themselves.
+	cancelBase()
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if err := srv.Shutdown(shutdownCtx); err != nil {

@@ -3,17 +3,22 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/netip"
 	"os"
 	"strconv"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/slowstart/slowstart/analysis"
+	"github.com/slowstart/slowstart/capture"
+	"github.com/slowstart/slowstart/live"
 	"github.com/slowstart/slowstart/report"
 	"github.com/slowstart/slowstart/web"
 )
@@ -24,15 +29,20 @@ func newViewCommand() *cobra.Command {
 		port     int
 		htmlPath string
 		server   string
+		iface    string
+		filter   string
+		pcapPath string
+		keep     int
 	)
 	cmd := &cobra.Command{
-		Use:   "view FILE",
-		Short: "See a capture or a Report in the browser: connections, rounds, windows",
+		Use:   "view {FILE | --live IFACE}",
+		Short: "See a capture, a Report or a live capture in the browser: connections, rounds, windows",
 		Long: `Show a capture (pcap or pcapng) or a Report (JSON from 'slowstart analyze --json')
 as a web page: every connection on one time axis grouped by server, each
 connection's time-sequence graph with its rounds, the segments of each round
 against ideal slow start, and a summary of the initial window and what limited
-the transfer.
+the transfer. (The initial window, IW, is how many segments a new connection may
+send before its first ACK comes back: each round trip after it about doubles.)
 
 By default the page is served on 127.0.0.1 at a free port (or --port) until
 Ctrl-C; the URL is printed. --html OUT writes one self-contained HTML file
@@ -41,24 +51,55 @@ instead (code and data inline, works offline) to attach to a bug report.
 A Report made without packets shows no time-sequence graph: view the capture
 itself for that.
 
-Exit codes: 0 success, 2 bad arguments, 3 the file can't be read as a capture
-or a Report, 1 other failures.`,
+--live IFACE captures on an interface instead, for watching a site while you
+click around it: each TCP connection is analyzed when it completes (FIN or RST
+and then 2 s quiet, or 3 s idle; an idle connection that carries more later is
+shown again, updated) with the same analysis as 'analyze', and appears on the
+open page at once (a "live" mark and a count in the header). The page keeps the
+most recent --keep connections and says how many older ones it dropped.
+--filter HOST[:PORT] (or :PORT) keeps only the connections with that server,
+filtered in the kernel; --pcap FILE also writes every captured packet to FILE.
+Live capture needs root or CAP_NET_RAW (setcap cap_net_raw+ep slowstart).
+Ctrl-C stops the capture and the server.
+
+Exit codes: 0 success (and after Ctrl-C), 2 bad arguments or an unknown
+interface, 3 the file can't be read as a capture or a Report, 4 --live without
+the privilege to capture, 1 other failures.`,
 		Example: `  slowstart view page.pcap                      # serve at http://127.0.0.1:PORT/
   slowstart view page.pcap --port 8040
   slowstart view page.pcap --html page.html     # one file to share
-  slowstart analyze page.pcap --json > r.json && slowstart view r.json`,
-		Args: cobra.ExactArgs(1),
+  slowstart analyze page.pcap --json > r.json && slowstart view r.json
+  sudo slowstart view --live eth0 --filter 203.0.113.7:443   # watch one site live
+  sudo slowstart view --live lo --filter :8080 --pcap seen.pcap`,
+		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			hint, err := analysis.ParseServer(server)
-			if err != nil {
-				return withCode(exitUsage, err)
-			}
 			if port < 0 || port > 65535 {
 				return withCode(exitUsage, fmt.Errorf("--port %d: must be 0 (any free port) to 65535", port))
 			}
 			listenAddr, err := netip.ParseAddr(listen)
 			if err != nil {
 				return withCode(exitUsage, fmt.Errorf("--listen %q: not an IP address (e.g. 127.0.0.1, ::1 or 0.0.0.0)", listen))
+			}
+			if iface != "" {
+				switch {
+				case len(args) > 0:
+					return withCode(exitUsage, fmt.Errorf("view --live takes no FILE (got %q)", args[0]))
+				case htmlPath != "":
+					return withCode(exitUsage, errors.New("--html writes a file from a capture: it can't be used with --live (use --pcap, then view the file --html)"))
+				case server != "":
+					return withCode(exitUsage, errors.New("--server is for files: with --live use --filter HOST[:PORT]"))
+				}
+				return viewLive(cmd, liveViewOptions{iface: iface, filter: filter, pcapPath: pcapPath, keep: keep, listen: listenAddr, port: port})
+			}
+			if len(args) != 1 {
+				return withCode(exitUsage, errors.New("view needs a FILE (a capture or a Report), or --live IFACE"))
+			}
+			if filter != "" || pcapPath != "" || cmd.Flags().Changed("keep") {
+				return withCode(exitUsage, errors.New("--filter, --pcap and --keep go with --live"))
+			}
+			hint, err := analysis.ParseServer(server)
+			if err != nil {
+				return withCode(exitUsage, err)
 			}
 			rep, err := loadForView(cmd, args[0], analysis.Options{Server: hint, Tool: "slowstart " + version, Packets: true})
 			if err != nil {
@@ -86,6 +127,10 @@ or a Report, 1 other failures.`,
 	cmd.Flags().IntVar(&port, "port", 0, "the TCP port to serve on (0: any free port)")
 	cmd.Flags().StringVar(&htmlPath, "html", "", "write one self-contained HTML file to this path ('-': standard output) instead of serving")
 	cmd.Flags().StringVar(&server, "server", "", "(captures) the server's HOST[:PORT] (or :PORT): only its connections, and its side where the SYN was not captured")
+	cmd.Flags().StringVar(&iface, "live", "", "capture live on this interface (e.g. eth0, lo) and show each connection as it completes")
+	cmd.Flags().StringVar(&filter, "filter", "", "(--live) only connections with this server: HOST[:PORT] or :PORT")
+	cmd.Flags().StringVar(&pcapPath, "pcap", "", "(--live) also write every captured packet to this pcap file")
+	cmd.Flags().IntVar(&keep, "keep", web.DefaultFeedKeep, "(--live) the most connections the page keeps; older ones are dropped")
 	return cmd
 }
 
@@ -144,4 +189,142 @@ func sizeText(n int) string {
 		return strconv.FormatFloat(float64(n)/(1<<10), 'f', 1, 64) + " KiB"
 	}
 	return strconv.Itoa(n) + " B"
+}
+
+type liveViewOptions struct {
+	iface, filter, pcapPath string
+	keep                    int
+	listen                  netip.Addr
+	port                    int
+}
+
+// viewLive captures on o.iface and serves the live view until Ctrl-C.
+func viewLive(cmd *cobra.Command, o liveViewOptions) error {
+	ctx := cmd.Context()
+	hint, err := analysis.ParseServer(o.filter)
+	if err != nil {
+		return withCode(exitUsage, fmt.Errorf("--filter: %w", err))
+	}
+	if o.keep <= 0 {
+		return withCode(exitUsage, fmt.Errorf("--keep %d: must be at least 1", o.keep))
+	}
+	filt := capture.Filter{Remote: hint.Addr, Port: hint.Port}
+	captureCtx, stopCapture := context.WithCancel(ctx)
+	defer stopCapture()
+	lv, err := capture.OpenLive(captureCtx, capture.LiveOptions{Interface: o.iface, Filter: filt})
+	switch {
+	case errors.Is(err, capture.ErrPermission):
+		return withCode(exitPermission, fmt.Errorf("capturing on %s: %w", o.iface, err))
+	case errors.Is(err, capture.ErrNoInterface):
+		return withCode(exitUsage, fmt.Errorf("--live %s: %w (see: ip link)", o.iface, err))
+	case err != nil:
+		return fmt.Errorf("capturing on %s: %w", o.iface, err)
+	}
+	defer lv.Close()
+
+	var pw *capture.PcapWriter
+	var pcapFile *os.File
+	if o.pcapPath != "" {
+		pcapFile, err = os.Create(o.pcapPath)
+		if err != nil {
+			return withCode(exitUsage, fmt.Errorf("--pcap: %w", err))
+		}
+		defer pcapFile.Close()
+		if pw, err = capture.NewPcapWriter(pcapFile, 0); err != nil {
+			return fmt.Errorf("--pcap: %w", err)
+		}
+		lv.Tee(pw)
+	}
+
+	ln, err := net.Listen("tcp", net.JoinHostPort(o.listen.String(), strconv.Itoa(o.port)))
+	if err != nil {
+		return fmt.Errorf("listening on %s port %d: %w (try another --port)", o.listen, o.port, err)
+	}
+	viewAddr := ln.Addr().(*net.TCPAddr).AddrPort()
+	feed := web.NewFeed(o.keep)
+	status := web.FeedStatus{Capturing: true, Interface: o.iface, Filter: filt.String()}
+	feed.SetStatus(status)
+	rep := &report.Report{
+		Schema: report.Schema, Tool: "slowstart " + version, Connections: []report.Connection{}, Warnings: []string{},
+		Source: report.Source{Kind: "live", Path: o.iface, LinkTypes: []string{capture.LinkTypeNameRaw}, StartUnixNs: time.Now().UnixNano()},
+	}
+	h, err := web.NewLiveHandler(rep, feed, web.HandlerOptions{AnyHost: !o.listen.IsLoopback()})
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	out := cmd.OutOrStdout()
+	fmt.Fprintf(out, "slowstart: capturing on %s (%s); the live view is at http://%s/ (Ctrl-C to stop)\n", o.iface, filt, ln.Addr())
+
+	serveCtx, stopServing := context.WithCancel(context.Background())
+	defer stopServing()
+	served := make(chan error, 1)
+	go func() { served <- web.Serve(serveCtx, ln, h, nil) }()
+
+	watched := make(chan error, 1)
+	go func() {
+		opts := live.WatchOptions{
+			// The page's own traffic, when served on the captured interface, is not shown.
+			Tracker:  live.Options{Server: hint, Ignore: []netip.AddrPort{viewAddr}},
+			Analysis: analysis.Options{Server: hint, Tool: "slowstart " + version, Packets: true},
+		}
+		watched <- live.Watch(ctx, lv, opts, func(c report.Connection) {
+			if err := feed.Put(c); err != nil {
+				fmt.Fprintf(cmd.ErrOrStderr(), "slowstart: warning: %v\n", err)
+				return
+			}
+			fmt.Fprintf(out, "slowstart: connection #%d %s → %s: %s\n", c.Index, c.Client, c.Server, liveSummary(&c))
+		})
+	}()
+
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	var watchErr error
+loop:
+	for {
+		select {
+		case watchErr = <-watched:
+			break loop
+		case err := <-served:
+			stopCapture()
+			<-watched
+			return err
+		case <-tick.C:
+			st := lv.Stats()
+			status.Packets, status.KernelDrops = st.TCP, st.KernelDrops
+			feed.SetStatus(status)
+		}
+	}
+	// The capture ended (Ctrl-C, or an error): say so on the page, then stop serving.
+	st := lv.Stats()
+	status.Capturing, status.Packets, status.KernelDrops = false, st.TCP, st.KernelDrops
+	status.Message = "the capture stopped"
+	feed.SetStatus(status)
+	stopServing()
+	serveErr := <-served
+	if pw != nil {
+		lv.Tee(nil)
+		if err := pw.Flush(); err != nil {
+			return fmt.Errorf("--pcap: %w", err)
+		}
+		if err := pcapFile.Close(); err != nil {
+			return fmt.Errorf("--pcap: %w", err)
+		}
+		fmt.Fprintf(cmd.ErrOrStderr(), "slowstart: wrote %s (%d packets)\n", o.pcapPath, st.Packets)
+	}
+	fs := feed.Status()
+	fmt.Fprintf(cmd.ErrOrStderr(), "slowstart: %d connections from %d TCP packets (%d dropped by the kernel)\n", fs.Connections, st.TCP, st.KernelDrops)
+	if watchErr != nil {
+		return fmt.Errorf("capturing on %s: %w", o.iface, watchErr)
+	}
+	return serveErr
+}
+
+// liveSummary says a connection's round trips and initial window in a few words.
+func liveSummary(c *report.Connection) string {
+	s := fmt.Sprintf("%d round trips (%d rounds of data)", c.RoundTrips.Total, len(c.Rounds))
+	if iw := c.InitialWindow; iw != nil && iw.Verdict != report.VerdictNone {
+		s += fmt.Sprintf(", IW %d segments (%s)", iw.Segments, iw.Verdict)
+	}
+	return s
 }

@@ -9,7 +9,7 @@ import { Summary } from "./summary";
 import { Timeline } from "./timeline";
 import { Tooltip } from "./tooltip";
 import { TimeSequenceGraph } from "./tsg";
-import type { Report } from "./types";
+import type { Connection, LiveStatus, Report } from "./types";
 import { WindowsChart } from "./windows";
 
 function header(rep: Report, models: ConnModel[]): HTMLElement {
@@ -32,7 +32,7 @@ function header(rep: Report, models: ConnModel[]): HTMLElement {
   return h;
 }
 
-function unitToggle(onChange: (u: TimeUnit) => void): HTMLElement {
+function unitToggle(initial: TimeUnit, onChange: (u: TimeUnit) => void): HTMLElement {
   const box = el("fieldset", "unit-toggle");
   box.appendChild(el("legend", "", "time axis"));
   for (const [value, label] of [
@@ -44,7 +44,7 @@ function unitToggle(onChange: (u: TimeUnit) => void): HTMLElement {
     input.type = "radio";
     input.name = "unit";
     input.value = value;
-    input.checked = value === "ms";
+    input.checked = value === initial;
     input.dataset.testid = `unit-${value}`;
     input.addEventListener("change", () => input.checked && onChange(value));
     lab.appendChild(input);
@@ -54,11 +54,22 @@ function unitToggle(onChange: (u: TimeUnit) => void): HTMLElement {
   return box;
 }
 
-function render(rep: Report): void {
+/** What survives a redraw of a live page: the chosen connection and time unit. */
+interface ViewState {
+  selected?: number;
+  unit: TimeUnit;
+  /** Undoes what the last render hooked up outside #app. */
+  cleanup?: () => void;
+}
+
+/** Draws the page for rep into #app; head is the header to show. */
+function render(rep: Report, head: HTMLElement, state: ViewState, emptyText: string): void {
+  state.cleanup?.();
+  state.cleanup = undefined;
   const app = document.getElementById("app")!;
   app.replaceChildren();
   const models = (rep.connections ?? []).map(connModel);
-  app.appendChild(header(rep, models));
+  app.appendChild(head);
 
   for (const w of rep.warnings ?? []) {
     const p = el("p", "warning", `Warning: ${w}`);
@@ -66,7 +77,9 @@ function render(rep: Report): void {
     app.appendChild(p);
   }
   if (models.length === 0) {
-    app.appendChild(el("p", "empty", "The capture holds no TCP connections."));
+    const p = el("p", "empty", emptyText);
+    p.dataset.testid = "empty";
+    app.appendChild(p);
     document.body.dataset.ready = "true";
     return;
   }
@@ -93,15 +106,21 @@ function render(rep: Report): void {
   const windows = new WindowsChart(detail, tooltip);
   const tsg = new TimeSequenceGraph(app, tooltip);
   controls.prepend(
-    unitToggle((u) => {
+    unitToggle(state.unit, (u) => {
+      state.unit = u;
       timeline.setUnit(u);
       tsg.setUnit(u);
     }),
   );
+  if (state.unit !== "ms") {
+    timeline.setUnit(state.unit);
+    tsg.setUnit(state.unit);
+  }
 
   function choose(index: number): void {
     const m = models.find((x) => x.conn.index === index);
     if (!m) return;
+    state.selected = index;
     select.value = String(index);
     timeline.setSelected(index);
     summary.setConnection(m);
@@ -112,11 +131,12 @@ function render(rep: Report): void {
   select.addEventListener("change", () => choose(+select.value));
 
   timeline.layout();
-  choose(models[0].conn.index);
+  const keep = models.find((m) => m.conn.index === state.selected);
+  choose(keep ? keep.conn.index : models[0].conn.index);
 
   let pending = false;
   let lastWidth = app.clientWidth;
-  new ResizeObserver(() => {
+  const observer = new ResizeObserver(() => {
     if (pending || app.clientWidth === lastWidth) return;
     lastWidth = app.clientWidth;
     pending = true;
@@ -126,12 +146,106 @@ function render(rep: Report): void {
       windows.layout();
       tsg.layout();
     });
-  }).observe(app);
+  });
+  observer.observe(app);
+  state.cleanup = () => {
+    observer.disconnect();
+    tooltip.el.remove();
+  };
   document.body.dataset.ready = "true";
 }
 
+/** Shows a Report from a file: drawn once. */
+function showReport(rep: Report): void {
+  const models = rep.connections ?? [];
+  render(rep, header(rep, models.map(connModel)), { unit: "ms" }, "The capture holds no TCP connections.");
+}
+
+/**
+ * Shows a live capture: connections arrive as Server-Sent Events from
+ * api/events ("conn": one Connection, new or updated; "status": LiveStatus) and
+ * the page is redrawn with them, keeping the chosen connection and time unit.
+ */
+function showLive(rep: Report): void {
+  const conns = new Map<number, Connection>();
+  let status: LiveStatus | undefined;
+  let stream: "open" | "connecting" | "closed" = "connecting";
+  const state: ViewState = { unit: "ms" };
+  let timer: number | undefined;
+
+  function liveHeader(): HTMLElement {
+    const h = el("header", "page-head");
+    h.appendChild(el("h1", "", "slowstart"));
+    const capturing = status ? status.capturing && stream !== "closed" : stream !== "closed";
+    const badge = el("span", capturing ? "live-badge" : "live-badge stopped", capturing ? "live" : "stopped");
+    badge.dataset.testid = "live";
+    badge.dataset.state = capturing ? (stream === "open" ? "capturing" : "connecting") : "stopped";
+    badge.title = capturing ? "new connections appear as they complete" : (status?.message ?? "the capture stopped");
+    h.appendChild(badge);
+    const count = el("span", "live-count", fmt.plural(conns.size, "connection"));
+    count.dataset.testid = "live-count";
+    count.dataset.count = String(conns.size);
+    count.dataset.total = String(status?.connections ?? conns.size);
+    h.appendChild(count);
+    const parts = [
+      `on ${status?.interface ?? rep.source.path ?? "?"}`,
+      status?.filter ?? "",
+      status ? fmt.plural(status.packets, "TCP packet") : "",
+      status && status.kernel_drops > 0 ? `${fmt.plural(status.kernel_drops, "packet")} dropped by the kernel` : "",
+    ].filter(Boolean);
+    const p = el("p", "source", parts.join(" · "));
+    p.dataset.testid = "source";
+    h.appendChild(p);
+    if (status && status.dropped > 0) {
+      const d = el("p", "warning live-dropped", `Showing the latest ${fmt.plural(conns.size, "connection")}: ${fmt.plural(status.dropped, "older connection")} dropped to bound memory.`);
+      d.dataset.testid = "live-dropped";
+      d.dataset.dropped = String(status.dropped);
+      h.appendChild(d);
+    }
+    return h;
+  }
+
+  function draw(): void {
+    timer = undefined;
+    const list = [...conns.values()].sort((a, b) => a.index - b.index);
+    const shown: Report = { ...rep, connections: list };
+    const waiting = status && !status.capturing ? "The capture stopped before any connection completed." : `Waiting for connections on ${status?.interface ?? rep.source.path ?? "the interface"}: they appear here when they complete (FIN or RST, or idle for a few seconds).`;
+    render(shown, liveHeader(), state, waiting);
+  }
+  function schedule(): void {
+    if (timer === undefined) timer = window.setTimeout(draw, 100);
+  }
+
+  draw();
+  const events = new EventSource("api/events");
+  events.addEventListener("open", () => {
+    stream = "open";
+    schedule();
+  });
+  events.addEventListener("conn", (e) => {
+    const c = JSON.parse((e as MessageEvent<string>).data) as Connection;
+    conns.set(c.index, c);
+    schedule();
+  });
+  events.addEventListener("status", (e) => {
+    status = JSON.parse((e as MessageEvent<string>).data) as LiveStatus;
+    const kept = new Set(status.kept);
+    for (const i of [...conns.keys()]) if (!kept.has(i)) conns.delete(i);
+    if (!status.capturing) {
+      stream = "closed";
+      events.close();
+    }
+    schedule();
+  });
+  events.addEventListener("error", () => {
+    // The browser reconnects by itself unless the stream was closed for good.
+    stream = events.readyState === EventSource.CLOSED ? "closed" : "connecting";
+    schedule();
+  });
+}
+
 loadReport(document)
-  .then(render)
+  .then((rep) => (rep.source.kind === "live" ? showLive(rep) : showReport(rep)))
   .catch((err: unknown) => {
     const app = document.getElementById("app")!;
     const p = el("p", "error", `Can't show the report: ${err instanceof Error ? err.message : String(err)}`);

@@ -115,3 +115,19 @@ export interface Connection {
   notes: string[] | null;
   packets?: Packet[] | null;
 }
+
+/** The status of a live capture (`slowstart view --live`), sent as "status" events. */
+export interface LiveStatus {
+  capturing: boolean;
+  interface: string;
+  filter: string;
+  packets: number;
+  kernel_drops: number;
+  /** Every connection reported so far, kept or not. */
+  connections: number;
+  /** Older connections no longer kept. */
+  dropped: number;
+  /** The indexes of the connections kept. */
+  kept: number[];
+  message?: string;
+}
