@@ -69,6 +69,7 @@ the application, loss, or the end of the data.`,
 	root.AddCommand(newAnalyzeCommand(), newViewCommand(), newLabCommand())
 	root.AddCommand(newProbeCommand(), newModelCommand())
 	root.AddCommand(newTuneCommand())
+	root.AddCommand(newCompareCommand(), newWatchCommand())
 	root.AddCommand(newSurveyCommand())
 	return root
 }

@@ -1,0 +1,291 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/netip"
+	"strconv"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/slowstart/slowstart/probe"
+	"github.com/slowstart/slowstart/watch"
+)
+
+func newWatchCommand() *cobra.Command {
+	var (
+		every                 time.Duration
+		count                 int
+		storePath, listen     string
+		list, asJSON          bool
+		resolves              []string
+		netns, iface          string
+		insecure, http1       bool
+		tlsVersion            string
+		timeout               time.Duration
+		noCompress            bool
+		userAgent, serverName string
+	)
+	cmd := &cobra.Command{
+		Use:   "watch URL --store FILE [--every 5m] [--count N]",
+		Short: "Probe a URL on a schedule into a store, to compare before and after a change",
+		Long: `Probe the URL every --every (a fresh connection each time, as a first visit), and
+append one row per probe to an SQLite store: the time, the URL, the server's initial
+window (IW) as the load showed it with its verdict, the handshake round-trip time,
+the TLS handshake, the first and last byte, the round trips and the body bytes, or
+the error. A failed probe is stored with its error and the watch goes on.
+
+The initial window is what a server may send on a new connection before it waits a
+round trip; raising it (ip route change ... initcwnd N) saves round trips on long
+paths. Watch before and after such a change, then ask whether load times really
+dropped:
+
+  slowstart compare --store FILE --before T1..T2 --after T3..
+
+--count N stops after N probes; Ctrl-C stops cleanly (exit 0), never leaving a
+half-written row. --metrics-listen serves Prometheus metrics (the last probe's
+values as gauges, counters of probes and errors) at http://ADDR/metrics.
+--list prints what a store holds.
+
+Each probe captures its own packets, which needs CAP_NET_RAW (sudo, or setcap);
+--netns needs root.
+
+Exit codes: 0 success (also when stopped with Ctrl-C); 1 other failures; 2 bad
+arguments; 3 the store can't be opened or is not a watch store; 4 missing
+privileges.`,
+		Example: `  sudo slowstart watch https://example.com/ --every 5m --store example.db
+  sudo slowstart watch https://example.com/ --every 1m --count 60 --store example.db --metrics-listen 127.0.0.1:9464
+  sudo slowstart watch https://www.example.com/ --store www.db --resolve www.example.com:443:192.0.2.7
+  slowstart watch --store example.db --list
+  slowstart watch --store example.db --list --json`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if storePath == "" {
+				return withCode(exitUsage, errors.New("--store FILE is required (an SQLite file; made when missing)"))
+			}
+			if list {
+				url := ""
+				if len(args) == 1 {
+					url = args[0]
+				}
+				return listStore(cmd.Context(), cmd.OutOrStdout(), storePath, url, asJSON)
+			}
+			if len(args) != 1 {
+				return withCode(exitUsage, errors.New("give the URL to watch (or --list to print the store)"))
+			}
+			if every <= 0 {
+				return withCode(exitUsage, fmt.Errorf("--every %v: give a positive interval, e.g. 5m", every))
+			}
+			if count < 0 {
+				return withCode(exitUsage, errors.New("--count must be 0 (no limit) or more"))
+			}
+			opts := probe.Options{URL: args[0], TLSVersion: tlsVersion, HTTP1Only: http1, NoCompress: noCompress,
+				UserAgent: userAgent, ServerName: serverName, Insecure: insecure, Timeout: timeout, Runs: 1,
+				Netns: netns, Interface: iface, Tool: "slowstart " + version, Resolve: map[string]netip.Addr{}}
+			if opts.TLSVersion == "none" || opts.TLSVersion == "any" {
+				opts.TLSVersion = ""
+			}
+			for _, r := range resolves {
+				key, addr, err := probe.ParseResolve(r)
+				if err != nil {
+					return withCode(exitUsage, err)
+				}
+				opts.Resolve[key] = addr
+			}
+			store, err := watch.OpenStore(storePath, false)
+			if err != nil {
+				return withCode(exitInput, err)
+			}
+			defer store.Close()
+			metrics := watch.NewMetrics()
+			if listen != "" {
+				stopServer, addr, err := serveMetrics(listen, metrics)
+				if err != nil {
+					return withCode(exitUsage, fmt.Errorf("--metrics-listen %s: %w", listen, err))
+				}
+				defer stopServer()
+				fmt.Fprintf(cmd.ErrOrStderr(), "metrics: http://%s/metrics\n", addr)
+			}
+			out := cmd.OutOrStdout()
+			stored := 0
+			err = watch.Run(cmd.Context(), watch.Config{Probe: opts, Every: every, Count: count, Store: store, Metrics: metrics,
+				Fatal: func(err error) bool {
+					switch probe.KindOf(err) {
+					case probe.KindURL, probe.KindPermission, probe.KindInterface:
+						return true
+					}
+					return false
+				},
+				OnProbe: func(r watch.Row) {
+					stored++
+					fmt.Fprintln(out, formatWatchRow(r))
+				}})
+			switch {
+			case err == nil:
+			case errors.Is(err, context.Canceled) && cmd.Context().Err() != nil:
+				fmt.Fprintf(cmd.ErrOrStderr(), "stopped: %d probes stored in %s\n", stored, storePath)
+				return nil
+			default:
+				return withCode(probeExitCode(err), err)
+			}
+			fmt.Fprintf(cmd.ErrOrStderr(), "%d probes stored in %s\n", stored, storePath)
+			return nil
+		},
+	}
+	fl := cmd.Flags()
+	fl.DurationVar(&every, "every", 5*time.Minute, "time between the starts of two probes")
+	fl.IntVar(&count, "count", 0, "stop after N probes (0: until Ctrl-C)")
+	fl.StringVar(&storePath, "store", "", "the SQLite file to append to (made when missing)")
+	fl.StringVar(&listen, "metrics-listen", "", "serve Prometheus metrics at http://ADDR/metrics, e.g. 127.0.0.1:9464")
+	fl.BoolVar(&list, "list", false, "print the probes stored in --store (of URL only, when given) and exit")
+	fl.BoolVar(&asJSON, "json", false, "with --list: print the rows as JSON")
+	fl.StringArrayVar(&resolves, "resolve", nil, "HOST:PORT:ADDRESS: connect to ADDRESS for HOST:PORT, without DNS (repeatable)")
+	fl.StringVar(&netns, "netns", "", "probe from inside this network namespace (a path such as /run/netns/NAME)")
+	fl.StringVar(&iface, "interface", "", "capture on this interface (default: the one the route to the server uses)")
+	fl.BoolVarP(&insecure, "insecure", "k", false, "do not verify the server's certificate")
+	fl.StringVar(&tlsVersion, "tls", "", "allow only this TLS version: 1.2 or 1.3 (default: both)")
+	fl.BoolVar(&http1, "http1.1", false, "do not offer HTTP/2")
+	fl.BoolVar(&noCompress, "no-compress", false, "ask for an uncompressed body (Accept-Encoding: identity)")
+	fl.StringVar(&userAgent, "user-agent", "", "User-Agent (default: a desktop browser's)")
+	fl.StringVar(&serverName, "sni", "", "TLS server name to send (default: the URL's host)")
+	fl.DurationVar(&timeout, "timeout", 30*time.Second, "give up on a probe after this long")
+	return cmd
+}
+
+// serveMetrics serves m at http://addr/metrics until stop is called.
+func serveMetrics(addr string, m *watch.Metrics) (stop func(), bound string, err error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, "", err
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", m)
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/" {
+			http.NotFound(w, r)
+			return
+		}
+		fmt.Fprintln(w, "slowstart watch: metrics at /metrics")
+	})
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = srv.Serve(ln)
+	}()
+	return func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+		<-done
+	}, ln.Addr().String(), nil
+}
+
+// formatWatchRow prints a stored probe on one line.
+func formatWatchRow(r watch.Row) string {
+	s := r.Time.Local().Format("2006-01-02 15:04:05") + "  " + r.URL
+	if r.Error != "" {
+		return s + "  error: " + r.Error
+	}
+	if r.IWSegments != nil {
+		s += fmt.Sprintf("  IW %d (%s)", *r.IWSegments, r.IWVerdict)
+	} else {
+		s += "  IW ?"
+	}
+	ms := func(label string, v *float64) {
+		if v != nil {
+			s += fmt.Sprintf("  %s %s ms", label, strconv.FormatFloat(*v, 'f', decimals(*v), 64))
+		}
+	}
+	ms("rtt", r.HandshakeRTTMs)
+	ms("tls", r.TLSMs)
+	ms("first byte", r.FirstByteMs)
+	ms("last byte", r.LastByteMs)
+	if r.RoundTrips != nil {
+		s += fmt.Sprintf("  %d round trips", *r.RoundTrips)
+	}
+	if r.BodyBytes != nil {
+		s += fmt.Sprintf("  %d bytes", *r.BodyBytes)
+	}
+	return s
+}
+
+// listStore prints the rows of a store (of url only, when given).
+func listStore(ctx context.Context, w io.Writer, path, url string, asJSON bool) error {
+	store, err := watch.OpenStore(path, true)
+	if err != nil {
+		return withCode(exitInput, err)
+	}
+	defer store.Close()
+	rows, err := store.Rows(ctx, watch.Query{URL: url})
+	if err != nil {
+		return withCode(exitInput, err)
+	}
+	if asJSON {
+		if rows == nil {
+			rows = []watch.Row{}
+		}
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(struct {
+			Schema string      `json:"schema"`
+			Rows   []watch.Row `json:"rows"`
+		}{"slowstart.watch/v1", rows})
+	}
+	if len(rows) == 0 {
+		fmt.Fprintf(w, "%s holds no probes\n", path)
+		return nil
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "id\ttime (UTC)\turl\tiw\tverdict\trtt ms\ttls ms\tfirst byte ms\tlast byte ms\trounds\tbytes\terror")
+	f := func(v *float64) string {
+		if v == nil {
+			return "-"
+		}
+		return fmt.Sprintf("%.1f", *v)
+	}
+	n := func(v *int) string {
+		if v == nil {
+			return "-"
+		}
+		return fmt.Sprint(*v)
+	}
+	for _, r := range rows {
+		body := "-"
+		if r.BodyBytes != nil {
+			body = fmt.Sprint(*r.BodyBytes)
+		}
+		verdict := r.IWVerdict
+		if verdict == "" {
+			verdict = "-"
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.Time.UTC().Format("2006-01-02 15:04:05"), r.URL,
+			n(r.IWSegments), verdict, f(r.HandshakeRTTMs), f(r.TLSMs), f(r.FirstByteMs), f(r.LastByteMs), n(r.RoundTrips), body, r.Error)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	urls, err := store.URLs(ctx)
+	if err == nil && url == "" && len(urls) > 0 {
+		fmt.Fprintf(w, "%d probes of %d URL(s)\n", len(rows), len(urls))
+	}
+	return nil
+}
+
+// decimals gives milliseconds three significant digits, at least one decimal.
+func decimals(ms float64) int {
+	switch {
+	case ms < 1:
+		return 3
+	case ms < 10:
+		return 2
+	}
+	return 1
+}

@@ -1,0 +1,202 @@
+// Package compare tells whether two sets of measurements of page load times
+// differ: a "before" and an "after" sample (probe runs, lab trials or windows of a
+// watch store), summarized by median and tail quantiles, with the difference of
+// medians, its bootstrap confidence interval and a Mann-Whitney U (rank-sum) test.
+// Latency samples are skewed and have outliers, so everything here rests on
+// medians and ranks, never on means and t-tests.
+//
+// It reads the files that slowstart writes (Load) and draws CDF plots (WriteCDF);
+// it does not measure anything itself, and it does not read the watch store (the
+// command line does, through package watch).
+package compare
+
+import (
+	"fmt"
+	"math"
+	"strings"
+)
+
+// Options control a comparison.
+type Options struct {
+	// Resamples of the bootstrap; 10000 when 0.
+	Resamples int
+	// Level of the confidence interval; 0.95 when 0.
+	Level float64
+	// Alpha is the significance level of the test; 0.05 when 0.
+	Alpha float64
+	// Seed of the bootstrap; the same seed gives the same interval.
+	Seed uint64
+}
+
+func (o Options) normalized() Options {
+	if o.Resamples <= 0 {
+		o.Resamples = 10000
+	}
+	if o.Level <= 0 || o.Level >= 1 {
+		o.Level = 0.95
+	}
+	if o.Alpha <= 0 || o.Alpha >= 1 {
+		o.Alpha = 0.05
+	}
+	if o.Seed == 0 {
+		o.Seed = 1
+	}
+	return o
+}
+
+// Verdicts of a comparison.
+const (
+	VerdictImprovement  = "improvement"     // after is lower (faster), significantly
+	VerdictRegression   = "regression"      // after is higher (slower), significantly
+	VerdictNoDifference = "no_difference"   // no significant difference
+	VerdictInconclusive = "inconclusive"    // the test and the interval disagree, or too few values
+	VerdictDifferent    = "different"       // a significant difference of a metric that is not a time
+	VerdictEmpty        = "not_enough_data" // a sample is empty
+)
+
+// Result is a comparison of two samples.
+type Result struct {
+	Metric string  `json:"metric"`
+	Unit   string  `json:"unit"`
+	Before Summary `json:"before"`
+	After  Summary `json:"after"`
+	// BeforeSource and AfterSource say what each sample was read from.
+	BeforeSource string `json:"before_source"`
+	AfterSource  string `json:"after_source"`
+	// MedianDiff is median(after) - median(before): negative when after is lower.
+	MedianDiff float64 `json:"median_diff"`
+	// RelativeDiff is MedianDiff / median(before).
+	RelativeDiff float64  `json:"relative_diff"`
+	CI           Interval `json:"ci"`
+	Resamples    int      `json:"bootstrap_resamples"`
+	Seed         uint64   `json:"bootstrap_seed"`
+	Test         RankSum  `json:"mann_whitney"`
+	Alpha        float64  `json:"alpha"`
+	Significant  bool     `json:"significant"`
+	Verdict      string   `json:"verdict"`
+	Sentence     string   `json:"sentence"`
+	Notes        []string `json:"notes"`
+}
+
+// Compare compares the after sample with the before sample.
+func Compare(before, after *Sample, opts Options) *Result {
+	o := opts.normalized()
+	r := &Result{Metric: after.Metric, Unit: after.Unit, Before: Summarize(before.Values), After: Summarize(after.Values),
+		BeforeSource: before.Source, AfterSource: after.Source, Resamples: o.Resamples, Seed: o.Seed, Alpha: o.Alpha,
+		Notes: []string{}}
+	r.Notes = append(r.Notes, before.Notes...)
+	r.Notes = append(r.Notes, after.Notes...)
+	if before.Metric != after.Metric {
+		r.Notes = append(r.Notes, fmt.Sprintf("the samples measure different things: %s (before) and %s (after)", before.Metric, after.Metric))
+	}
+	if len(before.Values) == 0 || len(after.Values) == 0 {
+		r.Verdict = VerdictEmpty
+		r.MedianDiff, r.RelativeDiff = math.NaN(), math.NaN()
+		r.CI = Interval{Low: math.NaN(), High: math.NaN(), Level: o.Level}
+		r.Test = RankSum{U: math.NaN(), P: math.NaN(), ProbabilityGreater: math.NaN()}
+		r.Sentence = "Not enough data: a sample has no values."
+		return r
+	}
+	r.MedianDiff = r.After.Median - r.Before.Median
+	if r.Before.Median != 0 {
+		r.RelativeDiff = r.MedianDiff / r.Before.Median
+	}
+	r.CI = BootstrapMedianDiff(before.Values, after.Values, o.Resamples, o.Level, o.Seed)
+	r.Test = MannWhitney(after.Values, before.Values)
+	ciExcludesZero := !r.CI.Contains(0)
+	r.Significant = r.Test.P < o.Alpha && ciExcludesZero
+	few := min(len(before.Values), len(after.Values)) < 5
+	if few {
+		r.Notes = append(r.Notes, "fewer than 5 values in a sample: the test can hardly reach significance; collect more")
+	}
+	timeMetric := r.Unit == "ms"
+	switch {
+	case r.Significant && !timeMetric:
+		r.Verdict = VerdictDifferent
+	case r.Significant && r.MedianDiff < 0:
+		r.Verdict = VerdictImprovement
+	case r.Significant && r.MedianDiff > 0:
+		r.Verdict = VerdictRegression
+	case r.Significant: // medians equal, yet the ranks differ: the shapes differ
+		r.Verdict = VerdictInconclusive
+	case r.Test.P < o.Alpha || ciExcludesZero:
+		r.Verdict = VerdictInconclusive
+	default:
+		r.Verdict = VerdictNoDifference
+	}
+	r.Sentence = sentence(r, timeMetric)
+	return r
+}
+
+// FormatP writes a p-value as people read it: "p < 0.001", "p = 0.03".
+func FormatP(p float64) string {
+	switch {
+	case math.IsNaN(p):
+		return "p = n/a"
+	case p < 0.001:
+		return "p < 0.001"
+	case p < 0.01:
+		return fmt.Sprintf("p = %.3f", p)
+	default:
+		return fmt.Sprintf("p = %.2f", p)
+	}
+}
+
+func formatValue(x float64, unit string) string {
+	a := math.Abs(x)
+	var s string
+	switch {
+	case a >= 100 || a == math.Trunc(a):
+		s = fmt.Sprintf("%.0f", x)
+	case a >= 10:
+		s = fmt.Sprintf("%.1f", x)
+	default:
+		s = fmt.Sprintf("%.2f", x)
+	}
+	if unit == "" {
+		return s
+	}
+	return s + " " + unit
+}
+
+func sentence(r *Result, timeMetric bool) string {
+	unit := r.Unit
+	mag := math.Abs(r.MedianDiff)
+	lo, hi := r.CI.Low, r.CI.High
+	if r.MedianDiff < 0 { // speak of the size of the drop
+		lo, hi = -r.CI.High, -r.CI.Low
+	}
+	ci := fmt.Sprintf("%.0f%% CI %s to %s", r.CI.Level*100, strings.TrimSuffix(formatValue(lo, ""), " "), formatValue(hi, unit))
+	stats := fmt.Sprintf("(%s, %s)", ci, FormatP(r.Test.P))
+	word := "lower"
+	if r.MedianDiff > 0 {
+		word = "higher"
+	}
+	if timeMetric {
+		word = "faster"
+		if r.MedianDiff > 0 {
+			word = "slower"
+		}
+	}
+	rel := ""
+	if r.RelativeDiff != 0 && !math.IsNaN(r.RelativeDiff) {
+		rel = fmt.Sprintf(", %.0f%%", math.Abs(r.RelativeDiff)*100)
+	}
+	switch r.Verdict {
+	case VerdictImprovement:
+		return fmt.Sprintf("AFTER is %s by %s%s %s: a real improvement.", word, formatValue(mag, unit), rel, stats)
+	case VerdictRegression:
+		return fmt.Sprintf("AFTER is %s by %s%s %s: a real regression.", word, formatValue(mag, unit), rel, stats)
+	case VerdictDifferent:
+		return fmt.Sprintf("AFTER is %s by %s%s %s: a real difference.", word, formatValue(mag, unit), rel, stats)
+	case VerdictInconclusive:
+		if r.MedianDiff == 0 {
+			return fmt.Sprintf("The medians are equal but the distributions differ %s: look at the CDF plot.", stats)
+		}
+		return fmt.Sprintf("AFTER looks %s by %s %s, but the test and the interval disagree: inconclusive; collect more samples.", word, formatValue(mag, unit), stats)
+	}
+	if r.MedianDiff == 0 {
+		return fmt.Sprintf("No significant difference: the medians are equal %s.", stats)
+	}
+	return fmt.Sprintf("No significant difference: AFTER's median is %s by %s, within the noise %s.", word, formatValue(mag, unit), stats)
+}

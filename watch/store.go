@@ -1,0 +1,218 @@
+package watch
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	// The pure-Go SQLite driver: no cgo, so the binary stays static.
+	_ "modernc.org/sqlite"
+)
+
+// StoreVersion is the schema version of the store (SQLite's user_version).
+const StoreVersion = 1
+
+// schema creates the store's one table. Times are Unix nanoseconds (UTC);
+// milliseconds are REAL; a column is NULL where the probe gave no value.
+const schema = `
+CREATE TABLE IF NOT EXISTS probes (
+	id               INTEGER PRIMARY KEY AUTOINCREMENT,
+	time_unix_ns     INTEGER NOT NULL,
+	url              TEXT    NOT NULL,
+	iw_segments      INTEGER,
+	iw_verdict       TEXT,
+	handshake_rtt_ms REAL,
+	tls_ms           REAL,
+	first_byte_ms    REAL,
+	last_byte_ms     REAL,
+	round_trips      INTEGER,
+	body_bytes       INTEGER,
+	error            TEXT    NOT NULL DEFAULT ''
+);
+CREATE INDEX IF NOT EXISTS probes_url_time ON probes (url, time_unix_ns);
+`
+
+// Row is one probe as stored.
+type Row struct {
+	ID   int64     `json:"id"`
+	Time time.Time `json:"time"`
+	URL  string    `json:"url"`
+	// IWSegments and IWVerdict are the server's initial window as the page load
+	// showed it (report.InitialWindow); nil and "" without a reading.
+	IWSegments *int   `json:"iw_segments"`
+	IWVerdict  string `json:"iw_verdict"`
+	// HandshakeRTTMs is the TCP handshake's round trip from the capture.
+	HandshakeRTTMs *float64 `json:"handshake_rtt_ms"`
+	// TLSMs is the TLS handshake's duration; nil over cleartext.
+	TLSMs *float64 `json:"tls_ms"`
+	// FirstByteMs and LastByteMs count from the start of the request (before any
+	// DNS lookup), like curl's time_starttransfer and time_total.
+	FirstByteMs *float64 `json:"first_byte_ms"`
+	LastByteMs  *float64 `json:"last_byte_ms"`
+	// RoundTrips is the total of the page's connection (TCP + TLS + HTTP).
+	RoundTrips *int `json:"round_trips"`
+	// BodyBytes is the response body as received (compressed if it was).
+	BodyBytes *int64 `json:"body_bytes"`
+	// Error says why the probe failed; "" when it did not.
+	Error string `json:"error"`
+}
+
+// Store is a watch store: an SQLite file with one row per probe.
+type Store struct {
+	db   *sql.DB
+	path string
+}
+
+// OpenStore opens the store at path, creating it unless mustExist.
+func OpenStore(path string, mustExist bool) (*Store, error) {
+	if mustExist {
+		if _, err := os.Stat(path); err != nil {
+			return nil, fmt.Errorf("opening the watch store: %w", err)
+		}
+	}
+	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(5000)&_pragma=journal_mode(WAL)")
+	if err != nil {
+		return nil, fmt.Errorf("opening the watch store %s: %w", path, err)
+	}
+	// One connection: SQLite serializes writers anyway, and the store is small.
+	db.SetMaxOpenConns(1)
+	s := &Store{db: db, path: path}
+	if err := s.init(); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("%s is not a watch store: %w", path, err)
+	}
+	return s, nil
+}
+
+func (s *Store) init() error {
+	var version int
+	if err := s.db.QueryRow("PRAGMA user_version").Scan(&version); err != nil {
+		return err
+	}
+	if version > StoreVersion {
+		return fmt.Errorf("store version %d is newer than this slowstart knows (%d)", version, StoreVersion)
+	}
+	if version == 0 {
+		var tables int
+		if err := s.db.QueryRow("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'").Scan(&tables); err != nil {
+			return err
+		}
+		if tables > 0 {
+			return errors.New("the file is an SQLite database of something else")
+		}
+	}
+	if _, err := s.db.Exec(schema); err != nil {
+		return err
+	}
+	_, err := s.db.Exec(fmt.Sprintf("PRAGMA user_version = %d", StoreVersion))
+	return err
+}
+
+// Close closes the store.
+func (s *Store) Close() error { return s.db.Close() }
+
+// Insert appends a row and returns its id.
+func (s *Store) Insert(ctx context.Context, r Row) (int64, error) {
+	res, err := s.db.ExecContext(ctx, `INSERT INTO probes (time_unix_ns, url, iw_segments, iw_verdict, handshake_rtt_ms,
+		tls_ms, first_byte_ms, last_byte_ms, round_trips, body_bytes, error) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		r.Time.UnixNano(), r.URL, r.IWSegments, nullString(r.IWVerdict), r.HandshakeRTTMs, r.TLSMs, r.FirstByteMs,
+		r.LastByteMs, r.RoundTrips, r.BodyBytes, r.Error)
+	if err != nil {
+		return 0, fmt.Errorf("writing to the watch store %s: %w", s.path, err)
+	}
+	return res.LastInsertId()
+}
+
+func nullString(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+// Query selects rows.
+type Query struct {
+	URL  string    // only this URL; all when ""
+	From time.Time // at or after; no bound when zero
+	To   time.Time // before; no bound when zero
+}
+
+// Rows returns the rows that match q, oldest first.
+func (s *Store) Rows(ctx context.Context, q Query) ([]Row, error) {
+	where, args := "1=1", []any{}
+	if q.URL != "" {
+		where += " AND url = ?"
+		args = append(args, q.URL)
+	}
+	if !q.From.IsZero() {
+		where += " AND time_unix_ns >= ?"
+		args = append(args, q.From.UnixNano())
+	}
+	if !q.To.IsZero() {
+		where += " AND time_unix_ns < ?"
+		args = append(args, q.To.UnixNano())
+	}
+	rows, err := s.db.QueryContext(ctx, `SELECT id, time_unix_ns, url, iw_segments, iw_verdict, handshake_rtt_ms, tls_ms,
+		first_byte_ms, last_byte_ms, round_trips, body_bytes, error FROM probes WHERE `+where+` ORDER BY time_unix_ns, id`, args...)
+	if err != nil {
+		return nil, fmt.Errorf("reading the watch store %s: %w", s.path, err)
+	}
+	defer rows.Close()
+	var out []Row
+	for rows.Next() {
+		var r Row
+		var ns int64
+		var iw, rounds, body sql.NullInt64
+		var verdict sql.NullString
+		var hs, tlsMs, fb, lb sql.NullFloat64
+		if err := rows.Scan(&r.ID, &ns, &r.URL, &iw, &verdict, &hs, &tlsMs, &fb, &lb, &rounds, &body, &r.Error); err != nil {
+			return nil, fmt.Errorf("reading the watch store %s: %w", s.path, err)
+		}
+		r.Time = time.Unix(0, ns).UTC()
+		r.IWVerdict = verdict.String
+		r.IWSegments, r.RoundTrips = intPtr(iw), intPtr(rounds)
+		if body.Valid {
+			r.BodyBytes = &body.Int64
+		}
+		r.HandshakeRTTMs, r.TLSMs, r.FirstByteMs, r.LastByteMs = floatPtr(hs), floatPtr(tlsMs), floatPtr(fb), floatPtr(lb)
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
+// URLs returns the distinct URLs in the store with their number of rows.
+func (s *Store) URLs(ctx context.Context) (map[string]int, error) {
+	rows, err := s.db.QueryContext(ctx, "SELECT url, count(*) FROM probes GROUP BY url")
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := map[string]int{}
+	for rows.Next() {
+		var u string
+		var n int
+		if err := rows.Scan(&u, &n); err != nil {
+			return nil, err
+		}
+		out[u] = n
+	}
+	return out, rows.Err()
+}
+
+func intPtr(v sql.NullInt64) *int {
+	if !v.Valid {
+		return nil
+	}
+	n := int(v.Int64)
+	return &n
+}
+
+func floatPtr(v sql.NullFloat64) *float64 {
+	if !v.Valid {
+		return nil
+	}
+	return &v.Float64
+}

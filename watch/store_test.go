@@ -1,0 +1,108 @@
+package watch
+
+import (
+	"context"
+	"database/sql"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func ptr[T any](v T) *T { return &v }
+
+func openTemp(t *testing.T) (*Store, string) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "watch.db")
+	s, err := OpenStore(path, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s, path
+}
+
+func TestStoreRoundTrip(t *testing.T) {
+	s, path := openTemp(t)
+	ctx := context.Background()
+	t0 := time.Date(2026, 11, 20, 14, 0, 0, 123456789, time.UTC)
+	full := Row{Time: t0, URL: "https://a.example/", IWSegments: ptr(10), IWVerdict: "exact", HandshakeRTTMs: ptr(151.25),
+		TLSMs: ptr(302.5), FirstByteMs: ptr(460.0), LastByteMs: ptr(1210.75), RoundTrips: ptr(7), BodyBytes: ptr(int64(163840))}
+	failed := Row{Time: t0.Add(5 * time.Minute), URL: "https://a.example/", Error: "the server did not answer in time"}
+	other := Row{Time: t0.Add(10 * time.Minute), URL: "http://b.example/", LastByteMs: ptr(80.0)}
+	for _, r := range []Row{full, failed, other} {
+		if _, err := s.Insert(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// Reopened, as a later compare would.
+	s, err := OpenStore(path, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	rows, err := s.Rows(ctx, Query{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 3 {
+		t.Fatalf("%d rows, want 3", len(rows))
+	}
+	got := rows[0]
+	if !got.Time.Equal(t0) || got.URL != full.URL || *got.IWSegments != 10 || got.IWVerdict != "exact" ||
+		*got.HandshakeRTTMs != 151.25 || *got.TLSMs != 302.5 || *got.FirstByteMs != 460 || *got.LastByteMs != 1210.75 ||
+		*got.RoundTrips != 7 || *got.BodyBytes != 163840 || got.Error != "" || got.ID == 0 {
+		t.Errorf("full row came back as %+v", got)
+	}
+	if f := rows[1]; f.Error != failed.Error || f.IWSegments != nil || f.LastByteMs != nil || f.TLSMs != nil || f.BodyBytes != nil {
+		t.Errorf("failed row came back as %+v", f)
+	}
+	byURL, err := s.Rows(ctx, Query{URL: "https://a.example/"})
+	if err != nil || len(byURL) != 2 {
+		t.Errorf("by URL: %d rows, %v", len(byURL), err)
+	}
+	window, err := s.Rows(ctx, Query{From: t0.Add(time.Minute), To: t0.Add(10 * time.Minute)})
+	if err != nil || len(window) != 1 || window[0].Error == "" {
+		t.Errorf("window [t0+1m, t0+10m): %+v, %v (want only the failed row: To is exclusive)", window, err)
+	}
+	urls, err := s.URLs(ctx)
+	if err != nil || len(urls) != 2 || urls["https://a.example/"] != 2 {
+		t.Errorf("URLs: %v, %v", urls, err)
+	}
+}
+
+func TestStoreRefusesOtherFiles(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := OpenStore(filepath.Join(dir, "missing.db"), true); err == nil {
+		t.Error("a missing store opened with mustExist")
+	}
+	// An SQLite database of something else.
+	other := filepath.Join(dir, "other.db")
+	db, err := sql.Open("sqlite", other)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec("CREATE TABLE notes (text TEXT)"); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	if _, err := OpenStore(other, true); err == nil || !strings.Contains(err.Error(), "not a watch store") {
+		t.Errorf("another database: %v", err)
+	}
+	// A store of a newer version.
+	newer := filepath.Join(dir, "newer.db")
+	db, err = sql.Open("sqlite", newer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec("PRAGMA user_version = 99"); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	if _, err := OpenStore(newer, true); err == nil || !strings.Contains(err.Error(), "newer") {
+		t.Errorf("a newer store: %v", err)
+	}
+}

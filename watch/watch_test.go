@@ -1,0 +1,185 @@
+package watch
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/slowstart/slowstart/probe"
+	"github.com/slowstart/slowstart/report"
+)
+
+// fakeResult is a probe result with one connection, as probe.Run returns.
+func fakeResult(url string, lastByteMs float64, iw int) *probe.Result {
+	rtt := 40.0
+	tlsMs := 80.0
+	rep := &report.Report{Schema: report.Schema, Connections: []report.Connection{{
+		Index: 1, HandshakeRTTMs: &rtt,
+		InitialWindow: &report.InitialWindow{Segments: iw, Verdict: report.VerdictExact},
+		RoundTrips:    report.RoundTrips{TCP: 1, TLS: 2, HTTP: 3, Total: 6},
+		ClientTiming: &report.ClientTiming{Run: 1, Hop: 1, URL: url, Status: 200, TLSMs: &tlsMs,
+			FirstByteAtMs: lastByteMs / 2, LastByteAtMs: lastByteMs, BodyBytes: 5000},
+	}}}
+	return &probe.Result{Report: rep, Runs: [][]int{{0}}}
+}
+
+func TestRunStoresEveryProbeAndGoesOnAfterErrors(t *testing.T) {
+	s, _ := openTemp(t)
+	m := NewMetrics()
+	calls := 0
+	prober := func(_ context.Context, o probe.Options) (*probe.Result, error) {
+		calls++
+		if o.Runs != 1 {
+			t.Errorf("probe asked for %d runs, want 1", o.Runs)
+		}
+		if calls == 2 {
+			return nil, &probe.Error{Kind: probe.KindTimeout, Err: errors.New("the server did not answer in time")}
+		}
+		return fakeResult(o.URL, 100*float64(calls), 10), nil
+	}
+	var seen []Row
+	err := Run(context.Background(), Config{Probe: probe.Options{URL: "https://a.example/", Runs: 5}, Every: time.Millisecond,
+		Count: 4, Store: s, Metrics: m, Prober: prober, OnProbe: func(r Row) { seen = append(seen, r) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, err := s.Rows(context.Background(), Query{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if calls != 4 || len(rows) != 4 || len(seen) != 4 {
+		t.Fatalf("%d probes, %d rows, %d seen; want 4 each", calls, len(rows), len(seen))
+	}
+	if rows[1].Error == "" || rows[1].LastByteMs != nil {
+		t.Errorf("the failed probe was stored as %+v", rows[1])
+	}
+	if *rows[3].LastByteMs != 400 || *rows[3].IWSegments != 10 || *rows[3].RoundTrips != 6 || *rows[3].TLSMs != 80 || *rows[3].BodyBytes != 5000 {
+		t.Errorf("the last probe was stored as %+v", rows[3])
+	}
+	for i := 1; i < len(rows); i++ {
+		if rows[i].Time.Before(rows[i-1].Time) {
+			t.Errorf("row %d is older than row %d", i, i-1)
+		}
+	}
+	values := scrape(t, m)
+	if values[`slowstart_watch_probes_total{url="https://a.example/"}`] != 4 || values[`slowstart_watch_errors_total{url="https://a.example/"}`] != 1 {
+		t.Errorf("counters: %v", values)
+	}
+	if got := values[`slowstart_watch_last_byte_seconds{url="https://a.example/"}`]; got != 0.4 {
+		t.Errorf("last byte gauge %v, want 0.4", got)
+	}
+}
+
+func TestRunStopsOnCancelAndFatalErrors(t *testing.T) {
+	s, _ := openTemp(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	calls := 0
+	// The second probe is interrupted (as by Ctrl-C while it runs): it must not be
+	// stored, and Run must return at once.
+	prober := func(ctx context.Context, o probe.Options) (*probe.Result, error) {
+		calls++
+		if calls == 2 {
+			cancel()
+			return nil, ctx.Err()
+		}
+		return fakeResult(o.URL, 100, 10), nil
+	}
+	err := Run(ctx, Config{Probe: probe.Options{URL: "http://a.example/"}, Every: time.Millisecond, Store: s, Prober: prober})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("Run returned %v, want context.Canceled", err)
+	}
+	rows, _ := s.Rows(context.Background(), Query{})
+	if calls != 2 || len(rows) != 1 {
+		t.Errorf("%d probes, %d rows; want 2 and 1", calls, len(rows))
+	}
+
+	// Cancelled while waiting for the next probe: returns without waiting an hour.
+	ctx2, cancel2 := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- Run(ctx2, Config{Probe: probe.Options{URL: "http://b.example/"}, Every: time.Hour, Store: s,
+			Prober:  func(_ context.Context, o probe.Options) (*probe.Result, error) { return fakeResult(o.URL, 1, 10), nil },
+			OnProbe: func(Row) { cancel2() }})
+	}()
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("Run returned %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run did not stop when its context ended")
+	}
+
+	perm := &probe.Error{Kind: probe.KindPermission, Err: errors.New("capturing needs CAP_NET_RAW")}
+	err = Run(context.Background(), Config{Probe: probe.Options{URL: "http://c.example/"}, Every: time.Millisecond, Count: 3, Store: s,
+		Prober: func(context.Context, probe.Options) (*probe.Result, error) { return nil, perm },
+		Fatal:  func(err error) bool { return probe.KindOf(err) == probe.KindPermission }})
+	if !errors.Is(err, perm) {
+		t.Errorf("a fatal error gave %v", err)
+	}
+	if rows, _ := s.Rows(context.Background(), Query{URL: "http://c.example/"}); len(rows) != 0 {
+		t.Errorf("a fatal error was stored: %+v", rows)
+	}
+}
+
+// scrape parses the text exposition format into "name{labels}" -> value, and
+// checks that every sample's family was announced with HELP and TYPE.
+func scrape(t *testing.T, m *Metrics) map[string]float64 {
+	t.Helper()
+	var b strings.Builder
+	if err := m.Write(&b); err != nil {
+		t.Fatal(err)
+	}
+	return parseExposition(t, b.String())
+}
+
+func parseExposition(t *testing.T, text string) map[string]float64 {
+	t.Helper()
+	out := map[string]float64{}
+	typed := map[string]bool{}
+	sc := bufio.NewScanner(strings.NewReader(text))
+	for sc.Scan() {
+		line := sc.Text()
+		if rest, ok := strings.CutPrefix(line, "# TYPE "); ok {
+			f := strings.Fields(rest)
+			if len(f) != 2 || (f[1] != "counter" && f[1] != "gauge") {
+				t.Errorf("bad TYPE line %q", line)
+			}
+			typed[f[0]] = true
+			continue
+		}
+		if strings.HasPrefix(line, "#") || line == "" {
+			continue
+		}
+		i := strings.LastIndex(line, " ")
+		v, err := strconv.ParseFloat(line[i+1:], 64)
+		if err != nil {
+			t.Errorf("bad sample line %q", line)
+			continue
+		}
+		key := line[:i]
+		name, _, _ := strings.Cut(key, "{")
+		if !typed[name] {
+			t.Errorf("sample %q before its TYPE line", line)
+		}
+		out[key] = v
+	}
+	return out
+}
+
+func TestMetricsEscapesLabels(t *testing.T) {
+	m := NewMetrics()
+	m.Observe(Row{Time: time.Unix(1700000000, 0), URL: "http://a.example/?q=\"x\"\\", Error: "boom"})
+	values := scrape(t, m)
+	if values[`slowstart_watch_errors_total{url="http://a.example/?q=\"x\"\\"}`] != 1 {
+		t.Errorf("escaped label not found in %v", values)
+	}
+	if _, ok := values[`slowstart_watch_last_byte_seconds{url="http://a.example/?q=\"x\"\\"}`]; ok {
+		t.Error("a gauge of a URL with no successful probe")
+	}
+}
