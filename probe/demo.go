@@ -28,6 +28,8 @@ type DemoConfig struct {
 	Tool              string
 	// NoExact skips the exact measurement of each server's initial window.
 	NoExact bool
+	// Packets keeps every packet in the Reports (for view's pages).
+	Packets bool
 }
 
 // DefaultDemo is a phone in Quebec reaching a server in Copenhagen: RTT 130 ms,
@@ -83,7 +85,7 @@ func demoColumn(ctx context.Context, cfg DemoConfig, iw int, keys *server.KeyCac
 	defer func() { err = errors.Join(err, s.Close()) }()
 	url := s.URL(fmt.Sprintf("/bytes/%d", cfg.BodyBytes))
 	col.Result, err = Run(ctx, Options{URL: url, Netns: s.Netns, Resolve: s.Resolve(),
-		RootCAs: s.RootCAs, TLSVersion: cfg.TLSVersion, HTTP1Only: true, Tool: cfg.Tool})
+		RootCAs: s.RootCAs, TLSVersion: cfg.TLSVersion, HTTP1Only: true, Tool: cfg.Tool, Packets: cfg.Packets})
 	if err != nil || cfg.NoExact {
 		return col, err
 	}

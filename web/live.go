@@ -204,12 +204,19 @@ func (f *Feed) serveEvents(w http.ResponseWriter, r *http.Request) {
 // Report at "/api/report" (rep: its Source and Warnings; its connections come
 // from feed) and the feed's events at "/api/events". Every other path is 404;
 // nothing reaches the filesystem.
+// LiveFeedKind is the Report's source kind on a live view's page: its
+// connections arrive by the event stream.
+const LiveFeedKind = "live_feed"
+
 func NewLiveHandler(rep *report.Report, feed *Feed, opts HandlerOptions) (http.Handler, error) {
 	if feed == nil {
 		return nil, fmt.Errorf("web: a live view needs a feed")
 	}
 	shell := *rep
 	shell.Connections = []report.Connection{}
+	// The page follows the event stream only for this kind: a probe's Report,
+	// also captured live, is a finished page.
+	shell.Source.Kind = LiveFeedKind
 	mux, err := newMux(&shell)
 	if err != nil {
 		return nil, err

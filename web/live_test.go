@@ -85,7 +85,7 @@ func TestLiveEvents(t *testing.T) {
 		t.Fatal(err)
 	}
 	var rep report.Report
-	if err := json.NewDecoder(res.Body).Decode(&rep); err != nil || rep.Source.Kind != "live" || len(rep.Connections) != 0 {
+	if err := json.NewDecoder(res.Body).Decode(&rep); err != nil || rep.Source.Kind != LiveFeedKind || len(rep.Connections) != 0 {
 		t.Fatalf("/api/report: %v, kind %q, %d connections", err, rep.Source.Kind, len(rep.Connections))
 	}
 	res.Body.Close()

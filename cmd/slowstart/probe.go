@@ -34,6 +34,7 @@ func newProbeCommand() *cobra.Command {
 		netns, iface          string
 		pcapPath, keylogPath  string
 		exactMode, afterHS    bool
+		htmlOut               string
 		exactMSS, exactRuns   int
 	)
 	cmd := &cobra.Command{
@@ -66,6 +67,7 @@ connection refused, no route, timeout, TLS failure, more than 10 redirects);
 		Example: `  sudo slowstart probe                                  # the built-in demo
   sudo slowstart probe https://example.com/
   sudo slowstart probe https://example.com/ --runs 10 --json
+  sudo slowstart probe https://example.com/ --html page.html   # the page to share
   sudo slowstart probe https://example.com/ --tls 1.2 --http1.1 --pcap page.pcap --keylog keys.txt
   sudo slowstart probe --exact http://example.com/a-long-path-that-gives-a-404
   sudo slowstart probe --exact https://example.com/       # the TLS flight, 3 runs
@@ -73,7 +75,7 @@ connection refused, no route, timeout, TLS failure, more than 10 redirects);
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
-				return runDemo(cmd, asJSON)
+				return runDemo(cmd, asJSON, htmlOut)
 			}
 			if exactMode {
 				return runExact(cmd, args[0], exactOptions{asJSON: asJSON, mss: exactMSS, runs: exactRuns,
@@ -83,6 +85,7 @@ connection refused, no route, timeout, TLS failure, more than 10 redirects);
 			opts := probe.Options{URL: args[0], TLSVersion: tlsVersion, HTTP1Only: http1, NoCompress: noCompress,
 				UserAgent: userAgent, ServerName: serverName, Insecure: insecure, Timeout: timeout, Runs: runs,
 				Netns: netns, Interface: iface, PcapPath: pcapPath, KeylogPath: keylogPath, Tool: "slowstart " + version,
+				Packets: htmlOut != "",
 				Resolve: map[string]netip.Addr{}, Headers: http.Header{}}
 			if tlsVersion == "none" || tlsVersion == "any" {
 				opts.TLSVersion = ""
@@ -123,6 +126,9 @@ connection refused, no route, timeout, TLS failure, more than 10 redirects);
 				if err == nil {
 					err = werr
 				}
+				if htmlOut != "" && err == nil {
+					err = writeHTMLFile(cmd, htmlOut, res.Report)
+				}
 			}
 			return withCode(probeExitCode(err), err)
 		},
@@ -144,6 +150,7 @@ connection refused, no route, timeout, TLS failure, more than 10 redirects);
 	fl.StringVar(&netns, "netns", "", "probe from inside this network namespace (a path such as /run/netns/NAME)")
 	fl.StringVar(&iface, "interface", "", "capture on this interface (default: the one the route to the server uses)")
 	fl.StringVar(&pcapPath, "pcap", "", "also write the captured packets to this pcap file (for Wireshark)")
+	fl.StringVar(&htmlOut, "html", "", "also write a self-contained HTML page of the probe's connections (works offline) to this file")
 	fl.BoolVar(&exactMode, "exact", false, "measure the initial window actively: a small announced MSS, no ACKs, count the distinct bytes until the first retransmission (the TLS flight over https://)")
 	fl.IntVar(&exactMSS, "mss", 64, "with --exact: the MSS announced in the SYN, in bytes (48 to 1460)")
 	fl.IntVar(&exactRuns, "exact-runs", 3, "with --exact: fresh connections to measure; the IW is reported only when they agree")
@@ -221,7 +228,7 @@ func runExact(cmd *cobra.Command, rawURL string, o exactOptions) error {
 	return exact.WriteText(cmd.OutOrStdout(), res)
 }
 
-func runDemo(cmd *cobra.Command, asJSON bool) error {
+func runDemo(cmd *cobra.Command, asJSON bool, htmlOut string) error {
 	if os.Geteuid() != 0 {
 		return withCode(exitPermission, errors.New("the demo emulates a far-away server in network namespaces on this machine, which needs root (CAP_SYS_ADMIN, CAP_NET_ADMIN, CAP_NET_RAW): run sudo slowstart probe"))
 	}
@@ -233,9 +240,24 @@ func runDemo(cmd *cobra.Command, asJSON bool) error {
 	fmt.Fprintln(cmd.ErrOrStderr(), "Emulating a far-away server with IW 3, 10 and 32 (a few seconds)...")
 	cfg := probe.DefaultDemo()
 	cfg.Tool = "slowstart " + version
+	cfg.Packets = htmlOut != ""
 	d, err := probe.Demo(ctx, cfg)
 	if err != nil {
 		return withCode(probeExitCode(err), err)
+	}
+	if htmlOut != "" {
+		// One page of the three connections, as if captured together.
+		merged := *d.Columns[0].Result.Report
+		merged.Connections = nil
+		for _, col := range d.Columns {
+			for _, c := range col.Result.Report.Connections {
+				c.Index = len(merged.Connections) + 1
+				merged.Connections = append(merged.Connections, c)
+			}
+		}
+		if err := writeHTMLFile(cmd, htmlOut, &merged); err != nil {
+			return err
+		}
 	}
 	if asJSON {
 		var reports []*report.Report

@@ -245,7 +245,7 @@ function showLive(rep: Report): void {
 }
 
 loadReport(document)
-  .then((rep) => (rep.source.kind === "live" ? showLive(rep) : showReport(rep)))
+  .then((rep) => (rep.source.kind === "live_feed" ? showLive(rep) : showReport(rep)))
   .catch((err: unknown) => {
     const app = document.getElementById("app")!;
     const p = el("p", "error", `Can't show the report: ${err instanceof Error ? err.message : String(err)}`);
