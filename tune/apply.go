@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"slices"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -28,7 +29,9 @@ const (
 type ApplyOptions struct {
 	// Netns is the network namespace's name (or path); "" for the process's own.
 	Netns string
-	// InitCwnd is the initial congestion window to set, in segments.
+	// InitCwnd is the initial congestion window to set, in segments; 0
+	// leaves the routes' windows alone, which is allowed only when InitRwnd or
+	// Sysctls give something else to set.
 	InitCwnd int
 	// InitRwnd is the initial receive window to set, in segments; 0 leaves
 	// each route's initrwnd as it is.
@@ -38,6 +41,10 @@ type ApplyOptions struct {
 	// but local) or a prefix such as 192.0.2.0/24, 2001:db8::/32 or a single
 	// address. "" means RouteDefault.
 	Route string
+	// Sysctls are sysctls to set, name to value: SysctlSlowStartAfterIdle
+	// and SysctlNoMetricsSave, "0" or "1". Their prior values go into the
+	// backup with the routes.
+	Sysctls map[string]string
 	// Force allows windows outside MinWindow..MaxWindow (up to MaxForcedWindow).
 	Force bool
 	// DryRun plans and prints without writing a backup or changing a route.
@@ -103,13 +110,26 @@ func shadowed(routes []Route) []bool {
 	return out
 }
 
+// SysctlChange is what Apply or Revert does to one sysctl.
+type SysctlChange struct {
+	Name   string `json:"name"`
+	Before string `json:"before"`
+	After  string `json:"after"`
+	// Command is the sysctl(8) command doing the same.
+	Command   string `json:"command"`
+	Unchanged bool   `json:"unchanged"`
+}
+
 // ApplyResult is what Apply did, or would do under DryRun.
 type ApplyResult struct {
-	Netns      string   `json:"netns,omitempty"`
-	Changes    []Change `json:"changes"`
-	BackupPath string   `json:"backup,omitempty"` // "" when nothing was written
-	Changed    int      `json:"changed"`          // routes replaced
-	DryRun     bool     `json:"dry_run,omitempty"`
+	Netns   string   `json:"netns,omitempty"`
+	Changes []Change `json:"changes"`
+	// Sysctls are the sysctl changes, in name order.
+	Sysctls        []SysctlChange `json:"sysctls,omitempty"`
+	SysctlsChanged int            `json:"sysctls_changed,omitempty"`
+	BackupPath     string         `json:"backup,omitempty"` // "" when nothing was written
+	Changed        int            `json:"changed"`          // routes replaced
+	DryRun         bool           `json:"dry_run,omitempty"`
 }
 
 // CheckWindow checks a window in segments against the bounds Apply keeps.
@@ -159,8 +179,10 @@ func configurable(r Route) bool {
 // changes nothing if the backup can't be written. Routes already carrying the
 // values are left alone; with none to change, no backup is written.
 func Apply(opts ApplyOptions) (*ApplyResult, error) {
-	if err := CheckWindow("initcwnd", opts.InitCwnd, opts.Force); err != nil {
-		return nil, &UsageError{err}
+	if opts.InitCwnd != 0 || (opts.InitRwnd == 0 && len(opts.Sysctls) == 0) {
+		if err := CheckWindow("initcwnd", opts.InitCwnd, opts.Force); err != nil {
+			return nil, &UsageError{err}
+		}
 	}
 	if opts.InitRwnd != 0 {
 		if err := CheckWindow("initrwnd", opts.InitRwnd, opts.Force); err != nil {
@@ -171,7 +193,14 @@ func Apply(opts ApplyOptions) (*ApplyResult, error) {
 	if err != nil {
 		return nil, &UsageError{err}
 	}
-	set := map[uint16]uint32{unix.RTAX_INITCWND: uint32(opts.InitCwnd)}
+	sysctlNames, err := checkSysctls(opts.Sysctls)
+	if err != nil {
+		return nil, &UsageError{err}
+	}
+	set := map[uint16]uint32{}
+	if opts.InitCwnd != 0 {
+		set[unix.RTAX_INITCWND] = uint32(opts.InitCwnd)
+	}
 	if opts.InitRwnd != 0 {
 		set[unix.RTAX_INITRWND] = uint32(opts.InitRwnd)
 	}
@@ -185,7 +214,7 @@ func Apply(opts ApplyOptions) (*ApplyResult, error) {
 		var requests [][]byte
 		isShadowed := shadowed(routes)
 		for i, r := range routes {
-			if !configurable(r) || !match(r) {
+			if len(set) == 0 || !configurable(r) || !match(r) {
 				continue
 			}
 			if isShadowed[i] {
@@ -210,14 +239,27 @@ func Apply(opts ApplyOptions) (*ApplyResult, error) {
 				requests = append(requests, msg)
 			}
 		}
-		if len(result.Changes) == 0 {
+		if len(set) != 0 && len(result.Changes) == 0 {
 			return &NoRouteError{Route: opts.Route, Netns: opts.Netns}
 		}
-		if opts.DryRun || len(touched) == 0 {
+		var priorSysctls []BackupSysctl
+		for _, name := range sysctlNames {
+			value, err := readSysctl(name)
+			if err != nil {
+				return fmt.Errorf("read %s: %w", name, err)
+			}
+			want := opts.Sysctls[name]
+			change := SysctlChange{Name: name, Before: value, After: want, Command: "sysctl -w " + name + "=" + want, Unchanged: value == want}
+			result.Sysctls = append(result.Sysctls, change)
+			if !change.Unchanged {
+				priorSysctls = append(priorSysctls, BackupSysctl{Name: name, Value: value})
+			}
+		}
+		if opts.DryRun || (len(touched) == 0 && len(priorSysctls) == 0) {
 			return nil
 		}
 		path := opts.BackupPath
-		backup := newBackup(opts.Netns, opts.Command, opts.InitCwnd, opts.InitRwnd, touched)
+		backup := newBackup(opts.Netns, opts.Command, opts.InitCwnd, opts.InitRwnd, touched, priorSysctls)
 		if path == "" {
 			dir := opts.BackupDir
 			if dir == "" {
@@ -246,6 +288,15 @@ func Apply(opts ApplyOptions) (*ApplyResult, error) {
 				return err
 			}
 			result.Changed++
+		}
+		for _, prior := range priorSysctls {
+			if err := writeSysctl(prior.Name, opts.Sysctls[prior.Name]); err != nil {
+				return fmt.Errorf("%w (the routes are changed; restore all with `slowstart tune revert --backup %s`)", err, path)
+			}
+			result.SysctlsChanged++
+		}
+		if len(touched) == 0 {
+			return nil
 		}
 		return verify(touched, requests)
 	})
@@ -291,4 +342,22 @@ func verify(before []Route, requests [][]byte) error {
 		}
 	}
 	return nil
+}
+
+// checkSysctls checks the sysctls Apply is asked to set and returns their
+// names in order.
+func checkSysctls(set map[string]string) ([]string, error) {
+	var names []string
+	for name, value := range set {
+		allowed, ok := settableSysctls[name]
+		if !ok {
+			return nil, fmt.Errorf("sysctl %s: apply sets only %s and %s", name, SysctlSlowStartAfterIdle, SysctlNoMetricsSave)
+		}
+		if !slices.Contains(allowed, value) {
+			return nil, fmt.Errorf("sysctl %s=%q: the value is one of %s", name, value, strings.Join(allowed, ", "))
+		}
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	return names, nil
 }

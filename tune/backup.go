@@ -34,6 +34,14 @@ type Backup struct {
 	InitCwnd int           `json:"applied_initcwnd"`
 	InitRwnd int           `json:"applied_initrwnd,omitempty"`
 	Routes   []BackupRoute `json:"routes"`
+	// Sysctls are the prior values of the sysctls Apply changed.
+	Sysctls []BackupSysctl `json:"sysctls,omitempty"`
+}
+
+// BackupSysctl is one sysctl's prior value.
+type BackupSysctl struct {
+	Name  string `json:"name"`
+	Value string `json:"value"`
 }
 
 // BackupRoute is one route's prior state.
@@ -62,11 +70,11 @@ func (e *BackupError) Error() string {
 }
 func (e *BackupError) Unwrap() error { return e.Err }
 
-// newBackup records routes.
-func newBackup(netnsName, command string, initCwnd, initRwnd int, routes []Route) *Backup {
+// newBackup records routes and sysctls.
+func newBackup(netnsName, command string, initCwnd, initRwnd int, routes []Route, sysctls []BackupSysctl) *Backup {
 	host, _ := os.Hostname()
 	b := &Backup{Schema: BackupSchema, Created: time.Now().UTC(), Hostname: host, Netns: netnsName,
-		Command: command, InitCwnd: initCwnd, InitRwnd: initRwnd}
+		Command: command, InitCwnd: initCwnd, InitRwnd: initRwnd, Routes: []BackupRoute{}, Sysctls: sysctls}
 	for _, r := range routes {
 		b.Routes = append(b.Routes, BackupRoute{Route: r, Restore: r.IPCommand("replace"),
 			Netlink: base64.StdEncoding.EncodeToString(r.Message)})
@@ -158,6 +166,13 @@ func LoadBackup(path string) (*Backup, error) {
 			}
 		}
 		b.Routes[i].Route = r
+	}
+	for _, s := range b.Sysctls {
+		// Only the sysctls Apply sets, with their values: a backup never
+		// writes anything else.
+		if allowed, ok := settableSysctls[s.Name]; !ok || !slices.Contains(allowed, s.Value) {
+			return nil, &BackupError{path, fmt.Errorf("sysctl %s=%q is not one a backup restores", s.Name, s.Value)}
+		}
 	}
 	return &b, nil
 }

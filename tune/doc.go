@@ -16,8 +16,9 @@
 // left alone.
 //
 // Routes are read and written through netlink (package
-// github.com/vishvananda/netlink/nl), never by running or parsing ip(8). The
-// package changes nothing but routes: it prints the sysctl changes it recommends
-// and does not write them. It needs Linux, and root (CAP_NET_ADMIN) to change
-// routes or to enter another network namespace.
+// github.com/vishvananda/netlink/nl), never by running or parsing ip(8).
+// Besides routes, Apply sets only two sysctls, and only when asked
+// (tcp_slow_start_after_idle, tcp_no_metrics_save); their prior values go into
+// the same backup. It needs Linux, and root (CAP_NET_ADMIN) to change routes or
+// sysctls or to enter another network namespace.
 package tune

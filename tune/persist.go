@@ -6,17 +6,30 @@ import (
 	"strings"
 )
 
-// WritePersistHelp writes how to make the changes survive a reboot with
-// systemd-networkd, netplan and ifupdown: a route set by netlink lives only
-// until the interface or the machine restarts.
-func WritePersistHelp(w io.Writer, changes []Change, initCwnd, initRwnd int) {
+// WritePersistHelp writes how to make the changes of res survive a reboot
+// with systemd-networkd, netplan and ifupdown (routes) and sysctl.d
+// (sysctls): a route set by netlink lives only until the interface or the
+// machine restarts, a sysctl until the machine restarts.
+func WritePersistHelp(w io.Writer, res *ApplyResult, initCwnd, initRwnd int) {
 	var routes []Route
-	for _, c := range changes {
+	for _, c := range res.Changes {
 		if c.Skipped == "" {
 			routes = append(routes, c.After)
 		}
 	}
-	fmt.Fprintln(w, "To keep this after a reboot (route changes made now last until the interface goes down):")
+	if len(res.Sysctls) > 0 {
+		fmt.Fprintln(w, "To keep the sysctls after a reboot, put them in /etc/sysctl.d/90-slowstart.conf:")
+		for _, s := range res.Sysctls {
+			fmt.Fprintf(w, "  %s = %s\n", s.Name, s.After)
+		}
+		if len(routes) > 0 {
+			fmt.Fprintln(w)
+		}
+	}
+	if len(routes) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "To keep the routes after a reboot (route changes made now last until the interface goes down):")
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "systemd-networkd: in the .network file of each interface, a [Route] section per route:")
 	for _, r := range routes {
@@ -37,7 +50,9 @@ func WritePersistHelp(w io.Writer, changes []Change, initCwnd, initRwnd int) {
 		if r.HasPriority && r.Priority != 0 {
 			fmt.Fprintf(w, "  Metric=%d\n", r.Priority)
 		}
-		fmt.Fprintf(w, "  InitialCongestionWindow=%d\n", initCwnd)
+		if initCwnd != 0 {
+			fmt.Fprintf(w, "  InitialCongestionWindow=%d\n", initCwnd)
+		}
 		if initRwnd != 0 {
 			fmt.Fprintf(w, "  InitialAdvertisedReceiveWindow=%d\n", initRwnd)
 		}
@@ -59,7 +74,9 @@ func WritePersistHelp(w io.Writer, changes []Change, initCwnd, initRwnd int) {
 		if r.HasPriority && r.Priority != 0 {
 			fmt.Fprintf(w, "    metric: %d\n", r.Priority)
 		}
-		fmt.Fprintf(w, "    congestion-window: %d\n", initCwnd)
+		if initCwnd != 0 {
+			fmt.Fprintf(w, "    congestion-window: %d\n", initCwnd)
+		}
 		if initRwnd != 0 {
 			fmt.Fprintf(w, "    advertised-receive-window: %d\n", initRwnd)
 		}

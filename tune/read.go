@@ -21,6 +21,19 @@ var Sysctls = []string{
 	"net.ipv4.tcp_rmem",
 	"net.ipv4.tcp_wmem",
 	"net.ipv4.tcp_min_snd_mss",
+	"net.ipv4.tcp_allowed_congestion_control",
+}
+
+// Sysctl names Apply may set (ApplyOptions.Sysctls), with the values each takes.
+const (
+	SysctlSlowStartAfterIdle = "net.ipv4.tcp_slow_start_after_idle"
+	SysctlNoMetricsSave      = "net.ipv4.tcp_no_metrics_save"
+)
+
+// settableSysctls are the sysctls Apply may set, with their allowed values.
+var settableSysctls = map[string][]string{
+	SysctlSlowStartAfterIdle: {"0", "1"},
+	SysctlNoMetricsSave:      {"0", "1"},
 }
 
 // Sysctl is one sysctl's value ("" and Error when unreadable).
@@ -139,6 +152,23 @@ func sendRoute(msg []byte, flags int) error {
 // NLM_F_REPLACE) for a route given as its whole message.
 func routeReplace(msg []byte) error {
 	return sendRoute(msg, unix.NLM_F_CREATE|unix.NLM_F_REPLACE)
+}
+
+// writeSysctl sets a sysctl of the calling thread's network namespace.
+func writeSysctl(name, value string) error {
+	path := filepath.Join("/proc/sys", strings.ReplaceAll(name, ".", "/"))
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		return fmt.Errorf("set %s: %w", name, err)
+	}
+	if _, err := f.WriteString(value + "\n"); err != nil {
+		f.Close()
+		return fmt.Errorf("set %s=%s: %w", name, value, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("set %s=%s: %w", name, value, err)
+	}
+	return nil
 }
 
 // readSysctl reads a sysctl of the calling thread's network namespace.

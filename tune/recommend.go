@@ -87,7 +87,7 @@ func Recommend(state *State, page Page) ([]Recommendation, error) {
 	if state.Sysctl("net.ipv4.tcp_slow_start_after_idle") == "1" {
 		rec := Recommendation{Subject: "net.ipv4.tcp_slow_start_after_idle=1",
 			Reason: "tcp_slow_start_after_idle=1 resets the window of idle keep-alive connections (idle longer than one RTO) to the initial window, so the next response starts slow again",
-			Action: "sysctl -w net.ipv4.tcp_slow_start_after_idle=0"}
+			Action: "slowstart tune apply --slow-start-after-idle 0" + netnsFlag}
 		if idle, err := simulate(page, KernelDefaultInitCwnd); err == nil {
 			if open, err := simulate(page, openWindow(page.SizeBytes)); err == nil && idle.LastByteMs > open.LastByteMs {
 				rec.SavingMs = idle.LastByteMs - open.LastByteMs
@@ -100,7 +100,7 @@ func Recommend(state *State, page Page) ([]Recommendation, error) {
 	if state.Sysctl("net.ipv4.tcp_no_metrics_save") == "0" {
 		recs = append(recs, Recommendation{Subject: "net.ipv4.tcp_no_metrics_save=0",
 			Reason: "the kernel caches each destination's ssthresh and RTT when a connection closes and starts the next from them: one lossy connection can cut slow start short for a client's later visits, and measurements of a repeat visitor see a window other than a first visit's",
-			Action: "sysctl -w net.ipv4.tcp_no_metrics_save=1"})
+			Action: "slowstart tune apply --no-metrics-save 1" + netnsFlag})
 	}
 	return recs, nil
 }

@@ -23,12 +23,16 @@ type RevertResult struct {
 	Netns      string   `json:"netns,omitempty"`
 	Changes    []Change `json:"changes"`
 	Changed    int      `json:"changed"`
+	// Sysctls are the recorded sysctls, with what Revert did to each.
+	Sysctls        []SysctlChange `json:"sysctls,omitempty"`
+	SysctlsChanged int            `json:"sysctls_changed,omitempty"`
 }
 
 // Revert puts every route the backup recorded back in its recorded state:
 // each route's recorded netlink message is sent back as a replacement, which
-// also adds a route that has been deleted since. Routes already in the
-// recorded state are left alone, so Revert is idempotent.
+// also adds a route that has been deleted since. The recorded sysctls get
+// their recorded values. Routes and sysctls already in the recorded state are
+// left alone, so Revert is idempotent.
 func Revert(opts RevertOptions) (*RevertResult, error) {
 	path := opts.BackupPath
 	if path == "" {
@@ -96,6 +100,21 @@ func Revert(opts RevertOptions) (*RevertResult, error) {
 					recorded[i], err, recorded[i].IPCommand("replace"))
 			}
 			result.Changed++
+		}
+		for _, s := range backup.Sysctls {
+			now, err := readSysctl(s.Name)
+			if err != nil {
+				return fmt.Errorf("read %s: %w", s.Name, err)
+			}
+			change := SysctlChange{Name: s.Name, Before: now, After: s.Value, Command: "sysctl -w " + s.Name + "=" + s.Value, Unchanged: now == s.Value}
+			result.Sysctls = append(result.Sysctls, change)
+			if change.Unchanged {
+				continue
+			}
+			if err := writeSysctl(s.Name, s.Value); err != nil {
+				return err
+			}
+			result.SysctlsChanged++
 		}
 		if len(requests) == 0 {
 			return nil

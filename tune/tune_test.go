@@ -86,6 +86,30 @@ func routeSnapshot(t *testing.T, ns string) string {
 		ipCmd(t, "-n", ns, "-6", "-d", "route", "show", "table", "all")
 }
 
+// sysctlSnapshot is every sysctl Read lists, by the real sysctl binary
+// inside the namespace.
+func sysctlSnapshot(t *testing.T, ns string) string {
+	t.Helper()
+	out, err := exec.Command("ip", append([]string{"netns", "exec", ns, "sysctl"}, Sysctls...)...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("sysctl in %s: %v\n%s", ns, err, out)
+	}
+	return string(out)
+}
+
+// flipped is the other value of a 0/1 sysctl.
+func flipped(t *testing.T, ns, name string) string {
+	t.Helper()
+	state, err := Read(ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if state.Sysctl(name) == "1" {
+		return "0"
+	}
+	return "1"
+}
+
 func TestReadRoutesAndSysctls(t *testing.T) {
 	ns := newNamespace(t)
 	state, err := Read(ns)
@@ -122,18 +146,28 @@ func TestReadRoutesAndSysctls(t *testing.T) {
 }
 
 // TestApplyRevertExact applies and reverts 100 times: every time the routes
-// must carry the new windows after apply, and read back byte for byte as
-// before after revert.
+// must carry the new windows after apply, and the routes and sysctls read
+// back byte for byte as before after revert.
 func TestApplyRevertExact(t *testing.T) {
 	ns := newNamespace(t)
 	dir := t.TempDir()
 	before := routeSnapshot(t, ns)
+	sysctlsBefore := sysctlSnapshot(t, ns)
+	idle, metrics := flipped(t, ns, SysctlSlowStartAfterIdle), flipped(t, ns, SysctlNoMetricsSave)
 	for i := 0; i < 100; i++ {
 		initcwnd := 20 + i%7
 		res, err := Apply(ApplyOptions{Netns: ns, InitCwnd: initcwnd, InitRwnd: 30, Route: RouteAll,
+			Sysctls:    map[string]string{SysctlSlowStartAfterIdle: idle, SysctlNoMetricsSave: metrics},
 			BackupPath: filepath.Join(dir, fmt.Sprintf("b%d.json", i))})
 		if err != nil {
 			t.Fatalf("iteration %d: apply: %v", i, err)
+		}
+		if res.SysctlsChanged != 2 {
+			t.Fatalf("iteration %d: changed %d sysctls, want 2", i, res.SysctlsChanged)
+		}
+		if now := sysctlSnapshot(t, ns); !strings.Contains(now, SysctlSlowStartAfterIdle+" = "+idle+"\n") ||
+			!strings.Contains(now, SysctlNoMetricsSave+" = "+metrics+"\n") {
+			t.Fatalf("iteration %d: sysctls after apply:\n%s", i, now)
 		}
 		if res.Changed < 7 {
 			t.Fatalf("iteration %d: changed %d routes, want every unicast route outside local (at least 7)", i, res.Changed)
@@ -158,11 +192,14 @@ func TestApplyRevertExact(t *testing.T) {
 		if err != nil {
 			t.Fatalf("iteration %d: revert: %v", i, err)
 		}
-		if rev.Changed != res.Changed {
-			t.Fatalf("iteration %d: revert changed %d routes, apply %d", i, rev.Changed, res.Changed)
+		if rev.Changed != res.Changed || rev.SysctlsChanged != 2 {
+			t.Fatalf("iteration %d: revert changed %d routes and %d sysctls, apply %d and 2", i, rev.Changed, rev.SysctlsChanged, res.Changed)
 		}
 		if after := routeSnapshot(t, ns); after != before {
 			t.Fatalf("iteration %d: routes differ after revert\nbefore:\n%s\nafter:\n%s", i, before, after)
+		}
+		if after := sysctlSnapshot(t, ns); after != sysctlsBefore {
+			t.Fatalf("iteration %d: sysctls differ after revert\nbefore:\n%s\nafter:\n%s", i, sysctlsBefore, after)
 		}
 	}
 }
@@ -229,6 +266,8 @@ func TestApplyDryRunAndBounds(t *testing.T) {
 	for _, opts := range []ApplyOptions{
 		{InitCwnd: 0}, {InitCwnd: 101}, {InitCwnd: -3}, {InitCwnd: 10, InitRwnd: 500},
 		{InitCwnd: 10, Route: "not-a-prefix"}, {InitCwnd: 70000, Force: true},
+		{Sysctls: map[string]string{SysctlSlowStartAfterIdle: "2"}},
+		{Sysctls: map[string]string{"net.ipv4.ip_forward": "1"}},
 	} {
 		opts.Netns, opts.BackupDir = ns, dir
 		if _, err := Apply(opts); err == nil {
@@ -283,7 +322,7 @@ func TestBackupErrors(t *testing.T) {
 	if _, err := LoadBackup(bad); err == nil {
 		t.Error("a file of another schema loaded")
 	}
-	b := newBackup("x", "test", 10, 0, nil)
+	b := newBackup("x", "test", 10, 0, nil, nil)
 	path := filepath.Join(dir, "b.json")
 	if err := writeBackup(path, b); err != nil {
 		t.Fatal(err)
@@ -298,5 +337,72 @@ func TestBackupErrors(t *testing.T) {
 	got, err := LoadBackup(path)
 	if err != nil || got.Netns != "x" {
 		t.Errorf("load: %+v, %v", got, err)
+	}
+}
+
+// TestSysctlOnlyApplyIdempotent: a sysctl alone is applied, backed up,
+// applied again without effect, and reverted twice, the second time without
+// effect; the host's value is never touched.
+func TestSysctlOnlyApplyIdempotent(t *testing.T) {
+	ns := newNamespace(t)
+	dir := t.TempDir()
+	hostBefore, err := os.ReadFile("/proc/sys/net/ipv4/tcp_slow_start_after_idle")
+	if err != nil {
+		t.Fatal(err)
+	}
+	routesBefore, sysctlsBefore := routeSnapshot(t, ns), sysctlSnapshot(t, ns)
+	want := flipped(t, ns, SysctlSlowStartAfterIdle)
+	set := map[string]string{SysctlSlowStartAfterIdle: want}
+	dry, err := Apply(ApplyOptions{Netns: ns, Sysctls: set, BackupDir: dir, DryRun: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(dry.Sysctls) != 1 || dry.Sysctls[0].Unchanged || dry.SysctlsChanged != 0 || sysctlSnapshot(t, ns) != sysctlsBefore {
+		t.Fatalf("dry run: %+v", dry)
+	}
+	first, err := Apply(ApplyOptions{Netns: ns, Sysctls: set, BackupDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first.SysctlsChanged != 1 || first.Changed != 0 || first.BackupPath == "" {
+		t.Fatalf("first apply: %+v", first)
+	}
+	second, err := Apply(ApplyOptions{Netns: ns, Sysctls: set, BackupDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if second.SysctlsChanged != 0 || second.BackupPath != "" || !second.Sysctls[0].Unchanged {
+		t.Errorf("second apply: %+v", second)
+	}
+	if hostNow, _ := os.ReadFile("/proc/sys/net/ipv4/tcp_slow_start_after_idle"); !bytes.Equal(hostNow, hostBefore) {
+		t.Errorf("the host's sysctl changed: %q, was %q", hostNow, hostBefore)
+	}
+	for i, wantChanged := range []int{1, 0} {
+		rev, err := Revert(RevertOptions{Netns: ns, BackupDir: dir})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rev.SysctlsChanged != wantChanged {
+			t.Errorf("revert %d changed %d sysctls, want %d", i+1, rev.SysctlsChanged, wantChanged)
+		}
+	}
+	if now := sysctlSnapshot(t, ns); now != sysctlsBefore {
+		t.Errorf("sysctls differ:\n%s\n%s", sysctlsBefore, now)
+	}
+	if now := routeSnapshot(t, ns); now != routesBefore {
+		t.Errorf("routes differ:\n%s\n%s", routesBefore, now)
+	}
+}
+
+// TestBackupRefusesOtherSysctls: a backup naming a sysctl Apply does not set
+// is refused, so a backup file can't be used to write arbitrary sysctls.
+func TestBackupRefusesOtherSysctls(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "b.json")
+	b := newBackup("", "test", 0, 0, nil, []BackupSysctl{{Name: "net.ipv4.ip_forward", Value: "1"}})
+	if err := writeBackup(path, b); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := LoadBackup(path); err == nil {
+		t.Error("a backup with net.ipv4.ip_forward loaded")
 	}
 }

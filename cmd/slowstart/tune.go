@@ -41,6 +41,7 @@ sysctls, applies new windows with a backup made first, and reverts them exactly.
 }
 
 const tuneExitCodes = `
+
 Exit codes: 0 done (or nothing to do), 1 failure, 2 bad arguments or no route
 matches, 3 the backup can't be found or read, 4 not allowed (needs root).`
 
@@ -126,10 +127,10 @@ func writeTuneState(w io.Writer, state *tune.State, recs []tune.Recommendation) 
 	fmt.Fprintln(w, "\nSysctls:")
 	for _, s := range state.Sysctls {
 		if s.Error != "" {
-			fmt.Fprintf(w, "  %-38s (unreadable: %s)\n", s.Name, s.Error)
+			fmt.Fprintf(w, "  %-40s (unreadable: %s)\n", s.Name, s.Error)
 			continue
 		}
-		fmt.Fprintf(w, "  %-38s %s\n", s.Name, s.Value)
+		fmt.Fprintf(w, "  %-40s %s\n", s.Name, s.Value)
 	}
 	fmt.Fprintln(w, "\nRecommendations:")
 	if len(recs) == 0 {
@@ -146,6 +147,7 @@ func writeTuneState(w io.Writer, state *tune.State, recs []tune.Recommendation) 
 func newTuneApplyCommand() *cobra.Command {
 	var opts tune.ApplyOptions
 	var persist, asJSON bool
+	var slowStartAfterIdle, noMetricsSave string
 	cmd := &cobra.Command{
 		Use:   "apply --initcwnd N",
 		Short: "Set initcwnd (and initrwnd) on routes, backing them up first",
@@ -155,15 +157,34 @@ equivalent 'ip route change' lines, writes a backup of the exact prior state of
 every route it touches (fsync'd, then renamed into place) and only then replaces
 each route through netlink, keeping every other attribute of it. Routes that
 already carry the values are left alone. Values outside 1..100 segments are
-refused without --force. The change applies to new connections only.` + tuneExitCodes,
+refused without --force. The change applies to new connections only.
+
+--slow-start-after-idle 0 stops the kernel from shrinking an idle keep-alive
+connection's window back to the initial one; --no-metrics-save 1 stops it from
+starting new connections from the cached ssthresh of earlier ones. Their prior
+values go into the same backup, and revert restores them too.` + tuneExitCodes,
 		Example: `  slowstart tune apply --initcwnd 32 --dry-run
   sudo slowstart tune apply --initcwnd 32 --initrwnd 32
   sudo slowstart tune apply --initcwnd 20 --route 203.0.113.0/24 --backup /root/routes.json
-  sudo slowstart tune apply --initcwnd 32 --route all --persist`,
+  sudo slowstart tune apply --initcwnd 32 --route all --persist
+  sudo slowstart tune apply --initcwnd 32 --slow-start-after-idle 0`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if !cmd.Flags().Changed("initcwnd") {
-				return withCode(exitUsage, errors.New("--initcwnd N is required (segments; Linux's default is 10)"))
+			flags := cmd.Flags()
+			opts.Sysctls = map[string]string{}
+			if flags.Changed("slow-start-after-idle") {
+				opts.Sysctls[tune.SysctlSlowStartAfterIdle] = slowStartAfterIdle
+			}
+			if flags.Changed("no-metrics-save") {
+				opts.Sysctls[tune.SysctlNoMetricsSave] = noMetricsSave
+			}
+			switch {
+			case flags.Changed("initcwnd"):
+				if err := tune.CheckWindow("initcwnd", opts.InitCwnd, opts.Force); err != nil {
+					return withCode(exitUsage, err)
+				}
+			case !flags.Changed("initrwnd") && len(opts.Sysctls) == 0:
+				return withCode(exitUsage, errors.New("--initcwnd N is required (segments; Linux's default is 10), unless --initrwnd, --slow-start-after-idle or --no-metrics-save is given"))
 			}
 			opts.Command = "slowstart " + strings.Join(os.Args[1:], " ")
 			errOut := cmd.ErrOrStderr()
@@ -175,7 +196,7 @@ refused without --force. The change applies to new connections only.` + tuneExit
 				}
 			}
 			res, err := tune.Apply(opts)
-			if err != nil && (res == nil || len(res.Changes) == 0) {
+			if err != nil && (res == nil || len(res.Changes)+len(res.Sysctls) == 0) {
 				return tuneCode(err)
 			}
 			out := cmd.OutOrStdout()
@@ -196,7 +217,7 @@ refused without --force. The change applies to new connections only.` + tuneExit
 			}
 			if persist && !asJSON {
 				fmt.Fprintln(out)
-				tune.WritePersistHelp(out, res.Changes, opts.InitCwnd, opts.InitRwnd)
+				tune.WritePersistHelp(out, res, opts.InitCwnd, opts.InitRwnd)
 			}
 			return nil
 		},
@@ -206,6 +227,8 @@ refused without --force. The change applies to new connections only.` + tuneExit
 	f.IntVar(&opts.InitRwnd, "initrwnd", 0, "initial receive window to set, in segments (0 leaves it)")
 	f.StringVar(&opts.Route, "route", tune.RouteDefault, "routes to change: default, all, or a PREFIX such as 203.0.113.0/24")
 	f.StringVar(&opts.Netns, "netns", "", "work inside the network namespace /run/netns/`NAME`")
+	f.StringVar(&slowStartAfterIdle, "slow-start-after-idle", "", "also set net.ipv4.tcp_slow_start_after_idle to `0|1` (0: idle connections keep their window)")
+	f.StringVar(&noMetricsSave, "no-metrics-save", "", "also set net.ipv4.tcp_no_metrics_save to `0|1` (1: no cached ssthresh across connections)")
 	f.BoolVar(&opts.DryRun, "dry-run", false, "print what would change, change nothing")
 	f.BoolVar(&opts.Force, "force", false, "allow windows above 100 segments")
 	f.BoolVar(&persist, "persist", false, "also print how to keep the change after a reboot (systemd-networkd, netplan, ifupdown)")
@@ -228,14 +251,24 @@ func writeApply(w io.Writer, res *tune.ApplyResult) {
 			fmt.Fprintln(w, c.Command)
 		}
 	}
+	pendingSysctls := 0
+	for _, s := range res.Sysctls {
+		if s.Unchanged {
+			fmt.Fprintf(w, "unchanged: %s = %s\n", s.Name, s.Before)
+			continue
+		}
+		pendingSysctls++
+		fmt.Fprintf(w, "%s   # was %s\n", s.Command, s.Before)
+	}
 	switch {
-	case pending == 0:
-		fmt.Fprintln(w, "Nothing to change: every matching route already has these values.")
+	case pending+pendingSysctls == 0:
+		fmt.Fprintln(w, "Nothing to change: every matching route and sysctl already has these values.")
 	case res.DryRun:
-		fmt.Fprintf(w, "Dry run: %d route(s) would change; nothing was changed or written.\n", pending)
+		fmt.Fprintf(w, "Dry run: %d route(s) and %d sysctl(s) would change; nothing was changed or written.\n", pending, pendingSysctls)
 	default:
 		fmt.Fprintf(w, "Backup of the prior state: %s\n", res.BackupPath)
-		fmt.Fprintf(w, "Changed %d route(s). New connections use the new window; undo with: slowstart tune revert --backup %s\n", res.Changed, res.BackupPath)
+		fmt.Fprintf(w, "Changed %d route(s) and %d sysctl(s). New connections use the new values; undo with: slowstart tune revert --backup %s\n",
+			res.Changed, res.SysctlsChanged, res.BackupPath)
 	}
 }
 
@@ -246,7 +279,8 @@ func newTuneRevertCommand() *cobra.Command {
 		Use:   "revert",
 		Short: "Restore the routes exactly as a backup recorded them",
 		Long: `revert puts every route a backup recorded back in its recorded state (all its
-attributes, not only initcwnd), adding back a route deleted since. Without
+attributes, not only initcwnd), adding back a route deleted since, and every
+sysctl it recorded back to its recorded value. Without
 --backup it takes the newest backup in --backup-dir made for the same network
 namespace. Routes already in the recorded state are left alone, so reverting
 twice is harmless.` + tuneExitCodes,
@@ -278,10 +312,17 @@ twice is harmless.` + tuneExitCodes,
 						fmt.Fprintln(out, c.Command)
 					}
 				}
-				if res.Changed == 0 && err == nil {
-					fmt.Fprintln(out, "Nothing to change: the routes are as the backup recorded them.")
+				for _, s := range res.Sysctls {
+					if s.Unchanged {
+						fmt.Fprintf(out, "unchanged: %s = %s\n", s.Name, s.After)
+					} else {
+						fmt.Fprintf(out, "%s   # was %s\n", s.Command, s.Before)
+					}
+				}
+				if res.Changed+res.SysctlsChanged == 0 && err == nil {
+					fmt.Fprintln(out, "Nothing to change: the routes and sysctls are as the backup recorded them.")
 				} else if err == nil {
-					fmt.Fprintf(out, "Restored %d route(s).\n", res.Changed)
+					fmt.Fprintf(out, "Restored %d route(s) and %d sysctl(s).\n", res.Changed, res.SysctlsChanged)
 				}
 			}
 			return tuneCode(err)

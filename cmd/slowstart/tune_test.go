@@ -2,8 +2,11 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +15,11 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/slowstart/slowstart/lab/link"
+	"github.com/slowstart/slowstart/lab/netlab"
+	"github.com/slowstart/slowstart/lab/server"
+	"github.com/slowstart/slowstart/probe/exact"
 )
 
 // tuneNeedRoot skips without root, except under CI=true, where it fails.
@@ -68,10 +76,28 @@ func tuneNamespace(t *testing.T) string {
 	return name
 }
 
+// tuneSnapshot is the routes of both families and the TCP sysctls of the
+// namespace, by the real ip and sysctl binaries.
 func tuneSnapshot(t *testing.T, ns string) string {
 	t.Helper()
 	return tuneIP(t, "-n", ns, "-4", "-d", "route", "show", "table", "all") + "----\n" +
-		tuneIP(t, "-n", ns, "-6", "-d", "route", "show", "table", "all")
+		tuneIP(t, "-n", ns, "-6", "-d", "route", "show", "table", "all") + "----\n" +
+		tuneIP(t, "netns", "exec", ns, "sysctl", "net.ipv4.tcp_slow_start_after_idle", "net.ipv4.tcp_no_metrics_save",
+			"net.ipv4.tcp_congestion_control", "net.ipv4.tcp_rmem", "net.ipv4.tcp_wmem")
+}
+
+// tuneSysctl reads one sysctl inside the namespace with the sysctl binary.
+func tuneSysctl(t *testing.T, ns, name string) string {
+	t.Helper()
+	return strings.TrimSpace(tuneIP(t, "netns", "exec", ns, "sysctl", "-n", name))
+}
+
+// tuneOther is the other value of a 0/1 sysctl.
+func tuneOther(value string) string {
+	if value == "1" {
+		return "0"
+	}
+	return "1"
 }
 
 func TestTuneCLIApplyRevert(t *testing.T) {
@@ -132,12 +158,18 @@ func TestTuneCLIApplyRevert(t *testing.T) {
 		t.Fatalf("dry run wrote a backup")
 	}
 
+	idle := tuneOther(tuneSysctl(t, ns, "net.ipv4.tcp_slow_start_after_idle"))
 	for i := 0; i < 3; i++ {
-		code, out, errOut = runCLI(t, "tune", "apply", "--netns", ns, "--initcwnd", "32", "--initrwnd", "40", "--route", "all", "--backup-dir", dir, "--persist")
+		code, out, errOut = runCLI(t, "tune", "apply", "--netns", ns, "--initcwnd", "32", "--initrwnd", "40", "--route", "all",
+			"--slow-start-after-idle", idle, "--backup-dir", dir, "--persist")
 		if code != exitOK {
 			t.Fatalf("apply %d: exit %d\n%s%s", i, code, out, errOut)
 		}
-		for _, want := range []string{"Backup of the prior state: " + dir, "InitialCongestionWindow=32", "congestion-window: 32", "post-up ip route change"} {
+		if got := tuneSysctl(t, ns, "net.ipv4.tcp_slow_start_after_idle"); got != idle {
+			t.Errorf("apply %d: tcp_slow_start_after_idle = %s, want %s", i, got, idle)
+		}
+		for _, want := range []string{"Backup of the prior state: " + dir, "InitialCongestionWindow=32", "congestion-window: 32", "post-up ip route change",
+			"sysctl -w net.ipv4.tcp_slow_start_after_idle=" + idle, "net.ipv4.tcp_slow_start_after_idle = " + idle} {
 			if !strings.Contains(out, want) {
 				t.Errorf("apply %d: output lacks %q:\n%s", i, want, out)
 			}
@@ -146,7 +178,8 @@ func TestTuneCLIApplyRevert(t *testing.T) {
 		if strings.Count(applied, "initcwnd 32 initrwnd 40") < 5 {
 			t.Errorf("apply %d: routes:\n%s", i, applied)
 		}
-		code, out, errOut = runCLI(t, "tune", "apply", "--netns", ns, "--initcwnd", "32", "--initrwnd", "40", "--route", "all", "--backup-dir", dir)
+		code, out, errOut = runCLI(t, "tune", "apply", "--netns", ns, "--initcwnd", "32", "--initrwnd", "40", "--route", "all",
+			"--slow-start-after-idle", idle, "--backup-dir", dir)
 		if code != exitOK || !strings.Contains(out, "Nothing to change") {
 			t.Errorf("apply %d again: exit %d, want nothing to change:\n%s%s", i, code, out, errOut)
 		}
@@ -179,6 +212,8 @@ func TestTuneCLIErrors(t *testing.T) {
 		{[]string{"tune", "apply", "--netns", ns, "--initcwnd", "abc"}, exitUsage, "invalid argument"},
 		{[]string{"tune", "apply", "--netns", ns, "--initcwnd", "20", "--initrwnd", "1000"}, exitUsage, "initrwnd 1000"},
 		{[]string{"tune", "apply", "--netns", ns, "--initcwnd", "20", "--route", "nonsense"}, exitUsage, "--route"},
+		{[]string{"tune", "apply", "--netns", ns, "--slow-start-after-idle", "2"}, exitUsage, "one of 0, 1"},
+		{[]string{"tune", "apply", "--netns", ns, "--initcwnd", "0", "--no-metrics-save", "1"}, exitUsage, "at least 1"},
 		{[]string{"tune", "apply", "--netns", ns, "--initcwnd", "20", "--route", "198.18.0.0/15"}, exitUsage, "no unicast route matches"},
 		{[]string{"tune", "apply", "--netns", "no-such-namespace-x", "--initcwnd", "20"}, exitFailure, "does not exist"},
 		{[]string{"tune", "revert", "--netns", ns, "--backup-dir", dir}, exitInput, "no backup"},
@@ -211,7 +246,8 @@ func TestTuneKilledAfterBackup(t *testing.T) {
 		t.Fatalf("build: %v\n%s", err, out)
 	}
 	backup := filepath.Join(t.TempDir(), "backup.json")
-	cmd := exec.Command(bin, "tune", "apply", "--netns", ns, "--initcwnd", "24", "--route", "all", "--backup", backup)
+	idle := tuneOther(tuneSysctl(t, ns, "net.ipv4.tcp_slow_start_after_idle"))
+	cmd := exec.Command(bin, "tune", "apply", "--netns", ns, "--initcwnd", "24", "--route", "all", "--slow-start-after-idle", idle, "--backup", backup)
 	cmd.Env = append(os.Environ(), tuneHoldEnv+"=1")
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
@@ -245,6 +281,7 @@ func TestTuneKilledAfterBackup(t *testing.T) {
 	// Change the routes as a half-finished apply (or an operator) would.
 	tuneIP(t, "-n", ns, "route", "change", "default", "via", "192.0.2.1", "dev", "veth0", "proto", "static", "metric", "100", "initcwnd", "50")
 	tuneIP(t, "-n", ns, "route", "del", "10.20.0.0/16", "table", "100")
+	tuneIP(t, "netns", "exec", ns, "sysctl", "-w", "net.ipv4.tcp_slow_start_after_idle="+idle)
 	start := time.Now()
 	revert := exec.Command(bin, "tune", "revert", "--backup", backup)
 	if out, err := revert.CombinedOutput(); err != nil {
@@ -254,4 +291,94 @@ func TestTuneKilledAfterBackup(t *testing.T) {
 		t.Fatalf("routes differ after revert from the killed run's backup\nbefore:\n%s\nafter:\n%s", before, now)
 	}
 	t.Logf("revert took %v", time.Since(start))
+}
+
+// TestTuneCLILabIW: a lab server whose route carries initcwnd 10; `tune
+// apply --netns <server> --initcwnd 20 --route all` makes the exact probe
+// from the client namespace measure 20, and `tune revert` 10 again.
+func TestTuneCLILabIW(t *testing.T) {
+	tuneNeedRoot(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	trial, err := netlab.Create(ctx, netlab.Options{InitCwnd: 10})
+	if err != nil {
+		t.Fatalf("create the lab's namespaces: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := trial.Close(); err != nil {
+			t.Errorf("close the trial: %v", err)
+		}
+	})
+	clientDevice, err := link.NewTUN(trial.ClientTUN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	serverDevice, err := link.NewTUN(trial.ServerTUN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	oneWay := link.Config{DelayNs: 10e6} // a 20 ms path
+	linkCtx, stopLink := context.WithCancel(ctx)
+	linkDone := make(chan error, 1)
+	go func() {
+		_, err := link.Run(linkCtx, clientDevice, serverDevice, oneWay, oneWay, link.RunOptions{EarlyWakeNs: -1})
+		linkDone <- err
+	}()
+	t.Cleanup(func() {
+		stopLink()
+		if err := <-linkDone; err != nil && !errors.Is(err, context.Canceled) {
+			t.Errorf("link emulator: %v", err)
+		}
+	})
+	serverAddr := netip.AddrPortFrom(trial.ServerAddr, 80)
+	listener, err := trial.Listen(netlab.Server, "tcp", serverAddr.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	serveCtx, stopServe := context.WithCancel(ctx)
+	served := make(chan error, 1)
+	go func() { served <- server.Serve(serveCtx, listener, server.Config{}) }()
+	t.Cleanup(func() {
+		stopServe()
+		if err := <-served; err != nil {
+			t.Errorf("server: %v", err)
+		}
+	})
+
+	measure := func(when string) int {
+		t.Helper()
+		mctx, mcancel := context.WithTimeout(ctx, time.Minute)
+		defer mcancel()
+		res, err := exact.Measure(mctx, exact.Options{
+			URL:   fmt.Sprintf("http://%s/bytes/100000", serverAddr),
+			Netns: trial.NamespacePath(netlab.Client),
+			Runs:  1,
+		})
+		if err != nil {
+			t.Fatalf("%s: measure: %v", when, err)
+		}
+		if res.Verdict != exact.VerdictExact {
+			t.Fatalf("%s: verdict %s: %s", when, res.Verdict, res.Reason)
+		}
+		return res.IWSegments
+	}
+
+	if iw := measure("before apply"); iw != 10 {
+		t.Fatalf("before apply: measured IW %d, want 10", iw)
+	}
+	dir := t.TempDir()
+	code, out, errOut := runCLI(t, "tune", "apply", "--netns", trial.ServerNamespace, "--initcwnd", "20", "--route", "all", "--backup-dir", dir)
+	if code != exitOK || !strings.Contains(out, "initcwnd 20") {
+		t.Fatalf("apply: exit %d\n%s%s", code, out, errOut)
+	}
+	if iw := measure("after apply"); iw != 20 {
+		t.Errorf("after apply: measured IW %d, want 20", iw)
+	}
+	code, out, errOut = runCLI(t, "tune", "revert", "--netns", trial.ServerNamespace, "--backup-dir", dir)
+	if code != exitOK || !strings.Contains(out, "Restored") {
+		t.Fatalf("revert: exit %d\n%s%s", code, out, errOut)
+	}
+	if iw := measure("after revert"); iw != 10 {
+		t.Errorf("after revert: measured IW %d, want 10", iw)
+	}
 }
