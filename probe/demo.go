@@ -100,11 +100,11 @@ func demoColumn(ctx context.Context, cfg DemoConfig, iw int, keys *server.KeyCac
 // WriteDemo writes the demo side by side, a column per initial window, and the
 // story in words.
 func WriteDemo(w io.Writer, d *DemoResult) error {
-	ew := &errWriter{w: w}
+	ew := &report.ErrWriter{W: w}
 	c := d.Config
-	ew.printf("A server %s away (RTT %d ms, %s), serving a %s page over TLS %s with a %s certificate chain,\n",
+	ew.Printf("A server %s away (RTT %d ms, %s), serving a %s page over TLS %s with a %s certificate chain,\n",
 		"an ocean", c.RTT.Milliseconds(), link.FormatRate(c.RateBitsPerSecond), report.Size(c.BodyBytes), c.TLSVersion, report.Size(int64(c.ChainBytes)))
-	ew.printf("emulated on this machine with three initial windows, each probed over a fresh connection:\n\n")
+	ew.Printf("emulated on this machine with three initial windows, each probed over a fresh connection:\n\n")
 	conns := make([]*report.Connection, len(d.Columns))
 	for i, col := range d.Columns {
 		conns[i] = col.Result.Final(0)
@@ -175,11 +175,11 @@ func WriteDemo(w io.Writer, d *DemoResult) error {
 	})
 	row("round trips in all", func(c *report.Connection) string { return fmt.Sprint(c.RoundTrips.Total) })
 	row("last byte at (ms)", func(c *report.Connection) string { return fmt.Sprintf("%.0f", c.ClientTiming.LastByteAtMs) })
-	if err := tw.Flush(); err != nil && ew.err == nil {
-		ew.err = err
+	if err := tw.Flush(); err != nil && ew.Err == nil {
+		ew.Err = err
 	}
-	ew.printf("\n%s", demoStory(d, conns))
-	return ew.err
+	ew.Printf("\n%s", demoStory(d, conns))
+	return ew.Err
 }
 
 // demoStory tells the demo's result in words, from the measured numbers.

@@ -13,27 +13,27 @@ import (
 // TCP, TLS, first byte, each data round with its window and limit, last byte),
 // the initial-window verdict and the diagnoses; then the runs' summary.
 func WriteText(w io.Writer, res *Result) error {
-	ew := &errWriter{w: w}
+	ew := &report.ErrWriter{W: w}
 	rep := res.Report
 	for _, warn := range rep.Warnings {
-		ew.printf("warning: %s\n", warn)
+		ew.Printf("warning: %s\n", warn)
 	}
 	for run, hops := range res.Runs {
 		if len(res.Runs) > 1 {
-			ew.printf("\n== run %d of %d\n", run+1, len(res.Runs))
+			ew.Printf("\n== run %d of %d\n", run+1, len(res.Runs))
 		}
 		for _, idx := range hops {
-			ew.printf("\n")
+			ew.Printf("\n")
 			writeConnection(ew, &rep.Connections[idx])
 		}
 	}
 	if s := rep.Runs; s != nil {
 		writeRunSummary(ew, s)
 	}
-	return ew.err
+	return ew.Err
 }
 
-func writeConnection(ew *errWriter, c *report.Connection) {
+func writeConnection(ew *report.ErrWriter, c *report.Connection) {
 	t := c.ClientTiming
 	if t == nil {
 		t = &report.ClientTiming{}
@@ -49,7 +49,7 @@ func writeConnection(ew *errWriter, c *report.Connection) {
 	if t.Location != "" {
 		head += " → redirects to " + t.Location
 	}
-	ew.printf("%s\n", head)
+	ew.Printf("%s\n", head)
 	facts := []string{fmt.Sprintf("%s from %s", c.Server, c.Client), fmt.Sprintf("MSS %d", c.MSS)}
 	if c.HandshakeRTTMs != nil {
 		facts = append(facts, fmt.Sprintf("RTT %.1f ms", *c.HandshakeRTTMs))
@@ -57,7 +57,7 @@ func writeConnection(ew *errWriter, c *report.Connection) {
 	if c.Retransmission > 0 {
 		facts = append(facts, plural(c.Retransmission, "retransmission", "retransmissions"))
 	}
-	ew.printf("  %s\n\n", strings.Join(facts, ", "))
+	ew.Printf("  %s\n\n", strings.Join(facts, ", "))
 
 	// Rounds are timed from the SYN; the client's timeline from the request's start.
 	synAtMs := t.ConnectAtMs - t.ConnectMs
@@ -101,27 +101,27 @@ func writeConnection(ew *errWriter, c *report.Connection) {
 	fmt.Fprintf(tw, "  last byte\t%.1f\t\t\t\n", t.LastByteAtMs)
 	fmt.Fprintf(tw, "  total\t%.1f\t\t%d\t%d TCP + %d TLS + %d data\n", t.LastByteAtMs, c.RoundTrips.Total, c.RoundTrips.TCP, c.RoundTrips.TLS, c.RoundTrips.HTTP)
 	tw.Flush()
-	ew.printf("\n")
+	ew.Printf("\n")
 	if iw := c.InitialWindow; iw != nil {
-		ew.printf("  %s\n", report.VerdictSentence(iw))
+		ew.Printf("  %s\n", report.VerdictSentence(iw))
 	}
 	for _, n := range c.Notes {
-		ew.printf("  note: %s\n", n)
+		ew.Printf("  note: %s\n", n)
 	}
 	if len(c.Diagnoses) > 0 {
-		ew.printf("  What it cost:\n")
+		ew.Printf("  What it cost:\n")
 		for _, d := range c.Diagnoses {
-			ew.printf("    - %s", d.Text)
+			ew.Printf("    - %s", d.Text)
 			if d.CostMs > 0 {
-				ew.printf(" (%.0f ms)", d.CostMs)
+				ew.Printf(" (%.0f ms)", d.CostMs)
 			}
-			ew.printf("\n")
+			ew.Printf("\n")
 		}
 	}
 }
 
-func writeRunSummary(ew *errWriter, s *report.RunSummary) {
-	ew.printf("\nOver %d runs (fresh connections):\n", s.Runs)
+func writeRunSummary(ew *report.ErrWriter, s *report.RunSummary) {
+	ew.Printf("\nOver %d runs (fresh connections):\n", s.Runs)
 	var readings []string
 	for i, n := range s.IWSegments {
 		v := s.IWVerdicts[i]
@@ -134,33 +134,17 @@ func writeRunSummary(ew *errWriter, s *report.RunSummary) {
 			readings = append(readings, v)
 		}
 	}
-	ew.printf("  initial window (segments): %s\n", strings.Join(readings, ", "))
-	ew.printf("  min %d, median %g, mode %d, spread %d\n", s.IWMin, s.IWMedian, s.IWMode, s.IWSpread)
+	ew.Printf("  initial window (segments): %s\n", strings.Join(readings, ", "))
+	ew.Printf("  min %d, median %g, mode %d, spread %d\n", s.IWMin, s.IWMedian, s.IWMode, s.IWSpread)
 	for _, x := range []struct {
 		name string
 		s    report.Spread
 	}{{"handshake RTT", s.HandshakeRTTMs}, {"first byte", s.FirstByteMs}, {"last byte", s.LastByteMs}} {
 		if x.s.N > 0 {
-			ew.printf("  %s: min %.1f, median %.1f, max %.1f ms (stddev %.1f)\n", x.name, x.s.Min, x.s.Median, x.s.Max, x.s.Stddev)
+			ew.Printf("  %s: min %.1f, median %.1f, max %.1f ms (stddev %.1f)\n", x.name, x.s.Min, x.s.Median, x.s.Max, x.s.Stddev)
 		}
 	}
 	for _, n := range s.Notes {
-		ew.printf("  note: %s\n", n)
+		ew.Printf("  note: %s\n", n)
 	}
 }
-
-type errWriter struct {
-	w   io.Writer
-	err error
-}
-
-func (e *errWriter) Write(p []byte) (int, error) {
-	if e.err != nil {
-		return 0, e.err
-	}
-	n, err := e.w.Write(p)
-	e.err = err
-	return n, err
-}
-
-func (e *errWriter) printf(format string, args ...any) { fmt.Fprintf(e, format, args...) }

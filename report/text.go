@@ -133,7 +133,7 @@ func plural(n int, one, many string) string {
 
 // WriteText writes the Report for people.
 func WriteText(w io.Writer, r *Report) error {
-	bw := &errWriter{w: w}
+	bw := &ErrWriter{W: w}
 	src := r.Source
 	if src.Kind == "file" {
 		bits := []string{src.Format}
@@ -142,22 +142,22 @@ func WriteText(w io.Writer, r *Report) error {
 		if src.Snaplen > 0 && src.Snaplen < 65535 {
 			bits = append(bits, fmt.Sprintf("snaplen %d", src.Snaplen))
 		}
-		bw.printf("%s (%s)\n", filepath.Base(src.Path), strings.Join(bits, ", "))
+		bw.Printf("%s (%s)\n", filepath.Base(src.Path), strings.Join(bits, ", "))
 	}
 	for _, warn := range r.Warnings {
-		bw.printf("warning: %s\n", warn)
+		bw.Printf("warning: %s\n", warn)
 	}
 	if len(r.Connections) == 0 {
-		bw.printf("No TCP connections found.\n")
+		bw.Printf("No TCP connections found.\n")
 	}
 	for i := range r.Connections {
-		bw.printf("\n")
+		bw.Printf("\n")
 		writeConnection(bw, &r.Connections[i])
 	}
-	return bw.err
+	return bw.Err
 }
 
-func writeConnection(bw *errWriter, c *Connection) {
+func writeConnection(bw *ErrWriter, c *Connection) {
 	head := fmt.Sprintf("Connection %d: %s → %s", c.Index, c.Client, c.Server)
 	var facts []string
 	switch c.Vantage {
@@ -180,7 +180,7 @@ func writeConnection(bw *errWriter, c *Connection) {
 	if c.Retransmission > 0 {
 		facts = append(facts, plural(c.Retransmission, "retransmission", "retransmissions"))
 	}
-	bw.printf("%s\n  %s\n", head, strings.Join(facts, "; "))
+	bw.Printf("%s\n  %s\n", head, strings.Join(facts, "; "))
 
 	for _, m := range c.HTTP {
 		line := fmt.Sprintf("  HTTP %s %s", m.Method, m.Path)
@@ -193,16 +193,16 @@ func writeConnection(bw *errWriter, c *Connection) {
 		if m.Incomplete {
 			line += " (partly outside the capture)"
 		}
-		bw.printf("%s\n", line)
+		bw.Printf("%s\n", line)
 	}
 	if c.TLS != nil {
-		bw.printf("  TLS handshake: %s; the server's flight was %s in %s\n",
+		bw.Printf("  TLS handshake: %s; the server's flight was %s in %s\n",
 			plural(c.TLS.HandshakeRoundTrips, "round trip", "round trips"),
 			Size(int64(c.TLS.ServerFlightBytes)), plural(c.TLS.ServerFlightSegments, "segment", "segments"))
 	}
 
 	if len(c.Rounds) > 0 {
-		bw.printf("\n")
+		bw.Printf("\n")
 		tw := tabwriter.NewWriter(bw, 0, 0, 2, ' ', tabwriter.AlignRight)
 		fmt.Fprintf(tw, "  round\tstart ms\tstart RTTs\tsegments\tbytes\tcum %%\tgrowth\tlimit\tphase\t\n")
 		total := c.Rounds[len(c.Rounds)-1].CumulativeBytes
@@ -226,22 +226,22 @@ func writeConnection(bw *errWriter, c *Connection) {
 			fmt.Fprintf(tw, "  %d\t%.1f\t%s\t%d\t%d\t%.1f\t%s\t%s\t%s\t\n",
 				r.Index, r.StartMs, rtts, r.Segments, r.Bytes, pct, growth, limit, r.Phase)
 		}
-		if err := tw.Flush(); err != nil && bw.err == nil {
-			bw.err = err
+		if err := tw.Flush(); err != nil && bw.Err == nil {
+			bw.Err = err
 		}
 	}
-	bw.printf("\n")
+	bw.Printf("\n")
 	if iw := c.InitialWindow; iw != nil {
-		bw.printf("  %s\n", VerdictSentence(iw))
+		bw.Printf("  %s\n", VerdictSentence(iw))
 	}
 	if c.TLS != nil && c.TLS.InitialWindow != nil && c.InitialWindow != nil && c.InitialWindow.Source != "tls" {
-		bw.printf("  From the TLS flight alone: %s\n", VerdictSentence(c.TLS.InitialWindow))
+		bw.Printf("  From the TLS flight alone: %s\n", VerdictSentence(c.TLS.InitialWindow))
 	}
 	if s := Meaning(c); s != "" {
-		bw.printf("  %s\n", s)
+		bw.Printf("  %s\n", s)
 	}
 	for _, n := range c.Notes {
-		bw.printf("  note: %s\n", n)
+		bw.Printf("  note: %s\n", n)
 	}
 }
 
@@ -285,20 +285,23 @@ func Meaning(c *Connection) string {
 	return s
 }
 
-type errWriter struct {
-	w   io.Writer
-	err error
+// ErrWriter keeps the first write error, so that rendering code can print
+// without checking each call: every write after a failure does nothing.
+type ErrWriter struct {
+	W   io.Writer
+	Err error // the first error
 }
 
-func (e *errWriter) Write(p []byte) (int, error) {
-	if e.err != nil {
-		return 0, e.err
+func (e *ErrWriter) Write(p []byte) (int, error) {
+	if e.Err != nil {
+		return 0, e.Err
 	}
-	n, err := e.w.Write(p)
-	e.err = err
+	n, err := e.W.Write(p)
+	e.Err = err
 	return n, err
 }
 
-func (e *errWriter) printf(format string, args ...any) {
+// Printf writes like fmt.Fprintf.
+func (e *ErrWriter) Printf(format string, args ...any) {
 	fmt.Fprintf(e, format, args...)
 }

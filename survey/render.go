@@ -92,7 +92,7 @@ func WriteJSON(w io.Writer, res *Result) error {
 
 // WriteText writes the rows as a table for people, then a line that sums up.
 func WriteText(w io.Writer, res *Result) error {
-	ew := &errWriter{w: w}
+	ew := &report.ErrWriter{W: w}
 	tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
 	var head []string
 	head = append(head, "LABEL", "URL")
@@ -117,30 +117,30 @@ func WriteText(w io.Writer, res *Result) error {
 		cells = append(cells, r.Error)
 		fmt.Fprintln(tw, strings.Join(cells, "\t"))
 	}
-	if err := tw.Flush(); err != nil && ew.err == nil {
-		ew.err = err
+	if err := tw.Flush(); err != nil && ew.Err == nil {
+		ew.Err = err
 	}
 	if res.Settings.Exact {
-		ew.printf("\nIW (EXACT): the server's initial window in segments, counted on the TLS server flight over https and on\n"+
+		ew.Printf("\nIW (EXACT): the server's initial window in segments, counted on the TLS server flight over https and on\n"+
 			"the response over http, with a %d-byte MSS announced and no ACKs (IW BYTES at that MSS); ≥: a lower bound.\n", res.Settings.MSS)
 	}
 	if res.Settings.Passive {
 		if !res.Settings.Exact {
-			ew.printf("\n")
+			ew.Printf("\n")
 		}
-		ew.printf("IW (PAGE LOAD): the same window as a normal page load shows it; FIRST ROUND: the response's first round;\n" +
+		ew.Printf("IW (PAGE LOAD): the same window as a normal page load shows it; FIRST ROUND: the response's first round;\n" +
 			"ROUND TRIPS: TCP + TLS + data rounds of the page load (TLS round trips in brackets).\n")
 	}
 	measured := len(res.Rows)
 	switch {
 	case res.Interrupted:
-		ew.printf("Interrupted: %d of %d URLs measured, %d with errors.\n", measured, res.Total, res.Failed)
+		ew.Printf("Interrupted: %d of %d URLs measured, %d with errors.\n", measured, res.Total, res.Failed)
 	case res.Failed > 0:
-		ew.printf("%d URLs measured, %d with errors.\n", measured, res.Failed)
+		ew.Printf("%d URLs measured, %d with errors.\n", measured, res.Failed)
 	default:
-		ew.printf("%d URLs measured.\n", measured)
+		ew.Printf("%d URLs measured.\n", measured)
 	}
-	return ew.err
+	return ew.Err
 }
 
 func exactIWText(r *Row) string {
@@ -220,24 +220,4 @@ func optFloat(v *float64) string {
 		return ""
 	}
 	return strconv.FormatFloat(*v, 'f', 2, 64)
-}
-
-// errWriter keeps the first write error, so that rendering code can print
-// without checking each call.
-type errWriter struct {
-	w   io.Writer
-	err error
-}
-
-func (e *errWriter) Write(p []byte) (int, error) {
-	if e.err != nil {
-		return 0, e.err
-	}
-	n, err := e.w.Write(p)
-	e.err = err
-	return n, err
-}
-
-func (e *errWriter) printf(format string, args ...any) {
-	fmt.Fprintf(e, format, args...)
 }
