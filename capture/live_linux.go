@@ -11,16 +11,16 @@ import (
 	"log/slog"
 	"net"
 	"os"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
 	"unsafe"
 
+	"github.com/slowstart/slowstart/internal/netnsexec"
+
 	"github.com/gopacket/gopacket/layers"
 	"github.com/vishvananda/netlink"
-	"github.com/vishvananda/netns"
 	"golang.org/x/net/bpf"
 	"golang.org/x/sys/unix"
 )
@@ -120,7 +120,7 @@ func OpenLive(ctx context.Context, opts LiveOptions) (*Live, error) {
 	}
 
 	var sock packetSocket
-	err = inNetns(opts.Netns, func() error {
+	err = netnsexec.Run(opts.Netns, func() error {
 		var err error
 		sock, err = openPacketSocket(opts, program)
 		return err
@@ -232,32 +232,6 @@ func inNetnsText(path string) string {
 		return ""
 	}
 	return " in network namespace " + path
-}
-
-// inNetns runs fn on an OS thread inside the network namespace whose file is
-// path (the current one when path is empty). Sockets fn makes stay in that
-// namespace.
-func inNetns(path string, fn func() error) error {
-	if path == "" {
-		return fn()
-	}
-	ns, err := netns.GetFromPath(path)
-	if err != nil {
-		return fmt.Errorf("capture: opening network namespace %s (see ip netns list): %w", path, err)
-	}
-	defer ns.Close()
-	done := make(chan error, 1)
-	go func() {
-		// The thread is never unlocked: it leaves the namespace by exiting
-		// with this goroutine, so no other goroutine ever runs in it.
-		runtime.LockOSThread()
-		if err := netns.Set(ns); err != nil {
-			done <- fmt.Errorf("capture: entering network namespace %s (needs CAP_SYS_ADMIN): %w", path, err)
-			return
-		}
-		done <- fn()
-	}()
-	return <-done
 }
 
 // hostToNetwork16 is htons: sockaddr_ll's protocol is in network byte order.

@@ -21,6 +21,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/slowstart/slowstart/internal/netnsexec"
 	"golang.org/x/sys/unix"
 )
 
@@ -125,10 +126,10 @@ func newNetnsPair(t *testing.T) *netnsPair {
 	return p
 }
 
-// inNamespace runs fn in the network namespace file path (see inNetns).
+// inNamespace runs fn in the network namespace file path (see netnsexec.Run).
 func inNamespace(t *testing.T, path string, fn func() error) {
 	t.Helper()
-	if err := inNetns(path, fn); err != nil {
+	if err := netnsexec.Run(path, fn); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -12,13 +12,13 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
-	"runtime"
 	"strconv"
 	"syscall"
 	"time"
 
+	"github.com/slowstart/slowstart/internal/netnsexec"
+
 	"github.com/google/nftables"
-	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 
 	"github.com/slowstart/slowstart/capture"
@@ -136,7 +136,7 @@ func measureRun(ctx context.Context, opts Options, tgt target, remote netip.Addr
 	}
 	var conn net.Conn
 	dialStart := time.Now()
-	err = inNetns(opts.Netns, func() error {
+	err = netnsexec.Run(opts.Netns, func() error {
 		var dialErr error
 		conn, dialErr = dialer.DialContext(ctx, "tcp", remote.String())
 		return dialErr
@@ -354,28 +354,4 @@ func tlsConfig(tgt target, opts Options, alpn []string) *tls.Config {
 		cfg.MinVersion = tls.VersionTLS13
 	}
 	return cfg
-}
-
-// inNetns runs fn on an OS thread inside the network namespace at path (the
-// current one when empty). The thread is never unlocked: it ends with its
-// goroutine, so no other goroutine runs in the namespace.
-func inNetns(path string, fn func() error) error {
-	if path == "" {
-		return fn()
-	}
-	ns, err := netns.GetFromPath(path)
-	if err != nil {
-		return fmt.Errorf("open network namespace %s (see ip netns list): %w", path, err)
-	}
-	defer ns.Close()
-	done := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread()
-		if err := netns.Set(ns); err != nil {
-			done <- fmt.Errorf("enter network namespace %s (needs CAP_SYS_ADMIN): %w", path, err)
-			return
-		}
-		done <- fn()
-	}()
-	return <-done
 }
