@@ -52,13 +52,15 @@ func newRootCommand() *cobra.Command {
 
 A new TCP connection may send only its initial window (Linux: 10 segments, about
 14.6 KB) before waiting a round trip for acknowledgements; the window then about
-doubles each round (slow start). slowstart finds those rounds in a capture and
-tells what limited each one: the congestion window, the client's receive window,
+doubles each round (slow start). slowstart finds those rounds in live probes and
+captures and tells what limited each one: the congestion window, the client's receive window,
 the application, loss, or the end of the data.`,
-		Example: `  slowstart analyze page.pcap            # rounds, initial window and verdict per connection
-  slowstart analyze page.pcap --json     # the same as a Report (JSON)
-  slowstart lab run --rtt 70ms --rate 1.2mbit --iw 3 --size 42KB --trials 10
-  slowstart lab sweep --rtt 70ms,150ms --iw 3,10 --size 10KB,100KB --parallel 8 --out results`,
+		Example: `  sudo slowstart probe                        # the demo: a far-away server with IW 3, 10 and 32
+  sudo slowstart probe https://example.com/   # a first visit to your page, round by round
+  sudo slowstart probe --exact https://example.com/
+  slowstart analyze page.pcap                 # rounds, initial window and verdict per connection
+  slowstart model --size 160KB --rtt 130ms --rate 15mbit --iw 3,10,32
+  sudo slowstart lab run --rtt 70ms --rate 1.2mbit --iw 3 --size 42KB --trials 10`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Version:       version,
