@@ -80,7 +80,7 @@ type pathFlags struct {
 func (p *pathFlags) register(fs *flag.FlagSet, defaultRTT string) {
 	fs.StringVar(&p.rtt, "rtt", defaultRTT, "round-trip propagation delay (half each way)")
 	fs.StringVar(&p.rate, "rate", "0", "bottleneck rate each way (0: none)")
-	fs.BoolVar(&p.spin, "spin", false, "let the emulator spin before deadlines (link's default, 300 µs) instead of the lab's timer-only setting")
+	fs.BoolVar(&p.spin, "spin", false, "let the emulator spin before deadlines (link's default, 300 µs), as the lab does for a trial that runs alone; without it, timers only, as for parallel trials")
 }
 
 func (p *pathFlags) parse() error {
