@@ -12,11 +12,11 @@ import (
 	"net/http/httptrace"
 	"net/netip"
 	"net/url"
-	"strconv"
 	"sync"
 	"time"
 
 	"github.com/slowstart/slowstart/report"
+	"github.com/slowstart/slowstart/tlsrec"
 )
 
 // readBufferBytes is the buffer the body is read into.
@@ -166,7 +166,7 @@ func fetch(ctx context.Context, opts *Options, h hop, keylog io.Writer) (fetched
 	timing.ContentType = response.Header.Get("Content-Type")
 	timing.ContentEncoding = response.Header.Get("Content-Encoding")
 	if cs := response.TLS; cs != nil {
-		timing.TLSVersion = tlsVersionName(cs.Version)
+		timing.TLSVersion = tlsrec.VersionString(cs.Version)
 		timing.ServerName = cs.ServerName
 		timing.ChainBytes = certificateMessageBytes(cs.PeerCertificates)
 	}
@@ -282,20 +282,6 @@ func tlsConfig(opts *Options, t target, keylog io.Writer) *tls.Config {
 		c.MinVersion = tls.VersionTLS13
 	}
 	return c
-}
-
-func tlsVersionName(v uint16) string {
-	switch v {
-	case tls.VersionTLS12:
-		return "1.2"
-	case tls.VersionTLS13:
-		return "1.3"
-	case tls.VersionTLS11:
-		return "1.1"
-	case tls.VersionTLS10:
-		return "1.0"
-	}
-	return "0x" + strconv.FormatUint(uint64(v), 16)
 }
 
 // certificateMessageBytes is the size of the TLS 1.2 Certificate message that

@@ -1,10 +1,11 @@
 package exact
 
 import (
-	"crypto/tls"
 	"encoding/binary"
 	"net"
 	"sync"
+
+	"github.com/slowstart/slowstart/tlsrec"
 )
 
 // prefixKeepBytes is how much of the server's stream countingConn keeps, for
@@ -102,52 +103,10 @@ func writesFlightEnd(b []byte) bool {
 }
 
 // serverHelloVersion returns "1.2" or "1.3" from the start of the server's
-// stream (a TLS record holding the ServerHello), or "" when it is not there.
+// stream (a TLS record holding the ServerHello), as the capture analysis reads
+// it (package tlsrec), or "" when no ServerHello is there.
 func serverHelloVersion(stream []byte) string {
-	if len(stream) < 5+4 || stream[0] != recordHandshake || stream[5] != 2 { // ServerHello
-		return ""
-	}
-	body := stream[5+4:]
-	if n := int(binary.BigEndian.Uint16(stream[3:5])); n-4 < len(body) {
-		body = body[:max(n-4, 0)]
-	}
-	if len(body) < 2+32+1 {
-		return ""
-	}
-	legacy := binary.BigEndian.Uint16(body)
-	body = body[2+32:]
-	sessionIDLen := int(body[0])
-	body = body[1:]
-	if len(body) < sessionIDLen+2+1+2 {
-		return tlsVersionName(legacy)
-	}
-	body = body[sessionIDLen+2+1:] // session id, cipher suite, compression
-	extensionsLen := int(binary.BigEndian.Uint16(body))
-	body = body[2:]
-	body = body[:min(extensionsLen, len(body))]
-	for len(body) >= 4 {
-		kind, n := binary.BigEndian.Uint16(body), int(binary.BigEndian.Uint16(body[2:]))
-		if len(body) < 4+n {
-			break
-		}
-		if kind == 43 && n == 2 { // supported_versions
-			return tlsVersionName(binary.BigEndian.Uint16(body[4:]))
-		}
-		body = body[4+n:]
-	}
-	return tlsVersionName(legacy)
-}
-
-func tlsVersionName(v uint16) string {
-	switch v {
-	case tls.VersionTLS10:
-		return "1.0"
-	case tls.VersionTLS11:
-		return "1.1"
-	case tls.VersionTLS12:
-		return "1.2"
-	case tls.VersionTLS13:
-		return "1.3"
-	}
-	return ""
+	s := tlsrec.NewStream()
+	s.Write(0, stream, len(stream))
+	return tlsrec.VersionString(s.Hello().NegotiatedVersion)
 }

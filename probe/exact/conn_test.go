@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/slowstart/slowstart/lab/server"
+	"github.com/slowstart/slowstart/tlsrec"
 )
 
 // writeCounter counts what the server hands to the connection (counted before
@@ -40,7 +41,7 @@ func TestCountingConnTLSFlight(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, version := range []uint16{tls.VersionTLS12, tls.VersionTLS13} {
-		t.Run(tlsVersionName(version), func(t *testing.T) {
+		t.Run(tlsrec.VersionString(version), func(t *testing.T) {
 			clientSide, serverSide := net.Pipe()
 			defer clientSide.Close()
 			defer serverSide.Close()
@@ -62,8 +63,8 @@ func TestCountingConnTLSFlight(t *testing.T) {
 			case <-time.After(10 * time.Second):
 				t.Fatal("the client never answered the server's flight")
 			}
-			if got := serverHelloVersion(counting.prefixBytes()); got != tlsVersionName(version) {
-				t.Errorf("ServerHello version %q, want %q", got, tlsVersionName(version))
+			if got := serverHelloVersion(counting.prefixBytes()); got != tlsrec.VersionString(version) {
+				t.Errorf("ServerHello version %q, want %q", got, tlsrec.VersionString(version))
 			}
 		})
 	}

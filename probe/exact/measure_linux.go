@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/slowstart/slowstart/internal/netnsexec"
+	"github.com/slowstart/slowstart/tlsrec"
 
 	"github.com/google/nftables"
 	"golang.org/x/sys/unix"
@@ -187,7 +188,7 @@ func measureRun(ctx context.Context, opts Options, tgt target, remote netip.Addr
 			return run, fmt.Errorf("TLS handshake with %s: %w", remote, err)
 		}
 		tlsConn.SetDeadline(time.Time{})
-		run.TLSVersion = tlsVersionName(tlsConn.ConnectionState().Version)
+		run.TLSVersion = tlsrec.VersionString(tlsConn.ConnectionState().Version)
 		handshakeBytes := counting.readBytes()
 		st.tracker.setBase(handshakeBytes)
 		if err := st.firewall.dropPureACKs(); err != nil {
