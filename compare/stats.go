@@ -4,6 +4,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"sort"
+
+	"github.com/slowstart/slowstart/lab"
 )
 
 // Summary describes one sample.
@@ -27,24 +29,12 @@ func Summarize(xs []float64) Summary {
 	for _, x := range s {
 		sum += x
 	}
-	return Summary{N: len(s), Min: s[0], Median: Quantile(s, 0.5), P90: Quantile(s, 0.9), P99: Quantile(s, 0.99),
+	return Summary{N: len(s), Min: s[0], Median: lab.Quantile(s, 0.5), P90: lab.Quantile(s, 0.9), P99: lab.Quantile(s, 0.99),
 		Max: s[len(s)-1], Mean: sum / float64(len(s))}
 }
 
-// Quantile of sorted xs at q in [0, 1], by linear interpolation between order
-// statistics (R's type 7, numpy's default).
-func Quantile(sorted []float64, q float64) float64 {
-	if len(sorted) == 0 {
-		return math.NaN()
-	}
-	pos := q * float64(len(sorted)-1)
-	lo := int(math.Floor(pos))
-	hi := min(lo+1, len(sorted)-1)
-	return sorted[lo] + (sorted[hi]-sorted[lo])*(pos-float64(lo))
-}
-
 // Median of xs (xs is not modified).
-func Median(xs []float64) float64 { return Quantile(sortedCopy(xs), 0.5) }
+func Median(xs []float64) float64 { return lab.Quantile(sortedCopy(xs), 0.5) }
 
 func sortedCopy(xs []float64) []float64 {
 	s := append([]float64(nil), xs...)
@@ -82,7 +72,7 @@ func BootstrapMedianDiff(before, after []float64, resamples int, level float64, 
 	}
 	sort.Float64s(diffs)
 	alpha := (1 - level) / 2
-	return Interval{Low: Quantile(diffs, alpha), High: Quantile(diffs, 1-alpha), Level: level}
+	return Interval{Low: lab.Quantile(diffs, alpha), High: lab.Quantile(diffs, 1-alpha), Level: level}
 }
 
 func resampledMedian(rng *rand.Rand, xs, buf []float64) float64 {

@@ -146,7 +146,8 @@ func Summarize(xs []float64) Stats {
 	return Stats{N: len(xs), Min: xs[0], P10: Quantile(xs, 0.1), Median: Quantile(xs, 0.5), P90: Quantile(xs, 0.9), Max: xs[len(xs)-1], Mean: mean, Stddev: sd}
 }
 
-// Quantile of sorted xs by linear interpolation.
+// Quantile of sorted xs at q in [0, 1], by linear interpolation between order
+// statistics (R's type 7, numpy's default); NaN for none.
 func Quantile(sorted []float64, q float64) float64 {
 	if len(sorted) == 0 {
 		return math.NaN()

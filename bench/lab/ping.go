@@ -14,6 +14,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/slowstart/slowstart/lab"
 	"github.com/slowstart/slowstart/lab/netlab"
 )
 
@@ -67,7 +68,7 @@ func runPing(ctx context.Context, args []string) (*pingResult, error) {
 	}
 	slices.Sort(samples)
 	res.MinMs, res.MaxMs = samples[0], samples[len(samples)-1]
-	res.MedianMs, res.P99Ms = quantile(samples, 0.5), quantile(samples, 0.99)
+	res.MedianMs, res.P99Ms = lab.Quantile(samples, 0.5), lab.Quantile(samples, 0.99)
 	res.TimerLateMs = float64(max(stats.AToB.TimerLatenessMaxNs, stats.BToA.TimerLatenessMaxNs)) / 1e6
 	res.ReleaseLate = float64(max(stats.AToB.LatenessMaxNs, stats.BToA.LatenessMaxNs)) / 1e6
 	return res, nil
@@ -193,12 +194,4 @@ func runIputilsPing(ctx context.Context, trial *netlab.Trial, count int, interva
 		return "", fmt.Errorf("no summary in ping's output: %s", out)
 	}
 	return string(line), nil
-}
-
-// quantile of sorted xs by linear interpolation.
-func quantile(sorted []float64, q float64) float64 {
-	pos := q * float64(len(sorted)-1)
-	lo := int(pos)
-	hi := min(lo+1, len(sorted)-1)
-	return sorted[lo] + (sorted[hi]-sorted[lo])*(pos-float64(lo))
 }
