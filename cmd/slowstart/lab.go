@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -323,9 +322,7 @@ and as a user feels it (from the connect to the last byte): median and spread.`,
 			}
 			sums := summarizePoints(specs, rows)
 			if asJSON {
-				enc := json.NewEncoder(cmd.OutOrStdout())
-				enc.SetIndent("", "  ")
-				return enc.Encode(struct {
+				return writeJSON(cmd.OutOrStdout(), struct {
 					Summary pointSummary `json:"summary"`
 					Trials  []lab.Row    `json:"trials"`
 				}{sums[0], rows})

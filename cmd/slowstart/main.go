@@ -6,8 +6,10 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"syscall"
@@ -121,4 +123,12 @@ func containsWord(s, sub string) bool {
 		}
 	}
 	return false
+}
+
+// writeJSON writes v as indented JSON (two spaces), the form every --json of
+// the commands takes.
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -115,9 +114,7 @@ Equation 1 of Dukkipati et al. (2010) is shown beside it for comparison.`,
 					Budget: model.SlowStartBudget(iw, res.Params.MSS, res.Params.SizeBytes, base.RwndBytes, 64)})
 			}
 			if f.asJSON {
-				enc := json.NewEncoder(cmd.OutOrStdout())
-				enc.SetIndent("", "  ")
-				return enc.Encode(struct {
+				return writeJSON(cmd.OutOrStdout(), struct {
 					Schema string     `json:"schema"`
 					Path   modelPath  `json:"path"`
 					Runs   []modelRun `json:"runs"`

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -218,9 +217,7 @@ func runExact(cmd *cobra.Command, rawURL string, o exactOptions) error {
 		return withCode(exitNetwork, err)
 	}
 	if o.asJSON {
-		enc := json.NewEncoder(cmd.OutOrStdout())
-		enc.SetIndent("", "  ")
-		return enc.Encode(struct {
+		return writeJSON(cmd.OutOrStdout(), struct {
 			Schema string `json:"schema"`
 			*exact.Result
 		}{"slowstart.exact/v1", res})

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -96,9 +95,7 @@ a page of --size over --rtt, as model.Simulate predicts it.` + tuneExitCodes,
 			}
 			out := cmd.OutOrStdout()
 			if asJSON {
-				enc := json.NewEncoder(out)
-				enc.SetIndent("", "  ")
-				return enc.Encode(struct {
+				return writeJSON(out, struct {
 					*tune.State
 					Recommendations []tune.Recommendation `json:"recommendations"`
 				}{state, recs})
@@ -201,9 +198,7 @@ values go into the same backup, and revert restores them too.` + tuneExitCodes,
 			}
 			out := cmd.OutOrStdout()
 			if asJSON {
-				enc := json.NewEncoder(out)
-				enc.SetIndent("", "  ")
-				if encErr := enc.Encode(res); encErr != nil {
+				if encErr := writeJSON(out, res); encErr != nil {
 					return encErr
 				}
 			} else {
@@ -295,9 +290,7 @@ twice is harmless.` + tuneExitCodes,
 			}
 			out := cmd.OutOrStdout()
 			if asJSON {
-				enc := json.NewEncoder(out)
-				enc.SetIndent("", "  ")
-				if encErr := enc.Encode(res); encErr != nil {
+				if encErr := writeJSON(out, res); encErr != nil {
 					return encErr
 				}
 			} else {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -232,9 +231,7 @@ func listStore(ctx context.Context, w io.Writer, path, url string, asJSON bool) 
 		if rows == nil {
 			rows = []watch.Row{}
 		}
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(struct {
+		return writeJSON(w, struct {
 			Schema string      `json:"schema"`
 			Rows   []watch.Row `json:"rows"`
 		}{"slowstart.watch/v1", rows})
