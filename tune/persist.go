@@ -34,15 +34,11 @@ func WritePersistHelp(w io.Writer, res *ApplyResult, initCwnd, initRwnd int) {
 	fmt.Fprintln(w, "systemd-networkd: in the .network file of each interface, a [Route] section per route:")
 	for _, r := range routes {
 		fmt.Fprintf(w, "  # %s\n  [Route]\n", r.Device)
-		if r.IsDefault() {
-			if r.Gateway != "" {
-				fmt.Fprintf(w, "  Gateway=%s\n", r.Gateway)
-			}
-		} else {
+		if !r.IsDefault() {
 			fmt.Fprintf(w, "  Destination=%s\n", r.dst)
-			if r.Gateway != "" {
-				fmt.Fprintf(w, "  Gateway=%s\n", r.Gateway)
-			}
+		}
+		if r.Gateway != "" {
+			fmt.Fprintf(w, "  Gateway=%s\n", r.Gateway)
 		}
 		if r.Table != TableMain {
 			fmt.Fprintf(w, "  Table=%d\n", r.Table)
