@@ -121,7 +121,6 @@ func bindThreadNamespace(name string) error {
 // (open files, sockets or processes inside it). A name already gone is no error.
 func removeNamedNamespace(name string) error {
 	mountPoint := filepath.Join(NetnsDir, name)
-	killNamespaceProcesses(mountPoint)
 	err := unix.Unmount(mountPoint, unix.MNT_DETACH)
 	if err != nil && !errors.Is(err, unix.EINVAL) && !errors.Is(err, unix.ENOENT) {
 		return fmt.Errorf("netlab: unmount network namespace %s: %w (try `ip netns delete %s`)", mountPoint, err, name)

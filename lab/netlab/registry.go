@@ -273,6 +273,9 @@ func (r *registry) clean(ctx context.Context, all bool, only func(name string) b
 		case !all && owner != r.pid && processAlive(owner):
 			continue
 		default:
+			// A dead run's servers and clients may still live inside: they
+			// would keep the namespace and its sockets after the unmount.
+			killNamespaceProcesses(filepath.Join(NetnsDir, name))
 			if err := removeNamedNamespace(name); err != nil {
 				errs = append(errs, err)
 				continue
