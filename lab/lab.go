@@ -14,7 +14,6 @@ import (
 	"net"
 	"net/netip"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -307,7 +306,7 @@ func (e *Env) RunTrial(ctx context.Context, spec Spec, index int, captureDir, pr
 			HTTP2:       spec.HTTP2,
 			BodySizes:   []int64{spec.SizeBytes},
 			Dial:        fetch.Dial,
-		}, wrapIn(trial, netlab.Server))
+		}, trial.WrapCommand(netlab.Server))
 		if err != nil {
 			return res, err
 		}
@@ -316,7 +315,7 @@ func (e *Env) RunTrial(ctx context.Context, spec Spec, index int, captureDir, pr
 
 	var r client.Result
 	if spec.Client == ClientCurl {
-		r, err = client.FetchCurl(ctx, fetch, wrapIn(trial, netlab.Client))
+		r, err = client.FetchCurl(ctx, fetch, trial.WrapCommand(netlab.Client))
 	} else {
 		r, err = client.Fetch(ctx, fetch)
 	}
@@ -355,19 +354,6 @@ func (s Spec) Label() string {
 		l += "-h2"
 	}
 	return l
-}
-
-// wrapIn makes a command run inside one of the trial's namespaces (through nsenter,
-// which then becomes the program itself).
-func wrapIn(t *netlab.Trial, side netlab.Side) func(*exec.Cmd) {
-	return func(cmd *exec.Cmd) {
-		nsenter, err := exec.LookPath("nsenter")
-		if err != nil {
-			nsenter = "/usr/bin/nsenter"
-		}
-		args := append([]string{"nsenter", "--net=" + t.NamespacePath(side), "--", cmd.Path}, cmd.Args[1:]...)
-		cmd.Path, cmd.Args = nsenter, args
-	}
 }
 
 // QueueDescription says which bottleneck buffer the point uses.

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
-	"os/exec"
 	"strconv"
 	"time"
 
@@ -155,14 +154,7 @@ func StartLabServer(ctx context.Context, cfg LabServerConfig) (_ *LabServer, err
 			HTTP2:       cfg.HTTP2,
 			BodySizes:   cfg.NginxBodySizes,
 			Dial:        trial.DialFunc(netlab.Client, &net.Dialer{}),
-		}, func(cmd *exec.Cmd) {
-			args := append([]string{"nsenter", "--net=" + trial.NamespacePath(netlab.Server), "--", cmd.Path}, cmd.Args[1:]...)
-			nsenter, err := exec.LookPath("nsenter")
-			if err != nil {
-				nsenter = "/usr/bin/nsenter"
-			}
-			cmd.Path, cmd.Args = nsenter, args
-		})
+		}, trial.WrapCommand(netlab.Server))
 		if err != nil {
 			return nil, fmt.Errorf("starting nginx: %w", err)
 		}

@@ -385,6 +385,21 @@ func (t *Trial) Command(side Side, name string, args ...string) *exec.Cmd {
 	return t.CommandContext(context.Background(), side, name, args...)
 }
 
+// WrapCommand returns a function that makes an already built command run inside
+// the side's network namespace through nsenter(1), as Command does: for APIs that
+// build their own exec.Cmd and take a hook (server.StartNginx, client.Curl).
+func (t *Trial) WrapCommand(side Side) func(*exec.Cmd) {
+	path := t.NamespacePath(side)
+	return func(cmd *exec.Cmd) {
+		nsenter, err := exec.LookPath("nsenter")
+		if err != nil {
+			nsenter = "/usr/bin/nsenter"
+		}
+		cmd.Args = append([]string{"nsenter", "--net=" + path, "--", cmd.Path}, cmd.Args[1:]...)
+		cmd.Path = nsenter
+	}
+}
+
 // CommandContext is Command with a context that kills the program when done.
 func (t *Trial) CommandContext(ctx context.Context, side Side, name string, args ...string) *exec.Cmd {
 	nsenterArgs := append([]string{"--net=" + t.NamespacePath(side), "--", name}, args...)

@@ -9,7 +9,6 @@ import (
 	"net"
 	"net/netip"
 	"os"
-	"os/exec"
 	"strings"
 	"sync"
 	"testing"
@@ -193,7 +192,7 @@ func startLab(t *testing.T, spec labSpec) *labTrial {
 		if chain != nil {
 			cfg.Certificate = chain.Certificate
 		}
-		ng, err := server.StartNginx(serveCtx, cfg, nsenterWrap(trial.NamespacePath(netlab.Server)))
+		ng, err := server.StartNginx(serveCtx, cfg, trial.WrapCommand(netlab.Server))
 		if err != nil {
 			stopServe()
 			t.Fatalf("start nginx: %v", err)
@@ -222,18 +221,6 @@ func startLab(t *testing.T, spec labSpec) *labTrial {
 		}
 	})
 	return lt
-}
-
-// nsenterWrap makes a command run inside the network namespace at path.
-func nsenterWrap(path string) func(*exec.Cmd) {
-	return func(cmd *exec.Cmd) {
-		nsenter, err := exec.LookPath("nsenter")
-		if err != nil {
-			nsenter = "/usr/bin/nsenter"
-		}
-		cmd.Args = append([]string{"nsenter", "--net=" + path, "--", cmd.Path}, cmd.Args[1:]...)
-		cmd.Path = nsenter
-	}
 }
 
 // measureLab measures the trial's server from its client namespace.
