@@ -21,6 +21,8 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/slowstart/slowstart/internal/testroot"
+
 	"github.com/slowstart/slowstart/internal/netnsexec"
 	"golang.org/x/sys/unix"
 )
@@ -31,16 +33,7 @@ import (
 
 // requireRoot skips a test that needs root, or fails it under CI=true where
 // it must run.
-func requireRoot(t *testing.T) {
-	t.Helper()
-	if os.Geteuid() == 0 {
-		return
-	}
-	if os.Getenv("CI") == "true" {
-		t.Fatal("live capture tests need root, and CI=true says they must run")
-	}
-	t.Skip("live capture tests need root")
-}
+func requireRoot(t *testing.T) { t.Helper(); testroot.Require(t, "live capture") }
 
 // waitTimeout bounds how long a test waits for something that should happen
 // at once; reaching it is a failure.

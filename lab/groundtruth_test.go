@@ -2,24 +2,17 @@ package lab
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/slowstart/slowstart/internal/testroot"
 
 	"github.com/slowstart/slowstart/analysis"
 	"github.com/slowstart/slowstart/report"
 )
 
-func needRoot(t *testing.T) {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("the lab tests need root (network namespaces); CI runs as root")
-		}
-		t.Skip("the lab needs root (network namespaces)")
-	}
-}
+func needRoot(t *testing.T) { t.Helper(); testroot.Require(t, "network namespaces") }
 
 // TestGroundTruthInitialWindow: for every IW on the route and two path lengths, a real
 // Linux transfer through the emulator, captured at both ends, analyzes to exactly

@@ -4,12 +4,13 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"os"
 	"sort"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/slowstart/slowstart/internal/testroot"
 
 	"github.com/slowstart/slowstart/analysis"
 	"github.com/slowstart/slowstart/lab"
@@ -79,12 +80,7 @@ func TestModelMatchesLab(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs about 210 lab trials")
 	}
-	if os.Geteuid() != 0 {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("the lab needs root (network namespaces); CI runs as root")
-		}
-		t.Skip("the lab needs root (network namespaces)")
-	}
+	testroot.Require(t, "network namespaces")
 	// Short transfers run two at a time, the others eight: a trial's time can be
 	// inflated by several ms while the machine sets up other trials' namespaces (the
 	// emulator shares two cores with that kernel work), which matters only where 2 ms is

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slowstart/slowstart/internal/testroot"
+
 	"github.com/slowstart/slowstart/lab/netlab"
 	"github.com/slowstart/slowstart/lab/server"
 	"github.com/slowstart/slowstart/report"
@@ -19,9 +21,7 @@ import (
 
 func requireRoot(t *testing.T) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: network namespaces and a live capture")
-	}
+	testroot.Require(t, "network namespaces and a live capture")
 }
 
 // startLab starts a lab server that the test removes when it ends.

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slowstart/slowstart/internal/testroot"
+
 	"github.com/google/nftables"
 	"github.com/vishvananda/netns"
 
@@ -24,13 +26,7 @@ import (
 // being root is a failure.
 func requireRoot(t *testing.T) {
 	t.Helper()
-	if os.Geteuid() == 0 {
-		return
-	}
-	if os.Getenv("CI") == "true" {
-		t.Fatal("needs root (network namespaces, nftables, live captures); CI runs as root")
-	}
-	t.Skip("needs root: network namespaces, nftables and live captures")
+	testroot.Require(t, "network namespaces, nftables and live captures")
 }
 
 var labKeys = server.NewKeyCache()

@@ -9,18 +9,12 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+
+	"github.com/slowstart/slowstart/internal/testroot"
 )
 
 // needRoot skips the test without root, except in CI, where it fails.
-func needRoot(t *testing.T) {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("the tune tests need root (network namespaces, routes)")
-		}
-		t.Skip("needs root: network namespaces and routes")
-	}
-}
+func needRoot(t *testing.T) { t.Helper(); testroot.Require(t, "network namespaces and routes") }
 
 var namespaceSeq atomic.Int64
 

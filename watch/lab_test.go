@@ -6,9 +6,10 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"testing"
 	"time"
+
+	"github.com/slowstart/slowstart/internal/testroot"
 
 	"github.com/slowstart/slowstart/lab/netlab"
 	"github.com/slowstart/slowstart/probe"
@@ -16,12 +17,7 @@ import (
 
 func requireRoot(t *testing.T) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("needs root (network namespaces and a live capture); CI runs as root")
-		}
-		t.Skip("needs root: network namespaces and a live capture")
-	}
+	testroot.Require(t, "network namespaces and a live capture")
 }
 
 // TestWatchLabServer watches an emulated far-away server (RTT 60 ms, IW 4) with

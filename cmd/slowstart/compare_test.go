@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slowstart/slowstart/internal/testroot"
+
 	"github.com/slowstart/slowstart/compare"
 	"github.com/slowstart/slowstart/lab"
 	"github.com/slowstart/slowstart/lab/netlab"
@@ -59,12 +61,7 @@ func runCompareJSON(t *testing.T, args ...string) compareResult {
 
 func compareNeedsRoot(t *testing.T) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("the lab needs root (network namespaces); CI runs as root")
-		}
-		t.Skip("the lab needs root (network namespaces)")
-	}
+	testroot.Require(t, "network namespaces")
 }
 
 // TestCompareLab runs the lab at RTT 150 ms, 20 Mbit/s, a 60 KB response: 10

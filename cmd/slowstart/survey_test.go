@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slowstart/slowstart/internal/testroot"
+
 	"github.com/google/nftables"
 	"github.com/vishvananda/netns"
 
@@ -162,12 +164,7 @@ func exactTablesIn(netnsPath string) ([]string, error) {
 // over http with IW 3 next to a URL that refuses (CSV, exit 1), and over TLS
 // with IW 32 reached through --resolve (JSON, exit 0).
 func TestSurveyCommandLab(t *testing.T) {
-	if os.Geteuid() != 0 {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("needs root; CI runs as root")
-		}
-		t.Skip("needs root: network namespaces, nftables and live captures")
-	}
+	testroot.Require(t, "network namespaces, nftables and live captures")
 	const body = "/bytes/150000"
 
 	plain := startSurveyLab(t, probe.LabServerConfig{RTT: 20 * time.Millisecond, IW: 3, Keys: surveyKeys})
@@ -236,12 +233,7 @@ func TestSurveyCommandLab(t *testing.T) {
 // as Ctrl-C does) while it measures its second URL's exact IW: it must print the
 // first URL's row, exit 130 and leave no nftables table behind.
 func TestSurveyBinaryInterrupted(t *testing.T) {
-	if os.Geteuid() != 0 {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("needs root; CI runs as root")
-		}
-		t.Skip("needs root: network namespaces, nftables and live captures")
-	}
+	testroot.Require(t, "network namespaces, nftables and live captures")
 	binary := buildSurveyBinary(t)
 	s := startSurveyLab(t, probe.LabServerConfig{RTT: 20 * time.Millisecond, IW: 10, Keys: surveyKeys})
 	var lines []string
@@ -326,12 +318,7 @@ func buildSurveyBinary(t *testing.T) string {
 // from the bounding set with setpriv): it must stop before measuring, exit 4
 // and name what is missing.
 func TestSurveyPrivileges(t *testing.T) {
-	if os.Geteuid() != 0 {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("needs root; CI runs as root")
-		}
-		t.Skip("needs root to drop capabilities with setpriv")
-	}
+	testroot.Require(t, "drop capabilities with setpriv")
 	setpriv, err := exec.LookPath("setpriv")
 	if err != nil {
 		t.Skip("setpriv (util-linux) is not installed")

@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slowstart/slowstart/internal/testroot"
+
 	"github.com/slowstart/slowstart/lab/link"
 	"github.com/slowstart/slowstart/lab/netlab"
 	"github.com/slowstart/slowstart/lab/server"
@@ -25,12 +27,7 @@ import (
 // tuneNeedRoot skips without root, except under CI=true, where it fails.
 func tuneNeedRoot(t *testing.T) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("the tune tests need root (network namespaces, routes)")
-		}
-		t.Skip("needs root: network namespaces and routes")
-	}
+	testroot.Require(t, "network namespaces and routes")
 }
 
 var tuneNamespaceSeq atomic.Int64

@@ -17,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slowstart/slowstart/internal/testroot"
+
 	"github.com/slowstart/slowstart/lab/netlab"
 	"github.com/slowstart/slowstart/probe"
 	"github.com/slowstart/slowstart/watch"
@@ -48,12 +50,7 @@ func exitCodeOf(err error) int {
 
 func needRootForTest(t *testing.T) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("needs root (network namespaces and a live capture); CI runs as root")
-		}
-		t.Skip("needs root: network namespaces and a live capture")
-	}
+	testroot.Require(t, "network namespaces and a live capture")
 }
 
 // startWatchLab starts an emulated server over TLS 1.3 (RTT 40 ms, IW 2) that

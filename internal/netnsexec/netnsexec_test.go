@@ -3,22 +3,18 @@
 package netnsexec
 
 import (
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/slowstart/slowstart/internal/testroot"
+
 	"github.com/vishvananda/netns"
 )
 
 func TestRunInNamespace(t *testing.T) {
-	if os.Geteuid() != 0 {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("needs root; CI runs as root")
-		}
-		t.Skip("needs root")
-	}
+	testroot.Require(t, "network namespaces")
 	name := "netnsexec-test"
 	if out, err := exec.Command("ip", "netns", "add", name).CombinedOutput(); err != nil {
 		t.Fatalf("ip netns add: %v: %s", err, out)

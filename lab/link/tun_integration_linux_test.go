@@ -14,6 +14,8 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/slowstart/slowstart/internal/testroot"
+
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
@@ -28,9 +30,7 @@ const (
 // skipUnlessTUNWorks skips tests that need root, /dev/net/tun and the ip command.
 func skipUnlessTUNWorks(tb testing.TB) {
 	tb.Helper()
-	if os.Geteuid() != 0 {
-		tb.Skip("needs root to make network namespaces and TUN devices")
-	}
+	testroot.Require(tb, "network namespaces and TUN devices")
 	if _, err := os.Stat("/dev/net/tun"); err != nil {
 		tb.Skip("needs /dev/net/tun")
 	}

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/slowstart/slowstart/internal/testroot"
 )
 
 // helperNamespaces records the namespaces made by helper processes, so that
@@ -70,9 +72,7 @@ func leftoverTestNamespaces() []string {
 // requireRoot skips tests that make namespaces and TUN devices when they cannot.
 func requireRoot(t *testing.T) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: makes network namespaces and TUN devices (run the tests as root)")
-	}
+	testroot.Require(t, "makes network namespaces and TUN devices")
 	if _, err := os.Stat("/dev/net/tun"); err != nil {
 		t.Skipf("needs /dev/net/tun: %v", err)
 	}

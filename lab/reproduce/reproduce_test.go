@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slowstart/slowstart/internal/testroot"
+
 	"github.com/slowstart/slowstart/lab"
 	"github.com/slowstart/slowstart/model"
 )
@@ -137,12 +139,7 @@ func TestSizeBucketsHaveThePapersShape(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs 48 lab trials")
 	}
-	if os.Geteuid() != 0 {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("the lab needs root (network namespaces); CI runs as root")
-		}
-		t.Skip("the lab needs root (network namespaces)")
-	}
+	testroot.Require(t, "network namespaces")
 	var e Experiment
 	for _, x := range Experiments(true) {
 		if x.Name == ExpBuckets {

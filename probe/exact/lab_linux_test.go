@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slowstart/slowstart/internal/testroot"
+
 	"github.com/slowstart/slowstart/lab/link"
 	"github.com/slowstart/slowstart/lab/netlab"
 	"github.com/slowstart/slowstart/lab/server"
@@ -74,12 +76,7 @@ func (l *labTrial) url(bodyBytes int64) string {
 // needRoot skips the test without root, except in CI, where it fails.
 func needRoot(t *testing.T) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("the lab tests need root (network namespaces, nf_tables, packet capture)")
-		}
-		t.Skip("needs root: network namespaces, nf_tables and packet capture")
-	}
+	testroot.Require(t, "network namespaces, nf_tables and packet capture")
 }
 
 // keys and chains are shared by the tests of the package: making keys is slow.
