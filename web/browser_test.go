@@ -32,25 +32,7 @@ type browserCase struct {
 // node_modules (npm ci in web/) and Debian's chromium; without them it is skipped,
 // except under CI=true, where it fails.
 func TestBrowser(t *testing.T) {
-	if testing.Short() {
-		t.Skip("browser tests are not short")
-	}
-	node, err := exec.LookPath("node")
-	missing := ""
-	switch {
-	case err != nil:
-		missing = "node is not installed"
-	case !exists("node_modules/playwright-core/package.json"):
-		missing = "web/node_modules is missing (run: cd web && npm ci)"
-	case !exists(chromiumPath):
-		missing = chromiumPath + " is missing (apt-get install chromium)"
-	}
-	if missing != "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("browser tests can't run: %s", missing)
-		}
-		t.Skipf("browser tests skipped: %s", missing)
-	}
+	node := requireBrowser(t)
 
 	dir := t.TempDir()
 	var cases []browserCase
@@ -189,4 +171,31 @@ func syntheticReport(n, packetsEach int) *report.Report {
 		rep.Connections = append(rep.Connections, c)
 	}
 	return rep
+}
+
+// requireBrowser returns node's path when the browser tests can run: not in
+// -short, with node, web/node_modules (playwright-core) and Debian's chromium.
+// Otherwise it skips t, or fails it under CI=true, where they must run.
+func requireBrowser(t *testing.T) (node string) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("browser tests are not short")
+	}
+	node, err := exec.LookPath("node")
+	missing := ""
+	switch {
+	case err != nil:
+		missing = "node is not installed"
+	case !exists("node_modules/playwright-core/package.json"):
+		missing = "web/node_modules is missing (run: cd web && npm ci)"
+	case !exists(chromiumPath):
+		missing = chromiumPath + " is missing (apt-get install chromium)"
+	}
+	if missing != "" {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("browser tests can't run: %s", missing)
+		}
+		t.Skipf("browser tests skipped: %s", missing)
+	}
+	return node
 }

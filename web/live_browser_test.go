@@ -23,25 +23,7 @@ import (
 // said so), an update replacing a connection, the stop. Real traffic through
 // `view --live` is tested in cmd/slowstart (view_live_test.go).
 func TestLiveBrowser(t *testing.T) {
-	if testing.Short() {
-		t.Skip("browser tests are not short")
-	}
-	node, err := exec.LookPath("node")
-	missing := ""
-	switch {
-	case err != nil:
-		missing = "node is not installed"
-	case !exists("node_modules/playwright-core/package.json"):
-		missing = "web/node_modules is missing (run: cd web && npm ci)"
-	case !exists(chromiumPath):
-		missing = chromiumPath + " is missing (apt-get install chromium)"
-	}
-	if missing != "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("browser tests can't run: %s", missing)
-		}
-		t.Skipf("browser tests skipped: %s", missing)
-	}
+	node := requireBrowser(t)
 	conn := func(name string, index int) report.Connection {
 		rep, err := analysis.File(context.Background(), filepath.Join("..", "testdata", "captures", name+".pcap"), analysis.Options{Packets: true})
 		if err != nil || len(rep.Connections) != 1 {
