@@ -14,3 +14,11 @@ type Device interface {
 	// Close releases the device and makes blocked Read and Write calls return.
 	Close() error
 }
+
+// PollableDevice is a Device that can also be read without waiting, for the emulator's
+// polling mode (RunOptions.Poll).
+type PollableDevice interface {
+	Device
+	// TryRead is Read that returns 0 packets at once when none is waiting.
+	TryRead(bufs [][]byte, sizes []int) (n int, err error)
+}

@@ -31,6 +31,13 @@ type RunOptions struct {
 	// the timer's lateness: under heavy traffic deadlines are microseconds apart and
 	// spinning for each would take a core the transfer needs.
 	SpinShare float64
+	// Poll runs the emulator in polling mode when both devices are PollableDevices: one
+	// goroutine reads both devices without waiting and releases packets at their time,
+	// never sleeping, so neither a reader's nor a timer's wake-up (50 µs to several
+	// hundred on a virtual machine) adds to the path. It keeps one processor busy for
+	// as long as Run runs: for a trial that runs alone, not for many in parallel.
+	// EarlyWakeNs and SpinShare do not apply.
+	Poll bool
 	// Logger receives diagnostics (default slog.Default()).
 	Logger *slog.Logger
 	// Tap, when set, sees every packet read from a device and every packet written to
@@ -138,10 +145,20 @@ func Run(ctx context.Context, a, b Device, aToB, bToA Config, options RunOptions
 			}
 		})
 	}
-	start("reading device a", func() error { return forward.readFrom(a) })
-	start("reading device b", func() error { return backward.readFrom(b) })
-	start("releasing a→b", forward.schedule)
-	start("releasing b→a", backward.schedule)
+	pollA, aPolls := a.(PollableDevice)
+	pollB, bPolls := b.(PollableDevice)
+	if options.Poll && (!aPolls || !bPolls || runtime.GOMAXPROCS(0) < 2) {
+		options.Logger.Debug("link emulator cannot poll: timers instead", "devices_pollable", aPolls && bPolls, "gomaxprocs", runtime.GOMAXPROCS(0))
+		options.Poll = false
+	}
+	if options.Poll {
+		start("polling the devices", func() error { return poll(pollA, pollB, forward, backward) })
+	} else {
+		start("reading device a", func() error { return forward.readFrom(a) })
+		start("reading device b", func() error { return backward.readFrom(b) })
+		start("releasing a→b", forward.schedule)
+		start("releasing b→a", backward.schedule)
+	}
 
 	<-runCtx.Done()
 	closing.Store(true)
@@ -295,61 +312,153 @@ func (d *direction) stats() DirectionStats {
 	}
 }
 
+// batchReader is one device's read state: the pool packets its buffers belong to,
+// and scratch for the packets due the moment they arrive.
+type batchReader struct {
+	packets []*Packet
+	bufs    [][]byte
+	sizes   []int
+	due     []*Packet
+	dueBufs [][]byte
+}
+
+func (d *direction) newBatchReader() *batchReader {
+	batchSize := d.options.BatchPackets
+	r := &batchReader{
+		packets: make([]*Packet, batchSize),
+		bufs:    make([][]byte, batchSize),
+		sizes:   make([]int, batchSize),
+		due:     make([]*Packet, 0, batchSize),
+		dueBufs: make([][]byte, 0, batchSize),
+	}
+	d.pool.fill(r.packets)
+	for i, packet := range r.packets {
+		r.bufs[i] = packet.buffer
+	}
+	return r
+}
+
+// close returns the reader's packets to the pool.
+func (d *direction) closeBatchReader(r *batchReader) { d.pool.putAll(r.packets) }
+
 // readFrom reads batches from in and enqueues them until in fails or is closed.
 func (d *direction) readFrom(in Device) error {
-	batchSize := d.options.BatchPackets
-	packets := make([]*Packet, batchSize)
-	bufs := make([][]byte, batchSize)
-	sizes := make([]int, batchSize)
-	d.pool.fill(packets)
-	for i, packet := range packets {
-		bufs[i] = packet.buffer
-	}
-	defer d.pool.putAll(packets)
-	due := make([]*Packet, 0, batchSize)
-	dueBufs := make([][]byte, 0, batchSize)
+	r := d.newBatchReader()
+	defer d.closeBatchReader(r)
 	for {
-		n, err := in.Read(bufs, sizes)
+		n, err := in.Read(r.bufs, r.sizes)
 		if err != nil {
 			return err
 		}
-		nowNs := d.clock.nowNs()
-		d.mu.Lock()
-		for i := range n {
-			if sizes[i] > d.options.MaxPacketBytes || sizes[i] >= len(bufs[i]) {
-				d.packetsOversize++
-				continue // the slot keeps its packet for the next read
-			}
-			packets[i].Data = packets[i].buffer[:sizes[i]]
-			if d.options.Tap != nil {
-				d.options.Tap(d.inDevice, packets[i].Data, d.clock.unixNs(nowNs))
-			}
-			d.pipeline.Enqueue(packets[i], nowNs)
-			packets[i] = nil
+		if err := d.accept(r, n, true); err != nil {
+			return err
 		}
-		// Packets due at once (no delay, say) leave from here: waking the scheduler
-		// would cost a thread wake-up, tens of microseconds on a virtual machine.
-		due, dueBufs = d.dequeueDueLocked(nowNs, due, dueBufs)
-		if len(due) > 0 {
-			d.writeMu.Lock()
+	}
+}
+
+// accept enqueues the n packets just read into r, writes out those due at once, and,
+// when wakeScheduler is set, arms the scheduler's timer for the next one.
+func (d *direction) accept(r *batchReader, n int, wakeScheduler bool) error {
+	nowNs := d.clock.nowNs()
+	d.mu.Lock()
+	for i := range n {
+		if r.sizes[i] > d.options.MaxPacketBytes || r.sizes[i] >= len(r.bufs[i]) {
+			d.packetsOversize++
+			continue // the slot keeps its packet for the next read
 		}
+		r.packets[i].Data = r.packets[i].buffer[:r.sizes[i]]
+		if d.options.Tap != nil {
+			d.options.Tap(d.inDevice, r.packets[i].Data, d.clock.unixNs(nowNs))
+		}
+		d.pipeline.Enqueue(r.packets[i], nowNs)
+		r.packets[i] = nil
+	}
+	// Packets due at once (no delay, say) leave from here: waking the scheduler
+	// would cost a thread wake-up, tens of microseconds on a virtual machine.
+	r.due, r.dueBufs = d.dequeueDueLocked(nowNs, r.due, r.dueBufs)
+	if len(r.due) > 0 {
+		d.writeMu.Lock()
+	}
+	var err error
+	if wakeScheduler {
 		err = d.wakeSchedulerLocked()
+	}
+	d.mu.Unlock()
+	d.arrivals.Add(1)
+	if len(r.due) > 0 {
+		writeErr := d.writeLocked(r.due, r.dueBufs)
+		d.writeMu.Unlock()
+		if writeErr != nil {
+			return writeErr
+		}
+	}
+	if err != nil {
+		return err
+	}
+	d.pool.fill(r.packets[:n])
+	for i := range n {
+		r.bufs[i] = r.packets[i].buffer
+	}
+	return nil
+}
+
+// releaseDue writes out the packets due at nowNs and returns them (already back in the
+// pool: only their count is of use), reusing due and bufs.
+func (d *direction) releaseDue(nowNs int64, due []*Packet, bufs [][]byte) ([]*Packet, [][]byte, error) {
+	d.mu.Lock()
+	due, bufs = d.dequeueDueLocked(nowNs, due, bufs)
+	if len(due) == 0 {
 		d.mu.Unlock()
-		d.arrivals.Add(1)
-		if len(due) > 0 {
-			writeErr := d.writeLocked(due, dueBufs)
-			d.writeMu.Unlock()
-			if writeErr != nil {
-				return writeErr
+		return due, bufs, nil
+	}
+	d.writeMu.Lock()
+	d.mu.Unlock()
+	err := d.writeLocked(due, bufs)
+	d.writeMu.Unlock()
+	return due, bufs, err
+}
+
+// poll is the polling mode (RunOptions.Poll): one goroutine reads both devices without
+// waiting and releases each direction's due packets, round after round, until a device
+// fails or is closed. Nothing sleeps, so no thread wake-up stands between a packet and
+// the emulator, nor between a packet's time and its release: the cost is one processor
+// kept busy.
+func poll(a, b PollableDevice, forward, backward *direction) error {
+	forwardReader, backwardReader := forward.newBatchReader(), backward.newBatchReader()
+	defer forward.closeBatchReader(forwardReader)
+	defer backward.closeBatchReader(backwardReader)
+	forwardDue := make([]*Packet, 0, forward.options.BatchPackets)
+	forwardBufs := make([][]byte, 0, forward.options.BatchPackets)
+	backwardDue := make([]*Packet, 0, backward.options.BatchPackets)
+	backwardBufs := make([][]byte, 0, backward.options.BatchPackets)
+	for {
+		for _, side := range [2]struct {
+			in        PollableDevice
+			direction *direction
+			reader    *batchReader
+		}{{a, forward, forwardReader}, {b, backward, backwardReader}} {
+			n, err := side.in.TryRead(side.reader.bufs, side.reader.sizes)
+			if err != nil {
+				return err
+			}
+			if n > 0 {
+				if err := side.direction.accept(side.reader, n, false); err != nil {
+					return err
+				}
 			}
 		}
-		if err != nil {
+		var err error
+		if forwardDue, forwardBufs, err = forward.releaseDue(forward.clock.nowNs(), forwardDue, forwardBufs); err != nil {
 			return err
 		}
-		d.pool.fill(packets[:n])
-		for i := range n {
-			bufs[i] = packets[i].buffer
+		if backwardDue, backwardBufs, err = backward.releaseDue(backward.clock.nowNs(), backwardDue, backwardBufs); err != nil {
+			return err
 		}
+		// No runtime.Gosched here even when idle: it puts the goroutine on the global
+		// run queue and wakes another thread to take it, a futex wake-up (tens of µs
+		// on a virtual machine) per round that also moves the loop between threads.
+		// Other goroutines run on the other processors (Run polls only with two or
+		// more), and the runtime preempts a loop that holds one for long.
 	}
 }
 

@@ -65,6 +65,28 @@ func (d *fakeDevice) Write(bufs [][]byte) (int, error) {
 	return len(bufs), nil
 }
 
+// pollableFakeDevice is a fakeDevice that can be read without waiting, as a TUN can.
+type pollableFakeDevice struct{ *fakeDevice }
+
+func (d pollableFakeDevice) TryRead(bufs [][]byte, sizes []int) (int, error) {
+	select {
+	case <-d.closed:
+		return 0, os.ErrClosed
+	default:
+	}
+	n := 0
+	for n < len(bufs) {
+		select {
+		case packet := <-d.incoming:
+			sizes[n] = copy(bufs[n], packet)
+			n++
+		default:
+			return n, nil
+		}
+	}
+	return n, nil
+}
+
 func (d *fakeDevice) Close() error {
 	d.closeOnce.Do(func() { close(d.closed) })
 	return nil
@@ -96,7 +118,28 @@ func receive(t *testing.T, d *fakeDevice) writtenPacket {
 }
 
 func TestRunDelaysBothDirections(t *testing.T) {
+	polling := quietOptions()
+	polling.Poll = true
+	for _, mode := range []struct {
+		name     string
+		options  RunOptions
+		pollable bool
+	}{
+		{"spinning before deadlines", quietOptions(), false},
+		{"timers only", RunOptions{EarlyWakeNs: -1, Logger: quietOptions().Logger}, false},
+		{"polling", polling, true},
+		{"polling asked, devices that cannot poll", polling, false},
+	} {
+		t.Run(mode.name, func(t *testing.T) { testRunDelaysBothDirections(t, mode.options, mode.pollable) })
+	}
+}
+
+func testRunDelaysBothDirections(t *testing.T, options RunOptions, pollable bool) {
 	a, b := newFakeDevice(), newFakeDevice()
+	var deviceA, deviceB Device = a, b
+	if pollable {
+		deviceA, deviceB = pollableFakeDevice{a}, pollableFakeDevice{b}
+	}
 	const delayAToB, delayBToA = 5 * time.Millisecond, 3 * time.Millisecond
 	ctx, cancel := context.WithCancel(context.Background())
 	type result struct {
@@ -105,10 +148,10 @@ func TestRunDelaysBothDirections(t *testing.T) {
 	}
 	done := make(chan result, 1)
 	go func() {
-		stats, err := Run(ctx, a, b,
+		stats, err := Run(ctx, deviceA, deviceB,
 			Config{DelayNs: int64(delayAToB)},
 			Config{DelayNs: int64(delayBToA)},
-			quietOptions())
+			options)
 		done <- result{stats, err}
 	}()
 	defer cancel()
@@ -147,6 +190,15 @@ func TestRunDelaysBothDirections(t *testing.T) {
 	}
 	if r.stats.AToB.PacketsIn != packets || r.stats.AToB.PacketsOut != packets || r.stats.BToA.PacketsOut != 1 {
 		t.Errorf("stats %+v, want %d packets in and out a→b, 1 out b→a", r.stats, packets)
+	}
+	polled := options.Poll && pollable
+	for _, direction := range []DirectionStats{r.stats.AToB, r.stats.BToA} {
+		if polled && direction.TimerWakeups != 0 {
+			t.Errorf("polling, yet the timer woke the scheduler %d times", direction.TimerWakeups)
+		}
+		if !polled && direction.TimerWakeups == 0 {
+			t.Error("no timer wake-up: the emulator polled where it should have slept on timers")
+		}
 	}
 	if r.stats.AToB.LatenessMaxNs < 0 || r.stats.AToB.LatenessSumNs > r.stats.AToB.LatenessMaxNs*packets {
 		t.Errorf("lateness sum %d and max %d do not fit together", r.stats.AToB.LatenessSumNs, r.stats.AToB.LatenessMaxNs)

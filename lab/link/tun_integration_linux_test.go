@@ -161,7 +161,7 @@ func (ns *testNamespace) addTUN(tb testing.TB, address string) *TUN {
 
 // startEmulatedPair makes a client and a server namespace joined by the emulator and
 // returns them; everything is removed when the test ends.
-func startEmulatedPair(tb testing.TB, clientToServer, serverToClient Config) (client, server *testNamespace) {
+func startEmulatedPair(tb testing.TB, clientToServer, serverToClient Config, options RunOptions) (client, server *testNamespace) {
 	tb.Helper()
 	client = newTestNamespace(tb, "c")
 	server = newTestNamespace(tb, "s")
@@ -170,7 +170,7 @@ func startEmulatedPair(tb testing.TB, clientToServer, serverToClient Config) (cl
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		stats, err := Run(ctx, clientTUN, serverTUN, clientToServer, serverToClient, quietOptions())
+		stats, err := Run(ctx, clientTUN, serverTUN, clientToServer, serverToClient, options)
 		for _, direction := range []struct {
 			name  string
 			stats DirectionStats
@@ -240,8 +240,15 @@ func dialFrom(tb testing.TB, client *testNamespace, address string) (net.Conn, t
 
 func TestRunThroughTUNDevices(t *testing.T) {
 	skipUnlessTUNWorks(t)
+	polling := quietOptions()
+	polling.Poll = true
+	t.Run("timers", func(t *testing.T) { testRunThroughTUNDevices(t, quietOptions()) })
+	t.Run("polling", func(t *testing.T) { testRunThroughTUNDevices(t, polling) })
+}
+
+func testRunThroughTUNDevices(t *testing.T, options RunOptions) {
 	const oneWay = 10 * time.Millisecond
-	client, server := startEmulatedPair(t, Config{DelayNs: int64(oneWay)}, Config{DelayNs: int64(oneWay)})
+	client, server := startEmulatedPair(t, Config{DelayNs: int64(oneWay)}, Config{DelayNs: int64(oneWay)}, options)
 	listener := listenEcho(t, server)
 	conn, handshake := dialFrom(t, client, listener.Addr().String())
 
@@ -289,7 +296,7 @@ func BenchmarkTUNRoundTripAccuracy(b *testing.B) {
 }
 
 func benchmarkRoundTrip(b *testing.B, oneWay time.Duration) {
-	client, _ := startEmulatedPair(b, Config{DelayNs: int64(oneWay)}, Config{DelayNs: int64(oneWay)})
+	client, _ := startEmulatedPair(b, Config{DelayNs: int64(oneWay)}, Config{DelayNs: int64(oneWay)}, quietOptions())
 	var socket int
 	if err := client.do(func() (err error) {
 		socket, err = unix.Socket(unix.AF_INET, unix.SOCK_RAW|unix.SOCK_CLOEXEC, unix.IPPROTO_ICMP)
@@ -382,7 +389,7 @@ func kernelTimestamp(control []byte) (time.Time, error) {
 func BenchmarkTUNThroughput(b *testing.B) {
 	skipUnlessTUNWorks(b)
 	const oneWay = 10 * time.Millisecond
-	client, server := startEmulatedPair(b, Config{DelayNs: int64(oneWay)}, Config{DelayNs: int64(oneWay)})
+	client, server := startEmulatedPair(b, Config{DelayNs: int64(oneWay)}, Config{DelayNs: int64(oneWay)}, quietOptions())
 	var listener net.Listener
 	if err := server.do(func() (err error) {
 		listener, err = net.Listen("tcp4", testServerAddress+":0")

@@ -34,7 +34,10 @@ type readBatch struct {
 	sizes []int
 	count int
 	err   error
-	step  func(fd uintptr) bool
+	// nonblocking makes the poller callback return on EAGAIN even with nothing read
+	// (TryRead) instead of asking the poller to wait (Read).
+	nonblocking bool
+	step        func(fd uintptr) bool
 }
 
 type writeBatch struct {
@@ -79,11 +82,21 @@ func NewTUN(f *os.File) (*TUN, error) {
 // Read implements Device: it waits for the first packet in the poller, then reads on
 // until the device has no more (EAGAIN) or bufs is full.
 func (t *TUN) Read(bufs [][]byte, sizes []int) (int, error) {
+	return t.read(bufs, sizes, false)
+}
+
+// TryRead implements PollableDevice: Read that returns 0 at once when the device holds
+// no packet, without waiting in the poller.
+func (t *TUN) TryRead(bufs [][]byte, sizes []int) (int, error) {
+	return t.read(bufs, sizes, true)
+}
+
+func (t *TUN) read(bufs [][]byte, sizes []int, nonblocking bool) (int, error) {
 	if len(bufs) == 0 {
 		return 0, nil
 	}
 	r := &t.reading
-	r.bufs, r.sizes, r.count, r.err = bufs, sizes, 0, nil
+	r.bufs, r.sizes, r.count, r.err, r.nonblocking = bufs, sizes, 0, nil, nonblocking
 	err := t.conn.Read(r.step)
 	n, readErr := r.count, r.err
 	r.bufs, r.sizes = nil, nil
@@ -110,7 +123,7 @@ func (r *readBatch) readSome(fd uintptr) bool {
 		case err == unix.EINTR:
 			continue
 		case err == unix.EAGAIN:
-			return r.count > 0
+			return r.count > 0 || r.nonblocking
 		case err != nil:
 			r.err = err
 			return true
