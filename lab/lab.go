@@ -153,10 +153,11 @@ type Env struct {
 	// kernel, and trials already timing a transfer should not share the CPU with
 	// several setups at once.
 	setup sync.Mutex
-	// active counts the trials running: a trial that runs alone lets its
-	// emulator spin to release packets within microseconds of their time;
-	// trials in parallel sleep on timers alone, so that spinning does not take
-	// the CPU their transfers need.
+	// active counts the trials running: a trial that starts alone, in a batch run
+	// one trial at a time, runs its emulator in polling mode (link.RunOptions.Poll)
+	// to move packets within microseconds of their time at the cost of one busy
+	// processor; trials in parallel sleep on timers alone, so that polling does not
+	// take the CPU their transfers need.
 	active atomic.Int32
 	Keys   *server.KeyCache
 	mu     sync.Mutex
@@ -181,13 +182,20 @@ func (e *Env) chain(bytes int) (*server.Chain, error) {
 }
 
 // RunTrial runs one transfer. captureDir, when set, receives the trial's client-side
-// and server-side captures named after prefix.
+// and server-side captures named after prefix. A trial that starts while no other runs
+// on e polls (see Env.active).
 func (e *Env) RunTrial(ctx context.Context, spec Spec, index int, captureDir, prefix string) (TrialResult, error) {
+	return e.runTrial(ctx, spec, index, captureDir, prefix, true)
+}
+
+// runTrial is RunTrial; mayPoll false keeps the emulator on timers even when the
+// trial starts alone (the first trial of a parallel batch does).
+func (e *Env) runTrial(ctx context.Context, spec Spec, index int, captureDir, prefix string, mayPoll bool) (TrialResult, error) {
 	res := TrialResult{Trial: index}
 	if err := spec.Normalize(); err != nil {
 		return res, err
 	}
-	alone := e.active.Add(1) == 1
+	poll := e.active.Add(1) == 1 && mayPoll
 	defer e.active.Add(-1)
 	opts := netlab.Options{
 		InitCwnd:             spec.IW,
@@ -225,10 +233,7 @@ func (e *Env) RunTrial(ctx context.Context, spec Spec, index int, captureDir, pr
 	var linkStats link.Stats
 	var linkErr error
 	linkDone := make(chan struct{})
-	runOpts := link.RunOptions{}
-	if !alone {
-		runOpts.EarlyWakeNs = -1
-	}
+	runOpts := link.RunOptions{Poll: poll, EarlyWakeNs: -1}
 	if taps != nil {
 		runOpts.Tap = taps.tap
 	}

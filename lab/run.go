@@ -83,7 +83,7 @@ func (e *Env) RunJobs(ctx context.Context, jobs []Job, opts RunOptions) ([]Row, 
 				spec := j.Spec
 				spec.Seed += uint64(j.Trial)
 				prefix := fmt.Sprintf("%s-trial%d", j.Spec.Label(), j.Trial)
-				res, err := e.RunTrial(ctx, spec, j.Trial, opts.CaptureDir, prefix)
+				res, err := e.runTrial(ctx, spec, j.Trial, opts.CaptureDir, prefix, par == 1)
 				if err != nil && res.Error == "" {
 					res.Error = err.Error()
 				}
