@@ -209,6 +209,17 @@ func (h *bytesHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method == http.MethodHead {
 		return
 	}
+	if corker.corked {
+		// Hand the headers to the corked socket now, where they wait (less than a
+		// segment): the body's first write then reaches the socket in one system
+		// call. Otherwise net/http fills its 4 KB buffer from that write, sends it,
+		// and writes the rest in a second call, and on a busy machine a stall between
+		// the two makes a first flight of only what the first call held: a round
+		// limited by the application, not by the window the lab set.
+		if err := http.NewResponseController(w).Flush(); err != nil {
+			return // the client went away
+		}
+	}
 
 	pauseAt := int64(-1)
 	if h.thinkDuration > 0 && bodyBytes > h.thinkAfterBytes {
