@@ -69,7 +69,7 @@ func runLoss(ctx context.Context, args []string) (*lossResult, error) {
 		clientToServer, serverToClient := path.configs()
 		serverToClient.Seed = runSeed
 		serverToClient.Loss = link.LossConfig{Model: link.LossBernoulli, Probability: lossRate}
-		run, err := lossOnce(ctx, clientToServer, serverToClient, path.earlyWakeNs(), *packets, *packetsPerSecond)
+		run, err := lossOnce(ctx, clientToServer, serverToClient, path.runOptions(), *packets, *packetsPerSecond)
 		if err != nil {
 			return nil, err
 		}
@@ -83,9 +83,9 @@ func runLoss(ctx context.Context, args []string) (*lossResult, error) {
 
 const lossPort = 9000
 
-func lossOnce(ctx context.Context, clientToServer, serverToClient link.Config, earlyWakeNs int64, packets, packetsPerSecond int) (lossRun, error) {
+func lossOnce(ctx context.Context, clientToServer, serverToClient link.Config, runOptions link.RunOptions, packets, packetsPerSecond int) (lossRun, error) {
 	var run lossRun
-	trial, err := startTrial(ctx, netlab.Options{}, clientToServer, serverToClient, earlyWakeNs, nil)
+	trial, err := startTrial(ctx, netlab.Options{}, clientToServer, serverToClient, runOptions, nil)
 	if err != nil {
 		return run, err
 	}

@@ -9,6 +9,7 @@
 //	/tmp/slowstart-labbench rate  -rtt 20ms -rate 1.2mbit -seconds 10
 //	/tmp/slowstart-labbench loss  -loss 1% -packets 100000 -seed 7
 //	/tmp/slowstart-labbench iperf -rtt 20ms -seconds 10
+//	/tmp/slowstart-labbench handshake -rtt 70ms -poll -count 200
 //
 // Every subcommand needs root, makes one trial and removes it when done, on error and
 // on Ctrl-C.
@@ -46,6 +47,8 @@ func main() {
 		result, err = runLoss(ctx, args)
 	case "iperf":
 		result, err = runIperf(ctx, args)
+	case "handshake":
+		result, err = runHandshake(ctx, args)
 	default:
 		usage()
 		os.Exit(2)
@@ -66,13 +69,13 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintf(os.Stderr, "usage: %s ping|rate|loss|iperf [flags] (each with -h)\n", os.Args[0])
+	fmt.Fprintf(os.Stderr, "usage: %s ping|rate|loss|iperf|handshake [flags] (each with -h)\n", os.Args[0])
 }
 
 // pathFlags are the flags every subcommand shares: the path and the emulator's timing.
 type pathFlags struct {
 	rtt, rate  string
-	spin       bool
+	spin, poll bool
 	rttNs      int64
 	rateBitsPS int64
 }
@@ -80,7 +83,8 @@ type pathFlags struct {
 func (p *pathFlags) register(fs *flag.FlagSet, defaultRTT string) {
 	fs.StringVar(&p.rtt, "rtt", defaultRTT, "round-trip propagation delay (half each way)")
 	fs.StringVar(&p.rate, "rate", "0", "bottleneck rate each way (0: none)")
-	fs.BoolVar(&p.spin, "spin", false, "let the emulator spin before deadlines (link's default, 300 µs), as the lab does for a trial that runs alone; without it, timers only, as for parallel trials")
+	fs.BoolVar(&p.spin, "spin", false, "let the emulator spin before deadlines (link's default, 300 µs); without it or -poll, timers only, as for parallel trials")
+	fs.BoolVar(&p.poll, "poll", false, "run the emulator in polling mode, as the lab does for a trial that runs alone")
 }
 
 func (p *pathFlags) parse() error {
@@ -108,13 +112,27 @@ func (p *pathFlags) configs() (clientToServer, serverToClient link.Config) {
 	return clientToServer, serverToClient
 }
 
-// earlyWakeNs is the emulator setting: -1 (timer only) as lab.RunTrial uses, or 0 for
-// link's default spin.
-func (p *pathFlags) earlyWakeNs() int64 {
-	if p.spin {
-		return 0
+// mode names the emulator's timing: poll, spin or timers.
+func (p *pathFlags) mode() string {
+	switch {
+	case p.poll:
+		return "poll"
+	case p.spin:
+		return "spin"
 	}
-	return -1
+	return "timers"
+}
+
+// runOptions is the emulator's timing: polling (a lone lab trial), spinning before
+// deadlines (link's default), or timers only (parallel lab trials).
+func (p *pathFlags) runOptions() link.RunOptions {
+	switch {
+	case p.poll:
+		return link.RunOptions{Poll: true}
+	case p.spin:
+		return link.RunOptions{}
+	}
+	return link.RunOptions{EarlyWakeNs: -1}
 }
 
 // emulatedTrial is one trial with the emulator running between its two TUN devices.
@@ -128,7 +146,7 @@ type emulatedTrial struct {
 
 // startTrial makes a trial and runs the emulator on it until stop.
 // tap, when not nil, sees every packet as link.RunOptions.Tap does.
-func startTrial(ctx context.Context, opts netlab.Options, clientToServer, serverToClient link.Config, earlyWakeNs int64,
+func startTrial(ctx context.Context, opts netlab.Options, clientToServer, serverToClient link.Config, runOptions link.RunOptions,
 	tap func(device int, data []byte, unixNs int64)) (*emulatedTrial, error) {
 	trial, err := netlab.Create(ctx, opts)
 	if err != nil {
@@ -146,10 +164,10 @@ func startTrial(ctx context.Context, opts netlab.Options, clientToServer, server
 	}
 	linkCtx, stopLink := context.WithCancel(ctx)
 	e := &emulatedTrial{trial: trial, stopLink: stopLink, done: make(chan struct{})}
+	runOptions.Tap = tap
 	go func() {
 		defer close(e.done)
-		e.stats, e.err = link.Run(linkCtx, clientDevice, serverDevice, clientToServer, serverToClient,
-			link.RunOptions{EarlyWakeNs: earlyWakeNs, Tap: tap})
+		e.stats, e.err = link.Run(linkCtx, clientDevice, serverDevice, clientToServer, serverToClient, runOptions)
 	}()
 	return e, nil
 }
