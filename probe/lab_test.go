@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -212,35 +213,44 @@ func TestAgreesWithCurl(t *testing.T) {
 		t.Fatal(err)
 	}
 	path := "/bytes/50000"
-	res, err := probeLab(t, s, path, func(o *Options) { o.HTTP1Only = true; o.TLSVersion = "1.2" })
-	if err != nil {
-		t.Fatal(err)
-	}
-	pt := res.Final(0).ClientTiming
-	out, err := exec.Command("nsenter", "--net="+s.Netns, "--", curl, "-s", "-o", "/dev/null", "--http1.1", "--tlsv1.2", "--tls-max", "1.2",
-		"--cacert", caFile, "--resolve", fmt.Sprintf("%s:%d:%s", LabServerName, s.Addr.Port(), s.Addr.Addr()),
-		"-w", "%{time_connect} %{time_appconnect} %{time_starttransfer}", s.URL(path)).Output()
-	if err != nil {
-		t.Fatalf("curl: %v", err)
-	}
-	var connect, appconnect, firstByte float64
-	if _, err := fmt.Sscan(string(out), &connect, &appconnect, &firstByte); err != nil {
-		t.Fatalf("curl printed %q: %v", out, err)
-	}
-	t.Logf("TLS done: probe %.2f ms, curl %.2f ms; first byte: probe %.2f ms, curl %.2f ms", *pt.TLSAtMs, appconnect*1000, pt.FirstByteAtMs, firstByte*1000)
-	for _, x := range []struct {
-		name        string
-		probe, curl float64
-	}{
-		{"connect", pt.ConnectAtMs, connect * 1000},
-		{"TLS done", *pt.TLSAtMs, appconnect * 1000},
-		{"first byte", pt.FirstByteAtMs, firstByte * 1000},
+	// Five runs of each, alternating, compared by their minima: a stall of the host
+	// (tens of ms on a busy virtual machine) only ever makes a run slower, while a
+	// systematic disagreement shows in the minima too.
+	const runs = 5
+	metrics := []string{"connect", "TLS done", "first byte", "TLS done to first byte"}
+	probeMs, curlMs := map[string][]float64{}, map[string][]float64{}
+	for range runs {
+		res, err := probeLab(t, s, path, func(o *Options) { o.HTTP1Only = true; o.TLSVersion = "1.2" })
+		if err != nil {
+			t.Fatal(err)
+		}
+		pt := res.Final(0).ClientTiming
+		out, err := exec.Command("nsenter", "--net="+s.Netns, "--", curl, "-s", "-o", "/dev/null", "--http1.1", "--tlsv1.2", "--tls-max", "1.2",
+			"--cacert", caFile, "--resolve", fmt.Sprintf("%s:%d:%s", LabServerName, s.Addr.Port(), s.Addr.Addr()),
+			"-w", "%{time_connect} %{time_appconnect} %{time_starttransfer}", s.URL(path)).Output()
+		if err != nil {
+			t.Fatalf("curl: %v", err)
+		}
+		var connect, appconnect, firstByte float64
+		if _, err := fmt.Sscan(string(out), &connect, &appconnect, &firstByte); err != nil {
+			t.Fatalf("curl printed %q: %v", out, err)
+		}
 		// The wait for the first byte after the handshake is network time for both.
-		{"TLS done to first byte", pt.FirstByteAtMs - *pt.TLSAtMs, (firstByte - appconnect) * 1000},
-	} {
-		t.Logf("%s: probe %.2f ms, curl %.2f ms", x.name, x.probe, x.curl)
-		if diff := math.Abs(x.probe - x.curl); diff > 1+0.02*x.curl {
-			t.Errorf("%s: probe %.2f ms, curl %.2f ms: differ by %.2f ms, more than 1 ms + 2%%", x.name, x.probe, x.curl, diff)
+		for i, pair := range [][2]float64{
+			{pt.ConnectAtMs, connect * 1000},
+			{*pt.TLSAtMs, appconnect * 1000},
+			{pt.FirstByteAtMs, firstByte * 1000},
+			{pt.FirstByteAtMs - *pt.TLSAtMs, (firstByte - appconnect) * 1000},
+		} {
+			probeMs[metrics[i]] = append(probeMs[metrics[i]], pair[0])
+			curlMs[metrics[i]] = append(curlMs[metrics[i]], pair[1])
+		}
+	}
+	for _, name := range metrics {
+		probeMin, curlMin := slices.Min(probeMs[name]), slices.Min(curlMs[name])
+		t.Logf("%s: probe %.2f ms, curl %.2f ms (minima of %d runs: probe %.2f, curl %.2f)", name, probeMin, curlMin, runs, probeMs[name], curlMs[name])
+		if diff := math.Abs(probeMin - curlMin); diff > 1+0.02*curlMin {
+			t.Errorf("%s: probe %.2f ms, curl %.2f ms (minima of %d runs): differ by %.2f ms, more than 1 ms + 2%%", name, probeMin, curlMin, runs, diff)
 		}
 	}
 }
