@@ -133,3 +133,38 @@ func checkNeverWrong(t *testing.T, what string, iw *report.InitialWindow, truth 
 		}
 	}
 }
+
+// TestTailLossProbeIsNotTheWindow: a first round of 16 segments followed, after a
+// silence with nothing acknowledged, by one new segment sent as a tail loss probe
+// (testdata/captures/README.md) reads as IW 16 exact from both ends, the probe counted
+// in the round but not in the window.
+func TestTailLossProbeIsNotTheWindow(t *testing.T) {
+	for _, side := range []string{"client", "server"} {
+		t.Run(side, func(t *testing.T) {
+			rep, err := File(context.Background(), filepath.Join("..", "testdata", "captures", "tlp-rtt20-iw16-278016."+side+".pcap"), Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(rep.Connections) != 1 {
+				t.Fatalf("%d connections, want 1", len(rep.Connections))
+			}
+			c := rep.Connections[0]
+			if c.Vantage != side {
+				t.Errorf("vantage %q, want %q", c.Vantage, side)
+			}
+			if iw := c.InitialWindow; iw.Verdict != report.VerdictExact || iw.Segments != 16 || iw.Bytes != 16*1448 {
+				t.Errorf("IW %d segments (%d bytes) %s, want 16 (23168 bytes) exact: %s\n%s", iw.Segments, iw.Bytes, iw.Verdict, iw.Reason, dumpRounds(c))
+			} else if !strings.Contains(iw.Reason, "tail loss probe") {
+				t.Errorf("the reason does not mention the probe: %s", iw.Reason)
+			}
+			if r := c.Rounds[0]; r.Segments != 17 || r.LossProbeSegments != 1 {
+				t.Errorf("round 1: %d segments of which %d a probe, want 17 and 1", r.Segments, r.LossProbeSegments)
+			}
+			for _, r := range c.Rounds[1:] {
+				if r.LossProbeSegments != 0 {
+					t.Errorf("round %d: %d probe segments, want none", r.Index, r.LossProbeSegments)
+				}
+			}
+		})
+	}
+}

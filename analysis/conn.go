@@ -264,6 +264,7 @@ func (ca *connAnalyzer) build(c *flow.Conn) report.Connection {
 			StartMs:            ms(r.FirstNs),
 			EndMs:              ms(r.LastNs),
 			Segments:           r.Segments,
+			LossProbeSegments:  r.ProbeSegments,
 			Bytes:              r.Bytes,
 			CumulativeBytes:    cum,
 			Packets:            r.Packets,
@@ -363,15 +364,16 @@ func (ca *connAnalyzer) initialWindow(c *flow.Conn, raw []rounds.Round, t *tlsSu
 			if r.Limit != report.LimitCwnd || r.Retransmissions > 0 || r.OutOfOrder > 0 || r.Lost > 0 {
 				break
 			}
-			if r.Segments >= 3*hsSegs {
-				return &report.InitialWindow{Segments: r.Segments, Bytes: r.Bytes, Verdict: report.VerdictExact, Source: report.PhaseHTTP,
-					Reason: fmt.Sprintf("the TLS flight (%d segments) fit in the window; the first HTTP round was cut by the congestion window at %d segments, at least 3× the handshake's segments, so the window had not grown during the handshake", t.flightSegments, r.Segments)}
+			window := r.WindowSegments()
+			if window >= 3*hsSegs {
+				return &report.InitialWindow{Segments: window, Bytes: r.WindowBytes(), Verdict: report.VerdictExact, Source: report.PhaseHTTP,
+					Reason: fmt.Sprintf("the TLS flight (%d segments) fit in the window; the first HTTP round was cut by the congestion window at %d segments, at least 3× the handshake's segments, so the window had not grown during the handshake", t.flightSegments, window) + r.ProbeNote()}
 			}
-			lo := max(iw.Segments, r.Segments-hsSegs)
+			lo := max(iw.Segments, window-hsSegs)
 			out := *iw
-			out.Reason = fmt.Sprintf("the TLS flight (%d segments) fit in the window; the first HTTP round was cut at %d segments after %d handshake segments were acknowledged, so the initial window is between %d and %d segments", t.flightSegments, r.Segments, hsSegs, lo, r.Segments)
+			out.Reason = fmt.Sprintf("the TLS flight (%d segments) fit in the window; the first HTTP round was cut at %d segments after %d handshake segments were acknowledged, so the initial window is between %d and %d segments", t.flightSegments, window, hsSegs, lo, window) + r.ProbeNote()
 			out.Segments = lo
-			out.Bytes = min(lo*max(c.MSS(), 536), r.Bytes)
+			out.Bytes = min(lo*max(c.MSS(), 536), r.WindowBytes())
 			if lo == iw.Segments {
 				out.Bytes = iw.Bytes
 			}
@@ -511,7 +513,7 @@ func (t *tlsSummary) report(labeled []rounds.Round) *report.TLS {
 	fr := labeled[:len(t.flightRounds)]
 	t.iw = rounds.InitialWindow(fr, "tls")
 	if len(fr) > 0 && fr[0].Limit == report.LimitCwnd {
-		t.iw.Reason = fmt.Sprintf("the server's TLS flight (%d segments) was cut after %d segments and finished one round trip later", t.flightSegments, fr[0].Segments)
+		t.iw.Reason = fmt.Sprintf("the server's TLS flight (%d segments) was cut after %d segments and finished one round trip later", t.flightSegments, fr[0].WindowSegments()) + fr[0].ProbeNote()
 	} else if t.iw.Verdict == report.VerdictLowerBound {
 		t.iw.Reason = fmt.Sprintf("the server's whole TLS flight (%d segments) fit in the first round, so the window is at least that", t.flightSegments)
 	}

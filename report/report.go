@@ -159,20 +159,23 @@ type InitialWindow struct {
 
 // Round is one round trip of the server's sending.
 type Round struct {
-	Index              int     `json:"index"`    // 1-based
-	StartMs            float64 `json:"start_ms"` // from the connection's start
-	EndMs              float64 `json:"end_ms"`
-	StartRTTs          float64 `json:"start_rtts"` // start_ms in round trips (min RTT)
-	Segments           int     `json:"segments"`   // ceil(bytes / mss)
-	Bytes              int     `json:"bytes"`      // new sequence bytes first sent in the round
-	CumulativeBytes    int64   `json:"cumulative_bytes"`
-	Packets            int     `json:"packets"` // captured frames (may differ from segments under GRO/TSO)
-	Retransmissions    int     `json:"retransmissions"`
-	InFlightBytes      int     `json:"in_flight_bytes"`      // unacknowledged bytes at the round's end
-	ReceiveWindowBytes int     `json:"receive_window_bytes"` // client's window at the round's start
-	WindowFull         bool    `json:"window_full"`
-	Limit              string  `json:"limit"`
-	Phase              string  `json:"phase"`
+	Index     int     `json:"index"`    // 1-based
+	StartMs   float64 `json:"start_ms"` // from the connection's start
+	EndMs     float64 `json:"end_ms"`
+	StartRTTs float64 `json:"start_rtts"` // start_ms in round trips (min RTT)
+	Segments  int     `json:"segments"`   // ceil(bytes / mss)
+	// LossProbeSegments of Segments were a tail loss probe the server sent after a
+	// silence with nothing acknowledged, beyond the congestion window.
+	LossProbeSegments  int    `json:"loss_probe_segments,omitempty"`
+	Bytes              int    `json:"bytes"` // new sequence bytes first sent in the round
+	CumulativeBytes    int64  `json:"cumulative_bytes"`
+	Packets            int    `json:"packets"` // captured frames (may differ from segments under GRO/TSO)
+	Retransmissions    int    `json:"retransmissions"`
+	InFlightBytes      int    `json:"in_flight_bytes"`      // unacknowledged bytes at the round's end
+	ReceiveWindowBytes int    `json:"receive_window_bytes"` // client's window at the round's start
+	WindowFull         bool   `json:"window_full"`
+	Limit              string `json:"limit"`
+	Phase              string `json:"phase"`
 }
 
 // HTTPMessage is one request and its response.

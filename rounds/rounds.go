@@ -19,6 +19,8 @@
 package rounds
 
 import (
+	"fmt"
+
 	"github.com/slowstart/slowstart/flow"
 	"github.com/slowstart/slowstart/report"
 )
@@ -68,7 +70,42 @@ type Round struct {
 	// had seen at the round's first and last segment.
 	ClientDataAtStart int64
 	ClientDataAtEnd   int64
-	Limit             string
+	// ProbeSegments and ProbeBytes are the round's last segment when it was a tail loss
+	// probe: one new segment the server sent after a silence of at least LossProbeRTTs
+	// round trips with no acknowledgement (Linux sends one after 2·SRTT), beyond what
+	// the congestion window allowed. They are counted in Segments and Bytes; the
+	// round's window is WindowSegments.
+	ProbeSegments, ProbeBytes int
+	// ProbeGapNs is the silence before the probe.
+	ProbeGapNs int64
+	Limit      string
+}
+
+// WindowSegments is the round's segments less a tail loss probe: what the congestion
+// window let through.
+func (r *Round) WindowSegments() int { return r.Segments - r.ProbeSegments }
+
+// ProbeNote is a clause for a reason that counted WindowSegments: "" without a probe.
+func (r *Round) ProbeNote() string {
+	if r.ProbeSegments == 0 {
+		return ""
+	}
+	return fmt.Sprintf("; not counted: %d more segment the server sent %.1f ms later with nothing acknowledged, a tail loss probe", r.ProbeSegments, float64(r.ProbeGapNs)/1e6)
+}
+
+// WindowBytes is Bytes less a tail loss probe.
+func (r *Round) WindowBytes() int { return r.Bytes - r.ProbeBytes }
+
+// LossProbeRTTs is the least silence, in round trips, before a lone new segment at a
+// round's end that the tracker takes for a tail loss probe (Linux's probe timeout is
+// 2·SRTT, at least 10 ms): well above a round's own spacing, below the timeout.
+const LossProbeRTTs = 1.5
+
+// probeCandidate is a segment that may be a tail loss probe: it ends its round
+// unless another new segment joins the round (then the application had paused).
+type probeCandidate struct {
+	round, segments, bytes int
+	gapNs                  int64
 }
 
 type clientPacket struct {
@@ -99,11 +136,14 @@ type Tracker struct {
 	lastPopTSSet  bool
 	clientDataEnd int64
 
-	sndNxt      int64
-	rounds      []Round
-	firstAckIdx int // first round whose FirstAckNs is not yet set
-	lastDataNs  int64
-	mssLearned  int
+	sndNxt int64
+	rounds []Round
+	// learnedSinceData: a client packet became known since the last new-data segment.
+	learnedSinceData bool
+	probe            *probeCandidate
+	firstAckIdx      int // first round whose FirstAckNs is not yet set
+	lastDataNs       int64
+	mssLearned       int
 }
 
 // New makes a Tracker.
@@ -155,6 +195,7 @@ func (t *Tracker) addClient(s *flow.Segment) {
 // learn records that the server has seen client packet p.
 func (t *Tracker) learn(p *clientPacket) {
 	t.knownLatestNs = p.timeNs
+	t.learnedSinceData = true
 	t.knownDataEnd = max(t.knownDataEnd, p.dataEnd)
 	if !p.hasAck {
 		return
@@ -261,6 +302,16 @@ func (t *Tracker) addServer(s *flow.Segment) {
 		t.mssLearned = s.Len
 	}
 	r := t.assign(s)
+	if t.probe != nil {
+		if r == len(t.rounds) {
+			t.probe = nil // another segment in the same round: not a lone probe
+		} else {
+			t.commitProbe()
+		}
+	}
+	if r == len(t.rounds) && t.isProbe(s) {
+		t.probe = &probeCandidate{round: r, segments: (s.NewLen + t.mss() - 1) / t.mss(), bytes: s.NewLen, gapNs: s.TimeNs - t.lastDataNs}
+	}
 	if r > len(t.rounds) {
 		t.rounds = append(t.rounds, Round{
 			Index:             r,
@@ -300,6 +351,36 @@ func (t *Tracker) addServer(s *flow.Segment) {
 	}
 	t.sndNxt = end
 	t.lastDataNs = s.TimeNs
+	t.learnedSinceData = false
+}
+
+// isProbe reports whether new-data segment s, in the same round as the last one, looks
+// like a tail loss probe: one segment, after a silence of LossProbeRTTs round trips
+// (and far beyond the round's own spacing of segments) in which no client packet
+// became known.
+func (t *Tracker) isProbe(s *flow.Segment) bool {
+	if t.cfg.RTTNs <= 0 || t.learnedSinceData || s.NewLen > t.mss() || len(t.rounds) == 0 {
+		return false
+	}
+	rd := &t.rounds[len(t.rounds)-1]
+	gapNs := s.TimeNs - t.lastDataNs
+	if float64(gapNs) < LossProbeRTTs*float64(t.cfg.RTTNs) {
+		return false
+	}
+	var spacingNs int64
+	if rd.Packets > 1 {
+		spacingNs = (rd.LastNs - rd.FirstNs) / int64(rd.Packets-1)
+	}
+	return gapNs > 4*spacingNs
+}
+
+// commitProbe records the pending probe in its round.
+func (t *Tracker) commitProbe() {
+	if p := t.probe; p != nil && p.round >= 1 && p.round <= len(t.rounds) {
+		rd := &t.rounds[p.round-1]
+		rd.ProbeSegments, rd.ProbeBytes, rd.ProbeGapNs = p.segments, p.bytes, p.gapNs
+	}
+	t.probe = nil
 }
 
 // assign returns the round of a new-data segment.
@@ -333,6 +414,9 @@ func (t *Tracker) Rounds() []Round { return t.rounds }
 // message of the server ended (an HTTP response, the TLS handshake flight); a round
 // ending exactly there ended because the message did. The last round is "end".
 func (t *Tracker) Label(messageEnds []int64) []Round {
+	if t.probe != nil && t.probe.round < len(t.rounds) {
+		t.commitProbe() // a later round began; a probe in the last round is left as data
+	}
 	isEnd := make(map[int64]bool, len(messageEnds))
 	for _, e := range messageEnds {
 		isEnd[e] = true
@@ -418,7 +502,8 @@ func InitialWindow(rs []Round, source string) *report.InitialWindow {
 		return &report.InitialWindow{Verdict: report.VerdictNone, Source: source, Reason: "the server sent no data"}
 	}
 	r := rs[0]
-	iw := &report.InitialWindow{Segments: r.Segments, Bytes: r.Bytes, Source: source}
+	iw := &report.InitialWindow{Segments: r.WindowSegments(), Bytes: r.WindowBytes(), Source: source}
+	defer func() { iw.Reason += r.ProbeNote() }()
 	switch {
 	case r.Retransmissions > 0 || r.OutOfOrder > 0 || r.Lost > 0:
 		iw.Verdict = report.VerdictAmbiguous
