@@ -136,12 +136,25 @@ func checkNeverWrong(t *testing.T, what string, iw *report.InitialWindow, truth 
 
 // TestTailLossProbeIsNotTheWindow: a first round of 16 segments followed, after a
 // silence with nothing acknowledged, by one new segment sent as a tail loss probe
-// (testdata/captures/README.md) reads as IW 16 exact from both ends, the probe counted
-// in the round but not in the window.
+// (testdata/captures/README.md) reads as IW 16 from both ends, the probe counted in the
+// round but not in the window. In the second capture a stall inflated the client's
+// handshake RTT to 43 ms and shrank the silence the client saw to 33 ms: only the
+// server's own clock (its TCP timestamps) shows the 51 ms it waited.
 func TestTailLossProbeIsNotTheWindow(t *testing.T) {
-	for _, side := range []string{"client", "server"} {
-		t.Run(side, func(t *testing.T) {
-			rep, err := File(context.Background(), filepath.Join("..", "testdata", "captures", "tlp-rtt20-iw16-278016."+side+".pcap"), Options{})
+	for _, tc := range []struct {
+		file    string
+		side    string
+		verdict string
+	}{
+		{"tlp-rtt20-iw16-278016.client.pcap", "client", report.VerdictExact},
+		{"tlp-rtt20-iw16-278016.server.pcap", "server", report.VerdictExact},
+		{"tlp2-rtt20-iw16-278016.client.pcap", "client", report.VerdictExact},
+		// The next round came 33 ms after the first ACK at the server: it reads as
+		// the application's wait, a lower bound.
+		{"tlp2-rtt20-iw16-278016.server.pcap", "server", report.VerdictLowerBound},
+	} {
+		t.Run(tc.file, func(t *testing.T) {
+			rep, err := File(context.Background(), filepath.Join("..", "testdata", "captures", tc.file), Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -149,11 +162,11 @@ func TestTailLossProbeIsNotTheWindow(t *testing.T) {
 				t.Fatalf("%d connections, want 1", len(rep.Connections))
 			}
 			c := rep.Connections[0]
-			if c.Vantage != side {
-				t.Errorf("vantage %q, want %q", c.Vantage, side)
+			if c.Vantage != tc.side {
+				t.Errorf("vantage %q, want %q", c.Vantage, tc.side)
 			}
-			if iw := c.InitialWindow; iw.Verdict != report.VerdictExact || iw.Segments != 16 || iw.Bytes != 16*1448 {
-				t.Errorf("IW %d segments (%d bytes) %s, want 16 (23168 bytes) exact: %s\n%s", iw.Segments, iw.Bytes, iw.Verdict, iw.Reason, dumpRounds(c))
+			if iw := c.InitialWindow; iw.Verdict != tc.verdict || iw.Segments != 16 || iw.Bytes != 16*1448 {
+				t.Errorf("IW %d segments (%d bytes) %s, want 16 (23168 bytes) %s: %s\n%s", iw.Segments, iw.Bytes, iw.Verdict, tc.verdict, iw.Reason, dumpRounds(c))
 			} else if !strings.Contains(iw.Reason, "tail loss probe") {
 				t.Errorf("the reason does not mention the probe: %s", iw.Reason)
 			}

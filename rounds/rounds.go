@@ -96,10 +96,16 @@ func (r *Round) ProbeNote() string {
 // WindowBytes is Bytes less a tail loss probe.
 func (r *Round) WindowBytes() int { return r.Bytes - r.ProbeBytes }
 
-// LossProbeRTTs is the least silence, in round trips, before a lone new segment at a
-// round's end that the tracker takes for a tail loss probe (Linux's probe timeout is
-// 2·SRTT, at least 10 ms): well above a round's own spacing, below the timeout.
-const LossProbeRTTs = 1.5
+// LossProbeRTTs is the least silence, in round trips (and at least
+// lossProbeMinGapNs), before a lone new segment at a round's end that the tracker
+// takes for a tail loss probe. Linux's probe timeout is 2·SRTT, at least 10 ms; one
+// RTT leaves room for a handshake RTT inflated by a stall on the way. A sender limited
+// by its window cannot send after such a silence with nothing acknowledged but by a
+// timer; one that had paused for its application would have had its ACKs back.
+const LossProbeRTTs = 1.0
+
+// lossProbeMinGapNs is Linux's least probe timeout.
+const lossProbeMinGapNs = 10_000_000
 
 // probeCandidate is a segment that may be a tail loss probe: it ends its round
 // unless another new segment joins the round (then the application had paused).
@@ -141,6 +147,14 @@ type Tracker struct {
 	// learnedSinceData: a client packet became known since the last new-data segment.
 	learnedSinceData bool
 	probe            *probeCandidate
+	// The server's TCP timestamp clock: its first timestamp (the SYN/ACK's, as a
+	// rule) and capture time, and the last new-data segment's timestamp, to time a
+	// silence on the server's own clock when it ticks in milliseconds.
+	firstServerTS    uint32
+	firstServerTSNs  int64
+	firstServerTSSet bool
+	lastDataTS       uint32
+	lastDataTSSet    bool
 	firstAckIdx      int // first round whose FirstAckNs is not yet set
 	lastDataNs       int64
 	mssLearned       int
@@ -277,6 +291,9 @@ func (t *Tracker) mss() int {
 }
 
 func (t *Tracker) addServer(s *flow.Segment) {
+	if s.HasTS && !t.firstServerTSSet {
+		t.firstServerTS, t.firstServerTSNs, t.firstServerTSSet = s.TSVal, s.TimeNs, true
+	}
 	if s.Len == 0 {
 		return
 	}
@@ -310,7 +327,7 @@ func (t *Tracker) addServer(s *flow.Segment) {
 		}
 	}
 	if r == len(t.rounds) && t.isProbe(s) {
-		t.probe = &probeCandidate{round: r, segments: (s.NewLen + t.mss() - 1) / t.mss(), bytes: s.NewLen, gapNs: s.TimeNs - t.lastDataNs}
+		t.probe = &probeCandidate{round: r, segments: (s.NewLen + t.mss() - 1) / t.mss(), bytes: s.NewLen, gapNs: t.serverGapNs(s)}
 	}
 	if r > len(t.rounds) {
 		t.rounds = append(t.rounds, Round{
@@ -351,7 +368,29 @@ func (t *Tracker) addServer(s *flow.Segment) {
 	}
 	t.sndNxt = end
 	t.lastDataNs = s.TimeNs
+	t.lastDataTS, t.lastDataTSSet = s.TSVal, s.HasTS
 	t.learnedSinceData = false
+}
+
+// serverGapNs is the time between the last new-data segment and s: the larger of the
+// capture's gap and the server's own, from its TCP timestamps when its clock ticks in
+// milliseconds (Linux's does; checked against capture time since its first
+// timestamp). Away from the server, delays on the path can shrink the capture's gap.
+func (t *Tracker) serverGapNs(s *flow.Segment) int64 {
+	gapNs := s.TimeNs - t.lastDataNs
+	if !s.HasTS || !t.lastDataTSSet || !t.firstServerTSSet {
+		return gapNs
+	}
+	elapsedTicks := int64(int32(s.TSVal - t.firstServerTS))
+	elapsedNs := s.TimeNs - t.firstServerTSNs
+	if elapsedTicks < 20 || elapsedNs <= 0 {
+		return gapNs // too short to tell the clock's rate
+	}
+	ticksPerMs := float64(elapsedTicks) / (float64(elapsedNs) / 1e6)
+	if ticksPerMs < 0.5 || ticksPerMs > 2 {
+		return gapNs
+	}
+	return max(gapNs, int64(int32(s.TSVal-t.lastDataTS))*1_000_000)
 }
 
 // isProbe reports whether new-data segment s, in the same round as the last one, looks
@@ -363,8 +402,8 @@ func (t *Tracker) isProbe(s *flow.Segment) bool {
 		return false
 	}
 	rd := &t.rounds[len(t.rounds)-1]
-	gapNs := s.TimeNs - t.lastDataNs
-	if float64(gapNs) < LossProbeRTTs*float64(t.cfg.RTTNs) {
+	gapNs := t.serverGapNs(s)
+	if gapNs < lossProbeMinGapNs || float64(gapNs) < LossProbeRTTs*float64(t.cfg.RTTNs) {
 		return false
 	}
 	var spacingNs int64
