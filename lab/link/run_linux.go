@@ -338,7 +338,7 @@ func (d *direction) newBatchReader() *batchReader {
 	return r
 }
 
-// close returns the reader's packets to the pool.
+// closeBatchReader returns the reader's packets to the pool.
 func (d *direction) closeBatchReader(r *batchReader) { d.pool.putAll(r.packets) }
 
 // readFrom reads batches from in and enqueues them until in fails or is closed.
