@@ -55,17 +55,7 @@ func TestCapturesGroundTruth(t *testing.T) {
 	for _, tc := range cases {
 		for _, side := range []struct{ vantage, file string }{{"client", tc.client}, {"server", tc.serve}} {
 			t.Run(tc.name+"/"+side.vantage, func(t *testing.T) {
-				rep, err := File(context.Background(), filepath.Join(dir, side.file), Options{})
-				if err != nil {
-					t.Fatal(err)
-				}
-				if len(rep.Connections) != 1 {
-					t.Fatalf("%d connections, want 1", len(rep.Connections))
-				}
-				c := rep.Connections[0]
-				if c.Vantage != side.vantage {
-					t.Errorf("vantage %q, want %q", c.Vantage, side.vantage)
-				}
+				c := onlyConnection(t, filepath.Join(dir, side.file), side.vantage)
 				if c.HandshakeRTTMs == nil || *c.HandshakeRTTMs < float64(tc.rttMs) || *c.HandshakeRTTMs > float64(tc.rttMs)*1.1+2 {
 					t.Errorf("handshake RTT %v ms, want about %d", c.HandshakeRTTMs, tc.rttMs)
 				}
@@ -154,17 +144,7 @@ func TestTailLossProbeIsNotTheWindow(t *testing.T) {
 		{"tlp2-rtt20-iw16-278016.server.pcap", "server", report.VerdictLowerBound},
 	} {
 		t.Run(tc.file, func(t *testing.T) {
-			rep, err := File(context.Background(), filepath.Join("..", "testdata", "captures", tc.file), Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(rep.Connections) != 1 {
-				t.Fatalf("%d connections, want 1", len(rep.Connections))
-			}
-			c := rep.Connections[0]
-			if c.Vantage != tc.side {
-				t.Errorf("vantage %q, want %q", c.Vantage, tc.side)
-			}
+			c := onlyConnection(t, filepath.Join("..", "testdata", "captures", tc.file), tc.side)
 			if iw := c.InitialWindow; iw.Verdict != tc.verdict || iw.Segments != 16 || iw.Bytes != 16*1448 {
 				t.Errorf("IW %d segments (%d bytes) %s, want 16 (23168 bytes) %s: %s\n%s", iw.Segments, iw.Bytes, iw.Verdict, tc.verdict, iw.Reason, dumpRounds(c))
 			} else if !strings.Contains(iw.Reason, "tail loss probe") {
@@ -180,4 +160,21 @@ func TestTailLossProbeIsNotTheWindow(t *testing.T) {
 			}
 		})
 	}
+}
+
+// onlyConnection analyzes a capture that must hold one connection, seen from vantage.
+func onlyConnection(t *testing.T, path, vantage string) report.Connection {
+	t.Helper()
+	rep, err := File(context.Background(), path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Connections) != 1 {
+		t.Fatalf("%d connections, want 1", len(rep.Connections))
+	}
+	c := rep.Connections[0]
+	if c.Vantage != vantage {
+		t.Errorf("vantage %q, want %q", c.Vantage, vantage)
+	}
+	return c
 }

@@ -119,6 +119,7 @@ type Stats struct {
 	P10    float64 `json:"p10"`
 	Median float64 `json:"median"`
 	P90    float64 `json:"p90"`
+	P99    float64 `json:"p99"`
 	Max    float64 `json:"max"`
 	Mean   float64 `json:"mean"`
 	Stddev float64 `json:"stddev"`
@@ -143,7 +144,7 @@ func Summarize(xs []float64) Stats {
 	if len(xs) > 1 {
 		sd = math.Sqrt(ss / float64(len(xs)-1))
 	}
-	return Stats{N: len(xs), Min: xs[0], P10: Quantile(xs, 0.1), Median: Quantile(xs, 0.5), P90: Quantile(xs, 0.9), Max: xs[len(xs)-1], Mean: mean, Stddev: sd}
+	return Stats{N: len(xs), Min: xs[0], P10: Quantile(xs, 0.1), Median: Quantile(xs, 0.5), P90: Quantile(xs, 0.9), P99: Quantile(xs, 0.99), Max: xs[len(xs)-1], Mean: mean, Stddev: sd}
 }
 
 // Quantile of sorted xs at q in [0, 1], by linear interpolation between order

@@ -11,7 +11,6 @@ import (
 	"net/netip"
 	"os"
 	"os/exec"
-	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -22,48 +21,30 @@ import (
 	"github.com/slowstart/slowstart/lab/netlab"
 )
 
-// quantiles summarizes a sample.
-type quantiles struct {
-	N      int     `json:"n"`
-	Min    float64 `json:"min"`
-	Median float64 `json:"median"`
-	P99    float64 `json:"p99"`
-	Max    float64 `json:"max"`
-}
-
-func summarize(samples []float64) quantiles {
-	if len(samples) == 0 {
-		return quantiles{}
-	}
-	slices.Sort(samples)
-	return quantiles{N: len(samples), Min: samples[0], Median: lab.Quantile(samples, 0.5),
-		P99: lab.Quantile(samples, 0.99), Max: samples[len(samples)-1]}
-}
-
 // handshakeTimes is what the kernel's own timestamps on the two ends' interfaces say
 // about a set of TCP handshakes.
 type handshakeTimes struct {
 	// ClientHandshakeMs: SYN sent → SYN/ACK received, at the client's interface: the
 	// handshake RTT a client-side capture shows.
-	ClientHandshakeMs quantiles `json:"client_handshake_ms"`
+	ClientHandshakeMs lab.Stats `json:"client_handshake_ms"`
 	// ServerTurnaroundMs: SYN received → SYN/ACK sent, at the server's interface: the
 	// server kernel's own time, which every handshake RTT includes.
-	ServerTurnaroundMs quantiles `json:"server_turnaround_ms"`
+	ServerTurnaroundMs lab.Stats `json:"server_turnaround_ms"`
 	// PathRTTMs: the handshake RTT less the server's turnaround: the time the SYN and
 	// the SYN/ACK spent between the two interfaces, i.e. on the path.
-	PathRTTMs quantiles `json:"path_rtt_ms"`
+	PathRTTMs lab.Stats `json:"path_rtt_ms"`
 	// OneWayErrorUs: for every packet seen on both interfaces (SYN, SYN/ACK, ACK, FIN
 	// and so on), its time from one interface to the other less the configured one-way
 	// delay, in µs, both directions together.
-	OneWayErrorUs quantiles `json:"one_way_error_us"`
+	OneWayErrorUs lab.Stats `json:"one_way_error_us"`
 	// Through the emulator, the one-way error in three parts, from the emulator's own
 	// timestamps (RunOptions.Tap) beside the kernel's: ReadLatencyUs from the kernel
 	// handing the packet to the TUN device to the emulator reading it; HoldErrorUs the
 	// emulator's write less its read less the one-way delay; WriteLatencyUs from the
 	// emulator's write to the kernel receiving the packet on the other device.
-	ReadLatencyUs  *quantiles `json:"read_latency_us,omitempty"`
-	HoldErrorUs    *quantiles `json:"hold_error_us,omitempty"`
-	WriteLatencyUs *quantiles `json:"write_latency_us,omitempty"`
+	ReadLatencyUs  *lab.Stats `json:"read_latency_us,omitempty"`
+	HoldErrorUs    *lab.Stats `json:"hold_error_us,omitempty"`
+	WriteLatencyUs *lab.Stats `json:"write_latency_us,omitempty"`
 }
 
 // handshakeResult is what the handshake subcommand prints.
@@ -406,11 +387,11 @@ func analyzeHandshakes(clientPackets, serverPackets []capture.Packet, clientAddr
 		return handshakeTimes{}, errors.New("no whole handshake in the captures")
 	}
 	times := handshakeTimes{
-		ClientHandshakeMs: summarize(rtt), ServerTurnaroundMs: summarize(turnaround),
-		PathRTTMs: summarize(path), OneWayErrorUs: summarize(oneWayErrors),
+		ClientHandshakeMs: lab.Summarize(rtt), ServerTurnaroundMs: lab.Summarize(turnaround),
+		PathRTTMs: lab.Summarize(path), OneWayErrorUs: lab.Summarize(oneWayErrors),
 	}
 	if len(readLatencies) > 0 {
-		read, hold, write := summarize(readLatencies), summarize(holdErrors), summarize(writeLatencies)
+		read, hold, write := lab.Summarize(readLatencies), lab.Summarize(holdErrors), lab.Summarize(writeLatencies)
 		times.ReadLatencyUs, times.HoldErrorUs, times.WriteLatencyUs = &read, &hold, &write
 	}
 	return times, nil

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"os"
 	"regexp"
-	"slices"
 	"strconv"
 	"time"
 
@@ -66,9 +65,8 @@ func runPing(ctx context.Context, args []string) (*pingResult, error) {
 	if len(samples) == 0 {
 		return nil, fmt.Errorf("ping: no reply to %d echo requests", *count)
 	}
-	slices.Sort(samples)
-	res.MinMs, res.MaxMs = samples[0], samples[len(samples)-1]
-	res.MedianMs, res.P99Ms = lab.Quantile(samples, 0.5), lab.Quantile(samples, 0.99)
+	rtt := lab.Summarize(samples)
+	res.MinMs, res.MedianMs, res.P99Ms, res.MaxMs = rtt.Min, rtt.Median, rtt.P99, rtt.Max
 	res.TimerLateMs = float64(max(stats.AToB.TimerLatenessMaxNs, stats.BToA.TimerLatenessMaxNs)) / 1e6
 	res.ReleaseLate = float64(max(stats.AToB.LatenessMaxNs, stats.BToA.LatenessMaxNs)) / 1e6
 	return res, nil

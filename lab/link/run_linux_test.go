@@ -40,17 +40,22 @@ func (d *fakeDevice) Read(bufs [][]byte, sizes []int) (int, error) {
 	case <-d.closed:
 		return 0, os.ErrClosed
 	}
-	n := 1
+	return d.readWaiting(bufs, sizes, 1), nil
+}
+
+// readWaiting fills bufs from n on with the packets waiting, without blocking, and
+// returns the count.
+func (d *fakeDevice) readWaiting(bufs [][]byte, sizes []int, n int) int {
 	for n < len(bufs) {
 		select {
 		case packet := <-d.incoming:
 			sizes[n] = copy(bufs[n], packet)
 			n++
 		default:
-			return n, nil
+			return n
 		}
 	}
-	return n, nil
+	return n
 }
 
 func (d *fakeDevice) Write(bufs [][]byte) (int, error) {
@@ -69,22 +74,10 @@ func (d *fakeDevice) Write(bufs [][]byte) (int, error) {
 type pollableFakeDevice struct{ *fakeDevice }
 
 func (d pollableFakeDevice) TryRead(bufs [][]byte, sizes []int) (int, error) {
-	select {
-	case <-d.closed:
+	if d.isClosed() {
 		return 0, os.ErrClosed
-	default:
 	}
-	n := 0
-	for n < len(bufs) {
-		select {
-		case packet := <-d.incoming:
-			sizes[n] = copy(bufs[n], packet)
-			n++
-		default:
-			return n, nil
-		}
-	}
-	return n, nil
+	return d.readWaiting(bufs, sizes, 0), nil
 }
 
 func (d *fakeDevice) Close() error {
