@@ -144,7 +144,19 @@ func TestTailLossProbeIsNotTheWindow(t *testing.T) {
 		{"tlp2-rtt20-iw16-278016.server.pcap", "server", report.VerdictLowerBound},
 	} {
 		t.Run(tc.file, func(t *testing.T) {
-			c := onlyConnection(t, filepath.Join("..", "testdata", "captures", tc.file), tc.side)
+			path := filepath.Join("..", "testdata", "captures", tc.file)
+			c := onlyConnection(t, path, tc.side)
+			rep, err := File(context.Background(), path, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var text strings.Builder
+			if err := report.WriteText(&text, rep); err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(text.String(), "16+1 probe") {
+				t.Errorf("the text's round table does not show round 1 as 16+1 probe:\n%s", text.String())
+			}
 			if iw := c.InitialWindow; iw.Verdict != tc.verdict || iw.Segments != 16 || iw.Bytes != 16*1448 {
 				t.Errorf("IW %d segments (%d bytes) %s, want 16 (23168 bytes) %s: %s\n%s", iw.Segments, iw.Bytes, iw.Verdict, tc.verdict, iw.Reason, dumpRounds(c))
 			} else if !strings.Contains(iw.Reason, "tail loss probe") {

@@ -9,6 +9,7 @@ import (
 	"io"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 )
@@ -223,8 +224,12 @@ func writeConnection(bw *ErrWriter, c *Connection) {
 			if total > 0 {
 				pct = 100 * float64(r.CumulativeBytes) / float64(total)
 			}
-			fmt.Fprintf(tw, "  %d\t%.1f\t%s\t%d\t%d\t%.1f\t%s\t%s\t%s\t\n",
-				r.Index, r.StartMs, rtts, r.Segments, r.Bytes, pct, growth, limit, r.Phase)
+			segments := strconv.Itoa(r.Segments)
+			if r.LossProbeSegments > 0 {
+				segments = fmt.Sprintf("%d+%d probe", r.Segments-r.LossProbeSegments, r.LossProbeSegments)
+			}
+			fmt.Fprintf(tw, "  %d\t%.1f\t%s\t%s\t%d\t%.1f\t%s\t%s\t%s\t\n",
+				r.Index, r.StartMs, rtts, segments, r.Bytes, pct, growth, limit, r.Phase)
 		}
 		if err := tw.Flush(); err != nil && bw.Err == nil {
 			bw.Err = err
