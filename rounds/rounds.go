@@ -147,17 +147,14 @@ type Tracker struct {
 	// learnedSinceData: a client packet became known since the last new-data segment.
 	learnedSinceData bool
 	probe            *probeCandidate
-	// The server's TCP timestamp clock: its first timestamp (the SYN/ACK's, as a
-	// rule) and capture time, and the last new-data segment's timestamp, to time a
-	// silence on the server's own clock when it ticks in milliseconds.
-	firstServerTS    uint32
-	firstServerTSNs  int64
-	firstServerTSSet bool
-	lastDataTS       uint32
-	lastDataTSSet    bool
-	firstAckIdx      int // first round whose FirstAckNs is not yet set
-	lastDataNs       int64
-	mssLearned       int
+	// The server's TCP timestamp clock and the last new-data segment's timestamp,
+	// to time a silence on the server's own clock.
+	serverClock   flow.SenderClock
+	lastDataTS    uint32
+	lastDataTSSet bool
+	firstAckIdx   int // first round whose FirstAckNs is not yet set
+	lastDataNs    int64
+	mssLearned    int
 }
 
 // New makes a Tracker.
@@ -291,8 +288,8 @@ func (t *Tracker) mss() int {
 }
 
 func (t *Tracker) addServer(s *flow.Segment) {
-	if s.HasTS && !t.firstServerTSSet {
-		t.firstServerTS, t.firstServerTSNs, t.firstServerTSSet = s.TSVal, s.TimeNs, true
+	if s.HasTS {
+		t.serverClock.Observe(s.TSVal, s.TimeNs)
 	}
 	if s.Len == 0 {
 		return
@@ -373,24 +370,16 @@ func (t *Tracker) addServer(s *flow.Segment) {
 }
 
 // serverGapNs is the time between the last new-data segment and s: the larger of the
-// capture's gap and the server's own, from its TCP timestamps when its clock ticks in
-// milliseconds (Linux's does; checked against capture time since its first
-// timestamp). Away from the server, delays on the path can shrink the capture's gap.
+// capture's gap and the server's own, from its TCP timestamps (flow.SenderClock). Away
+// from the server, delays on the path can shrink the capture's gap.
 func (t *Tracker) serverGapNs(s *flow.Segment) int64 {
 	gapNs := s.TimeNs - t.lastDataNs
-	if !s.HasTS || !t.lastDataTSSet || !t.firstServerTSSet {
-		return gapNs
+	if s.HasTS && t.lastDataTSSet {
+		if serverNs, ok := t.serverClock.GapNs(t.lastDataTS, s.TSVal, s.TimeNs); ok {
+			gapNs = max(gapNs, serverNs)
+		}
 	}
-	elapsedTicks := int64(int32(s.TSVal - t.firstServerTS))
-	elapsedNs := s.TimeNs - t.firstServerTSNs
-	if elapsedTicks < 20 || elapsedNs <= 0 {
-		return gapNs // too short to tell the clock's rate
-	}
-	ticksPerMs := float64(elapsedTicks) / (float64(elapsedNs) / 1e6)
-	if ticksPerMs < 0.5 || ticksPerMs > 2 {
-		return gapNs
-	}
-	return max(gapNs, int64(int32(s.TSVal-t.lastDataTS))*1_000_000)
+	return gapNs
 }
 
 // isProbe reports whether new-data segment s, in the same round as the last one, looks

@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/slowstart/slowstart/capture"
+	tcpflow "github.com/slowstart/slowstart/flow"
 )
 
 // tracker follows one connection's packets as the capture delivers them and
@@ -52,12 +53,16 @@ type tracker struct {
 	endedOnce           sync.Once
 	// handshakeSeen is closed once the SYN and the SYN/ACK have been seen.
 	handshakeSeen chan struct{}
+	// serverClock reads the server's TCP timestamps as time on the server.
+	serverClock tcpflow.SenderClock
 }
 
 type serverSegment struct {
 	atNs       int64
 	start, end int64 // stream offsets (0 = the server's first data byte)
 	headerLen  int
+	tsVal      uint32 // the server's TCP timestamp, when hasTS
+	hasTS      bool
 }
 
 type byteRange struct{ start, end int64 }
@@ -85,7 +90,7 @@ func (t *tracker) setBase(baseOffset int64) {
 	t.pending = nil
 	for _, s := range pending {
 		if t.firstRetransmission < 0 {
-			t.addData(s.atNs, s.start, s.end, s.headerLen)
+			t.addData(s)
 		}
 	}
 }
@@ -112,6 +117,9 @@ func (t *tracker) add(p *capture.Packet) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	fromServer := p.Src.Unmap() == t.remote && p.SrcPort == t.remotePort && p.DstPort == t.localPort
+	if fromServer && p.Options.HasTimestamps {
+		t.serverClock.Observe(p.Options.TSVal, p.TimestampNs)
+	}
 	if !fromServer {
 		if p.Dst.Unmap() != t.remote || p.DstPort != t.remotePort || p.SrcPort != t.localPort {
 			return
@@ -143,7 +151,8 @@ func (t *tracker) add(p *capture.Packet) {
 		return
 	}
 	if p.PayloadLen > 0 && t.firstRetransmission < 0 {
-		t.addData(p.TimestampNs, offset, offset+int64(p.PayloadLen), p.HeaderLen)
+		t.addData(serverSegment{atNs: p.TimestampNs, start: offset, end: offset + int64(p.PayloadLen), headerLen: p.HeaderLen,
+			tsVal: p.Options.TSVal, hasTS: p.Options.HasTimestamps})
 	}
 	if p.Has(capture.FlagFIN) && t.finAtNs == 0 {
 		t.finAtNs = p.TimestampNs
@@ -171,19 +180,20 @@ func (t *tracker) addClient(p *capture.Packet) {
 	t.clientWindowBytes = int(p.Window) << shift
 }
 
-func (t *tracker) addData(atNs, start, end int64, headerLen int) {
+func (t *tracker) addData(s serverSegment) {
 	if !t.armed {
-		t.pending = append(t.pending, serverSegment{atNs: atNs, start: start, end: end, headerLen: headerLen})
+		t.pending = append(t.pending, s)
 		return
 	}
-	if end <= t.baseOffset {
+	if s.end <= t.baseOffset {
 		return
 	}
-	start = max(start, t.baseOffset)
+	s.start = max(s.start, t.baseOffset)
+	start, end := s.start, s.end
 	if len(t.segments) == 0 {
 		t.windowAtFirstDataBytes = t.clientWindowBytes
 	}
-	t.segments = append(t.segments, serverSegment{atNs: atNs, start: start, end: end, headerLen: headerLen})
+	t.segments = append(t.segments, s)
 	// Without ACKs a server sends its flight in sequence order: a segment that
 	// starts below the highest byte seen is a retransmission, of bytes seen
 	// (the usual first one) or of bytes lost on the way (a hole, which the
@@ -214,6 +224,13 @@ func insertRange(ranges []byteRange, r byteRange) []byteRange {
 }
 
 // handshakeRTTNs is the SYN to SYN/ACK time seen on the wire; 0 when unknown.
+// sawFIN reports whether the server's FIN has been captured.
+func (t *tracker) sawFIN() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.finAtNs != 0
+}
+
 func (t *tracker) handshakeRTTNs() int64 {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -294,7 +311,10 @@ func (t *tracker) classify(in classifyInput) Run {
 	}
 
 	// A tail loss probe: the last new data came alone, one segment at most, a
-	// round trip or more after the rest, beyond everything sent before.
+	// round trip or more after the rest, beyond everything sent before. The silence
+	// is timed on the server's clock too where its timestamps allow: a stall on the
+	// way can bunch the flight and the probe up on arrival, and inflate the
+	// handshake's RTT.
 	probeBytes := int64(0)
 	if n := len(newData); n >= 2 {
 		last, previous := newData[n-1], newData[n-2]
@@ -303,8 +323,14 @@ func (t *tracker) classify(in classifyInput) Run {
 			highest = max(highest, s.end)
 		}
 		rttNs := max(t.synAckAtNs-t.synAtNs, 0)
-		gapNs := max(rttNs*3/4, 4_000_000)
-		if last.atNs-previous.atNs >= gapNs && last.end-last.start <= int64(run.SegmentBytes) && last.start >= highest {
+		thresholdNs := max(rttNs*3/4, 4_000_000)
+		silenceNs := last.atNs - previous.atNs
+		if last.hasTS && previous.hasTS {
+			if serverNs, ok := t.serverClock.GapNs(previous.tsVal, last.tsVal, last.atNs); ok {
+				silenceNs = max(silenceNs, serverNs)
+			}
+		}
+		if silenceNs >= thresholdNs && last.end-last.start <= int64(run.SegmentBytes) && last.start >= highest {
 			probeBytes = last.end - last.start
 		}
 	}

@@ -158,6 +158,53 @@ func TestClassify(t *testing.T) {
 	}
 }
 
+// withServerTimestamps gives the server's packets from index from on TCP timestamps:
+// tsVals[i] for the i-th of them.
+func (f *flow) withServerTimestamps(from int, tsVals ...uint32) *flow {
+	k := 0
+	for i := from; i < len(f.packets) && k < len(tsVals); i++ {
+		if f.packets[i].Src == f.server {
+			f.packets[i].Options.HasTimestamps, f.packets[i].Options.TSVal = true, tsVals[k]
+			k++
+		}
+	}
+	return f
+}
+
+// TestLossProbeOnTheServersClock: a flight held up on the way reaches this side
+// bunched with the tail loss probe sent 40 ms after it (4 ms apart on arrival, less
+// than the RTT); the server's timestamps, ticking in milliseconds since the SYN/ACK,
+// show the silence, and the probe is not counted.
+func TestLossProbeOnTheServersClock(t *testing.T) {
+	f := newFlow().handshake().burst(100, 0, 10).segment(104, 10, flowSegment).segment(300, 0, flowSegment)
+	// The SYN/ACK (index 1), the 10 segments of the flight, the probe, the retransmission.
+	ts := []uint32{1000}
+	for range 10 {
+		ts = append(ts, 1040)
+	}
+	ts = append(ts, 1080, 1280)
+	f.withServerTimestamps(0, ts...)
+	for _, withTimestamps := range []bool{true, false} {
+		packets := f.packets
+		if !withTimestamps {
+			packets = newFlow().handshake().burst(100, 0, 10).segment(104, 10, flowSegment).segment(300, 0, flowSegment).packets
+		}
+		tr := newTracker(f.server, flowServerPort, flowClientPort, true)
+		for i := range packets {
+			tr.add(&packets[i])
+		}
+		run := tr.classify(classifyInput{flightBytes: -1, announcedMSS: 64, requestAtNs: ms(20.1)})
+		wantSegments, wantProbe := 10, 52
+		if !withTimestamps {
+			wantSegments, wantProbe = 11, 0 // what capture times alone can tell
+		}
+		if run.Outcome != OutcomeSuccess || run.Segments != wantSegments || run.LossProbeBytes != wantProbe {
+			t.Errorf("timestamps %v: %s, %d segments, probe %d bytes; want success, %d segments, probe %d: %s",
+				withTimestamps, run.Outcome, run.Segments, run.LossProbeBytes, wantSegments, wantProbe, run.Reason)
+		}
+	}
+}
+
 // TestTrackerEnds: the tracker signals the end of a run at the first
 // retransmission, and not before.
 func TestTrackerEnds(t *testing.T) {
