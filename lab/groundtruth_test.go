@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slowstart/slowstart/internal/hoststeal"
 	"github.com/slowstart/slowstart/internal/testroot"
 
 	"github.com/slowstart/slowstart/analysis"
@@ -20,6 +21,7 @@ func needRoot(t *testing.T) { t.Helper(); testroot.Require(t, "network namespace
 // that IW.
 func TestGroundTruthInitialWindow(t *testing.T) {
 	needRoot(t)
+	meter := hoststeal.Start()
 	var jobs []Job
 	for _, rttMs := range []int64{20, 150} {
 		for _, iw := range []int{1, 2, 3, 4, 10, 16, 32, 64} {
@@ -35,13 +37,14 @@ func TestGroundTruthInitialWindow(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// A trial whose first round the host cut short (a stalled server or a late
-	// release: the round then reads as limited by the application, a lower bound at
-	// the configured IW) is run again, at most twice. A wrong answer is never retried.
+	// A trial that only the host's timing upset (a first round cut short by a stalled
+	// server or a late release: a lower bound at exactly the configured IW; or a
+	// handshake slowed by a stall) is run again, at most twice. A wrong answer is
+	// never retried.
 	for attempt := 2; attempt <= 3; attempt++ {
 		var retry []int
 		for i, row := range rows {
-			if _, cutShort := checkGroundTruth(ctx, jobs[i].Spec, row); cutShort {
+			if wrong, timing := checkGroundTruth(ctx, jobs[i].Spec, row); len(wrong) == 0 && len(timing) > 0 {
 				retry = append(retry, i)
 			}
 		}
@@ -50,7 +53,7 @@ func TestGroundTruthInitialWindow(t *testing.T) {
 		}
 		var again []Job
 		for _, i := range retry {
-			t.Logf("%s: the first round was cut short (a busy host); trial %d", jobs[i].Spec.Label(), attempt)
+			t.Logf("%s: upset by the host's timing; trial %d", jobs[i].Spec.Label(), attempt)
 			again = append(again, Job{Spec: jobs[i].Spec, Trial: attempt})
 		}
 		retried, err := env.RunJobs(ctx, again, RunOptions{Parallel: 8, CaptureDir: dir})
@@ -61,58 +64,71 @@ func TestGroundTruthInitialWindow(t *testing.T) {
 			rows[i] = retried[k]
 		}
 	}
+	// What still misses by timing while the hypervisor took more than
+	// hoststeal.NoisyShare of the machine is not checkable here.
+	steal := meter.Read()
+	var notCheckable int
 	for i, row := range rows {
 		spec := jobs[i].Spec
 		t.Run(spec.Label(), func(t *testing.T) {
-			problems, _ := checkGroundTruth(ctx, spec, row)
-			for _, problem := range problems {
+			wrong, timing := checkGroundTruth(ctx, spec, row)
+			for _, problem := range wrong {
 				t.Error(problem)
+			}
+			for _, problem := range timing {
+				if steal.Noisy() {
+					t.Log("not checkable on this host: " + problem)
+					notCheckable++
+				} else {
+					t.Error(problem)
+				}
 			}
 		})
 	}
+	if notCheckable > 0 {
+		t.Skipf("%d timing checks missed while %s: not checkable on this host", notCheckable, steal)
+	}
 }
 
-// checkGroundTruth lists what is wrong with a ground-truth trial, and reports whether
-// the only fault is a first round cut short: a lower bound at exactly the configured IW.
-func checkGroundTruth(ctx context.Context, spec Spec, row Row) (problems []string, cutShort bool) {
+// checkGroundTruth lists what is wrong with a ground-truth trial: wrong, the answers
+// that are wrong whatever the host did, and timing, what a busy host can cause (a
+// lower bound at exactly the configured IW, a handshake RTT out of range).
+func checkGroundTruth(ctx context.Context, spec Spec, row Row) (wrong, timing []string) {
 	if row.Error != "" {
-		return []string{"trial failed: " + row.Error}, false
+		return []string{"trial failed: " + row.Error}, nil
 	}
 	if row.Bytes != spec.SizeBytes {
-		problems = append(problems, fmt.Sprintf("received %d bytes, want %d", row.Bytes, spec.SizeBytes))
+		wrong = append(wrong, fmt.Sprintf("received %d bytes, want %d", row.Bytes, spec.SizeBytes))
 	}
-	onlyCutShort := len(problems) == 0
-	anyCutShort := false
 	for _, side := range []struct{ vantage, path string }{{"client", row.ClientPcap}, {"server", row.ServerPcap}} {
 		rep, err := analysis.File(ctx, side.path, analysis.Options{})
 		if err != nil {
-			return append(problems, err.Error()), false
+			return append(wrong, err.Error()), timing
 		}
 		if len(rep.Connections) != 1 {
-			return append(problems, fmt.Sprintf("%s capture: %d connections", side.vantage, len(rep.Connections))), false
+			return append(wrong, fmt.Sprintf("%s capture: %d connections", side.vantage, len(rep.Connections))), timing
 		}
 		c := rep.Connections[0]
 		if c.Vantage != side.vantage {
-			problems = append(problems, fmt.Sprintf("%s capture: vantage %q", side.vantage, c.Vantage))
-			onlyCutShort = false
+			wrong = append(wrong, fmt.Sprintf("%s capture: vantage %q", side.vantage, c.Vantage))
 		}
 		if iw := c.InitialWindow; iw.Verdict != report.VerdictExact || iw.Segments != spec.IW {
-			problems = append(problems, fmt.Sprintf("%s capture (%s): IW %d %s (%s), want %d exact", side.vantage, filepath.Base(side.path), iw.Segments, iw.Verdict, iw.Reason, spec.IW))
+			problem := fmt.Sprintf("%s capture (%s): IW %d %s (%s), want %d exact", side.vantage, filepath.Base(side.path), iw.Segments, iw.Verdict, iw.Reason, spec.IW)
 			if iw.Verdict == report.VerdictLowerBound && iw.Segments == spec.IW {
-				anyCutShort = true
+				timing = append(timing, problem)
 			} else {
-				onlyCutShort = false
+				wrong = append(wrong, problem)
 			}
 		}
 		if c.HandshakeRTTMs == nil {
-			problems = append(problems, fmt.Sprintf("%s capture: no handshake RTT", side.vantage))
-			onlyCutShort = false
-		} else if rtt := *c.HandshakeRTTMs; rtt < float64(spec.RTTNs)/1e6 || rtt > float64(spec.RTTNs)/1e6*1.5+5 {
+			wrong = append(wrong, fmt.Sprintf("%s capture: no handshake RTT", side.vantage))
+		} else if rtt := *c.HandshakeRTTMs; rtt < float64(spec.RTTNs)/1e6 {
+			wrong = append(wrong, fmt.Sprintf("%s capture: handshake RTT %.3f ms, shorter than the %d ms path", side.vantage, rtt, spec.RTTNs/1e6))
+		} else if rtt > float64(spec.RTTNs)/1e6*1.5+5 {
 			// Loose: trials start while others are being set up on two cores;
 			// the emulator's accuracy is measured in bench/.
-			problems = append(problems, fmt.Sprintf("%s capture: handshake RTT %.3f ms, want %d ms", side.vantage, rtt, spec.RTTNs/1e6))
-			onlyCutShort = false
+			timing = append(timing, fmt.Sprintf("%s capture: handshake RTT %.3f ms, want %d ms", side.vantage, rtt, spec.RTTNs/1e6))
 		}
 	}
-	return problems, anyCutShort && onlyCutShort
+	return wrong, timing
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slowstart/slowstart/internal/hoststeal"
 	"github.com/slowstart/slowstart/internal/testroot"
 
 	"github.com/slowstart/slowstart/analysis"
@@ -81,6 +82,7 @@ func TestModelMatchesLab(t *testing.T) {
 		t.Skip("runs about 210 lab trials")
 	}
 	testroot.Require(t, "network namespaces")
+	meter := hoststeal.Start()
 	// Short transfers run two at a time, the others eight: a trial's time can be
 	// inflated by several ms while the machine sets up other trials' namespaces (the
 	// emulator shares two cores with that kernel work), which matters only where 2 ms is
@@ -131,7 +133,7 @@ func TestModelMatchesLab(t *testing.T) {
 		var retry []lab.Job
 		var missed []int
 		for gi, g := range grid {
-			problems, _ := checkModelPoint(ctx, g, pointRows[gi])
+			problems, _, _ := checkModelPoint(ctx, g, pointRows[gi])
 			if len(problems) == 0 {
 				continue
 			}
@@ -159,6 +161,11 @@ func TestModelMatchesLab(t *testing.T) {
 			}
 		}
 	}
+	// Times and round counts that still miss while the hypervisor took more than
+	// hoststeal.NoisyShare of the machine are not checkable here; a failed trial is
+	// a failure whatever the host did.
+	steal := meter.Read()
+	var notCheckable int
 	var table strings.Builder
 	fmt.Fprintf(&table, "%-40s %9s %9s %9s %9s %6s %6s\n", "point", "paper lab", "model", "user lab", "model", "rounds", "model")
 	for gi, g := range grid {
@@ -166,37 +173,46 @@ func TestModelMatchesLab(t *testing.T) {
 			if first, ok := firstProblems[gi]; ok {
 				t.Logf("first trials missed (run again): %s", strings.Join(first, "; "))
 			}
-			problems, line := checkModelPoint(ctx, g, pointRows[gi])
+			problems, line, failed := checkModelPoint(ctx, g, pointRows[gi])
 			table.WriteString(line)
 			for _, problem := range problems {
-				t.Error(problem)
+				if failed || !steal.Noisy() {
+					t.Error(problem)
+				} else {
+					t.Log("not checkable on this host: " + problem)
+					notCheckable++
+				}
 			}
 		})
 	}
 	t.Logf("model against lab medians:\n%s", table.String())
+	if notCheckable > 0 {
+		t.Skipf("%d timing checks missed while %s: not checkable on this host", notCheckable, steal)
+	}
 }
 
-// checkModelPoint compares the model with a point's lab trials: what disagrees, and
-// the point's line of the summary table.
-func checkModelPoint(ctx context.Context, g gridPoint, rows []lab.Row) (problems []string, line string) {
+// checkModelPoint compares the model with a point's lab trials: what disagrees, the
+// point's line of the summary table, and whether a trial failed (not a matter of
+// timing).
+func checkModelPoint(ctx context.Context, g gridPoint, rows []lab.Row) (problems []string, line string, failed bool) {
 	spec := g.spec()
 	pred, err := model.Simulate(g.params())
 	if err != nil {
-		return []string{err.Error()}, ""
+		return []string{err.Error()}, "", true
 	}
 	var paper, user []float64
 	roundCounts := map[int]int{}
 	for _, row := range rows {
 		if row.Error != "" {
-			return []string{fmt.Sprintf("trial %d failed: %s", row.Trial, row.Error)}, ""
+			return []string{fmt.Sprintf("trial %d failed: %s", row.Trial, row.Error)}, "", true
 		}
 		paper, user = append(paper, row.FCTPaperMs), append(user, row.FCTUserMs)
 		rep, err := analysis.File(ctx, row.ServerPcap, analysis.Options{})
 		if err != nil {
-			return []string{err.Error()}, ""
+			return []string{err.Error()}, "", true
 		}
 		if len(rep.Connections) != 1 {
-			return []string{fmt.Sprintf("trial %d: %d connections in %s", row.Trial, len(rep.Connections), row.ServerPcap)}, ""
+			return []string{fmt.Sprintf("trial %d: %d connections in %s", row.Trial, len(rep.Connections), row.ServerPcap)}, "", true
 		}
 		roundCounts[rep.Connections[0].RoundTrips.HTTP]++
 	}
@@ -218,7 +234,7 @@ func checkModelPoint(ctx context.Context, g gridPoint, rows []lab.Row) (problems
 	if labRounds < pred.HTTPRoundsMin || labRounds > pred.HTTPRoundsMax {
 		problems = append(problems, fmt.Sprintf("HTTP rounds: model %d (%d-%d), lab %d (trials: %v)", pred.RoundTrips.HTTP, pred.HTTPRoundsMin, pred.HTTPRoundsMax, labRounds, roundCounts))
 	}
-	return problems, line
+	return problems, line, false
 }
 
 // isShort tells the points whose user-felt FCT is under 300 ms.

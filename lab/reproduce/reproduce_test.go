@@ -1,6 +1,7 @@
 package reproduce
 
 import (
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -8,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slowstart/slowstart/internal/hoststeal"
 	"github.com/slowstart/slowstart/internal/testroot"
 
 	"github.com/slowstart/slowstart/lab"
@@ -149,6 +151,27 @@ func TestSizeBucketsHaveThePapersShape(t *testing.T) {
 	if e.Name == "" {
 		t.Fatal("no size_buckets experiment")
 	}
+	// The checks are of times: a run that misses is run again once, and what still
+	// misses while the hypervisor took more than hoststeal.NoisyShare of the machine
+	// is not checkable here. A failed trial is a failure whatever the host did.
+	meter := hoststeal.Start()
+	problems := sizeBucketProblems(t, e)
+	if len(problems) > 0 {
+		t.Logf("missed (run again): %s", strings.Join(problems, "; "))
+		problems = sizeBucketProblems(t, e)
+	}
+	if steal := meter.Read(); len(problems) > 0 && steal.Noisy() {
+		t.Skipf("missed while %s: not checkable on this host: %s", steal, strings.Join(problems, "; "))
+	}
+	for _, problem := range problems {
+		t.Error(problem)
+	}
+}
+
+// sizeBucketProblems runs the size experiment once and says where its gains miss the
+// paper's shape.
+func sizeBucketProblems(t *testing.T, e Experiment) (problems []string) {
+	t.Helper()
 	jobs := Jobs([]Experiment{e})
 	rows, err := lab.NewEnv().RunJobs(t.Context(), jobs, lab.RunOptions{Parallel: 6})
 	if err != nil {
@@ -176,17 +199,18 @@ func TestSizeBucketsHaveThePapersShape(t *testing.T) {
 	}
 	rtt := 70.0
 	if math.Abs(gain[3]) > 2 {
-		t.Errorf("3 segments: IW 10 gains %.1f ms; both windows carry it in one round, want none", gain[3])
+		problems = append(problems, fmt.Sprintf("3 segments: IW 10 gains %.1f ms; both windows carry it in one round, want none", gain[3]))
 	}
 	if gain[4] < rtt/2 {
-		t.Errorf("4 segments: IW 10 gains %.1f ms, want at least half a round trip (IW 3 needs a second round)", gain[4])
+		problems = append(problems, fmt.Sprintf("4 segments: IW 10 gains %.1f ms, want at least half a round trip (IW 3 needs a second round)", gain[4]))
 	}
 	for _, pair := range [][2]int{{4, 10}, {10, 30}} {
 		if gain[pair[1]] < gain[pair[0]]-2 {
-			t.Errorf("the gain falls from %d segments (%.1f ms) to %d (%.1f ms); the paper's grows through tens of segments", pair[0], gain[pair[0]], pair[1], gain[pair[1]])
+			problems = append(problems, fmt.Sprintf("the gain falls from %d segments (%.1f ms) to %d (%.1f ms); the paper's grows through tens of segments", pair[0], gain[pair[0]], pair[1], gain[pair[1]]))
 		}
 	}
 	if gain[10] <= gain[4]+rtt/8 {
-		t.Errorf("the gain at 10 segments (%.1f ms) is not above the gain at 4 (%.1f ms)", gain[10], gain[4])
+		problems = append(problems, fmt.Sprintf("the gain at 10 segments (%.1f ms) is not above the gain at 4 (%.1f ms)", gain[10], gain[4]))
 	}
+	return problems
 }
