@@ -147,8 +147,8 @@ func Run(ctx context.Context, a, b Device, aToB, bToA Config, options RunOptions
 	}
 	pollA, aPolls := a.(PollableDevice)
 	pollB, bPolls := b.(PollableDevice)
-	if options.Poll && (!aPolls || !bPolls || runtime.GOMAXPROCS(0) < 2) {
-		options.Logger.Debug("link emulator cannot poll: timers instead", "devices_pollable", aPolls && bPolls, "gomaxprocs", runtime.GOMAXPROCS(0))
+	if processors := runtime.GOMAXPROCS(0); options.Poll && (!aPolls || !bPolls || processors < 2) {
+		options.Logger.Debug("link emulator cannot poll: timers instead", "devices_pollable", aPolls && bPolls, "gomaxprocs", processors)
 		options.Poll = false
 	}
 	if options.Poll {
@@ -313,7 +313,8 @@ func (d *direction) stats() DirectionStats {
 }
 
 // batchReader is one device's read state: the pool packets its buffers belong to,
-// and scratch for the packets due the moment they arrive.
+// and scratch for the packets of its direction that are due (the moment they
+// arrive, or, when polling, at each round).
 type batchReader struct {
 	packets []*Packet
 	bufs    [][]byte
@@ -402,20 +403,19 @@ func (d *direction) accept(r *batchReader, n int, wakeScheduler bool) error {
 	return nil
 }
 
-// releaseDue writes out the packets due at nowNs and returns them (already back in the
-// pool: only their count is of use), reusing due and bufs.
-func (d *direction) releaseDue(nowNs int64, due []*Packet, bufs [][]byte) ([]*Packet, [][]byte, error) {
+// releaseDue writes out the packets due now, in r's scratch for due packets.
+func (d *direction) releaseDue(r *batchReader) error {
 	d.mu.Lock()
-	due, bufs = d.dequeueDueLocked(nowNs, due, bufs)
-	if len(due) == 0 {
+	r.due, r.dueBufs = d.dequeueDueLocked(d.clock.nowNs(), r.due, r.dueBufs)
+	if len(r.due) == 0 {
 		d.mu.Unlock()
-		return due, bufs, nil
+		return nil
 	}
 	d.writeMu.Lock()
 	d.mu.Unlock()
-	err := d.writeLocked(due, bufs)
+	err := d.writeLocked(r.due, r.dueBufs)
 	d.writeMu.Unlock()
-	return due, bufs, err
+	return err
 }
 
 // poll is the polling mode (RunOptions.Poll): one goroutine reads both devices without
@@ -427,16 +427,13 @@ func poll(a, b PollableDevice, forward, backward *direction) error {
 	forwardReader, backwardReader := forward.newBatchReader(), backward.newBatchReader()
 	defer forward.closeBatchReader(forwardReader)
 	defer backward.closeBatchReader(backwardReader)
-	forwardDue := make([]*Packet, 0, forward.options.BatchPackets)
-	forwardBufs := make([][]byte, 0, forward.options.BatchPackets)
-	backwardDue := make([]*Packet, 0, backward.options.BatchPackets)
-	backwardBufs := make([][]byte, 0, backward.options.BatchPackets)
+	sides := [2]struct {
+		in        PollableDevice
+		direction *direction
+		reader    *batchReader
+	}{{a, forward, forwardReader}, {b, backward, backwardReader}}
 	for {
-		for _, side := range [2]struct {
-			in        PollableDevice
-			direction *direction
-			reader    *batchReader
-		}{{a, forward, forwardReader}, {b, backward, backwardReader}} {
+		for _, side := range sides {
 			n, err := side.in.TryRead(side.reader.bufs, side.reader.sizes)
 			if err != nil {
 				return err
@@ -447,12 +444,10 @@ func poll(a, b PollableDevice, forward, backward *direction) error {
 				}
 			}
 		}
-		var err error
-		if forwardDue, forwardBufs, err = forward.releaseDue(forward.clock.nowNs(), forwardDue, forwardBufs); err != nil {
-			return err
-		}
-		if backwardDue, backwardBufs, err = backward.releaseDue(backward.clock.nowNs(), backwardDue, backwardBufs); err != nil {
-			return err
+		for _, side := range sides {
+			if err := side.direction.releaseDue(side.reader); err != nil {
+				return err
+			}
 		}
 		// No runtime.Gosched here even when idle: it puts the goroutine on the global
 		// run queue and wakes another thread to take it, a futex wake-up (tens of µs
