@@ -107,13 +107,6 @@ const LossProbeRTTs = 1.0
 // lossProbeMinGapNs is Linux's least probe timeout.
 const lossProbeMinGapNs = 10_000_000
 
-// probeCandidate is a segment that may be a tail loss probe: it ends its round
-// unless another new segment joins the round (then the application had paused).
-type probeCandidate struct {
-	round, segments, bytes int
-	gapNs                  int64
-}
-
 type clientPacket struct {
 	timeNs int64
 	ack    int64
@@ -146,7 +139,6 @@ type Tracker struct {
 	rounds []Round
 	// learnedSinceData: a client packet became known since the last new-data segment.
 	learnedSinceData bool
-	probe            *probeCandidate
 	// The server's TCP timestamp clock and the last new-data segment's timestamp,
 	// to time a silence on the server's own clock.
 	serverClock   flow.SenderClock
@@ -316,15 +308,14 @@ func (t *Tracker) addServer(s *flow.Segment) {
 		t.mssLearned = s.Len
 	}
 	r := t.assign(s)
-	if t.probe != nil {
-		if r == len(t.rounds) {
-			t.probe = nil // another segment in the same round: not a lone probe
-		} else {
-			t.commitProbe()
-		}
-	}
-	if r == len(t.rounds) && t.isProbe(s) {
-		t.probe = &probeCandidate{round: r, segments: (s.NewLen + t.mss() - 1) / t.mss(), bytes: s.NewLen, gapNs: t.serverGapNs(s)}
+	// A tail loss probe is a round's last segment: one that another segment joins is
+	// not, and this one may be.
+	var probeGapNs int64
+	isProbe := false
+	if r == len(t.rounds) {
+		last := &t.rounds[len(t.rounds)-1]
+		last.ProbeSegments, last.ProbeBytes, last.ProbeGapNs = 0, 0, 0
+		probeGapNs, isProbe = t.probeGap(s)
 	}
 	if r > len(t.rounds) {
 		t.rounds = append(t.rounds, Round{
@@ -336,9 +327,13 @@ func (t *Tracker) addServer(s *flow.Segment) {
 		})
 	}
 	rd := &t.rounds[len(t.rounds)-1]
+	segments := (s.NewLen + t.mss() - 1) / t.mss()
 	rd.Bytes += s.NewLen
-	rd.Segments += (s.NewLen + t.mss() - 1) / t.mss()
+	rd.Segments += segments
 	rd.Packets++
+	if isProbe {
+		rd.ProbeSegments, rd.ProbeBytes, rd.ProbeGapNs = segments, s.NewLen, probeGapNs
+	}
 	if s.Retransmission {
 		rd.Retransmissions++
 		if k := t.roundOf(s.Offset); k > 0 {
@@ -382,33 +377,24 @@ func (t *Tracker) serverGapNs(s *flow.Segment) int64 {
 	return gapNs
 }
 
-// isProbe reports whether new-data segment s, in the same round as the last one, looks
-// like a tail loss probe: one segment, after a silence of LossProbeRTTs round trips
-// (and far beyond the round's own spacing of segments) in which no client packet
-// became known.
-func (t *Tracker) isProbe(s *flow.Segment) bool {
+// probeGap reports whether new-data segment s, in the same round as the last one
+// (before s joins it), looks like a tail loss probe, and the silence before it: one
+// segment, after a silence of LossProbeRTTs round trips (and far beyond the round's
+// own spacing of segments) in which no client packet became known.
+func (t *Tracker) probeGap(s *flow.Segment) (gapNs int64, ok bool) {
 	if t.cfg.RTTNs <= 0 || t.learnedSinceData || s.NewLen > t.mss() || len(t.rounds) == 0 {
-		return false
+		return 0, false
 	}
 	rd := &t.rounds[len(t.rounds)-1]
-	gapNs := t.serverGapNs(s)
+	gapNs = t.serverGapNs(s)
 	if gapNs < lossProbeMinGapNs || float64(gapNs) < LossProbeRTTs*float64(t.cfg.RTTNs) {
-		return false
+		return 0, false
 	}
 	var spacingNs int64
 	if rd.Packets > 1 {
 		spacingNs = (rd.LastNs - rd.FirstNs) / int64(rd.Packets-1)
 	}
-	return gapNs > 4*spacingNs
-}
-
-// commitProbe records the pending probe in its round.
-func (t *Tracker) commitProbe() {
-	if p := t.probe; p != nil && p.round >= 1 && p.round <= len(t.rounds) {
-		rd := &t.rounds[p.round-1]
-		rd.ProbeSegments, rd.ProbeBytes, rd.ProbeGapNs = p.segments, p.bytes, p.gapNs
-	}
-	t.probe = nil
+	return gapNs, gapNs > 4*spacingNs
 }
 
 // assign returns the round of a new-data segment.
@@ -442,8 +428,11 @@ func (t *Tracker) Rounds() []Round { return t.rounds }
 // message of the server ended (an HTTP response, the TLS handshake flight); a round
 // ending exactly there ended because the message did. The last round is "end".
 func (t *Tracker) Label(messageEnds []int64) []Round {
-	if t.probe != nil && t.probe.round < len(t.rounds) {
-		t.commitProbe() // a later round began; a probe in the last round is left as data
+	if n := len(t.rounds); n > 0 {
+		// Only a later round shows that a lone segment at a round's end was a probe:
+		// one at the end of the last round is left as data.
+		last := &t.rounds[n-1]
+		last.ProbeSegments, last.ProbeBytes, last.ProbeGapNs = 0, 0, 0
 	}
 	isEnd := make(map[int64]bool, len(messageEnds))
 	for _, e := range messageEnds {
