@@ -232,27 +232,22 @@ func measureRun(ctx context.Context, opts Options, tgt target, remote netip.Addr
 	}
 	st.live.Stop()
 	<-st.captureDone
+	if flightBytes < 0 && st.tracker.sawFIN() {
+		// The server's answer ended in the capture (its FIN), so it is in the socket:
+		// the reader may just not have got to it yet (a busy host).
+		readerWait := time.NewTimer(time.Second)
+		select {
+		case flightBytes = <-flightDone:
+		case <-readerDone: // what it reported, if anything, is taken below
+		case <-readerWait.C:
+		case <-ctx.Done():
+		}
+		readerWait.Stop()
+	}
 	if flightBytes < 0 {
-		if st.tracker.sawFIN() {
-			// The server's answer ended in the capture (its FIN), so it is in the
-			// socket: the reader may just not have got to it yet (a busy host).
-			readerWait := time.NewTimer(time.Second)
-			select {
-			case flightBytes = <-flightDone:
-			case <-readerDone:
-				select {
-				case flightBytes = <-flightDone:
-				default:
-				}
-			case <-readerWait.C:
-			case <-ctx.Done():
-			}
-			readerWait.Stop()
-		} else {
-			select {
-			case flightBytes = <-flightDone:
-			default:
-			}
+		select {
+		case flightBytes = <-flightDone:
+		default:
 		}
 	}
 	if err := ctx.Err(); err != nil {

@@ -223,7 +223,6 @@ func insertRange(ranges []byteRange, r byteRange) []byteRange {
 	return merged
 }
 
-// handshakeRTTNs is the SYN to SYN/ACK time seen on the wire; 0 when unknown.
 // sawFIN reports whether the server's FIN has been captured.
 func (t *tracker) sawFIN() bool {
 	t.mu.Lock()
@@ -231,6 +230,7 @@ func (t *tracker) sawFIN() bool {
 	return t.finAtNs != 0
 }
 
+// handshakeRTTNs is the SYN to SYN/ACK time seen on the wire; 0 when unknown.
 func (t *tracker) handshakeRTTNs() int64 {
 	t.mu.Lock()
 	defer t.mu.Unlock()
