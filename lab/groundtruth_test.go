@@ -75,19 +75,10 @@ func TestGroundTruthInitialWindow(t *testing.T) {
 			for _, problem := range wrong {
 				t.Error(problem)
 			}
-			for _, problem := range timing {
-				if steal.Noisy() {
-					t.Log("not checkable on this host: " + problem)
-					notCheckable++
-				} else {
-					t.Error(problem)
-				}
-			}
+			notCheckable += steal.Check(t, timing)
 		})
 	}
-	if notCheckable > 0 {
-		t.Skipf("%d timing checks missed while %s: not checkable on this host", notCheckable, steal)
-	}
+	steal.SkipIfNotCheckable(t, notCheckable)
 }
 
 // checkGroundTruth lists what is wrong with a ground-truth trial: wrong, the answers

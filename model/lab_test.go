@@ -175,20 +175,17 @@ func TestModelMatchesLab(t *testing.T) {
 			}
 			problems, line, failed := checkModelPoint(ctx, g, pointRows[gi])
 			table.WriteString(line)
-			for _, problem := range problems {
-				if failed || !steal.Noisy() {
+			if failed {
+				for _, problem := range problems {
 					t.Error(problem)
-				} else {
-					t.Log("not checkable on this host: " + problem)
-					notCheckable++
 				}
+				return
 			}
+			notCheckable += steal.Check(t, problems)
 		})
 	}
 	t.Logf("model against lab medians:\n%s", table.String())
-	if notCheckable > 0 {
-		t.Skipf("%d timing checks missed while %s: not checkable on this host", notCheckable, steal)
-	}
+	steal.SkipIfNotCheckable(t, notCheckable)
 }
 
 // checkModelPoint compares the model with a point's lab trials: what disagrees, the

@@ -15,6 +15,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"testing"
 	"time"
 )
 
@@ -54,6 +55,31 @@ func (r Reading) Noisy() bool { return r.Share > NoisyShare }
 func (r Reading) String() string {
 	return fmt.Sprintf("the hypervisor took %.1f s of CPU time in %.1f s (%.1f%% of %d CPUs)",
 		r.Stolen.Seconds(), r.Elapsed.Seconds(), 100*r.Share, runtime.NumCPU())
+}
+
+// Check reports a test's timing problems on t: each as an error when the host was
+// quiet, or, when it was Noisy, logged as not checkable here. It returns how many were
+// not checkable. Problems that are not a matter of timing do not belong here.
+func (r Reading) Check(t testing.TB, problems []string) (notCheckable int) {
+	t.Helper()
+	for _, problem := range problems {
+		if r.Noisy() {
+			t.Log("not checkable on this host: " + problem)
+			notCheckable++
+		} else {
+			t.Error(problem)
+		}
+	}
+	return notCheckable
+}
+
+// SkipIfNotCheckable skips t, naming the steal, when Check found timing problems not
+// checkable here (a failure reported before still fails the test).
+func (r Reading) SkipIfNotCheckable(t testing.TB, notCheckable int) {
+	t.Helper()
+	if notCheckable > 0 {
+		t.Skipf("%d timing checks missed while %s: not checkable on this host", notCheckable, r)
+	}
 }
 
 // Read returns the steal since Start.

@@ -160,12 +160,8 @@ func TestSizeBucketsHaveThePapersShape(t *testing.T) {
 		t.Logf("missed (run again): %s", strings.Join(problems, "; "))
 		problems = sizeBucketProblems(t, e)
 	}
-	if steal := meter.Read(); len(problems) > 0 && steal.Noisy() {
-		t.Skipf("missed while %s: not checkable on this host: %s", steal, strings.Join(problems, "; "))
-	}
-	for _, problem := range problems {
-		t.Error(problem)
-	}
+	steal := meter.Read()
+	steal.SkipIfNotCheckable(t, steal.Check(t, problems))
 }
 
 // sizeBucketProblems runs the size experiment once and says where its gains miss the
