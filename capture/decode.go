@@ -173,6 +173,7 @@ func (d *decoder) decode(data []byte, wireBytes int, linkType layers.LinkType, p
 		ipPacketBytes = int(binary.BigEndian.Uint16(d.ipv4.Contents[2:4]))
 		p.Src = netip.AddrFrom4([4]byte(d.ipv4.SrcIP))
 		p.Dst = netip.AddrFrom4([4]byte(d.ipv4.DstIP))
+		p.IPID = d.ipv4.Id
 	case layers.LayerTypeIPv6:
 		ipOffset = cap(data) - cap(d.ipv6.Contents)
 		ipPacketBytes = ipv6HeaderBytes + int(d.ipv6.Length)
@@ -181,6 +182,7 @@ func (d *decoder) decode(data []byte, wireBytes int, linkType layers.LinkType, p
 		}
 		p.Src = netip.AddrFrom16([16]byte(d.ipv6.SrcIP))
 		p.Dst = netip.AddrFrom16([16]byte(d.ipv6.DstIP))
+		p.IPID = 0
 	default:
 		return decodedUndecodable // TCP right after a link header cannot happen
 	}

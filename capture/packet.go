@@ -34,12 +34,15 @@ type Packet struct {
 	TimestampNs int64 // capture time, nanoseconds since the Unix epoch
 	Interface   int   // pcapng interface index (0 for pcap)
 	Src, Dst    netip.Addr
-	SrcPort     uint16
-	DstPort     uint16
-	Seq, Ack    uint32
-	Flags       uint8  // FlagFIN | FlagSYN | ...
-	Window      uint16 // raw advertised window, not scaled
-	Options     TCPOptions
+	// IPID is the IPv4 identification field (0 for IPv6): a frame captured twice
+	// carries the same one, a retransmission (on most stacks) a new one.
+	IPID     uint16
+	SrcPort  uint16
+	DstPort  uint16
+	Seq, Ack uint32
+	Flags    uint8  // FlagFIN | FlagSYN | ...
+	Window   uint16 // raw advertised window, not scaled
+	Options  TCPOptions
 	// HeaderLen is the TCP header length in bytes (data offset * 4).
 	HeaderLen int
 	// PayloadLen is the TCP payload length from the IP header's length field, so it is

@@ -1,11 +1,20 @@
 // Package flow tracks TCP connections in a stream of decoded packets: which side is
-// the client, the handshake and its options, sequence numbers turned into 64-bit
-// stream offsets per direction, the advertised receive window, retransmissions,
-// out-of-order segments and how the connection ended.
+// the client, the handshake that completed and its options, sequence numbers turned
+// into 64-bit stream offsets per direction, every sequence byte counted once (holes
+// the capture missed and their later filling), the advertised receive window,
+// retransmissions, out-of-order segments and how the connection ended.
+//
+// A connection begins with a SYN (or, where the capture missed it, with the first
+// packet of a four-tuple); a new connection on a four-tuple that was in use needs a
+// new SYN with a new initial sequence number. Packets that continue a finished
+// connection's sequence space (retransmitted FINs, a last RST) are counted, not
+// made into connections. Frames captured twice (the same segment seen on two
+// interfaces, back to back) are counted once.
 //
 // It does not interpret payloads (see tlsrec, httpmsg) and does not decide rounds
 // (see rounds): it hands every segment, annotated, to a per-connection Handler.
-// Memory is per open connection, never per packet.
+// Memory is per open connection (and a small record per recently finished one),
+// never per packet.
 package flow
 
 import (
@@ -43,6 +52,10 @@ type Segment struct {
 	// direction sent before (NewLen is 0 for pure ACKs and pure retransmissions).
 	NewOffset int64
 	NewLen    int
+	// FilledLen counts payload bytes below that point that the capture had not seen
+	// before: they fill a hole (reordering, or a retransmission of bytes the capture
+	// missed). NewLen + FilledLen is what the segment adds to the direction's bytes.
+	FilledLen int
 	// Retransmission: some payload bytes had been seen before (or, at the receiver,
 	// filled a hole late). OutOfOrder: filled a hole shortly after the bytes above it
 	// arrived, as reordering does.
@@ -55,6 +68,9 @@ type Segment struct {
 	// direction's stream (valid when HasAck).
 	AckOffset int64
 	HasAck    bool
+	// AckBeyond counts bytes of the other direction that this segment acknowledged
+	// first although the capture never saw them sent: the capture missed packets.
+	AckBeyond int64
 	// WindowBytes is the advertised receive window, scaled when scaling is in use.
 	WindowBytes int
 	HasTS       bool
@@ -67,27 +83,90 @@ type Segment struct {
 
 // DirState is what is known of one direction of a connection.
 type DirState struct {
-	SYN        capture.TCPOptions // options of this side's SYN (valid when SYNSeen)
-	SYNSeen    bool
+	SYN     capture.TCPOptions // options of this side's SYN (valid when SYNSeen)
+	SYNSeen bool
+	// ISN is the initial sequence number of this side's SYN; SYNCount how many SYNs
+	// (client) or SYN/ACKs (server) with it were captured (more than one: the first
+	// went unanswered or its answer was lost).
+	ISN        uint32
+	SYNCount   int
 	base       uint32 // sequence number of stream offset 0
 	baseSet    bool
 	lastSeq    uint32 // last sequence number seen, for unwrapping
 	lastOffset int64
-	// HighestEnd is one past the highest stream offset sent.
+	// HighestEnd is one past the highest stream offset sent (or acknowledged by the
+	// other side).
 	HighestEnd int64
 	dataSeen   bool
 	// highestTimeNs is when the segment ending at HighestEnd was seen.
 	highestTimeNs int64
-	FINSeen       bool
-	RSTSeen       bool
-	Packets       int64
-	// Bytes counts stream bytes (new sequence space), not frames.
-	Bytes           int64
-	Retransmissions int
-	OutOfOrder      int
+	// seq tracks which bytes below HighestEnd the capture has not seen.
+	seq seqSpace
+	// preCaptureEnd: in a capture that began mid-stream, the first data seen began
+	// here; bytes below it were sent before the capture (not missed by it).
+	preCaptureEnd int64
+	// finOffset is the stream offset of this side's FIN (-1 before one was seen).
+	finOffset int64
+	FINSeen   bool
+	RSTSeen   bool
+	Packets   int64
+	// Bytes counts distinct stream bytes the capture saw (new sequence space, each
+	// byte once whenever it first appeared), not frames.
+	Bytes int64
+	// AckedUnseenBytes counts bytes the other side acknowledged that the capture
+	// never saw: packets the capture dropped (or filtered away).
+	AckedUnseenBytes int64
+	// HighestAckByPeer is the highest stream offset of this direction that the other
+	// side acknowledged (-1 before any acknowledgement).
+	HighestAckByPeer int64
+	Retransmissions  int
+	OutOfOrder       int
+	// Duplicates counts frames captured twice: identical to the one before, back to
+	// back, with nothing from the other side in between.
+	Duplicates int
 	// WindowScale is the shift applied to this side's advertised window (0 when
 	// scaling is not in use on the connection).
 	WindowScale int
+
+	// RTT sampling (Karn's rule): one new-data segment of this direction is timed
+	// at a time, until the other side acknowledges it; a retransmission of its
+	// bytes cancels the sample.
+	timedEnd, timedNs int64
+	timing            bool
+	// MinAckDelayNs is the shortest time from a new-data segment of this direction
+	// to the other side's acknowledgement of it (-1: no sample). Seen at one end of
+	// the path, one direction's is the round trip and the other's about zero.
+	MinAckDelayNs int64
+	// recent frames of this direction, to tell frames captured twice
+	recent     [recentFrames]recentFrame
+	lastRecent int
+}
+
+type recentFrame struct {
+	sig    frameSignature
+	timeNs int64
+	valid  bool
+}
+
+// MissingBytes is the part of the direction's stream below its highest byte that
+// the capture never saw (holes not filled by a later segment), including bytes the
+// other side acknowledged.
+func (d *DirState) MissingBytes() int64 {
+	return d.seq.missing() - d.seq.missingBelow(d.preCaptureEnd)
+}
+
+// HolesOverflowed reports that more holes than the tracker follows appeared, so
+// some bytes that filled old holes were counted as retransmitted instead.
+func (d *DirState) HolesOverflowed() bool { return d.seq.overflowed }
+
+// frameSignature identifies a frame closely enough to tell a capture duplicate.
+type frameSignature struct {
+	seq, ack     uint32
+	tsVal, tsEcr uint32
+	flags        uint8
+	window       uint16
+	length       int
+	ipID         uint16
 }
 
 // Conn is one TCP connection.
@@ -96,9 +175,18 @@ type Conn struct {
 	Client, Server netip.AddrPort
 	FirstNs        int64
 	LastNs         int64
-	// Handshake times (0 when not seen): the client's SYN, the server's SYN/ACK and
-	// the client's first packet after the SYN/ACK.
+	// The handshake that completed (0 when not seen): SYNNs is the client's SYN the
+	// SYN/ACK answered (the latest one sent before it), SYNACKNs the SYN/ACK the
+	// client acknowledged, HandshakeACKNs the client's first acknowledgement of it.
+	// FirstSYNNs is the first SYN, earlier than SYNNs when the SYN was sent again.
 	SYNNs, SYNACKNs, HandshakeACKNs int64
+	FirstSYNNs                      int64
+	// SYNACKInferred: the capture has no SYN/ACK; the client's acknowledgement of one
+	// completed the handshake (SYNACKNs is 0).
+	SYNACKInferred bool
+	// RefusedNs is when the server answered the SYN with a RST (0: it did not).
+	RefusedNs    int64
+	refusedSYNNs int64
 	// MidStream is true when the capture did not see the connection's SYN.
 	MidStream bool
 	Dirs      [2]DirState
@@ -107,6 +195,22 @@ type Conn struct {
 	reorderNs int64
 	handler   Handler
 	closedAt  int64
+	// SYN/ACKs seen before the handshake completed, to pick the one acknowledged.
+	synAcks    [4]synAck
+	numSynAcks int
+	lastSYNNs  int64 // the latest client SYN so far
+	// rstBeforeHandshake: a RST answered a SYN; a retried SYN may still succeed.
+	rstBeforeHandshake bool
+	// sawOther[d]: a packet of the other direction arrived since d's last frame.
+	sawOther [2]bool
+}
+
+type synAck struct {
+	isn         uint32
+	timeNs      int64
+	answeredNs  int64 // the client SYN it answered (the latest before it)
+	options     capture.TCPOptions
+	withOptions bool
 }
 
 // Handler receives the segments of one connection, in capture order.
@@ -147,6 +251,16 @@ func makeKey(x, y netip.AddrPort) connKey {
 	return connKey{y, x}
 }
 
+// Stats counts packets the tracker did not hand to a connection's handler.
+type Stats struct {
+	// Trailing packets continued a connection that had already finished (a
+	// retransmitted FIN, a last RST, a late ACK): counted here, not made into a
+	// new connection.
+	Trailing int64
+	// Duplicates are frames captured twice (counted in their connection as well).
+	Duplicates int64
+}
+
 // Tracker demultiplexes packets into connections.
 type Tracker struct {
 	conns      map[connKey]*Conn
@@ -160,20 +274,35 @@ type Tracker struct {
 	lastSweep int64
 	closing   []*Conn
 	last      *Conn // the connection of the previous packet
+	// finished remembers recently finished connections' sequence spaces, so that
+	// their late packets are not taken for new connections.
+	finished  map[connKey]tombstone
+	tombQueue []tombRef
+	tombHead  int
+	stats     Stats
 }
 
 // NewTracker makes a Tracker that calls newHandler for each new connection.
 func NewTracker(newHandler NewHandlerFunc, hint ServerHint) *Tracker {
 	return &Tracker{
 		conns:      make(map[connKey]*Conn),
+		finished:   make(map[connKey]tombstone),
 		newHandler: newHandler,
 		hint:       hint,
 		lingerNs:   2e9,
 	}
 }
 
+// Stats returns what the tracker counted so far.
+func (t *Tracker) Stats() Stats { return t.stats }
+
 // Add processes one packet.
 func (t *Tracker) Add(p *capture.Packet) {
+	if p.TimestampNs-t.lastSweep > t.lingerNs/4 {
+		// Connections that ended and stayed quiet are finished before this packet
+		// is matched, so that a late one is judged against a finished connection.
+		t.sweep(p.TimestampNs)
+	}
 	src := netip.AddrPortFrom(p.Src, p.SrcPort)
 	dst := netip.AddrPortFrom(p.Dst, p.DstPort)
 	// Consecutive packets mostly belong to the same connection: try it before the map.
@@ -182,13 +311,21 @@ func (t *Tracker) Add(p *capture.Packet) {
 		c = t.conns[makeKey(src, dst)]
 	}
 	isSYN := p.Has(capture.FlagSYN) && !p.Has(capture.FlagACK)
-	if c != nil && isSYN && c.Dirs[ToServer].SYNSeen && src == c.Client && p.Seq+1 != c.Dirs[ToServer].base && c.Dirs[ToServer].dataSeen {
+	if c != nil && isSYN && t.isNewConnection(c, src, p.Seq) {
 		// A new connection on the same four-tuple (port reuse).
 		t.finish(makeKey(src, dst), c)
 		c = nil
 	}
 	if c == nil {
-		c = t.newConn(makeKey(src, dst), src, dst, p)
+		key := makeKey(src, dst)
+		if tomb, ok := t.finished[key]; ok {
+			if tomb.continues(src, p) {
+				t.stats.Trailing++
+				return
+			}
+			delete(t.finished, key)
+		}
+		c = t.newConn(key, src, dst, p)
 	}
 	t.last = c
 	c.LastNs = p.TimestampNs
@@ -196,14 +333,44 @@ func (t *Tracker) Add(p *capture.Packet) {
 	if src == c.Server {
 		dir = ToClient
 	}
+	if c.isDuplicate(dir, p) {
+		t.stats.Duplicates++
+		return
+	}
 	t.segment(c, dir, p)
-	if c.closedAt == 0 && (c.Dirs[0].RSTSeen || c.Dirs[1].RSTSeen || (c.Dirs[0].FINSeen && c.Dirs[1].FINSeen)) {
+	if c.closedAt == 0 && c.ended() {
 		c.closedAt = p.TimestampNs
 		t.closing = append(t.closing, c)
 	}
-	if len(t.closing) > 0 && p.TimestampNs-t.lastSweep > t.lingerNs/4 {
-		t.sweep(p.TimestampNs)
+}
+
+// isNewConnection reports whether a SYN from src with sequence number seq starts a
+// new connection on c's four-tuple: a client SYN with another initial sequence
+// number once the first connection got going, or any SYN from the old server.
+func (t *Tracker) isNewConnection(c *Conn, src netip.AddrPort, seq uint32) bool {
+	d := &c.Dirs[ToServer]
+	if src != c.Client {
+		// The roles swapped: the old server opens a connection to the old client.
+		return c.Dirs[ToClient].dataSeen || c.ended()
 	}
+	if !d.SYNSeen {
+		return d.dataSeen || c.ended()
+	}
+	return seq != d.ISN && (d.dataSeen || c.HandshakeACKNs != 0 || c.ended())
+}
+
+// ended reports whether the connection was closed: both FINs, or a RST once the
+// handshake was over (a RST answering a SYN may be followed by a retried SYN).
+func (c *Conn) ended() bool {
+	rst := c.Dirs[0].RSTSeen || c.Dirs[1].RSTSeen
+	return (rst && !c.rstBeforeHandshake) || (c.Dirs[0].finished() && c.Dirs[1].finished())
+}
+
+// finished reports whether the direction sent its FIN and everything before it:
+// the other side acknowledged the FIN, or the capture saw every byte before it
+// (with holes, retransmissions are still to come).
+func (d *DirState) finished() bool {
+	return d.FINSeen && (d.HighestAckByPeer > d.finOffset || d.seq.missing() == 0)
 }
 
 func (t *Tracker) sweep(nowNs int64) {
@@ -220,6 +387,7 @@ func (t *Tracker) sweep(nowNs int64) {
 		kept = append(kept, c)
 	}
 	t.closing = kept
+	t.expireTombstones(nowNs)
 }
 
 func (t *Tracker) finish(key connKey, c *Conn) {
@@ -227,6 +395,7 @@ func (t *Tracker) finish(key connKey, c *Conn) {
 	if t.last == c {
 		t.last = nil
 	}
+	t.bury(key, c)
 	if c.handler != nil {
 		c.handler.Close(c)
 		c.handler = nil
@@ -241,11 +410,7 @@ func (t *Tracker) Flush() {
 		open = append(open, c)
 	}
 	// Order by index so that handlers see connections in a stable order.
-	for i := 1; i < len(open); i++ {
-		for j := i; j > 0 && open[j].Index < open[j-1].Index; j-- {
-			open[j], open[j-1] = open[j-1], open[j]
-		}
-	}
+	sortConnsByIndex(open)
 	for _, c := range open {
 		t.finish(makeKey(c.Client, c.Server), c)
 	}
@@ -273,6 +438,9 @@ func (t *Tracker) newConn(key connKey, src, dst netip.AddrPort, p *capture.Packe
 	}
 	for i := range c.Dirs {
 		c.Dirs[i].SYN.WindowScale = -1
+		c.Dirs[i].finOffset = -1
+		c.Dirs[i].HighestAckByPeer = -1
+		c.Dirs[i].MinAckDelayNs = -1
 	}
 	t.conns[key] = c
 	if t.newHandler != nil {
@@ -298,6 +466,54 @@ func guessRoles(src, dst netip.AddrPort, hint ServerHint) (client, server netip.
 	return src, dst
 }
 
+// A frame identical to a recent one of its direction is the same frame captured
+// twice (a capture on several interfaces, on a router's both sides, or a SPAN port
+// that copies both ways). With an IPv4 identification the copies share it and a
+// resent segment (on the stacks that number their packets) does not, so any copy
+// within duplicateIPIDWindowNs counts. Without one, only a copy right after the
+// first, with nothing from the other side in between and within
+// duplicateWindowNs, counts: no stack resends that fast without a trigger from the
+// other side (the shortest timers, tail loss probes, wait at least 10 ms).
+const (
+	duplicateWindowNs     = 5_000_000
+	duplicateIPIDWindowNs = 100_000_000
+)
+
+// recentFrames is how many recent frames per direction are compared for copies.
+const recentFrames = 4
+
+// isDuplicate reports whether p, going in direction dir, is a recent frame of that
+// direction captured again. Pure ACKs without an IPv4 identification are never
+// taken for duplicates (identical ones are sent on purpose).
+func (c *Conn) isDuplicate(dir Dir, p *capture.Packet) bool {
+	d := &c.Dirs[dir]
+	sig := frameSignature{seq: p.Seq, ack: p.Ack, tsVal: p.Options.TSVal, tsEcr: p.Options.TSEcr,
+		flags: p.Flags, window: p.Window, length: p.PayloadLen, ipID: p.IPID}
+	withID := p.IPID != 0
+	if withID || (p.PayloadLen > 0 || p.Flags&(capture.FlagSYN|capture.FlagFIN|capture.FlagRST) != 0) {
+		for i := range d.recent {
+			r := &d.recent[i]
+			if !r.valid || r.sig != sig {
+				continue
+			}
+			elapsedNs := p.TimestampNs - r.timeNs
+			if elapsedNs < 0 {
+				continue
+			}
+			if (withID && elapsedNs <= duplicateIPIDWindowNs) ||
+				(i == d.lastRecent && !c.sawOther[dir] && elapsedNs <= duplicateWindowNs) {
+				d.Duplicates++
+				return true
+			}
+		}
+	}
+	d.lastRecent = (d.lastRecent + 1) % recentFrames
+	d.recent[d.lastRecent] = recentFrame{sig: sig, timeNs: p.TimestampNs, valid: true}
+	c.sawOther[dir] = false
+	c.sawOther[1-dir] = true
+	return false
+}
+
 // unwrap turns a 32-bit sequence number into a 64-bit stream offset of the direction.
 func (d *DirState) unwrap(seq uint32) int64 {
 	if !d.baseSet {
@@ -307,6 +523,12 @@ func (d *DirState) unwrap(seq uint32) int64 {
 	off := d.lastOffset + int64(int32(seq-d.lastSeq))
 	d.lastSeq, d.lastOffset = seq, off
 	return off
+}
+
+// setBase makes seq stream offset 0 of the direction.
+func (d *DirState) setBase(seq uint32) {
+	d.base, d.baseSet = seq, true
+	d.lastSeq, d.lastOffset = seq, 0
 }
 
 func (t *Tracker) segment(c *Conn, dir Dir, p *capture.Packet) {
@@ -320,30 +542,44 @@ func (t *Tracker) segment(c *Conn, dir Dir, p *capture.Packet) {
 	}
 
 	if p.Has(capture.FlagSYN) {
-		d.SYN, d.SYNSeen = p.Options, true
-		// The stream starts after the SYN.
-		d.base, d.baseSet = p.Seq+1, true
-		d.lastSeq, d.lastOffset = p.Seq+1, 0
-		if dir == ToServer && !p.Has(capture.FlagACK) {
-			if c.SYNNs == 0 {
-				c.SYNNs = p.TimestampNs
-			}
-		} else if dir == ToClient && c.SYNACKNs == 0 {
-			c.SYNACKNs = p.TimestampNs
-			c.setWindowScales()
+		c.handshakeSYN(dir, p)
+	} else if dir == ToServer && c.HandshakeACKNs == 0 && p.Has(capture.FlagACK) && !p.Has(capture.FlagRST) {
+		switch {
+		case c.numSynAcks > 0:
+			c.handshakeACK(p)
+		case c.Dirs[ToServer].SYNSeen && !other.dataSeen:
+			// The client acknowledged a SYN/ACK the capture did not see (a capture of
+			// one direction, or a dropped packet): time the handshake from its SYN.
+			c.SYNACKInferred = true
+			c.SYNNs, c.HandshakeACKNs = c.lastSYNNs, p.TimestampNs
+			other.ISN = p.Ack - 1
+			other.setBase(p.Ack)
 		}
-	} else if dir == ToServer && c.SYNACKNs != 0 && c.HandshakeACKNs == 0 {
-		c.HandshakeACKNs = p.TimestampNs
+	}
+	if p.Has(capture.FlagRST) && c.HandshakeACKNs == 0 && !d.dataSeen && !other.dataSeen && c.lastSYNNs != 0 {
+		c.rstBeforeHandshake = true
+		if dir == ToClient && p.Has(capture.FlagACK) && p.Ack == c.Dirs[ToServer].ISN+1 && c.numSynAcks == 0 {
+			// The server refused the connection: the RST answered the latest SYN.
+			if c.RefusedNs == 0 {
+				c.RefusedNs, c.refusedSYNNs = p.TimestampNs, c.lastSYNNs
+			}
+		}
 	}
 
 	if p.Has(capture.FlagACK) {
 		if !other.baseSet {
 			// Mid-stream: the first acknowledgement fixes the other side's offset 0.
-			other.base, other.baseSet = p.Ack, true
-			other.lastSeq, other.lastOffset = p.Ack, 0
+			other.setBase(p.Ack)
 		}
 		s.HasAck = true
 		s.AckOffset = other.lastOffset + int64(int32(p.Ack-other.lastSeq))
+		s.AckBeyond = other.acknowledged(s.AckOffset)
+		if other.timing && s.AckOffset >= other.timedEnd {
+			other.timing = false
+			if delay := p.TimestampNs - other.timedNs; delay >= 0 && (other.MinAckDelayNs < 0 || delay < other.MinAckDelayNs) {
+				other.MinAckDelayNs = delay
+			}
+		}
 	}
 	win := int(p.Window)
 	if !p.Has(capture.FlagSYN) {
@@ -360,6 +596,9 @@ func (t *Tracker) segment(c *Conn, dir Dir, p *capture.Packet) {
 		t.classify(c, d, s)
 	}
 	if p.Has(capture.FlagFIN) {
+		if !d.FINSeen {
+			d.finOffset = s.Offset + int64(s.Len)
+		}
 		d.FINSeen = true
 	}
 	if p.Has(capture.FlagRST) {
@@ -368,6 +607,120 @@ func (t *Tracker) segment(c *Conn, dir Dir, p *capture.Packet) {
 	if c.handler != nil {
 		c.handler.Segment(c, s)
 	}
+}
+
+// handshakeSYN records a SYN or SYN/ACK.
+func (c *Conn) handshakeSYN(dir Dir, p *capture.Packet) {
+	d := &c.Dirs[dir]
+	if dir == ToServer && !p.Has(capture.FlagACK) {
+		if !d.SYNSeen || p.Seq != d.ISN {
+			d.SYN, d.SYNSeen, d.ISN, d.SYNCount = p.Options, true, p.Seq, 0
+			d.setBase(p.Seq + 1)
+			if c.FirstSYNNs == 0 {
+				c.FirstSYNNs = p.TimestampNs
+			}
+		}
+		d.SYNCount++
+		c.lastSYNNs = p.TimestampNs
+		if c.rstBeforeHandshake {
+			// The SYN is tried again after a RST: the attempt goes on.
+			c.rstBeforeHandshake = false
+			c.Dirs[0].RSTSeen, c.Dirs[1].RSTSeen = false, false
+		}
+		return
+	}
+	if dir != ToClient || c.HandshakeACKNs != 0 {
+		return // a SYN/ACK after the handshake, or one from the client side
+	}
+	client := &c.Dirs[ToServer]
+	if client.SYNSeen && p.Ack != client.ISN+1 {
+		return // it answers another SYN than the client's
+	}
+	for i := 0; i < c.numSynAcks; i++ {
+		if c.synAcks[i].isn == p.Seq {
+			// The SYN/ACK sent again: Karn's rule, time the latest.
+			c.synAcks[i].timeNs, c.synAcks[i].answeredNs = p.TimestampNs, c.lastSYNNs
+			d.SYNCount++
+			c.useSynAck(i)
+			return
+		}
+	}
+	sa := synAck{isn: p.Seq, timeNs: p.TimestampNs, answeredNs: c.lastSYNNs, options: p.Options, withOptions: true}
+	i := c.numSynAcks
+	if i == len(c.synAcks) {
+		i = len(c.synAcks) - 1 // keep the first three and the latest
+	} else {
+		c.numSynAcks++
+	}
+	c.synAcks[i] = sa
+	d.SYNCount = 1
+	c.useSynAck(i)
+}
+
+// useSynAck makes SYN/ACK i the connection's, until the client's acknowledgement
+// says which one it answered.
+func (c *Conn) useSynAck(i int) {
+	sa := &c.synAcks[i]
+	d := &c.Dirs[ToClient]
+	d.SYN, d.SYNSeen, d.ISN = sa.options, true, sa.isn
+	if !d.dataSeen {
+		d.setBase(sa.isn + 1)
+	}
+	c.SYNACKNs = sa.timeNs
+	c.SYNNs = sa.answeredNs
+	if c.SYNNs == 0 && c.Dirs[ToServer].SYNSeen {
+		c.SYNNs = c.lastSYNNs
+	}
+	c.setWindowScales()
+}
+
+// handshakeACK completes the handshake with the client's first acknowledgement of
+// a SYN/ACK it received.
+func (c *Conn) handshakeACK(p *capture.Packet) {
+	for i := 0; i < c.numSynAcks; i++ {
+		if p.Ack == c.synAcks[i].isn+1 {
+			c.useSynAck(i)
+			c.HandshakeACKNs = p.TimestampNs
+			if c.rstBeforeHandshake {
+				c.rstBeforeHandshake = false
+				c.Dirs[0].RSTSeen, c.Dirs[1].RSTSeen = false, false
+			}
+			return
+		}
+	}
+}
+
+// acknowledged records that the other side acknowledged this direction's stream up
+// to offset ack, and returns how many bytes that acknowledgement newly covered
+// beyond what the capture saw sent (a FIN counts one sequence number, not a byte).
+func (d *DirState) acknowledged(ack int64) int64 {
+	if ack <= d.HighestAckByPeer {
+		return 0
+	}
+	d.HighestAckByPeer = ack
+	limit := d.HighestEnd
+	if d.FINSeen && d.finOffset == d.HighestEnd {
+		limit++ // the FIN's sequence number
+	}
+	beyond := ack - limit
+	// Only an acknowledgement a sane distance ahead is believed: a middlebox that
+	// rewrote sequence numbers, or a stray ACK, must not invent gigabytes.
+	const maxBelievableBytes = 64 << 20
+	if beyond <= 0 || beyond > maxBelievableBytes {
+		return 0
+	}
+	if beyond == 1 && !d.FINSeen {
+		return 0 // most likely the FIN, not captured
+	}
+	if !d.dataSeen {
+		d.dataSeen = true
+		d.HighestEnd = 0
+		beyond = ack
+	}
+	d.seq.addHole(d.HighestEnd, ack)
+	d.HighestEnd = ack
+	d.AckedUnseenBytes += beyond
+	return beyond
 }
 
 // classify sets the new part of a data segment, and whether it is a
@@ -380,29 +733,49 @@ func (t *Tracker) classify(c *Conn, d *DirState, s *Segment) {
 			// Mid-stream capture whose first ACK pointed past this segment.
 			s.Offset = 0
 		}
-		d.HighestEnd = s.Offset
-	}
-	if end > d.HighestEnd {
-		start := s.Offset
-		if start < d.HighestEnd {
-			start = d.HighestEnd
-			s.Retransmission = true
+		// Bytes between the stream's start (the SYN, or where the other side's first
+		// acknowledgement pointed) and this segment were not seen: reordered, lost,
+		// or sent before a mid-stream capture began.
+		d.HighestEnd = 0
+		if !d.SYNSeen {
+			d.preCaptureEnd = s.Offset
 		}
-		s.Hole = start > d.HighestEnd
+		end = s.Offset + int64(s.Len)
+	}
+	below := s.Offset < d.HighestEnd
+	if end > d.HighestEnd {
+		start := max(s.Offset, d.HighestEnd)
+		if start > d.HighestEnd {
+			s.Hole = true
+			d.seq.addHole(d.HighestEnd, start)
+		}
 		s.NewOffset = start
 		s.NewLen = int(end - start)
-		d.Bytes += int64(s.NewLen)
 		d.HighestEnd = end
 		d.highestTimeNs = s.TimeNs
-	} else {
-		// Entirely below the highest byte: a retransmission, or reordering when it
-		// arrives shortly after the bytes above it (receiver side only; a sender
-		// never reorders its own segments).
-		if s.TimeNs-d.highestTimeNs < c.reorderNs && c.isReceiverSide(s.Dir) {
+	}
+	if below {
+		belowEnd := min(end, d.HighestEnd-int64(s.NewLen))
+		s.FilledLen = int(d.seq.fill(s.Offset, belowEnd))
+		seenBefore := belowEnd-s.Offset > int64(s.FilledLen)
+		switch {
+		case seenBefore:
+			s.Retransmission = true
+		case s.NewLen == 0 && s.TimeNs-d.highestTimeNs < c.reorderNs && c.isReceiverSide(s.Dir):
+			// It filled a hole shortly after the bytes above it arrived: reordering
+			// (receiver side only; a sender never reorders its own segments).
 			s.OutOfOrder = true
-		} else {
+		default:
+			// It filled a hole late: the bytes were sent again.
 			s.Retransmission = true
 		}
+	}
+	d.Bytes += int64(s.NewLen + s.FilledLen)
+	switch {
+	case s.Retransmission || s.OutOfOrder || s.Hole:
+		d.timing = false // Karn: a resent byte's acknowledgement times nothing
+	case !d.timing && s.NewLen > 0:
+		d.timing, d.timedEnd, d.timedNs = true, s.NewOffset+int64(s.NewLen), s.TimeNs
 	}
 	if s.Retransmission {
 		d.Retransmissions++
@@ -425,6 +798,8 @@ func (c *Conn) setWindowScales() {
 	if cs >= 0 && ss >= 0 {
 		c.Dirs[ToServer].WindowScale = int(min(cs, 14))
 		c.Dirs[ToClient].WindowScale = int(min(ss, 14))
+	} else {
+		c.Dirs[ToServer].WindowScale, c.Dirs[ToClient].WindowScale = 0, 0
 	}
 }
 
@@ -452,33 +827,81 @@ func (c *Conn) Vantage() string {
 	return VantageUnknown
 }
 
-// HandshakeRTTNs is the round trip seen in the handshake (SYN to the client's first
-// packet after the SYN/ACK), or 0 when the handshake was not seen whole.
+// HandshakeRTTNs is the round trip of the handshake that completed (the SYN the
+// SYN/ACK answered to the client's acknowledgement of it), or 0 when the handshake
+// was not seen whole.
 func (c *Conn) HandshakeRTTNs() int64 {
-	if c.SYNNs == 0 || c.SYNACKNs == 0 || c.HandshakeACKNs == 0 {
+	if c.HandshakeACKNs == 0 && c.RefusedNs != 0 {
+		// A refused connection: the SYN to the RST that answered it.
+		return c.RefusedNs - c.refusedSYNNs
+	}
+	if c.SYNNs == 0 || c.HandshakeACKNs == 0 || (c.SYNACKNs == 0 && !c.SYNACKInferred) {
 		return 0
 	}
 	return c.HandshakeACKNs - c.SYNNs
 }
 
-// MSS is the payload size of a full segment from the server: the smaller of the two
-// SYNs' MSS options, less 12 bytes when timestamps are in use. 0 when unknown.
-func (c *Conn) MSS() int {
-	cm, sm := int(c.Dirs[ToServer].SYN.MSS), int(c.Dirs[ToClient].SYN.MSS)
-	if !c.Dirs[ToServer].SYNSeen || !c.Dirs[ToClient].SYNSeen {
+// SampledRTTNs is the round trip from data and its acknowledgements (Karn's rule):
+// the shortest acknowledgement delay of each direction added up (at one end of the
+// path one is the round trip and the other about zero; in the middle each is a
+// part). 0 when a direction has no sample.
+func (c *Conn) SampledRTTNs() int64 {
+	a, b := c.Dirs[ToServer].MinAckDelayNs, c.Dirs[ToClient].MinAckDelayNs
+	if a < 0 || b < 0 {
 		return 0
 	}
-	if cm == 0 {
-		cm = 536
+	return a + b
+}
+
+// RTTNs is the connection's best round-trip estimate: the handshake's, unless the
+// handshake was retried (Karn's rule: its sample may belong to an earlier SYN) and
+// data samples show a shorter one; the data samples when no handshake was seen.
+func (c *Conn) RTTNs() int64 {
+	hs, sampled := c.HandshakeRTTNs(), c.SampledRTTNs()
+	switch {
+	case hs == 0:
+		return sampled
+	case sampled > 0 && c.HandshakeRetried() && sampled < hs:
+		return sampled
 	}
-	if sm == 0 {
-		sm = 536
+	return hs
+}
+
+// HandshakeRetried reports whether the client sent its SYN more than once, or the
+// server its SYN/ACK: the handshake RTT is timed from the latest of each (Karn's
+// rule), which the answer may not have been.
+func (c *Conn) HandshakeRetried() bool {
+	return c.Dirs[ToServer].SYNCount > 1 || c.Dirs[ToClient].SYNCount > 1
+}
+
+// MSS is the payload size of a full segment from the server: the smaller of the two
+// SYNs' MSS options, less 12 bytes when timestamps are in use. 0 when unknown: a
+// SYN was not captured, or one of them carried no MSS option (see MSSCap).
+func (c *Conn) MSS() int {
+	cm, sm := int(c.Dirs[ToServer].SYN.MSS), int(c.Dirs[ToClient].SYN.MSS)
+	if !c.Dirs[ToServer].SYNSeen || !c.Dirs[ToClient].SYNSeen || cm == 0 || sm == 0 {
+		return 0
 	}
-	m := min(cm, sm)
+	return min(cm, sm) - c.optionBytes()
+}
+
+// MSSCap is the largest payload a server segment can carry as far as the SYNs say
+// (the client's MSS option less options), or 0 when nothing caps it.
+func (c *Conn) MSSCap() int {
+	cm := int(c.Dirs[ToServer].SYN.MSS)
+	if !c.Dirs[ToServer].SYNSeen || cm == 0 {
+		return 0
+	}
+	return cm - c.optionBytes()
+}
+
+// optionBytes is the TCP option space every data segment carries: 12 bytes of
+// timestamps when both SYNs asked for them.
+func (c *Conn) optionBytes() int {
 	if c.Dirs[ToServer].SYN.HasTimestamps && c.Dirs[ToClient].SYN.HasTimestamps {
-		m -= 12
+		return 12
 	}
-	return m
+	return 0
 }
 
 // Closed says how the connection ended: "rst", "fin" (both sides) or "open".

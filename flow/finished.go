@@ -1,0 +1,91 @@
+package flow
+
+import (
+	"net/netip"
+	"sort"
+
+	"github.com/slowstart/slowstart/capture"
+)
+
+// tombstoneNs is how long a finished connection's sequence space is remembered:
+// late packets of it (a FIN retransmitted with backoff, a last ACK or RST) come
+// within a few minutes (TCP's FIN-WAIT and TIME-WAIT are 60 s on Linux, 2 MSL
+// elsewhere).
+const tombstoneNs = 300e9
+
+// sequenceSlack is how far from a finished connection's last sequence numbers a
+// packet may be and still continue it.
+const sequenceSlack = 1 << 24
+
+// tombstone is what is kept of a finished connection.
+type tombstone struct {
+	client, server         netip.AddrPort
+	clientISN              uint32
+	clientISNKnown         bool
+	clientNext, serverNext uint32 // the next sequence number of each side
+	clientKnown            bool
+	serverKnown            bool
+	lastNs                 int64
+}
+
+type tombRef struct {
+	key    connKey
+	lastNs int64
+}
+
+// bury remembers a finished connection's sequence space.
+func (t *Tracker) bury(key connKey, c *Conn) {
+	tomb := tombstone{client: c.Client, server: c.Server, lastNs: c.LastNs}
+	if d := &c.Dirs[ToServer]; d.SYNSeen {
+		tomb.clientISN, tomb.clientISNKnown = d.ISN, true
+	}
+	if d := &c.Dirs[ToServer]; d.baseSet {
+		tomb.clientNext, tomb.clientKnown = d.base+uint32(d.HighestEnd), true
+	}
+	if d := &c.Dirs[ToClient]; d.baseSet {
+		tomb.serverNext, tomb.serverKnown = d.base+uint32(d.HighestEnd), true
+	}
+	t.finished[key] = tomb
+	t.tombQueue = append(t.tombQueue, tombRef{key, c.LastNs})
+}
+
+// expireTombstones forgets finished connections quiet for longer than tombstoneNs.
+func (t *Tracker) expireTombstones(nowNs int64) {
+	for t.tombHead < len(t.tombQueue) && nowNs-t.tombQueue[t.tombHead].lastNs > tombstoneNs {
+		ref := t.tombQueue[t.tombHead]
+		if tomb, ok := t.finished[ref.key]; ok && tomb.lastNs == ref.lastNs {
+			delete(t.finished, ref.key)
+		}
+		t.tombHead++
+	}
+	if t.tombHead > 1024 && t.tombHead*2 > len(t.tombQueue) {
+		n := copy(t.tombQueue, t.tombQueue[t.tombHead:])
+		t.tombQueue = t.tombQueue[:n]
+		t.tombHead = 0
+	}
+}
+
+// continues reports whether packet p from src belongs to the finished connection:
+// anything but a new SYN (a client SYN with another initial sequence number, or a
+// SYN from the old server) whose sequence or acknowledgement numbers lie near the
+// connection's last ones.
+func (tomb *tombstone) continues(src netip.AddrPort, p *capture.Packet) bool {
+	fromClient := src == tomb.client
+	if p.Has(capture.FlagSYN) && !p.Has(capture.FlagACK) {
+		return fromClient && tomb.clientISNKnown && p.Seq == tomb.clientISN
+	}
+	near := func(x, ref uint32) bool {
+		d := int32(x - ref)
+		return d > -sequenceSlack && d < sequenceSlack
+	}
+	if fromClient {
+		return (tomb.clientKnown && near(p.Seq, tomb.clientNext)) ||
+			(tomb.serverKnown && p.Has(capture.FlagACK) && near(p.Ack, tomb.serverNext))
+	}
+	return (tomb.serverKnown && near(p.Seq, tomb.serverNext)) ||
+		(tomb.clientKnown && p.Has(capture.FlagACK) && near(p.Ack, tomb.clientNext))
+}
+
+func sortConnsByIndex(conns []*Conn) {
+	sort.Slice(conns, func(i, j int) bool { return conns[i].Index < conns[j].Index })
+}

@@ -1,0 +1,467 @@
+package flow
+
+import (
+	"net/netip"
+	"testing"
+
+	"github.com/slowstart/slowstart/capture"
+)
+
+var (
+	testClient = netip.MustParseAddrPort("192.0.2.2:40000")
+	testServer = netip.MustParseAddrPort("192.0.2.1:80")
+)
+
+// pkt describes one packet of a test connection: who sent it, when (ms), its flags,
+// sequence and acknowledgement numbers (absolute), payload length and IPv4 id.
+type pkt struct {
+	fromClient bool
+	ms         float64
+	flags      uint8
+	seq, ack   uint32
+	length     int
+	ipID       uint16
+	mss        uint16
+}
+
+const (
+	syn    = capture.FlagSYN
+	synack = capture.FlagSYN | capture.FlagACK
+	ack    = capture.FlagACK
+	psh    = capture.FlagACK | capture.FlagPSH
+	fin    = capture.FlagFIN | capture.FlagACK
+	rstAck = capture.FlagRST | capture.FlagACK
+)
+
+func (p pkt) packet() capture.Packet {
+	src, dst := testServer, testClient
+	if p.fromClient {
+		src, dst = testClient, testServer
+	}
+	out := capture.Packet{
+		TimestampNs: testEpochNs + int64(p.ms*1e6),
+		Src:         src.Addr(), Dst: dst.Addr(), SrcPort: src.Port(), DstPort: dst.Port(),
+		Seq: p.seq, Ack: p.ack, Flags: p.flags, Window: 65535,
+		IPID:       p.ipID,
+		HeaderLen:  20,
+		PayloadLen: p.length,
+	}
+	out.Options.WindowScale = -1
+	out.Options.MSS = p.mss
+	return out
+}
+
+// recorder keeps what a tracker handed over.
+type recorder struct {
+	conns    []*Conn
+	closed   []*Conn
+	segments map[*Conn][]Segment
+}
+
+func (r *recorder) newHandler(c *Conn) Handler {
+	r.conns = append(r.conns, c)
+	return &recordingHandler{r: r}
+}
+
+type recordingHandler struct{ r *recorder }
+
+func (h *recordingHandler) Segment(c *Conn, s *Segment) {
+	if h.r.segments == nil {
+		h.r.segments = map[*Conn][]Segment{}
+	}
+	h.r.segments[c] = append(h.r.segments[c], *s)
+}
+func (h *recordingHandler) Close(c *Conn) { h.r.closed = append(h.r.closed, c) }
+
+func run(t *testing.T, pkts []pkt) (*recorder, *Tracker) {
+	t.Helper()
+	r := &recorder{}
+	tr := NewTracker(r.newHandler, ServerHint{})
+	for _, p := range pkts {
+		pp := p.packet()
+		tr.Add(&pp)
+	}
+	tr.Flush()
+	return r, tr
+}
+
+const cISN, sISN = 1000, 5000
+
+// testEpochNs puts the test packets at a real time (0 means "not seen" in Conn).
+const testEpochNs = 1_700_000_000_000_000_000
+
+// handshake is a plain three-way handshake at the client: SYN at 0, SYN/ACK after
+// rttMs, ACK right after.
+func handshake(rttMs float64) []pkt {
+	return []pkt{
+		{fromClient: true, ms: 0, flags: syn, seq: cISN, mss: 1460},
+		{ms: rttMs, flags: synack, seq: sISN, ack: cISN + 1, mss: 1460},
+		{fromClient: true, ms: rttMs + 0.1, flags: ack, seq: cISN + 1, ack: sISN + 1},
+	}
+}
+
+func TestHandshakeRTT(t *testing.T) {
+	cases := []struct {
+		name    string
+		pkts    []pkt
+		wantMs  float64
+		retried bool
+		vantage string
+	}{
+		{"plain", handshake(20), 20.1, false, VantageClient},
+		{
+			// The first SYN was lost: the RTT runs from the one the SYN/ACK answered,
+			// not from the first (which would add the 1 s timeout).
+			"SYN sent again",
+			[]pkt{
+				{fromClient: true, ms: 0, flags: syn, seq: cISN, mss: 1460},
+				{fromClient: true, ms: 1000, flags: syn, seq: cISN, mss: 1460},
+				{ms: 1018, flags: synack, seq: sISN, ack: cISN + 1, mss: 1460},
+				{fromClient: true, ms: 1018.2, flags: ack, seq: cISN + 1, ack: sISN + 1},
+			},
+			18.2, true, VantageClient,
+		},
+		{
+			// Two SYN/ACKs with different ISNs (a middlebox): the client's ACK says which
+			// one completed the handshake.
+			"two SYN/ACKs",
+			[]pkt{
+				{fromClient: true, ms: 0, flags: syn, seq: cISN, mss: 1460},
+				{ms: 30, flags: synack, seq: sISN, ack: cISN + 1, mss: 1460},
+				{ms: 31, flags: synack, seq: sISN + 777, ack: cISN + 1, mss: 1460},
+				{fromClient: true, ms: 39, flags: ack, seq: cISN + 1, ack: sISN + 1},
+			},
+			39, false, VantageClient,
+		},
+		{
+			// The capture holds the client's packets only: the ACK shows a SYN/ACK came.
+			"no SYN/ACK captured",
+			[]pkt{
+				{fromClient: true, ms: 0, flags: syn, seq: cISN, mss: 1460},
+				{fromClient: true, ms: 55.5, flags: ack, seq: cISN + 1, ack: sISN + 1},
+			},
+			55.5, false, VantageUnknown,
+		},
+		{
+			// A RST answered the first SYN; the SYN tried again half a second later
+			// was answered.
+			"RST then SYN again",
+			[]pkt{
+				{fromClient: true, ms: 0, flags: syn, seq: cISN, mss: 1460},
+				{ms: 1, flags: rstAck, seq: 0, ack: cISN + 1},
+				{fromClient: true, ms: 500, flags: syn, seq: cISN, mss: 1460},
+				{ms: 501, flags: synack, seq: sISN, ack: cISN + 1, mss: 1460},
+				{fromClient: true, ms: 501.3, flags: ack, seq: cISN + 1, ack: sISN + 1},
+			},
+			1.3, true, VantageClient,
+		},
+		{
+			"refused",
+			[]pkt{
+				{fromClient: true, ms: 0, flags: syn, seq: cISN, mss: 1460},
+				{ms: 12, flags: rstAck, seq: 0, ack: cISN + 1},
+			},
+			12, false, VantageUnknown,
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r, _ := run(t, tc.pkts)
+			if len(r.conns) != 1 {
+				t.Fatalf("%d connections, want 1", len(r.conns))
+			}
+			c := r.conns[0]
+			if got := float64(c.HandshakeRTTNs()) / 1e6; got < tc.wantMs-0.001 || got > tc.wantMs+0.001 {
+				t.Errorf("handshake RTT %.3f ms, want %.3f", got, tc.wantMs)
+			}
+			if c.HandshakeRetried() != tc.retried {
+				t.Errorf("retried = %v, want %v", c.HandshakeRetried(), tc.retried)
+			}
+			if v := c.Vantage(); v != tc.vantage {
+				t.Errorf("vantage %s, want %s", v, tc.vantage)
+			}
+		})
+	}
+}
+
+// TestSampledRTT: data and the acknowledgements of it time the round trip, but not
+// from a retransmitted segment (Karn's rule).
+func TestSampledRTT(t *testing.T) {
+	pkts := append(handshake(20),
+		pkt{fromClient: true, ms: 21, flags: psh, seq: cISN + 1, ack: sISN + 1, length: 100},
+		pkt{ms: 41, flags: ack, seq: sISN + 1, ack: cISN + 101},
+		pkt{ms: 45, flags: psh, seq: sISN + 1, ack: cISN + 101, length: 1000},
+		pkt{fromClient: true, ms: 45.2, flags: ack, seq: cISN + 101, ack: sISN + 1001},
+		// A segment sent twice: its acknowledgement must not be a sample.
+		pkt{ms: 50, flags: psh, seq: sISN + 1001, ack: cISN + 101, length: 1000},
+		pkt{ms: 250, flags: psh, seq: sISN + 1001, ack: cISN + 101, length: 1000},
+		pkt{fromClient: true, ms: 250.01, flags: ack, seq: cISN + 101, ack: sISN + 2001},
+	)
+	r, _ := run(t, pkts)
+	c := r.conns[0]
+	if got := c.Dirs[ToServer].MinAckDelayNs; got != 20e6 {
+		t.Errorf("request acknowledged after %d ns, want 20 ms", got)
+	}
+	if got := c.Dirs[ToClient].MinAckDelayNs; got != 0.2e6 {
+		t.Errorf("response acknowledged after %d ns, want 0.2 ms (the retransmission times nothing)", got)
+	}
+	if got := c.SampledRTTNs(); got != 20.2e6 {
+		t.Errorf("sampled RTT %d ns, want 20.2 ms", got)
+	}
+}
+
+// TestBytesEachOnce: every sequence byte counts once, whenever it first appears: in
+// order, after reordering, in a retransmission that fills a hole, and bytes the
+// other side acknowledged that the capture never saw are counted as missing.
+func TestBytesEachOnce(t *testing.T) {
+	data := func(ms float64, rel uint32, n int) pkt {
+		return pkt{ms: ms, flags: ack, seq: sISN + 1 + rel, ack: cISN + 1, length: n}
+	}
+	pkts := append(handshake(20),
+		data(40, 0, 1000),
+		data(40.1, 2000, 1000), // a hole: 1000..2000
+		data(40.2, 1000, 1000), // reordering fills it
+		data(41, 4000, 1000),   // a hole: 3000..4000 ...
+		data(300, 3000, 1000),  // ... filled late by a retransmission
+		data(300.1, 3500, 1000),
+		// The client acknowledges 7000: 5000..7000 was never captured.
+		pkt{fromClient: true, ms: 301, flags: ack, seq: cISN + 1, ack: sISN + 1 + 7000},
+		data(302, 7000, 500),
+	)
+	r, _ := run(t, pkts)
+	c := r.conns[0]
+	d := &c.Dirs[ToClient]
+	if d.Bytes != 5500 {
+		t.Errorf("bytes %d, want 5500 (0..5000 and 7000..7500 captured, each once)", d.Bytes)
+	}
+	if got := d.MissingBytes(); got != 2000 {
+		t.Errorf("missing %d bytes, want 2000", got)
+	}
+	if d.AckedUnseenBytes != 2000 {
+		t.Errorf("acknowledged but unseen %d, want 2000", d.AckedUnseenBytes)
+	}
+	segs := r.segments[c]
+	var reordered, filledLate bool
+	for _, s := range segs {
+		if s.Offset == 1000 && s.FilledLen == 1000 && s.OutOfOrder {
+			reordered = true
+		}
+		if s.Offset == 3000 && s.FilledLen == 1000 && s.Retransmission {
+			filledLate = true
+		}
+		if s.Offset == 3500 && (s.FilledLen != 0 || !s.Retransmission) {
+			t.Errorf("a segment of bytes seen before: filled %d, retransmission %v", s.FilledLen, s.Retransmission)
+		}
+	}
+	if !reordered || !filledLate {
+		t.Errorf("reordered fill seen: %v, late fill seen: %v", reordered, filledLate)
+	}
+}
+
+// TestPreCaptureBytes: in a capture that began mid-stream, bytes below the first
+// data seen were sent before the capture; filling them counts, and they are not
+// capture loss.
+func TestPreCaptureBytes(t *testing.T) {
+	pkts := []pkt{
+		{fromClient: true, ms: 0, flags: ack, seq: cISN + 1, ack: sISN + 1},
+		{ms: 0.1, flags: ack, seq: sISN + 1 + 10944, ack: cISN + 1, length: 1368},
+		{ms: 0.2, flags: ack, seq: sISN + 1, ack: cISN + 1, length: 1368},
+	}
+	r, _ := run(t, pkts)
+	d := &r.conns[0].Dirs[ToClient]
+	if d.Bytes != 2736 {
+		t.Errorf("bytes %d, want 2736", d.Bytes)
+	}
+	if d.MissingBytes() != 0 {
+		t.Errorf("missing %d, want 0 (sent before the capture began)", d.MissingBytes())
+	}
+}
+
+// TestConnectionBoundaries: a connection begins with a SYN; late packets of a
+// finished one are not new connections; a SYN with a new ISN on the same
+// four-tuple is.
+func TestConnectionBoundaries(t *testing.T) {
+	closeBoth := []pkt{
+		{ms: 30, flags: psh, seq: sISN + 1, ack: cISN + 1, length: 100},
+		{ms: 31, flags: fin, seq: sISN + 101, ack: cISN + 1},
+		{fromClient: true, ms: 32, flags: fin, seq: cISN + 1, ack: sISN + 102},
+		{ms: 33, flags: ack, seq: sISN + 102, ack: cISN + 2},
+	}
+	base := append(handshake(20), closeBoth...)
+	cases := []struct {
+		name     string
+		after    []pkt
+		conns    int
+		trailing int64
+	}{
+		{"nothing after", nil, 1, 0},
+		{
+			"FIN retransmitted after the close",
+			[]pkt{
+				{fromClient: true, ms: 5000, flags: fin, seq: cISN + 1, ack: sISN + 102},
+				{fromClient: true, ms: 10000, flags: fin, seq: cISN + 1, ack: sISN + 102},
+				{ms: 10001, flags: capture.FlagRST, seq: sISN + 102},
+			},
+			1, 3,
+		},
+		{
+			"the old SYN once more",
+			[]pkt{{fromClient: true, ms: 5000, flags: syn, seq: cISN, mss: 1460}},
+			1, 1,
+		},
+		{
+			"port reused with a new ISN",
+			[]pkt{
+				{fromClient: true, ms: 5000, flags: syn, seq: 90000, mss: 1460},
+				{ms: 5020, flags: synack, seq: 70000, ack: 90001, mss: 1460},
+				{fromClient: true, ms: 5020.1, flags: ack, seq: 90001, ack: 70001},
+			},
+			2, 0,
+		},
+		{
+			"port reused right away, still lingering",
+			[]pkt{
+				{fromClient: true, ms: 40, flags: syn, seq: 90000, mss: 1460},
+				{ms: 60, flags: synack, seq: 70000, ack: 90001, mss: 1460},
+			},
+			2, 0,
+		},
+		{
+			"unrelated packets much later",
+			[]pkt{{fromClient: true, ms: 9000, flags: psh, seq: 3_000_000_000, ack: 4_000_000_000, length: 10}},
+			2, 0,
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r, tr := run(t, append(append([]pkt{}, base...), tc.after...))
+			if len(r.conns) != tc.conns {
+				t.Errorf("%d connections, want %d", len(r.conns), tc.conns)
+			}
+			if got := tr.Stats().Trailing; got != tc.trailing {
+				t.Errorf("%d trailing packets, want %d", got, tc.trailing)
+			}
+			if len(r.closed) != len(r.conns) {
+				t.Errorf("%d closed of %d", len(r.closed), len(r.conns))
+			}
+		})
+	}
+}
+
+// TestFINWithHoles: a connection whose FINs came with bytes still missing is not
+// over: the retransmissions that fill them belong to it.
+func TestFINWithHoles(t *testing.T) {
+	pkts := append(handshake(20),
+		pkt{fromClient: true, ms: 30, flags: psh, seq: cISN + 1, ack: sISN + 1, length: 100},
+		pkt{fromClient: true, ms: 31, flags: fin | capture.FlagPSH, seq: cISN + 201, ack: sISN + 1, length: 100},
+		pkt{ms: 32, flags: fin, seq: sISN + 1, ack: cISN + 101},
+		pkt{fromClient: true, ms: 3500, flags: psh, seq: cISN + 101, ack: sISN + 2, length: 100},
+	)
+	r, tr := run(t, pkts)
+	if len(r.conns) != 1 || tr.Stats().Trailing != 0 {
+		t.Fatalf("%d connections, %d trailing; want 1 and 0", len(r.conns), tr.Stats().Trailing)
+	}
+	if got := r.conns[0].Dirs[ToServer].Bytes; got != 300 {
+		t.Errorf("client bytes %d, want 300", got)
+	}
+}
+
+func TestDuplicateFrames(t *testing.T) {
+	cases := []struct {
+		name string
+		pkts []pkt
+		dups int
+	}{
+		{
+			// The same frame seen on two interfaces, a few ms apart, with the same
+			// IPv4 id, even with the other side's packet in between.
+			"same IP id",
+			[]pkt{
+				{ms: 40, flags: psh, seq: sISN + 1, ack: cISN + 1, length: 500, ipID: 7},
+				{fromClient: true, ms: 41, flags: ack, seq: cISN + 1, ack: sISN + 501, ipID: 9},
+				{ms: 47, flags: psh, seq: sISN + 1, ack: cISN + 1, length: 500, ipID: 7},
+			},
+			1,
+		},
+		{
+			// A resent segment carries a new IPv4 id: not a duplicate.
+			"new IP id",
+			[]pkt{
+				{ms: 40, flags: psh, seq: sISN + 1, ack: cISN + 1, length: 500, ipID: 7},
+				{ms: 41, flags: psh, seq: sISN + 1, ack: cISN + 1, length: 500, ipID: 8},
+			},
+			0,
+		},
+		{
+			// Without ids: back to back, nothing between, within 5 ms.
+			"no id, back to back",
+			[]pkt{
+				{ms: 40, flags: psh, seq: sISN + 1, ack: cISN + 1, length: 500},
+				{ms: 40.01, flags: psh, seq: sISN + 1, ack: cISN + 1, length: 500},
+			},
+			1,
+		},
+		{
+			"no id, 200 ms later (a timeout's retransmission)",
+			[]pkt{
+				{ms: 40, flags: psh, seq: sISN + 1, ack: cISN + 1, length: 500},
+				{ms: 240, flags: psh, seq: sISN + 1, ack: cISN + 1, length: 500},
+			},
+			0,
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r, tr := run(t, append(handshake(20), tc.pkts...))
+			c := r.conns[0]
+			if got := c.Dirs[ToClient].Duplicates + c.Dirs[ToServer].Duplicates; got != tc.dups {
+				t.Errorf("%d duplicates, want %d", got, tc.dups)
+			}
+			if tr.Stats().Duplicates != int64(tc.dups) {
+				t.Errorf("tracker counted %d", tr.Stats().Duplicates)
+			}
+			if got := c.Dirs[ToClient].Bytes; got != 500 {
+				t.Errorf("server bytes %d, want 500", got)
+			}
+		})
+	}
+}
+
+func TestMSS(t *testing.T) {
+	pkts := handshake(20)
+	r, _ := run(t, pkts)
+	if got := r.conns[0].MSS(); got != 1460 {
+		t.Errorf("MSS %d, want 1460", got)
+	}
+	pkts[1].mss = 0 // a SYN/ACK without the option
+	r, _ = run(t, pkts)
+	c := r.conns[0]
+	if c.MSS() != 0 || c.MSSCap() != 1460 {
+		t.Errorf("MSS %d cap %d, want unknown (0) capped at the client's 1460", c.MSS(), c.MSSCap())
+	}
+}
+
+func TestSeqSpace(t *testing.T) {
+	var q seqSpace
+	q.addHole(10, 20)
+	q.addHole(30, 40)
+	if got := q.fill(12, 15); got != 3 {
+		t.Fatalf("filled %d, want 3", got)
+	}
+	// Holes are now 10..12, 15..20, 30..40.
+	if got := q.fill(0, 100); got != 2+5+10 {
+		t.Errorf("filled %d, want 17", got)
+	}
+	if q.missing() != 0 {
+		t.Errorf("missing %d after filling all", q.missing())
+	}
+	for i := range maxHoles + 10 {
+		q.addHole(int64(1000+10*i), int64(1005+10*i))
+	}
+	if len(q.holes) != maxHoles || !q.overflowed {
+		t.Errorf("%d holes (overflowed %v), want at most %d", len(q.holes), q.overflowed, maxHoles)
+	}
+	if q.missingBelow(1020) != 0 {
+		t.Errorf("the oldest holes were not the ones forgotten")
+	}
+}
