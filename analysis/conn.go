@@ -28,6 +28,7 @@ type timedMessage struct {
 type connAnalyzer struct {
 	a      *analyzer
 	rounds *rounds.Tracker
+	rttNs  int64 // the RTT the rounds tracker was last given
 	proto  int
 
 	tls     [2]*tlsrec.Stream
@@ -55,12 +56,17 @@ func (ca *connAnalyzer) Segment(c *flow.Conn, s *flow.Segment) {
 	if ca.rounds == nil && (s.Len > 0 || c.HandshakeACKNs != 0) {
 		ca.rounds = rounds.New(rounds.Config{
 			Vantage:    c.Vantage(),
-			RTTNs:      c.HandshakeRTTNs(),
+			RTTNs:      c.RTTNs(),
 			MSS:        c.MSS(),
+			MSSCap:     c.MSSCap(),
 			Timestamps: c.Dirs[flow.ToServer].SYN.HasTimestamps && c.Dirs[flow.ToClient].SYN.HasTimestamps,
 		})
 	}
 	if ca.rounds != nil {
+		if rtt := c.RTTNs(); rtt != ca.rttNs {
+			ca.rttNs = rtt
+			ca.rounds.SetRTT(rtt)
+		}
 		ca.rounds.Add(s)
 	}
 	if s.Dir == flow.ToServer && s.HasAck && s.Flags&0x02 == 0 {
@@ -194,47 +200,48 @@ func (ca *connAnalyzer) build(c *flow.Conn) report.Connection {
 		base = c.FirstNs
 	}
 	ms := func(ns int64) float64 { return nsToMs(ns - base) }
+	toServer, toClient := &c.Dirs[flow.ToServer], &c.Dirs[flow.ToClient]
 	rc := report.Connection{
-		Index:          c.Index,
-		Client:         c.Client.String(),
-		Server:         c.Server.String(),
-		Vantage:        c.Vantage(),
-		StartMs:        nsToMs(c.FirstNs - ca.a.firstNs),
-		DurationMs:     nsToMs(c.LastNs - c.FirstNs),
-		MSS:            c.MSS(),
-		ClientSYN:      endpoint(&c.Dirs[flow.ToServer]),
-		ServerSYN:      endpoint(&c.Dirs[flow.ToClient]),
-		ClientWindow:   report.ReceiveWindow{InitialBytes: ca.clientWindowInit, MinBytes: ca.clientWindowMin, MaxBytes: ca.clientWindowMax},
-		MidStream:      c.MidStream,
-		Closed:         c.Closed(),
-		BytesToServer:  c.Dirs[flow.ToServer].Bytes,
-		BytesToClient:  c.Dirs[flow.ToClient].Bytes,
-		Retransmission: c.Dirs[flow.ToClient].Retransmissions + c.Dirs[flow.ToServer].Retransmissions,
-		OutOfOrder:     c.Dirs[flow.ToClient].OutOfOrder + c.Dirs[flow.ToServer].OutOfOrder,
-		Rounds:         []report.Round{},
-		HTTP:           []report.HTTPMessage{},
-		Notes:          []string{},
+		Index:                c.Index,
+		Client:               c.Client.String(),
+		Server:               c.Server.String(),
+		Vantage:              c.Vantage(),
+		StartMs:              nsToMs(c.FirstNs - ca.a.firstNs),
+		DurationMs:           nsToMs(c.LastNs - c.FirstNs),
+		MSS:                  c.MSS(),
+		ClientSYN:            endpoint(toServer),
+		ServerSYN:            endpoint(toClient),
+		ClientWindow:         report.ReceiveWindow{InitialBytes: ca.clientWindowInit, MinBytes: ca.clientWindowMin, MaxBytes: ca.clientWindowMax},
+		MidStream:            c.MidStream,
+		Closed:               c.Closed(),
+		BytesToServer:        toServer.Bytes,
+		BytesToClient:        toClient.Bytes,
+		MissingBytesToServer: toServer.MissingBytes(),
+		MissingBytesToClient: toClient.MissingBytes(),
+		Retransmission:       toClient.Retransmissions + toServer.Retransmissions,
+		OutOfOrder:           toClient.OutOfOrder + toServer.OutOfOrder,
+		Rounds:               []report.Round{},
+		HTTP:                 []report.HTTPMessage{},
+		Notes:                []string{},
 	}
-	rttNs := c.HandshakeRTTNs()
-	if rttNs > 0 {
-		v := nsToMs(rttNs)
+	for _, p := range ca.http {
+		if p != nil {
+			p.Close()
+		}
+	}
+	if hs := c.HandshakeRTTNs(); hs > 0 {
+		v := nsToMs(hs)
 		rc.HandshakeRTTMs = &v
-		rc.MinRTTMs = v
-		rc.RoundTrips.TCP = 1
+		if c.HandshakeACKNs != 0 {
+			rc.RoundTrips.TCP = 1
+		}
 	}
-	if c.MidStream {
-		rc.Notes = append(rc.Notes, "the capture started after the handshake: no handshake RTT, and the first round seen need not be the initial window")
+	rttNs := c.RTTNs()
+	rc.MinRTTMs = nsToMs(rttNs)
+	if rc.MSS == 0 && ca.rounds != nil && !c.MidStream {
+		rc.MSS = ca.rounds.FullSegmentBytes()
 	}
-	if ca.truncatedPayload {
-		rc.Notes = append(rc.Notes, "payloads were cut by the capture's snaplen: TLS and HTTP boundaries past the captured bytes are inferred or unknown")
-	}
-	if rc.MSS == 0 {
-		rc.MSS = 1448
-		rc.Notes = append(rc.Notes, "no SYN options seen: segments are counted with an MSS of 1448 bytes")
-	}
-	if rc.Vantage == report.VantageUnknown && !c.MidStream {
-		rc.Notes = append(rc.Notes, "the vantage point could not be told from the handshake")
-	}
+	ca.noteCapture(c, &rc)
 
 	var msgEnds []int64
 	var tlsInfo *tlsSummary
@@ -244,16 +251,20 @@ func (ca *connAnalyzer) build(c *flow.Conn) report.Connection {
 	var raw []rounds.Round
 	if ca.rounds != nil {
 		rc.RoundMethod = ca.rounds.Method()
+		if n := ca.rounds.MethodNote(); n != "" {
+			rc.Notes = append(rc.Notes, n)
+		}
 		if rc.RoundMethod == rounds.MethodGaps {
 			rc.Notes = append(rc.Notes, "rounds were split by gaps in the server's sending (no handshake or timestamps to follow the ACK clock): treat them as estimates")
 		}
 		raw = ca.rounds.Rounds()
 		if tlsInfo != nil {
+			tlsInfo.fullSegment = ca.rounds.FullSegmentBytes()
 			tlsInfo.locate(raw)
 			msgEnds = append(msgEnds, tlsInfo.flightEnd, tlsInfo.handshakeEnd)
 		}
 		msgEnds = append(msgEnds, ca.responseEnds()...)
-		raw = ca.rounds.Label(msgEnds)
+		raw = ca.rounds.Label(msgEnds, ca.ending())
 	}
 
 	var cum int64
@@ -271,7 +282,7 @@ func (ca *connAnalyzer) build(c *flow.Conn) report.Connection {
 			Retransmissions:    r.Retransmissions,
 			InFlightBytes:      int(r.InFlightBytes),
 			ReceiveWindowBytes: r.ReceiveWindowBytes,
-			WindowFull:         r.WindowRoomBytes < int64(rc.MSS),
+			WindowFull:         r.WindowRoomBytes < int64(max(rc.MSS, 1)),
 			Limit:              r.Limit,
 			Phase:              ca.phase(r, tlsInfo),
 		}
@@ -289,6 +300,9 @@ func (ca *connAnalyzer) build(c *flow.Conn) report.Connection {
 
 	if tlsInfo != nil {
 		rc.TLS = tlsInfo.report(raw)
+		if tlsInfo.helloRetry {
+			rc.Notes = append(rc.Notes, "the server answered the first ClientHello with a HelloRetryRequest (it wanted another key share): the TLS handshake took a round trip more")
+		}
 	}
 	rc.InitialWindow = ca.initialWindow(c, raw, tlsInfo)
 	rc.HTTP = ca.httpMessages(ms)
@@ -297,6 +311,94 @@ func (ca *connAnalyzer) build(c *flow.Conn) report.Connection {
 	}
 	rc.Packets = ca.packets
 	return rc
+}
+
+// noteCapture adds the notes that say what the capture did not show or showed
+// twice, and what the numbers were read with.
+func (ca *connAnalyzer) noteCapture(c *flow.Conn, rc *report.Connection) {
+	toServer, toClient := &c.Dirs[flow.ToServer], &c.Dirs[flow.ToClient]
+	if c.MidStream {
+		rc.Notes = append(rc.Notes, "the capture started after the handshake: no handshake RTT, and the first round seen need not be the initial window")
+	}
+	if c.HandshakeRetried() && c.HandshakeRTTNs() > 0 {
+		rc.Notes = append(rc.Notes, fmt.Sprintf("the SYN was sent %s and the SYN/ACK %s: the handshake RTT is timed from the latest of each (Karn's rule), the one that was answered",
+			times(toServer.SYNCount), times(max(toClient.SYNCount, 1))))
+	}
+	if c.RefusedNs != 0 && c.HandshakeACKNs == 0 {
+		rc.Notes = append(rc.Notes, "the server refused the connection (a RST answered the SYN): the handshake RTT is from the SYN to the RST")
+	}
+	if hs := c.HandshakeRTTNs(); hs > 0 && c.RTTNs() < hs {
+		rc.Notes = append(rc.Notes, fmt.Sprintf("the data and its acknowledgements show a round trip of %.1f ms, shorter than the retried handshake's: rounds use it", nsToMs(c.RTTNs())))
+	}
+	if c.SYNACKInferred {
+		rc.Notes = append(rc.Notes, "the capture has no SYN/ACK: the handshake RTT is timed from the SYN to the client's acknowledgement of the SYN/ACK")
+	}
+	if n := toServer.Duplicates + toClient.Duplicates; n > 0 {
+		rc.Notes = append(rc.Notes, fmt.Sprintf("%d packets were captured twice (the same frame seen at two points): each was counted once", n))
+	}
+	for _, d := range []struct {
+		dir  *flow.DirState
+		name string
+	}{{toClient, "server"}, {toServer, "client"}} {
+		missing := d.dir.MissingBytes()
+		if missing == 0 {
+			continue
+		}
+		total := d.dir.Bytes + missing
+		switch {
+		case d.dir.Packets == 0 || d.dir.Bytes == 0:
+			rc.Notes = append(rc.Notes, fmt.Sprintf("the capture holds none of the %s's %s of data (the other side acknowledged them): it was filtered to one direction or missed them", d.name, report.Size(missing)))
+		case d.dir.AckedUnseenBytes > 0:
+			rc.Notes = append(rc.Notes, fmt.Sprintf("the capture missed %s of the %s's data (%.1f%% of %s; the other side acknowledged bytes the capture never saw): rounds with a gap are ambiguous", report.Size(missing), d.name, 100*float64(missing)/float64(total), report.Size(total)))
+		default:
+			rc.Notes = append(rc.Notes, fmt.Sprintf("the capture missed %s of the %s's data (%.1f%% of %s; gaps in the sequence never filled): rounds with a gap are ambiguous", report.Size(missing), d.name, 100*float64(missing)/float64(total), report.Size(total)))
+		}
+		if d.dir.HolesOverflowed() {
+			rc.Notes = append(rc.Notes, fmt.Sprintf("the %s's stream had too many gaps to follow: some bytes that filled old gaps were counted as retransmitted", d.name))
+		}
+	}
+	if ca.truncatedPayload {
+		rc.Notes = append(rc.Notes, "payloads were cut by the capture's snaplen: TLS and HTTP boundaries past the captured bytes are inferred or unknown")
+	}
+	switch {
+	case c.MSS() > 0:
+	case rc.MSS > 0 && !c.MidStream:
+		rc.Notes = append(rc.Notes, fmt.Sprintf("a SYN carried no MSS option: segments are counted with the largest segment the server sent, %d bytes", rc.MSS))
+	default:
+		rc.MSS = 1448
+		rc.Notes = append(rc.Notes, "no SYN options seen: segments are counted with an MSS of 1448 bytes")
+	}
+	if rc.Vantage == report.VantageUnknown && !c.MidStream {
+		rc.Notes = append(rc.Notes, "the vantage point could not be told from the handshake")
+	}
+	if rtt := c.HandshakeRTTNs(); (rtt > 0 && rtt < 1e6) || rc.MSS > 9000 {
+		rc.Notes = append(rc.Notes, fmt.Sprintf("this path is local (handshake RTT %.3f ms, MSS %d): segment sizes and round trips here say nothing about a real network path, and no initcwnd change would matter on it", nsToMs(rtt), rc.MSS))
+	}
+}
+
+func times(n int) string {
+	if n == 1 {
+		return "once"
+	}
+	return fmt.Sprintf("%d times", n)
+}
+
+// ending tells the rounds whether the server's data was cut before its last HTTP
+// message was complete (cleartext HTTP only: elsewhere nothing says).
+func (ca *connAnalyzer) ending() rounds.Ending {
+	p := ca.http[flow.ToClient]
+	if p == nil {
+		return rounds.EndingComplete
+	}
+	msgs := p.Messages()
+	if len(msgs) == 0 {
+		return rounds.EndingComplete
+	}
+	last := msgs[len(msgs)-1]
+	if last.Incomplete && last.IncompleteReason == httpmsg.ReasonEndedInBody {
+		return rounds.EndingIncomplete
+	}
+	return rounds.EndingComplete
 }
 
 func endpoint(d *flow.DirState) report.Endpoint {
@@ -336,52 +438,6 @@ func (ca *connAnalyzer) phase(r rounds.Round, t *tlsSummary) string {
 		return report.PhaseHTTP
 	}
 	return report.PhaseData
-}
-
-// initialWindow picks the connection's IW reading: the TLS server flight where the
-// connection is TLS, upgraded by the first HTTP round where that is sound; the first
-// round otherwise.
-func (ca *connAnalyzer) initialWindow(c *flow.Conn, raw []rounds.Round, t *tlsSummary) *report.InitialWindow {
-	if c.MidStream {
-		return &report.InitialWindow{Verdict: report.VerdictNone, Source: report.PhaseHTTP,
-			Reason: "the capture started after the handshake, so the first round was not seen"}
-	}
-	if t == nil {
-		return rounds.InitialWindow(raw, report.PhaseHTTP)
-	}
-	iw := t.iw
-	if iw == nil || iw.Verdict != report.VerdictLowerBound {
-		return iw
-	}
-	// The flight fit in the IW. The first HTTP round shows the window after the
-	// handshake: slow start grew it by at most one segment per segment acknowledged
-	// during the handshake (and not at all, per RFC 7661 and Linux, while the sender
-	// used less than half of it). If that round is at least three times the
-	// handshake's segments, growth can't have happened: it is the IW itself.
-	var hsSegs int
-	for _, r := range raw {
-		if r.StartOffset >= t.handshakeEnd {
-			if r.Limit != report.LimitCwnd || r.Retransmissions > 0 || r.OutOfOrder > 0 || r.Lost > 0 {
-				break
-			}
-			window := r.WindowSegments()
-			if window >= 3*hsSegs {
-				return &report.InitialWindow{Segments: window, Bytes: r.WindowBytes(), Verdict: report.VerdictExact, Source: report.PhaseHTTP,
-					Reason: fmt.Sprintf("the TLS flight (%d segments) fit in the window; the first HTTP round was cut by the congestion window at %d segments, at least 3× the handshake's segments, so the window had not grown during the handshake", t.flightSegments, window) + r.ProbeNote()}
-			}
-			lo := max(iw.Segments, window-hsSegs)
-			out := *iw
-			out.Reason = fmt.Sprintf("the TLS flight (%d segments) fit in the window; the first HTTP round was cut at %d segments after %d handshake segments were acknowledged, so the initial window is between %d and %d segments", t.flightSegments, window, hsSegs, lo, window) + r.ProbeNote()
-			out.Segments = lo
-			out.Bytes = min(lo*max(c.MSS(), 536), r.WindowBytes())
-			if lo == iw.Segments {
-				out.Bytes = iw.Bytes
-			}
-			return &out
-		}
-		hsSegs += r.Segments
-	}
-	return iw
 }
 
 func (ca *connAnalyzer) httpMessages(ms func(int64) float64) []report.HTTPMessage {
@@ -433,95 +489,4 @@ func (ca *connAnalyzer) httpMessages(ms func(int64) float64) []report.HTTPMessag
 		out = append(out, m)
 	}
 	return out
-}
-
-// tlsSummary is what the TLS scanners and the rounds say of the handshake.
-type tlsSummary struct {
-	version string
-	http    bool // ALPN or the port says the application data is HTTP
-	// clientHelloEnd: end offset of the client's first flight. clientAppStart: offset
-	// of the client's first application-data record (TLS 1.3: its encrypted Finished).
-	clientHelloEnd int64
-	clientAppStart int64
-	// Filled by locate: end of the server's first flight and of its handshake.
-	flightEnd      int64
-	handshakeEnd   int64
-	flightBytes    int
-	flightSegments int
-	flightRounds   []rounds.Round
-	handshakeRTs   int
-	iw             *report.InitialWindow
-}
-
-func (ca *connAnalyzer) summarizeTLS(c *flow.Conn) *tlsSummary {
-	port := c.Server.Port()
-	t := &tlsSummary{clientHelloEnd: -1, clientAppStart: -1, http: port == 443 || port == 8443}
-	cs, ss := ca.tls[flow.ToServer], ca.tls[flow.ToClient]
-	ch, sh := cs.Hello(), ss.Hello()
-	if v := sh.NegotiatedVersion; v != 0 {
-		t.version = tlsrec.VersionString(v)
-	}
-	for _, p := range append(append([]string{}, ch.ALPN...), sh.ALPN...) {
-		if p == "h2" || p == "http/1.1" || p == "http/1.0" {
-			t.http = true
-		}
-	}
-	for _, r := range cs.Records() {
-		if t.clientHelloEnd < 0 {
-			t.clientHelloEnd = r.End()
-		}
-		if r.ContentType == 23 && t.clientAppStart < 0 {
-			t.clientAppStart = r.Offset
-		}
-	}
-	if t.clientHelloEnd < 0 {
-		t.clientHelloEnd = 1 // at least one byte: the hello started the stream
-	}
-	return t
-}
-
-// locate finds the server's first flight (rounds released by the ClientHello alone)
-// and its handshake (rounds released before the client's first application data).
-func (t *tlsSummary) locate(raw []rounds.Round) {
-	appStart := t.clientAppStart
-	for i, r := range raw {
-		if r.ClientDataAtStart <= t.clientHelloEnd {
-			t.flightEnd = r.EndOffset
-			t.flightBytes += r.Bytes
-			t.flightSegments += r.Segments
-			t.flightRounds = raw[:i+1]
-		}
-		if appStart < 0 || r.ClientDataAtStart <= appStart {
-			if appStart < 0 && r.ClientDataAtStart > t.clientHelloEnd && t.handshakeRTs >= 2 {
-				// Unknown client records: assume the classic two round trips at most.
-				continue
-			}
-			t.handshakeEnd = r.EndOffset
-			t.handshakeRTs++
-		}
-	}
-	if t.version == "1.3" {
-		// The server's handshake is its first flight; what follows the client's
-		// Finished (session tickets) rides with the response.
-		t.handshakeEnd = t.flightEnd
-		t.handshakeRTs = len(t.flightRounds)
-	}
-}
-
-func (t *tlsSummary) report(labeled []rounds.Round) *report.TLS {
-	// The flight's rounds were labeled in place; re-slice from the labeled rounds.
-	fr := labeled[:len(t.flightRounds)]
-	t.iw = rounds.InitialWindow(fr, "tls")
-	if len(fr) > 0 && fr[0].Limit == report.LimitCwnd {
-		t.iw.Reason = fmt.Sprintf("the server's TLS flight (%d segments) was cut after %d segments and finished one round trip later", t.flightSegments, fr[0].WindowSegments()) + fr[0].ProbeNote()
-	} else if t.iw.Verdict == report.VerdictLowerBound {
-		t.iw.Reason = fmt.Sprintf("the server's whole TLS flight (%d segments) fit in the first round, so the window is at least that", t.flightSegments)
-	}
-	return &report.TLS{
-		Version:              t.version,
-		ServerFlightBytes:    t.flightBytes,
-		ServerFlightSegments: t.flightSegments,
-		HandshakeRoundTrips:  t.handshakeRTs,
-		InitialWindow:        t.iw,
-	}
 }

@@ -20,6 +20,12 @@ const (
 	LimitApp  = "app"  // the sender had nothing more to send yet
 	LimitLoss = "loss" // a retransmission happened in the round
 	LimitEnd  = "end"  // the response (or the connection's data) finished
+	// LimitRate: at the client, the data arrived as one stream at the path's rate,
+	// with no idle gap at the round's end: the window's edge is not visible.
+	LimitRate = "rate"
+	// LimitIncomplete: the last round of a transfer that stopped before its message
+	// was complete (the server stalled, or the capture ended).
+	LimitIncomplete = "incomplete"
 )
 
 // Initial window verdicts.
@@ -27,8 +33,11 @@ const (
 	VerdictExact       = "exact"        // round 1 was limited by the congestion window
 	VerdictLowerBound  = "lower_bound"  // the data ended inside round 1: the IW is at least this
 	VerdictRwndLimited = "rwnd_limited" // the receive window capped round 1
-	VerdictAmbiguous   = "ambiguous"    // loss or reordering in round 1
-	VerdictNone        = "none"         // no data from the server to judge by
+	VerdictAmbiguous   = "ambiguous"    // loss, reordering or a capture hole in round 1
+	// VerdictRange: the IW lies between segments and segments_max; which end holds
+	// depends on what the packets cannot show (e.g. the sender's congestion control).
+	VerdictRange = "range"
+	VerdictNone  = "none" // no data from the server to judge by
 )
 
 // Round phases.
@@ -80,31 +89,36 @@ type ReceiveWindow struct {
 
 // Connection is everything known of one TCP connection.
 type Connection struct {
-	Index          int            `json:"index"` // 1-based, in order of first packet
-	Client         string         `json:"client"`
-	Server         string         `json:"server"`
-	Vantage        string         `json:"vantage"`
-	StartMs        float64        `json:"start_ms"` // first packet, from the capture's start
-	DurationMs     float64        `json:"duration_ms"`
-	HandshakeRTTMs *float64       `json:"handshake_rtt_ms"` // null without a handshake
-	MinRTTMs       float64        `json:"min_rtt_ms"`
-	MSS            int            `json:"mss"` // effective sender MSS (bytes of payload per full segment)
-	ClientSYN      Endpoint       `json:"client_syn"`
-	ServerSYN      Endpoint       `json:"server_syn"`
-	ClientWindow   ReceiveWindow  `json:"client_window"`
-	MidStream      bool           `json:"mid_stream"` // the capture started after the handshake
-	Closed         string         `json:"closed"`     // "fin", "rst" or "open"
-	BytesToServer  int64          `json:"bytes_to_server"`
-	BytesToClient  int64          `json:"bytes_to_client"`
-	Retransmission int            `json:"retransmissions"`
-	OutOfOrder     int            `json:"out_of_order"`
-	TLS            *TLS           `json:"tls"`
-	InitialWindow  *InitialWindow `json:"initial_window"`
-	RoundTrips     RoundTrips     `json:"round_trips"`
-	RoundMethod    string         `json:"round_method"` // "ack_clock" or "gaps"
-	Rounds         []Round        `json:"rounds"`
-	HTTP           []HTTPMessage  `json:"http"`
-	Notes          []string       `json:"notes"`
+	Index          int           `json:"index"` // 1-based, in order of first packet
+	Client         string        `json:"client"`
+	Server         string        `json:"server"`
+	Vantage        string        `json:"vantage"`
+	StartMs        float64       `json:"start_ms"` // first packet, from the capture's start
+	DurationMs     float64       `json:"duration_ms"`
+	HandshakeRTTMs *float64      `json:"handshake_rtt_ms"` // null without a handshake
+	MinRTTMs       float64       `json:"min_rtt_ms"`
+	MSS            int           `json:"mss"` // effective sender MSS (bytes of payload per full segment)
+	ClientSYN      Endpoint      `json:"client_syn"`
+	ServerSYN      Endpoint      `json:"server_syn"`
+	ClientWindow   ReceiveWindow `json:"client_window"`
+	MidStream      bool          `json:"mid_stream"` // the capture started after the handshake
+	Closed         string        `json:"closed"`     // "fin", "rst" or "open"
+	BytesToServer  int64         `json:"bytes_to_server"`
+	BytesToClient  int64         `json:"bytes_to_client"`
+	// MissingBytesToServer and MissingBytesToClient are stream bytes below the
+	// highest one seen that the capture never saw (capture loss, or bytes the other
+	// side acknowledged that were not captured); not counted in bytes_to_*.
+	MissingBytesToServer int64          `json:"missing_bytes_to_server"`
+	MissingBytesToClient int64          `json:"missing_bytes_to_client"`
+	Retransmission       int            `json:"retransmissions"`
+	OutOfOrder           int            `json:"out_of_order"`
+	TLS                  *TLS           `json:"tls"`
+	InitialWindow        *InitialWindow `json:"initial_window"`
+	RoundTrips           RoundTrips     `json:"round_trips"`
+	RoundMethod          string         `json:"round_method"` // "ack_clock", "timestamps" or "gaps"
+	Rounds               []Round        `json:"rounds"`
+	HTTP                 []HTTPMessage  `json:"http"`
+	Notes                []string       `json:"notes"`
 	// Packets lists every packet of the connection, for timelines and
 	// time-sequence graphs; present only when asked for (view, --packets).
 	Packets []Packet `json:"packets,omitempty"`
@@ -150,11 +164,18 @@ type TLS struct {
 
 // InitialWindow is the server's initial congestion window as inferred.
 type InitialWindow struct {
-	Segments int    `json:"segments"`
-	Bytes    int    `json:"bytes"`
-	Verdict  string `json:"verdict"`
-	Source   string `json:"source"` // "http" (the first data flight) or "tls" (the server's handshake flight)
-	Reason   string `json:"reason"` // a sentence for people
+	Segments int `json:"segments"`
+	Bytes    int `json:"bytes"`
+	// SegmentsMax and BytesMax are the upper end of a range (verdict "range").
+	SegmentsMax int    `json:"segments_max,omitempty"`
+	BytesMax    int    `json:"bytes_max,omitempty"`
+	Verdict     string `json:"verdict"`
+	Source      string `json:"source"` // "http" (the first data flight) or "tls" (the server's handshake flight)
+	Reason      string `json:"reason"` // a sentence for people
+	// ExactIf, on a range, names the congestion control under which the IW would be
+	// exactly segments_max: "cubic_or_reno" (Linux grows no window while at most
+	// half of it is in use). The packets do not show which one the server runs.
+	ExactIf string `json:"exact_if,omitempty"`
 }
 
 // Round is one round trip of the server's sending.

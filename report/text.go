@@ -266,6 +266,8 @@ func VerdictSentence(iw *InitialWindow) string {
 		return fmt.Sprintf("Initial window: not measurable, %s was capped by the receive window at %s: %s.", from, size, iw.Reason)
 	case VerdictAmbiguous:
 		return fmt.Sprintf("Initial window: ambiguous, %s carried %s: %s.", from, size, iw.Reason)
+	case VerdictRange:
+		return fmt.Sprintf("Initial window: %d to %d segments (%s to %s), from %s: %s.", iw.Segments, iw.SegmentsMax, Size(int64(iw.Bytes)), Size(int64(iw.BytesMax)), from, iw.Reason)
 	}
 	return fmt.Sprintf("Initial window: unknown: %s.", iw.Reason)
 }

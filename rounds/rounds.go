@@ -32,12 +32,21 @@ const (
 	MethodGaps       = "gaps"
 )
 
+// minTicksPerRTT is how many ticks of the client's timestamp clock a round trip
+// must span for the timestamps method: with fewer, one echoed value covers
+// acknowledgements from more than a quarter of a round trip, and rounds merge.
+const minTicksPerRTT = 4
+
 // Config describes the connection as far as rounds need it.
 type Config struct {
 	Vantage string // flow.VantageClient, flow.VantageServer or flow.VantageUnknown
 	RTTNs   int64  // handshake round-trip time; 0 when unknown
 	MSS     int    // full-segment payload size; 0 when unknown (then learned from data)
-	// Timestamps: both SYNs carried the timestamp option, so TSecr can be used.
+	// MSSCap bounds the learned segment size when MSS is 0 (the client's MSS option
+	// less options): larger frames are merged segments. 0: no bound known.
+	MSSCap int
+	// Timestamps: both SYNs carried the timestamp option, so TSecr can be used (if
+	// the client's timestamp clock ticks fast enough to resolve the round trip).
 	Timestamps bool
 }
 
@@ -52,9 +61,21 @@ type Round struct {
 	Packets         int
 	Retransmissions int
 	OutOfOrder      int
-	// Lost counts segments of this round that were sent again later, or that never
-	// reached the capture point in order (holes in the sequence).
+	// Lost counts segments of this round that were sent again later.
 	Lost int
+	// Holes counts places where the capture missed bytes of this round or right
+	// after it: a gap in the sequence at or next to it, or bytes the client
+	// acknowledged that the capture never saw. Such a round's size is unknown.
+	Holes int
+	// LastFrameBytes is the new bytes of the round's last new-data frame; a round
+	// whose last frame ends in a partial segment was not cut by the congestion
+	// window (a window-limited sender with more to send sends full segments).
+	LastFrameBytes int
+	// MinInsideFrameBytes is the new bytes of the round's shortest new-data frame
+	// before its last one (0 for a round of one frame): a round with a frame
+	// shorter than a full segment inside it sent fewer bytes than its packets'
+	// worth of full segments.
+	MinInsideFrameBytes int
 	// WindowRoomBytes is the room left in the client's advertised window after the
 	// round's last segment, as the server knew it (negative: beyond the window).
 	WindowRoomBytes    int64
@@ -66,6 +87,9 @@ type Round struct {
 	// ReleaseNs is the time of the latest client packet the server had seen when it
 	// sent the round's first segment (what released it).
 	ReleaseNs int64
+	// ReleaseAck is the highest acknowledgement the server had seen when it sent the
+	// round's first segment (-1: none).
+	ReleaseAck int64
 	// ClientDataAtStart / ClientDataAtEnd: how much of the client's stream the server
 	// had seen at the round's first and last segment.
 	ClientDataAtStart int64
@@ -78,7 +102,16 @@ type Round struct {
 	ProbeSegments, ProbeBytes int
 	// ProbeGapNs is the silence before the probe.
 	ProbeGapNs int64
-	Limit      string
+	// PartialEnd: the round's last frame ended in a segment shorter than a full one.
+	PartialEnd bool
+	// RatePaced: at the client, the next round's data arrived without an idle gap
+	// after this round's, at the pace of the round's own arrivals: the path's rate,
+	// not the window, set where this round seemed to end.
+	RatePaced bool
+	// Outgrown: the next round was more than twice this one, which slow start cannot
+	// do from a full window: this round did not fill the window.
+	Outgrown bool
+	Limit    string
 }
 
 // WindowSegments is the round's segments less a tail loss probe: what the congestion
@@ -91,6 +124,12 @@ func (r *Round) ProbeNote() string {
 		return ""
 	}
 	return fmt.Sprintf("; not counted: %d more segment the server sent %.1f ms later with nothing acknowledged, a tail loss probe", r.ProbeSegments, float64(r.ProbeGapNs)/1e6)
+}
+
+// PartialInside reports whether a frame before the round's last one ended in a
+// partial segment (full: the connection's full segment size).
+func (r *Round) PartialInside(full int) bool {
+	return full > 0 && r.MinInsideFrameBytes > 0 && r.MinInsideFrameBytes%full != 0
 }
 
 // WindowBytes is Bytes less a tail loss probe.
@@ -147,6 +186,19 @@ type Tracker struct {
 	firstAckIdx   int // first round whose FirstAckNs is not yet set
 	lastDataNs    int64
 	mssLearned    int
+	// largestSegment is the largest new-data frame no larger than the MSS (or the
+	// cap): what a full segment carries on this path.
+	largestSegment int
+	// The client's timestamp clock, to judge whether it resolves the round trip.
+	clientTSFirst, clientTSLast     uint32
+	clientTSFirstNs, clientTSLastNs int64
+	clientTSSeen                    bool
+	methodDecided                   bool
+	// MethodNote says why the method is not the one the vantage point suggested.
+	methodNote string
+	// holeBeforeData: the client acknowledged bytes the capture never saw before any
+	// round began.
+	holeBeforeData bool
 }
 
 // New makes a Tracker.
@@ -165,8 +217,64 @@ func New(cfg Config) *Tracker {
 	return t
 }
 
+// SetRTT updates the round-trip time as better samples arrive (a retried
+// handshake's RTT may hold a retransmission timeout).
+func (t *Tracker) SetRTT(rttNs int64) {
+	if rttNs > 0 {
+		t.cfg.RTTNs = rttNs
+	}
+}
+
 // Method says how segments were assigned to rounds.
 func (t *Tracker) Method() string { return t.method }
+
+// MethodNote is a sentence saying why the method is not what the vantage point
+// suggested (a timestamp clock too coarse for the round trip), or "".
+func (t *Tracker) MethodNote() string { return t.methodNote }
+
+// decideMethod checks, at the server's first data, that the client's timestamp
+// clock ticks often enough in a round trip for the timestamps method; otherwise it
+// falls back to the ACK clock by capture time (client vantage) or to gaps.
+func (t *Tracker) decideMethod() {
+	t.methodDecided = true
+	if t.method != MethodTimestamps {
+		return
+	}
+	elapsedNs := t.clientTSLastNs - t.clientTSFirstNs
+	ticks := int64(int32(t.clientTSLast - t.clientTSFirst))
+	rttNs := t.cfg.RTTNs
+	if !t.clientTSSeen || elapsedNs <= 0 {
+		return // nothing to judge by: keep the timestamps
+	}
+	if rttNs <= 0 {
+		rttNs = 100e6 // judge against a typical Internet round trip
+	}
+	// Ticks per round trip = ticks / elapsed * RTT.
+	if ticks > 0 && float64(ticks)*float64(rttNs) >= minTicksPerRTT*float64(elapsedNs) {
+		return
+	}
+	if ticks <= 0 && elapsedNs < rttNs/minTicksPerRTT {
+		return // too short a span to tell
+	}
+	clock := "did not tick"
+	if ticks > 0 {
+		clock = fmt.Sprintf("ticks every %.1f ms", float64(elapsedNs)/float64(ticks)/1e6)
+	}
+	fallback := MethodGaps
+	if t.cfg.Vantage == flow.VantageClient && t.cfg.RTTNs > 0 {
+		fallback = MethodACKClock
+	}
+	t.methodNote = fmt.Sprintf("the client's TCP timestamp clock %s over %.1f ms of the capture, too coarse for a %.1f ms round trip: rounds follow the %s instead of the timestamps",
+		clock, float64(elapsedNs)/1e6, float64(t.cfg.RTTNs)/1e6, map[string]string{MethodACKClock: "ACK clock by capture time", MethodGaps: "gaps in the server's sending"}[fallback])
+	t.method = fallback
+	if fallback == MethodGaps {
+		// Gaps learn every client packet at once.
+		for t.head < len(t.pending) {
+			t.learn(&t.pending[t.head])
+			t.head++
+		}
+	}
+}
 
 // Add processes one segment of the connection, in capture order.
 func (t *Tracker) Add(s *flow.Segment) {
@@ -180,6 +288,21 @@ func (t *Tracker) Add(s *flow.Segment) {
 func (t *Tracker) addClient(s *flow.Segment) {
 	if s.NewLen > 0 {
 		t.clientDataEnd = max(t.clientDataEnd, s.NewOffset+int64(s.NewLen))
+	}
+	if s.HasTS {
+		if !t.clientTSSeen {
+			t.clientTSFirst, t.clientTSFirstNs, t.clientTSSeen = s.TSVal, s.TimeNs, true
+		}
+		t.clientTSLast, t.clientTSLastNs = s.TSVal, s.TimeNs
+	}
+	if s.AckBeyond > 0 {
+		// The client acknowledged server bytes the capture never saw: they were sent
+		// in the latest round (or one the capture missed whole).
+		if n := len(t.rounds); n > 0 {
+			t.rounds[n-1].Holes++
+		} else {
+			t.holeBeforeData = true
+		}
 	}
 	p := clientPacket{timeNs: s.TimeNs, ack: s.AckOffset, hasAck: s.HasAck, window: s.WindowBytes, tsVal: s.TSVal, dataEnd: t.clientDataEnd}
 	if t.method == MethodACKClock && t.cfg.Vantage == flow.VantageServer || t.method == MethodGaps {
@@ -239,6 +362,18 @@ func (t *Tracker) catchUp(s *flow.Segment) {
 			t.learn(p)
 			t.head++
 		}
+		// A sender never sends past the receive window it knows of: a segment
+		// beyond the known window shows that later acknowledgements stamped with the
+		// echoed value had reached it too.
+		end := s.Offset + int64(s.Len)
+		for t.head < len(t.pending) && t.knownAckSet && end > t.knownAck+int64(t.knownWindow) {
+			p := &t.pending[t.head]
+			if p.tsVal != s.TSEcr {
+				break
+			}
+			t.learn(p)
+			t.head++
+		}
 	case MethodACKClock:
 		// Client vantage: an ACK sent at ta can release data arriving at ta + RTT at
 		// the earliest; allow a quarter of the RTT for jitter.
@@ -286,6 +421,9 @@ func (t *Tracker) addServer(s *flow.Segment) {
 	if s.Len == 0 {
 		return
 	}
+	if !t.methodDecided {
+		t.decideMethod()
+	}
 	t.catchUp(s)
 	if s.HasAck && s.AckOffset > t.knownDataEnd {
 		// The server acknowledges client data it has surely seen.
@@ -293,18 +431,27 @@ func (t *Tracker) addServer(s *flow.Segment) {
 	}
 	if s.NewLen == 0 {
 		if n := len(t.rounds); n > 0 {
+			rd := &t.rounds[n-1]
 			if s.OutOfOrder {
-				t.rounds[n-1].OutOfOrder++
+				rd.OutOfOrder++
 			} else {
-				t.rounds[n-1].Retransmissions++
+				rd.Retransmissions++
 			}
-			if k := t.roundOf(s.Offset); k > 0 {
+			if s.FilledLen > 0 {
+				// Bytes seen for the first time count where they first appear.
+				rd.Bytes += s.FilledLen
+				rd.Segments += t.segmentsOf(s.FilledLen)
+			}
+			if k := t.roundOf(s.Offset); k > 0 && !s.OutOfOrder {
 				t.rounds[k-1].Lost++
 			}
 		}
 		return
 	}
-	if t.cfg.MSS == 0 && s.Len > t.mssLearned && s.Len <= 9000 {
+	if s.Len <= t.segmentLimit() && s.Len > t.largestSegment {
+		t.largestSegment = s.Len
+	}
+	if t.cfg.MSS == 0 && s.Len > t.mssLearned && s.Len <= t.segmentLimit() {
 		t.mssLearned = s.Len
 	}
 	r := t.assign(s)
@@ -318,21 +465,38 @@ func (t *Tracker) addServer(s *flow.Segment) {
 		probeGapNs, isProbe = t.probeGap(s)
 	}
 	if r > len(t.rounds) {
+		if s.Hole && len(t.rounds) > 0 {
+			// The bytes the capture missed may have been the end of the round before.
+			t.rounds[len(t.rounds)-1].Holes++
+		}
+		releaseAck := int64(-1)
+		if t.knownAckSet {
+			releaseAck = t.knownAck
+		}
 		t.rounds = append(t.rounds, Round{
 			Index:             r,
+			ReleaseAck:        releaseAck,
 			StartOffset:       s.NewOffset,
 			FirstNs:           s.TimeNs,
 			ReleaseNs:         t.knownLatestNs,
 			ClientDataAtStart: t.knownDataEnd,
 		})
+		if t.holeBeforeData && len(t.rounds) == 1 {
+			t.rounds[0].Holes++
+		}
 	}
 	rd := &t.rounds[len(t.rounds)-1]
-	segments := (s.NewLen + t.mss() - 1) / t.mss()
-	rd.Bytes += s.NewLen
+	added := s.NewLen + s.FilledLen
+	segments := t.segmentsOf(added)
+	rd.Bytes += added
 	rd.Segments += segments
+	if rd.Packets > 0 && (rd.MinInsideFrameBytes == 0 || rd.LastFrameBytes < rd.MinInsideFrameBytes) {
+		rd.MinInsideFrameBytes = rd.LastFrameBytes
+	}
 	rd.Packets++
+	rd.LastFrameBytes = s.NewLen
 	if isProbe {
-		rd.ProbeSegments, rd.ProbeBytes, rd.ProbeGapNs = segments, s.NewLen, probeGapNs
+		rd.ProbeSegments, rd.ProbeBytes, rd.ProbeGapNs = segments, added, probeGapNs
 	}
 	if s.Retransmission {
 		rd.Retransmissions++
@@ -341,7 +505,7 @@ func (t *Tracker) addServer(s *flow.Segment) {
 		}
 	}
 	if s.Hole {
-		rd.Lost++
+		rd.Holes++
 	}
 	if s.OutOfOrder {
 		rd.OutOfOrder++
@@ -362,6 +526,37 @@ func (t *Tracker) addServer(s *flow.Segment) {
 	t.lastDataNs = s.TimeNs
 	t.lastDataTS, t.lastDataTSSet = s.TSVal, s.HasTS
 	t.learnedSinceData = false
+}
+
+// segmentLimit is the largest frame that can be one segment: the MSS, else the cap
+// the client's SYN set, else a jumbo frame's payload.
+func (t *Tracker) segmentLimit() int {
+	switch {
+	case t.cfg.MSS > 0:
+		return t.cfg.MSS
+	case t.cfg.MSSCap > 0:
+		return t.cfg.MSSCap
+	}
+	return 9000
+}
+
+// segmentsOf counts the segments of n bytes sent in one frame (a merged frame
+// carries several).
+func (t *Tracker) segmentsOf(n int) int {
+	m := t.mss()
+	return (n + m - 1) / m
+}
+
+// FullSegmentBytes is what a full segment carried on this connection: the largest
+// single-segment frame seen, or the MSS when no frame reached it.
+func (t *Tracker) FullSegmentBytes() int {
+	if t == nil {
+		return 0
+	}
+	if t.largestSegment > 0 {
+		return t.largestSegment
+	}
+	return t.mss()
 }
 
 // serverGapNs is the time between the last new-data segment and s: the larger of the
@@ -424,27 +619,57 @@ func (t *Tracker) assign(s *flow.Segment) int {
 // Rounds returns the rounds so far (unlabeled until Label).
 func (t *Tracker) Rounds() []Round { return t.rounds }
 
+// Ending says how the server's data ended, for the last round's label.
+type Ending int
+
+// Endings.
+const (
+	// EndingComplete: the data is known to have ended (a FIN after it, or the last
+	// message complete), or nothing says otherwise.
+	EndingComplete Ending = iota
+	// EndingIncomplete: a message the data was part of had not ended when the
+	// capture (or the connection) did: the transfer stalled or was cut.
+	EndingIncomplete
+)
+
 // Label decides why each round ended. messageEnds are stream offsets where a
 // message of the server ended (an HTTP response, the TLS handshake flight); a round
-// ending exactly there ended because the message did. The last round is "end".
-func (t *Tracker) Label(messageEnds []int64) []Round {
+// ending exactly there ended because the message did. The last round is "end",
+// unless ending says the data was cut ("incomplete").
+func (t *Tracker) Label(messageEnds []int64, ending Ending) []Round {
 	if n := len(t.rounds); n > 0 {
 		// Only a later round shows that a lone segment at a round's end was a probe:
 		// one at the end of the last round is left as data.
 		last := &t.rounds[n-1]
 		last.ProbeSegments, last.ProbeBytes, last.ProbeGapNs = 0, 0, 0
 	}
+	if t.cfg.MSS == 0 {
+		// The segment size was learned as the data came: count again with the
+		// final one.
+		m := t.mss()
+		for i := range t.rounds {
+			r := &t.rounds[i]
+			r.Segments = (r.Bytes + m - 1) / m
+			if r.ProbeBytes > 0 {
+				r.ProbeSegments = (r.ProbeBytes + m - 1) / m
+			}
+		}
+	}
 	isEnd := make(map[int64]bool, len(messageEnds))
 	for _, e := range messageEnds {
 		isEnd[e] = true
 	}
 	mss := int64(t.mss())
+	full := t.FullSegmentBytes()
 	idle := t.idleThresholdNs()
 	for i := range t.rounds {
 		r := &t.rounds[i]
+		r.PartialEnd = full > 0 && r.LastFrameBytes%full != 0
 		switch {
 		case r.Retransmissions > 0:
 			r.Limit = report.LimitLoss
+		case i == len(t.rounds)-1 && ending == EndingIncomplete:
+			r.Limit = report.LimitIncomplete
 		case i == len(t.rounds)-1:
 			r.Limit = report.LimitEnd
 		case isEnd[r.EndOffset]:
@@ -454,8 +679,55 @@ func (t *Tracker) Label(messageEnds []int64) []Round {
 		default:
 			r.Limit = t.idleLimit(r, &t.rounds[i+1], idle)
 		}
+		if r.Limit == report.LimitCwnd && t.ratePaced(r, &t.rounds[i+1]) {
+			r.RatePaced = true
+			r.Limit = report.LimitRate
+		}
+		if r.Limit == report.LimitCwnd && outgrown(r, &t.rounds[i+1]) {
+			// Slow start at most doubles a window in a round (one segment per segment
+			// acknowledged): a next round more than twice this one's size shows that
+			// this round did not fill the window.
+			r.Outgrown = true
+			r.Limit = report.LimitApp
+		}
 	}
 	return t.rounds
+}
+
+// ratePaced reports whether, at the client without timestamps, round r's data and
+// the next round's arrived as one stream at the path's pace: no idle gap at the
+// boundary beyond the arrivals' own spacing. A window-limited sender's round ends
+// with the link going idle until acknowledgements return; where a slow path
+// stretches a flight over the round trip, the boundary the ACK clock draws cuts the
+// flight at a point the window did not choose.
+func (t *Tracker) ratePaced(r, next *Round) bool {
+	if t.cfg.Vantage == flow.VantageServer || t.method == MethodTimestamps {
+		return false
+	}
+	spacing := arrivalSpacingNs(r)
+	if spacing == 0 {
+		spacing = arrivalSpacingNs(next)
+	}
+	if spacing == 0 {
+		return false
+	}
+	gap := next.FirstNs - r.LastNs
+	return gap <= 2*spacing
+}
+
+// outgrown reports whether the round after r carried more than slow start could
+// have grown r's window to: twice its segments, and one more for a tail loss probe.
+func outgrown(r, next *Round) bool {
+	return next.Retransmissions == 0 && next.WindowSegments() > 2*r.WindowSegments()+1
+}
+
+// arrivalSpacingNs is the mean time between a round's frames, or 0 for a round of
+// one frame.
+func arrivalSpacingNs(r *Round) int64 {
+	if r.Packets < 2 {
+		return 0
+	}
+	return (r.LastNs - r.FirstNs) / int64(r.Packets-1)
 }
 
 func (t *Tracker) idleThresholdNs() int64 {
@@ -477,8 +749,15 @@ func (t *Tracker) idleThresholdNs() int64 {
 func (t *Tracker) idleLimit(r, next *Round, idleNs int64) string {
 	newClientData := next.ClientDataAtStart > r.ClientDataAtEnd
 	if t.method == MethodGaps {
-		if newClientData {
+		switch {
+		case newClientData:
 			return report.LimitEnd
+		case r.FirstAckNs == 0 || r.FirstAckNs > next.FirstNs:
+			// No acknowledgement of this round came before the next one: the pause
+			// was the sender's own, not the window's.
+			return report.LimitApp
+		case r.PartialEnd && next.ReleaseAck >= r.EndOffset:
+			return report.LimitApp
 		}
 		return report.LimitCwnd
 	}
@@ -503,6 +782,15 @@ func (t *Tracker) idleLimit(r, next *Round, idleNs int64) string {
 			waited = held > idleNs && next.FirstNs-r.LastNs > idleNs+2*spacing
 		}
 	}
+	if r.PartialEnd && next.ReleaseAck >= r.EndOffset {
+		// The last frame ended in a partial segment: the sender had nothing more at
+		// that moment (a window-limited sender with more queued sends full
+		// segments). What came next went out only once everything was acknowledged,
+		// as Nagle's algorithm holds a small segment, so the window is not shown to
+		// have been the limit. (Released while data was still in flight, the next
+		// data was held by the window: Nagle would have held it longer.)
+		waited = true
+	}
 	switch {
 	case !waited:
 		return report.LimitCwnd
@@ -512,9 +800,9 @@ func (t *Tracker) idleLimit(r, next *Round, idleNs int64) string {
 	return report.LimitApp
 }
 
-// InitialWindow judges the IW from round 1 of the given rounds (labeled), counting
-// segments with mss.
-func InitialWindow(rs []Round, source string) *report.InitialWindow {
+// InitialWindow judges the IW from round 1 of the given rounds (labeled); full is
+// the connection's full segment size (Tracker.FullSegmentBytes).
+func InitialWindow(rs []Round, source string, full int) *report.InitialWindow {
 	if len(rs) == 0 {
 		return &report.InitialWindow{Verdict: report.VerdictNone, Source: source, Reason: "the server sent no data"}
 	}
@@ -522,15 +810,39 @@ func InitialWindow(rs []Round, source string) *report.InitialWindow {
 	iw := &report.InitialWindow{Segments: r.WindowSegments(), Bytes: r.WindowBytes(), Source: source}
 	defer func() { iw.Reason += r.ProbeNote() }()
 	switch {
+	case r.Holes > 0:
+		iw.Verdict = report.VerdictAmbiguous
+		iw.Reason = "the capture missed packets in or right after the first round (a gap in the sequence, or bytes the client acknowledged that the capture never saw), so its size is unknown"
 	case r.Retransmissions > 0 || r.OutOfOrder > 0 || r.Lost > 0:
 		iw.Verdict = report.VerdictAmbiguous
 		iw.Reason = "loss, a retransmission or reordering in the first round blurs it"
+	case r.Limit == report.LimitCwnd && r.PartialInside(full) && r.WindowBytes()/full < r.WindowSegments():
+		// Packets and bytes disagree: a sender counting its window in packets
+		// (Linux) had as many as it sent; one counting bytes (RFC 5681) had room
+		// for the bytes it sent and less than one more full segment.
+		iw.Verdict = report.VerdictRange
+		iw.SegmentsMax, iw.BytesMax = iw.Segments, iw.Bytes+full-1
+		iw.Segments = max(r.WindowBytes()/full, 1)
+		iw.Reason = fmt.Sprintf("the server stopped after the first round with data left and sent more as soon as the first acknowledgement came back, but the round's %d packets carried only %d bytes (a segment shorter than a full one inside it): %d segments for a sender that counts its window in packets (Linux), %d to %d bytes for one that counts bytes",
+			r.WindowSegments(), r.WindowBytes(), r.WindowSegments(), r.WindowBytes(), r.WindowBytes()+full-1)
 	case r.Limit == report.LimitCwnd:
 		iw.Verdict = report.VerdictExact
 		iw.Reason = "the server stopped after the first round with data left and room in the receive window, and sent more as soon as the first acknowledgement came back"
 	case r.Limit == report.LimitRwnd:
 		iw.Verdict = report.VerdictRwndLimited
 		iw.Reason = "the client's receive window, not the congestion window, capped the first round"
+	case r.Limit == report.LimitRate:
+		iw.Verdict = report.VerdictLowerBound
+		iw.Reason = "the data arrived as one stream at the path's rate, with no idle gap where the first round seemed to end: more of the first window may have arrived after that point, so the window is at least this large"
+	case r.Limit == report.LimitIncomplete:
+		iw.Verdict = report.VerdictLowerBound
+		iw.Reason = "the transfer stopped before the response was complete (stalled, or the capture ended), so the window is at least this large"
+	case r.Outgrown:
+		iw.Verdict = report.VerdictLowerBound
+		iw.Reason = fmt.Sprintf("the second round carried %d segments, more than slow start can grow a full first window of %d to (one segment per segment acknowledged): the first round did not fill the window, which is at least this large", rs[1].WindowSegments(), r.WindowSegments())
+	case r.PartialEnd && r.Limit == report.LimitApp:
+		iw.Verdict = report.VerdictLowerBound
+		iw.Reason = "the first round ended with a segment shorter than a full one: the server had nothing more to send at that moment (not a window cut), so the window is at least this large"
 	default:
 		iw.Verdict = report.VerdictLowerBound
 		iw.Reason = "everything the server had to send fit in the first round, so the window is at least this large"

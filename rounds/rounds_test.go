@@ -1,0 +1,280 @@
+package rounds
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/slowstart/slowstart/flow"
+	"github.com/slowstart/slowstart/report"
+)
+
+// script builds the segments of one connection for the tracker: server data
+// (absolute stream offsets) and client acknowledgements, in capture order.
+type script struct {
+	segs   []flow.Segment
+	served int64 // the server's highest offset so far
+}
+
+const msNs = 1_000_000
+
+// data adds a server frame of n bytes at t ms, after the last one (or at offset).
+func (s *script) data(t float64, n int) *script {
+	return s.dataAt(t, s.served, n)
+}
+
+func (s *script) dataAt(t float64, offset int64, n int) *script {
+	seg := flow.Segment{Dir: flow.ToClient, TimeNs: int64(t * msNs), Offset: offset, Len: n, HasAck: true}
+	end := offset + int64(n)
+	if end > s.served {
+		start := max(offset, s.served)
+		seg.NewOffset, seg.NewLen = start, int(end-start)
+		seg.Hole = offset > s.served
+		s.served = end
+	} else {
+		seg.Retransmission = true
+	}
+	s.segs = append(s.segs, seg)
+	return s
+}
+
+// burst adds n full frames of mss bytes, spaced gapMs apart, starting at t ms.
+func (s *script) burst(t float64, n, mss int, gapMs float64) *script {
+	for i := range n {
+		s.data(t+float64(i)*gapMs, mss)
+	}
+	return s
+}
+
+// ack adds a client acknowledgement of everything up to offset at t ms.
+func (s *script) ack(t float64, offset int64) *script {
+	s.segs = append(s.segs, flow.Segment{Dir: flow.ToServer, TimeNs: int64(t * msNs), HasAck: true, AckOffset: offset, WindowBytes: 1 << 20})
+	return s
+}
+
+// request adds client data (a request) of n bytes at t ms.
+func (s *script) request(t float64, offset int64, n int) *script {
+	s.segs = append(s.segs, flow.Segment{Dir: flow.ToServer, TimeNs: int64(t * msNs), Offset: offset, Len: n,
+		NewOffset: offset, NewLen: n, HasAck: true, AckOffset: 0, WindowBytes: 1 << 20})
+	return s
+}
+
+func (s *script) run(cfg Config, ending Ending) ([]Round, *report.InitialWindow, *Tracker) {
+	t := New(cfg)
+	for i := range s.segs {
+		t.Add(&s.segs[i])
+	}
+	rs := t.Label(nil, ending)
+	return rs, InitialWindow(rs, report.PhaseHTTP, t.FullSegmentBytes()), t
+}
+
+const mss = 1448
+
+func serverCfg() Config { return Config{Vantage: flow.VantageServer, RTTNs: 100 * msNs, MSS: mss} }
+
+func TestInitialWindow(t *testing.T) {
+	cases := []struct {
+		name     string
+		cfg      Config
+		build    func(s *script)
+		ending   Ending
+		verdict  string
+		segments int
+		limit1   string
+		reason   string // a phrase the reason must hold
+	}{
+		{
+			name: "window cut",
+			cfg:  serverCfg(),
+			build: func(s *script) {
+				s.request(0, 0, 100).burst(1, 10, mss, 0.01)
+				s.ack(101, 2*mss).burst(101.01, 4, mss, 0.01)
+			},
+			verdict: report.VerdictExact, segments: 10, limit1: report.LimitCwnd,
+		},
+		{
+			// Round 1 ends in a partial segment and the rest went out only once all was
+			// acknowledged: Nagle holding a small segment, or the application, not the
+			// window.
+			name: "partial end released when all was acknowledged",
+			cfg:  serverCfg(),
+			build: func(s *script) {
+				s.request(0, 0, 100).data(1, 201)
+				s.ack(101, 201).data(101.01, 500)
+			},
+			verdict: report.VerdictLowerBound, segments: 1, limit1: report.LimitApp, reason: "shorter than a full one",
+		},
+		{
+			// The same partial end, but the next data went out on an acknowledgement
+			// that left data in flight: Nagle would have held it; the window did.
+			name: "partial end released with data in flight",
+			cfg:  serverCfg(),
+			build: func(s *script) {
+				s.request(0, 0, 100).burst(1, 2, mss, 0.01).data(1.03, 1200)
+				s.ack(101, mss).data(101.01, 503)
+			},
+			verdict: report.VerdictExact, segments: 3, limit1: report.LimitCwnd,
+		},
+		{
+			// A short frame inside the round: packets and bytes disagree.
+			name: "partial segment inside",
+			cfg:  serverCfg(),
+			build: func(s *script) {
+				s.request(0, 0, 100).data(1, 221).burst(1.01, 3, mss, 0.01)
+				s.ack(101, 221).burst(101.01, 5, mss, 0.01)
+			},
+			// 4 packets (Linux counts packets) carrying 221 + 3*1448 = 4565 bytes, room
+			// for 3 full segments and less than one more (a sender counting bytes).
+			verdict: report.VerdictRange, segments: 3, limit1: report.LimitCwnd, reason: "counts its window in packets",
+		},
+		{
+			// Round 2 is more than twice round 1: slow start can't do that from a full
+			// window, so round 1 did not fill it.
+			name: "outgrown",
+			cfg:  serverCfg(),
+			build: func(s *script) {
+				s.request(0, 0, 100).burst(1, 5, mss, 0.01)
+				s.ack(101, 2*mss).burst(101.01, 34, mss, 0.01)
+			},
+			verdict: report.VerdictLowerBound, segments: 5, limit1: report.LimitApp, reason: "more than slow start",
+		},
+		{
+			// The next round starts after a gap: the bytes the capture missed may have
+			// been round 1's end.
+			name: "hole at the round's end",
+			cfg:  serverCfg(),
+			build: func(s *script) {
+				s.request(0, 0, 100).burst(1, 8, mss, 0.01)
+				s.ack(101, 2*mss)
+				s.dataAt(101.01, 10*mss, mss).burst(101.02, 3, mss, 0.01)
+			},
+			verdict: report.VerdictAmbiguous, segments: 8, reason: "capture missed",
+		},
+		{
+			// The client acknowledges bytes the capture never saw.
+			name: "acknowledged but not captured",
+			cfg:  serverCfg(),
+			build: func(s *script) {
+				s.request(0, 0, 100).burst(1, 8, mss, 0.01)
+				s.segs = append(s.segs, flow.Segment{Dir: flow.ToServer, TimeNs: 101 * msNs, HasAck: true, AckOffset: 10 * mss, AckBeyond: 2 * mss, WindowBytes: 1 << 20})
+				s.served = 10 * mss
+				s.burst(101.01, 4, mss, 0.01)
+			},
+			verdict: report.VerdictAmbiguous, segments: 8, reason: "capture missed",
+		},
+		{
+			// At the client without timestamps, a slow link stretches the first flight
+			// past a round trip: arrivals run on without an idle gap where the ACK
+			// clock draws the boundary.
+			name: "paced by the path",
+			cfg:  Config{Vantage: flow.VantageClient, RTTNs: 70 * msNs, MSS: mss},
+			build: func(s *script) {
+				s.request(0, 0, 100)
+				for i := range 30 {
+					at := 70 + float64(i)*10 // a segment every 10 ms, on and on
+					s.data(at, mss)
+					s.ack(at+0.01, s.served)
+				}
+			},
+			verdict: report.VerdictLowerBound, limit1: report.LimitRate, reason: "path's rate",
+		},
+		{
+			// Rounds by gaps, and no acknowledgement came between them: the pauses
+			// were the sender's.
+			name: "gaps without acknowledgements",
+			cfg:  Config{Vantage: flow.VantageUnknown, MSS: mss},
+			build: func(s *script) {
+				s.request(0, 0, 100)
+				for i := range 10 {
+					s.data(10+float64(i)*10, mss)
+				}
+			},
+			verdict: report.VerdictLowerBound, segments: 1, limit1: report.LimitApp,
+		},
+		{
+			name: "the transfer stalled",
+			cfg:  serverCfg(),
+			build: func(s *script) {
+				s.request(0, 0, 100).burst(1, 2, mss, 0.01)
+			},
+			ending:  EndingIncomplete,
+			verdict: report.VerdictLowerBound, segments: 2, limit1: report.LimitIncomplete, reason: "stopped before the response was complete",
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := &script{}
+			tc.build(s)
+			rs, iw, _ := s.run(tc.cfg, tc.ending)
+			if iw.Verdict != tc.verdict {
+				t.Fatalf("verdict %s (%d segments: %s), want %s\n%s", iw.Verdict, iw.Segments, iw.Reason, tc.verdict, dump(rs))
+			}
+			if tc.segments > 0 && iw.Segments != tc.segments {
+				t.Errorf("%d segments, want %d\n%s", iw.Segments, tc.segments, dump(rs))
+			}
+			if tc.limit1 != "" && rs[0].Limit != tc.limit1 {
+				t.Errorf("round 1 limit %s, want %s\n%s", rs[0].Limit, tc.limit1, dump(rs))
+			}
+			if !strings.Contains(iw.Reason, tc.reason) {
+				t.Errorf("reason %q lacks %q", iw.Reason, tc.reason)
+			}
+		})
+	}
+}
+
+// TestCoarseTimestampClock: a client timestamp clock that ticks twice a second
+// can't tell which acknowledgements the server had on a 20 ms path: the rounds
+// follow the ACK clock by capture time instead, and say so.
+func TestCoarseTimestampClock(t *testing.T) {
+	cfg := Config{Vantage: flow.VantageClient, RTTNs: 20 * msNs, MSS: mss, Timestamps: true}
+	tr := New(cfg)
+	ts := func(ms float64) uint32 { return uint32(ms / 500) } // 2 Hz
+	segs := []flow.Segment{
+		{Dir: flow.ToServer, TimeNs: 0, HasTS: true, TSVal: ts(0)},
+		{Dir: flow.ToServer, TimeNs: 20 * msNs, HasTS: true, TSVal: ts(20), HasAck: true},
+		{Dir: flow.ToServer, TimeNs: 21 * msNs, HasTS: true, TSVal: ts(21), HasAck: true, Len: 100, NewLen: 100},
+		{Dir: flow.ToClient, TimeNs: 41 * msNs, Len: mss, NewLen: mss, HasTS: true, TSEcr: ts(21)},
+	}
+	for i := range segs {
+		tr.Add(&segs[i])
+	}
+	if tr.Method() != MethodACKClock || !strings.Contains(tr.MethodNote(), "too coarse") {
+		t.Errorf("method %s (%q), want ack_clock with a note", tr.Method(), tr.MethodNote())
+	}
+	// A millisecond clock resolves a 20 ms round trip.
+	tr = New(cfg)
+	for i := range segs {
+		s := segs[i]
+		s.TSVal, s.TSEcr = uint32(s.TimeNs/msNs), uint32(21)
+		tr.Add(&s)
+	}
+	if tr.Method() != MethodTimestamps || tr.MethodNote() != "" {
+		t.Errorf("method %s (%q), want timestamps", tr.Method(), tr.MethodNote())
+	}
+}
+
+// TestInferredMSS: without an MSS option the segment size is learned, and the
+// rounds are counted again with the final one.
+func TestInferredMSS(t *testing.T) {
+	s := &script{}
+	s.request(0, 0, 100).data(1, 500).burst(1.01, 9, 1380, 0.01)
+	s.ack(101, 500).burst(101.01, 4, 1380, 0.01)
+	rs, iw, tr := s.run(Config{Vantage: flow.VantageServer, RTTNs: 100 * msNs, MSSCap: 1460}, EndingComplete)
+	if tr.FullSegmentBytes() != 1380 {
+		t.Errorf("full segment %d, want 1380", tr.FullSegmentBytes())
+	}
+	if rs[0].Segments != 10 { // ceil((500 + 9*1380) / 1380)
+		t.Errorf("round 1: %d segments, want 10\n%s", rs[0].Segments, dump(rs))
+	}
+	if iw.Verdict != report.VerdictRange {
+		t.Errorf("verdict %s, want range (a short frame inside)", iw.Verdict)
+	}
+}
+
+func dump(rs []Round) string {
+	var b strings.Builder
+	for _, r := range rs {
+		fmt.Fprintf(&b, "  round %d: %d segs %d bytes %s (holes %d)\n", r.Index, r.Segments, r.Bytes, r.Limit, r.Holes)
+	}
+	return b.String()
+}
