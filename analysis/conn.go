@@ -490,3 +490,31 @@ func (ca *connAnalyzer) httpMessages(ms func(int64) float64) []report.HTTPMessag
 	}
 	return out
 }
+
+// MarkIncomplete records what the client that opened the connection knew and the
+// packets could not show (over TLS): the response stopped before it was whole.
+// The last round is then "incomplete", not "end", and a first round that was the
+// last reads as a lower bound for that reason.
+func MarkIncomplete(c *report.Connection, why string) {
+	c.Notes = append(c.Notes, "the response was incomplete: "+why)
+	n := len(c.Rounds)
+	if n == 0 || c.Rounds[n-1].Limit != report.LimitEnd {
+		return
+	}
+	c.Rounds[n-1].Limit = report.LimitIncomplete
+	iw := c.InitialWindow
+	if iw != nil && iw.Verdict == report.VerdictLowerBound && iw.Source == report.PhaseHTTP && firstDataRound(c) == n-1 {
+		iw.Reason = "the transfer stopped before the response was complete (" + why + "), so the window is at least this large"
+	}
+}
+
+// firstDataRound is the index of the connection's first round that is not the TLS
+// handshake (-1 when none).
+func firstDataRound(c *report.Connection) int {
+	for i, r := range c.Rounds {
+		if r.Phase != report.PhaseTLS {
+			return i
+		}
+	}
+	return -1
+}

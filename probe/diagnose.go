@@ -18,7 +18,22 @@ const (
 	DiagnosisLoss             = "loss"              // retransmissions cost rounds
 	DiagnosisServerPause      = "server_pause"      // the server had room but nothing to send
 	DiagnosisCompression      = "compression"       // a text body sent uncompressed
+	DiagnosisLocalPath        = "local_path"        // loopback or a sub-millisecond path: rounds say nothing of a real one
 )
+
+// A path this short (or a segment this large, loopback's 64 KB MTU) is local: its
+// rounds and segment counts say nothing about a real network path.
+const (
+	localPathMaxRTTMs = 1.0
+	localPathMinMSS   = 9000
+)
+
+// IsLocalPath reports whether the connection ran over loopback or a path under a
+// millisecond, where window advice does not apply.
+func IsLocalPath(c *report.Connection) bool {
+	rtt := rttMs(c)
+	return (rtt > 0 && rtt < localPathMaxRTTMs) || c.MSS > localPathMinMSS
+}
 
 // Alternative initial windows the diagnoses compare with: the RFC 6928 default
 // and what large CDNs use.
@@ -99,6 +114,12 @@ func diagnose(c *report.Connection, ctx diagnosisContext) []report.Diagnosis {
 		d := cost(DiagnosisRedirect, fmt.Sprintf("%s redirects to %s: a connection of its own before the page, %s", timing.URL, timing.Location, roundTripsText(rts)), rts)
 		d.CostMs = round1(timing.LastByteAtMs)
 		out = append(out, d)
+	}
+
+	if IsLocalPath(c) {
+		// No advice about windows or round trips applies here.
+		return append(out, report.Diagnosis{Kind: DiagnosisLocalPath, Text: fmt.Sprintf(
+			"this path is local (round trip %.3f ms, segments of %d bytes): its rounds say nothing about a real network path, and no initcwnd change would matter on it; probe the site over the network, or emulate a path with slowstart lab", rtt, c.MSS)})
 	}
 
 	iw := c.InitialWindow

@@ -182,13 +182,33 @@ func fetch(ctx context.Context, opts *Options, h hop, keylog io.Writer) (fetched
 		}
 		if err != nil {
 			if !errors.Is(err, io.EOF) {
-				readErr = classifyFetchError(ctx, t.url.String(), fmt.Errorf("reading the body after %d bytes: %w", timing.BodyBytes, err))
+				readErr = err
 			}
 			break
 		}
 	}
 	if lastByte.IsZero() {
 		lastByte = time.Now()
+	}
+	if response.ContentLength >= 0 {
+		n := response.ContentLength
+		timing.ExpectedBodyBytes = &n
+	}
+	switch {
+	case readErr != nil && errors.Is(ctx.Err(), context.DeadlineExceeded):
+		timing.Incomplete = fmt.Sprintf("stalled: no more of the body came before the %s timeout", opts.Timeout)
+	case readErr != nil:
+		timing.Incomplete = fmt.Sprintf("the body ended early: %v", readErr)
+	case timing.ExpectedBodyBytes != nil && timing.BodyBytes < *timing.ExpectedBodyBytes:
+		timing.Incomplete = "the connection closed before the whole body came"
+	}
+	if timing.Incomplete != "" {
+		// The exchange was measured as far as it went: say so, with what came.
+		of := ""
+		if timing.ExpectedBodyBytes != nil {
+			of = fmt.Sprintf(" of %d", *timing.ExpectedBodyBytes)
+		}
+		readErr = newError(KindHTTP, "%s: the response is incomplete, %d%s body bytes: %s", t.url, timing.BodyBytes, of, timing.Incomplete)
 	}
 	if loc := response.Header.Get("Location"); loc != "" && isRedirect(response.StatusCode) {
 		next, err := t.url.Parse(loc)

@@ -216,6 +216,9 @@ func probeHop(ctx context.Context, o *Options, open captureOpener, keylog io.Wri
 	}
 	timing := got.timing
 	conn.ClientTiming = &timing
+	if timing.Incomplete != "" {
+		analysis.MarkIncomplete(conn, timing.Incomplete)
+	}
 	var next *url.URL
 	if got.location != nil {
 		next = got.location

@@ -320,3 +320,57 @@ func TestDiagnoseChainAndWindow(t *testing.T) {
 		t.Error("compression diagnosis for a gzip body")
 	}
 }
+
+// TestStalledBodyIsIncomplete: a server that sends 1 KB of a 100 KB body and
+// stops is reported as incomplete (with what came), and the probe fails, never
+// calling the transfer done.
+func TestStalledBodyIsIncomplete(t *testing.T) {
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Length", "100000")
+		w.Write(make([]byte, 1000))
+		w.(http.Flusher).Flush()
+		<-release
+	}))
+	defer srv.Close()
+	defer close(release)
+	res, _, err := runWithoutCapture(t, Options{URL: srv.URL + "/", Timeout: 300 * time.Millisecond})
+	if err == nil || KindOf(err) != KindHTTP || !strings.Contains(err.Error(), "1000 of 100000") {
+		t.Fatalf("error %v (kind %q), want an incomplete-response error naming 1000 of 100000 bytes", err, KindOf(err))
+	}
+	if res == nil || len(res.Report.Connections) != 1 {
+		t.Fatalf("no connection reported for the stalled fetch")
+	}
+	ct := res.Report.Connections[0].ClientTiming
+	if ct.BodyBytes != 1000 || ct.ExpectedBodyBytes == nil || *ct.ExpectedBodyBytes != 100000 || !strings.Contains(ct.Incomplete, "stalled") {
+		t.Errorf("client timing %d of %v bytes, incomplete %q", ct.BodyBytes, ct.ExpectedBodyBytes, ct.Incomplete)
+	}
+	var b strings.Builder
+	if err := WriteText(&b, res); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "incomplete: 1000 of 100000 body bytes, stalled") {
+		t.Errorf("text does not say the body is incomplete:\n%s", b.String())
+	}
+}
+
+// TestLocalPathGetsNoWindowAdvice: rounds over loopback say nothing of a real
+// path; the diagnoses say so instead of advising a larger initcwnd.
+func TestLocalPathGetsNoWindowAdvice(t *testing.T) {
+	rtt := 0.04
+	c := &report.Connection{HandshakeRTTMs: &rtt, MSS: 65483,
+		InitialWindow: &report.InitialWindow{Segments: 1, Bytes: 65483, Verdict: report.VerdictExact}}
+	for i, segs := range []int{1, 2, 4, 8} {
+		c.Rounds = append(c.Rounds, report.Round{Index: i + 1, Segments: segs, Bytes: segs * 65483, Phase: report.PhaseHTTP, Limit: report.LimitCwnd})
+	}
+	ds := diagnose(c, diagnosisContext{})
+	if len(ds) != 1 || ds[0].Kind != DiagnosisLocalPath {
+		t.Fatalf("diagnoses %+v, want only the local-path one", ds)
+	}
+	c.MSS, rtt = 1448, 40
+	for _, d := range diagnose(c, diagnosisContext{}) {
+		if d.Kind == DiagnosisLocalPath {
+			t.Errorf("a 40 ms path was called local")
+		}
+	}
+}

@@ -42,7 +42,15 @@ func writeConnection(ew *report.ErrWriter, c *report.Connection) {
 	if t.TLSVersion != "" {
 		head += ", TLS " + t.TLSVersion
 	}
-	head += fmt.Sprintf(", %s body", report.Size(t.BodyBytes))
+	if t.Incomplete != "" {
+		if t.ExpectedBodyBytes != nil {
+			head += fmt.Sprintf(", incomplete: %d of %d body bytes, %s", t.BodyBytes, *t.ExpectedBodyBytes, t.Incomplete)
+		} else {
+			head += fmt.Sprintf(", incomplete: %d body bytes, %s", t.BodyBytes, t.Incomplete)
+		}
+	} else {
+		head += fmt.Sprintf(", %s body", report.Size(t.BodyBytes))
+	}
 	if t.ContentEncoding != "" {
 		head += " (" + t.ContentEncoding + ")"
 	}

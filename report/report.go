@@ -242,7 +242,13 @@ type ClientTiming struct {
 	ContentType     string   `json:"content_type,omitempty"`
 	ContentEncoding string   `json:"content_encoding,omitempty"` // e.g. "gzip", "br"; empty: none
 	BodyBytes       int64    `json:"body_bytes"`                 // as received (compressed if it was)
-	Location        string   `json:"location,omitempty"`         // the redirect target, for 3xx answers
+	// ExpectedBodyBytes is the Content-Length the response announced (absent when
+	// it announced none).
+	ExpectedBodyBytes *int64 `json:"expected_body_bytes,omitempty"`
+	// Incomplete says why the body ended before it was whole (the server stalled
+	// until the timeout, the connection closed early); empty when it was whole.
+	Incomplete string `json:"incomplete,omitempty"`
+	Location   string `json:"location,omitempty"` // the redirect target, for 3xx answers
 }
 
 // Diagnosis is one thing that cost the connection round trips, with its cost.

@@ -217,6 +217,14 @@ func New(cfg Config) *Tracker {
 	return t
 }
 
+// formatMs writes a duration in milliseconds with the digits that matter.
+func formatMs(ns int64) string {
+	if ns < 1e6 {
+		return fmt.Sprintf("%.3f", float64(ns)/1e6)
+	}
+	return fmt.Sprintf("%.1f", float64(ns)/1e6)
+}
+
 // SetRTT updates the round-trip time as better samples arrive (a retried
 // handshake's RTT may hold a retransmission timeout).
 func (t *Tracker) SetRTT(rttNs int64) {
@@ -264,8 +272,8 @@ func (t *Tracker) decideMethod() {
 	if t.cfg.Vantage == flow.VantageClient && t.cfg.RTTNs > 0 {
 		fallback = MethodACKClock
 	}
-	t.methodNote = fmt.Sprintf("the client's TCP timestamp clock %s over %.1f ms of the capture, too coarse for a %.1f ms round trip: rounds follow the %s instead of the timestamps",
-		clock, float64(elapsedNs)/1e6, float64(t.cfg.RTTNs)/1e6, map[string]string{MethodACKClock: "ACK clock by capture time", MethodGaps: "gaps in the server's sending"}[fallback])
+	t.methodNote = fmt.Sprintf("the client's TCP timestamp clock %s over %s ms of the capture, too coarse for a %s ms round trip: rounds follow the %s instead of the timestamps",
+		clock, formatMs(elapsedNs), formatMs(t.cfg.RTTNs), map[string]string{MethodACKClock: "ACK clock by capture time", MethodGaps: "gaps in the server's sending"}[fallback])
 	t.method = fallback
 	if fallback == MethodGaps {
 		// Gaps learn every client packet at once.

@@ -308,6 +308,17 @@ func (t *tracker) classify(in classifyInput) Run {
 			run.SegmentBytes = full
 			run.MergedSegments = true
 		}
+		// The first retransmission resends the flight's first segment, one segment
+		// whatever offload merged on the way out: a shorter one that divides the
+		// larger packets proves they were merged segments of its size (not a raised
+		// MSS, whose segments are all one larger size, retransmissions included).
+		if retx := t.firstRetransmission; retx >= 0 {
+			n := int(t.segments[retx].end - t.segments[retx].start)
+			if n > 0 && n < maxPayload && maxPayload%n == 0 {
+				run.SegmentBytes = n
+				run.MergedSegments = true
+			}
+		}
 	}
 
 	// A tail loss probe: the last new data came alone, one segment at most, a
