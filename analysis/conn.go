@@ -77,7 +77,7 @@ func (ca *connAnalyzer) Segment(c *flow.Conn, s *flow.Segment) {
 		ca.clientWindowMin = min(ca.clientWindowMin, w)
 		ca.clientWindowMax = max(ca.clientWindowMax, w)
 	}
-	if s.NewLen > 0 {
+	if s.NewLen > 0 && s.NewOffset >= 0 {
 		ca.feed(s)
 	}
 	if ca.a.opts.Packets {
@@ -229,7 +229,7 @@ func (ca *connAnalyzer) build(c *flow.Conn) report.Connection {
 			p.Close()
 		}
 	}
-	if hs := c.HandshakeRTTNs(); hs > 0 {
+	if hs := handshakeRTTNs(c); hs > 0 {
 		v := nsToMs(hs)
 		rc.HandshakeRTTMs = &v
 		if c.HandshakeACKNs != 0 {
@@ -280,6 +280,7 @@ func (ca *connAnalyzer) build(c *flow.Conn) report.Connection {
 			CumulativeBytes:    cum,
 			Packets:            r.Packets,
 			Retransmissions:    r.Retransmissions,
+			CaptureGaps:        r.Holes,
 			InFlightBytes:      int(r.InFlightBytes),
 			ReceiveWindowBytes: r.ReceiveWindowBytes,
 			WindowFull:         r.WindowRoomBytes < int64(max(rc.MSS, 1)),
@@ -327,8 +328,11 @@ func (ca *connAnalyzer) noteCapture(c *flow.Conn, rc *report.Connection) {
 	if c.RefusedNs != 0 && c.HandshakeACKNs == 0 {
 		rc.Notes = append(rc.Notes, "the server refused the connection (a RST answered the SYN): the handshake RTT is from the SYN to the RST")
 	}
-	if hs := c.HandshakeRTTNs(); hs > 0 && c.RTTNs() < hs {
-		rc.Notes = append(rc.Notes, fmt.Sprintf("the data and its acknowledgements show a round trip of %.1f ms, shorter than the retried handshake's: rounds use it", nsToMs(c.RTTNs())))
+	if hs := c.HandshakeRTTNs(); hs > 0 && handshakeRTTNs(c) < hs {
+		rc.Notes = append(rc.Notes, fmt.Sprintf("the handshake was retried and took %.1f ms from the SYN the SYN/ACK answered to the client's ACK, a timeout's worth more than the %.1f ms the data and its acknowledgements show (Karn's rule: a retried exchange's time may hold a timeout): the handshake RTT reported is the data's",
+			nsToMs(hs), nsToMs(handshakeRTTNs(c))))
+	} else if hs > 0 && c.RTTNs() < hs {
+		rc.Notes = append(rc.Notes, fmt.Sprintf("the handshake was retried; the data and its acknowledgements show a shorter round trip (%.1f ms), which the rounds use", nsToMs(c.RTTNs())))
 	}
 	if c.SYNACKInferred {
 		rc.Notes = append(rc.Notes, "the capture has no SYN/ACK: the handshake RTT is timed from the SYN to the client's acknowledgement of the SYN/ACK")
@@ -374,6 +378,23 @@ func (ca *connAnalyzer) noteCapture(c *flow.Conn, rc *report.Connection) {
 	if rtt := c.HandshakeRTTNs(); (rtt > 0 && rtt < 1e6) || rc.MSS > 9000 {
 		rc.Notes = append(rc.Notes, fmt.Sprintf("this path is local (handshake RTT %.3f ms, MSS %d): segment sizes and round trips here say nothing about a real network path, and no initcwnd change would matter on it", nsToMs(rtt), rc.MSS))
 	}
+}
+
+// timeoutNs is about the least time a retransmission timeout adds to an exchange:
+// RFC 6298's initial RTO is 1 s.
+const timeoutNs = 900_000_000
+
+// handshakeRTTNs is the handshake RTT the report gives: the handshake that
+// completed, timed from the SYN the SYN/ACK answered to the client's ACK, unless
+// the handshake was retried and took a timeout's worth longer than the round trips
+// of the data (Karn's rule: a retried exchange may hold a timeout, as when a client
+// ignores a SYN/ACK and sends its SYN again); then the data's.
+func handshakeRTTNs(c *flow.Conn) int64 {
+	hs, sampled := c.HandshakeRTTNs(), c.SampledRTTNs()
+	if hs > 0 && c.HandshakeRetried() && sampled > 0 && hs-sampled >= timeoutNs {
+		return sampled
+	}
+	return hs
 }
 
 func times(n int) string {

@@ -104,7 +104,9 @@ type DirState struct {
 	seq seqSpace
 	// preCaptureEnd: in a capture that began mid-stream, the first data seen began
 	// here; bytes below it were sent before the capture (not missed by it).
+	// lowestData is the lowest offset of data seen in such a capture.
 	preCaptureEnd int64
+	lowestData    int64
 	// finOffset is the stream offset of this side's FIN (-1 before one was seen).
 	finOffset int64
 	FINSeen   bool
@@ -474,8 +476,12 @@ func guessRoles(src, dst netip.AddrPort, hint ServerHint) (client, server netip.
 // first, with nothing from the other side in between and within
 // duplicateWindowNs, counts: no stack resends that fast without a trigger from the
 // other side (the shortest timers, tail loss probes, wait at least 10 ms).
+// A SYN or SYN/ACK is sent again after a timeout of a second or more (RFC 6298;
+// 200 ms at the very least on any stack), so an identical one within
+// duplicateSYNWindowNs is a copy.
 const (
 	duplicateWindowNs     = 5_000_000
+	duplicateSYNWindowNs  = 100_000_000
 	duplicateIPIDWindowNs = 100_000_000
 )
 
@@ -500,8 +506,12 @@ func (c *Conn) isDuplicate(dir Dir, p *capture.Packet) bool {
 			if elapsedNs < 0 {
 				continue
 			}
+			window := int64(duplicateWindowNs)
+			if p.Flags&capture.FlagSYN != 0 {
+				window = duplicateSYNWindowNs
+			}
 			if (withID && elapsedNs <= duplicateIPIDWindowNs) ||
-				(i == d.lastRecent && !c.sawOther[dir] && elapsedNs <= duplicateWindowNs) {
+				(i == d.lastRecent && !c.sawOther[dir] && elapsedNs <= window) {
 				d.Duplicates++
 				return true
 			}
@@ -729,18 +739,22 @@ func (t *Tracker) classify(c *Conn, d *DirState, s *Segment) {
 	end := s.Offset + int64(s.Len)
 	if !d.dataSeen {
 		d.dataSeen = true
-		if s.Offset < 0 {
-			// Mid-stream capture whose first ACK pointed past this segment.
-			s.Offset = 0
-		}
 		// Bytes between the stream's start (the SYN, or where the other side's first
 		// acknowledgement pointed) and this segment were not seen: reordered, lost,
 		// or sent before a mid-stream capture began.
 		d.HighestEnd = 0
 		if !d.SYNSeen {
-			d.preCaptureEnd = s.Offset
+			// Mid-stream, offset 0 is only where the first acknowledgement pointed:
+			// data may lie below it too.
+			d.HighestEnd = min(0, s.Offset)
+			d.lowestData = d.HighestEnd
+			d.preCaptureEnd = max(s.Offset, 0)
 		}
-		end = s.Offset + int64(s.Len)
+	} else if !d.SYNSeen && s.Offset < d.lowestData {
+		// Mid-stream, bytes below any seen so far: sent before the first ones the
+		// capture holds (a file of captures in another order, a late retransmission).
+		d.seq.addHoleBelow(s.Offset, d.lowestData)
+		d.lowestData = s.Offset
 	}
 	below := s.Offset < d.HighestEnd
 	if end > d.HighestEnd {
@@ -833,12 +847,14 @@ func (c *Conn) Vantage() string {
 func (c *Conn) HandshakeRTTNs() int64 {
 	if c.HandshakeACKNs == 0 && c.RefusedNs != 0 {
 		// A refused connection: the SYN to the RST that answered it.
-		return c.RefusedNs - c.refusedSYNNs
+		return max(c.RefusedNs-c.refusedSYNNs, 1)
 	}
 	if c.SYNNs == 0 || c.HandshakeACKNs == 0 || (c.SYNACKNs == 0 && !c.SYNACKInferred) {
 		return 0
 	}
-	return c.HandshakeACKNs - c.SYNNs
+	// A handshake quicker than the capture's clock resolves reads as 1 ns, not as
+	// "unknown".
+	return max(c.HandshakeACKNs-c.SYNNs, 1)
 }
 
 // SampledRTTNs is the round trip from data and its acknowledgements (Karn's rule):

@@ -32,6 +32,23 @@ func (q *seqSpace) addHole(start, end int64) {
 	q.holes = append(q.holes, span{start, end})
 }
 
+// addHoleBelow records that [start, end) was not seen; it lies below every hole so
+// far.
+func (q *seqSpace) addHoleBelow(start, end int64) {
+	if end <= start {
+		return
+	}
+	if len(q.holes) > 0 && q.holes[0].start == end {
+		q.holes[0].start = start
+		return
+	}
+	q.holes = append([]span{{start, end}}, q.holes...)
+	if len(q.holes) > maxHoles {
+		q.holes = q.holes[:maxHoles]
+		q.overflowed = true
+	}
+}
+
 // fill records that [start, end) was seen and returns how many of those bytes
 // were in holes (seen now for the first time).
 func (q *seqSpace) fill(start, end int64) int64 {

@@ -187,11 +187,15 @@ type Round struct {
 	Segments  int     `json:"segments"`   // ceil(bytes / mss)
 	// LossProbeSegments of Segments were a tail loss probe the server sent after a
 	// silence with nothing acknowledged, beyond the congestion window.
-	LossProbeSegments  int    `json:"loss_probe_segments,omitempty"`
-	Bytes              int    `json:"bytes"` // new sequence bytes first sent in the round
-	CumulativeBytes    int64  `json:"cumulative_bytes"`
-	Packets            int    `json:"packets"` // captured frames (may differ from segments under GRO/TSO)
-	Retransmissions    int    `json:"retransmissions"`
+	LossProbeSegments int   `json:"loss_probe_segments,omitempty"`
+	Bytes             int   `json:"bytes"` // new sequence bytes first sent in the round
+	CumulativeBytes   int64 `json:"cumulative_bytes"`
+	Packets           int   `json:"packets"` // captured frames (may differ from segments under GRO/TSO)
+	Retransmissions   int   `json:"retransmissions"`
+	// CaptureGaps counts places where the capture missed bytes of the round or right
+	// after it (a gap in the sequence, bytes acknowledged but never captured): the
+	// round's size is unknown.
+	CaptureGaps        int    `json:"capture_gaps,omitempty"`
 	InFlightBytes      int    `json:"in_flight_bytes"`      // unacknowledged bytes at the round's end
 	ReceiveWindowBytes int    `json:"receive_window_bytes"` // client's window at the round's start
 	WindowFull         bool   `json:"window_full"`

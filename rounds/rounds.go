@@ -187,8 +187,9 @@ type Tracker struct {
 	lastDataNs    int64
 	mssLearned    int
 	// largestSegment is the largest new-data frame no larger than the MSS (or the
-	// cap): what a full segment carries on this path.
-	largestSegment int
+	// cap), and how many frames had that size: what a full segment carries on this
+	// path.
+	largestSegment, largestSegmentCount int
 	// The client's timestamp clock, to judge whether it resolves the round trip.
 	clientTSFirst, clientTSLast     uint32
 	clientTSFirstNs, clientTSLastNs int64
@@ -456,8 +457,13 @@ func (t *Tracker) addServer(s *flow.Segment) {
 		}
 		return
 	}
-	if s.Len <= t.segmentLimit() && s.Len > t.largestSegment {
-		t.largestSegment = s.Len
+	if s.Len <= t.segmentLimit() {
+		switch {
+		case s.Len > t.largestSegment:
+			t.largestSegment, t.largestSegmentCount = s.Len, 1
+		case s.Len == t.largestSegment:
+			t.largestSegmentCount++
+		}
 	}
 	if t.cfg.MSS == 0 && s.Len > t.mssLearned && s.Len <= t.segmentLimit() {
 		t.mssLearned = s.Len
@@ -555,16 +561,22 @@ func (t *Tracker) segmentsOf(n int) int {
 	return (n + m - 1) / m
 }
 
-// FullSegmentBytes is what a full segment carried on this connection: the largest
-// single-segment frame seen, or the MSS when no frame reached it.
+// FullSegmentBytes is what a full segment carried on this connection: the MSS,
+// or the largest single-segment frame seen when that is smaller, no less than
+// half of it, and seen several times (a path MTU below the one the MSS assumed:
+// PPPoE, a tunnel). A lone smaller frame is a message shorter than a segment.
 func (t *Tracker) FullSegmentBytes() int {
 	if t == nil {
 		return 0
 	}
-	if t.largestSegment > 0 {
+	m := t.mss()
+	if t.cfg.MSS == 0 && t.largestSegment > 0 {
+		return t.largestSegment // learned: the MSS is the largest frame
+	}
+	if t.largestSegment > 0 && t.largestSegment < m && 2*t.largestSegment >= m && t.largestSegmentCount >= 3 {
 		return t.largestSegment
 	}
-	return t.mss()
+	return m
 }
 
 // serverGapNs is the time between the last new-data segment and s: the larger of the
@@ -765,6 +777,11 @@ func (t *Tracker) idleLimit(r, next *Round, idleNs int64) string {
 			// was the sender's own, not the window's.
 			return report.LimitApp
 		case r.PartialEnd && next.ReleaseAck >= r.EndOffset:
+			return report.LimitApp
+		case t.cfg.RTTNs > 0 && next.FirstNs-r.FirstAckNs > t.cfg.RTTNs+idleNs:
+			// Wherever the capture was taken, an acknowledgement reaches the server
+			// and the data it releases comes back within a round trip: the server
+			// waited longer than that.
 			return report.LimitApp
 		}
 		return report.LimitCwnd
