@@ -69,6 +69,10 @@ var wantLinkTypeName = map[layers.LinkType]string{
 	layers.LinkTypeIPv4: "IPv4", layers.LinkTypeIPv6: "IPv6",
 	layers.LinkTypeLinuxSLL: "Linux SLL", layers.LinkTypeLinuxSLL2: "Linux SLL2",
 	layers.LinkTypeNull: "Null", layers.LinkTypeLoop: "Loop",
+	layers.LinkTypePPP: "PPP", layers.LinkTypePPP_HDLC: "PPP in HDLC framing", 51: "PPPoE",
+	layers.LinkTypeC_HDLC: "Cisco HDLC", layers.LinkTypeFDDI: "FDDI", layers.LinkTypeIEEE802_11: "802.11",
+	layers.LinkTypeIEEE80211Radio: "802.11 radiotap", 239: "NFLOG", layers.LinkTypePFLog: "PFLOG",
+	242: "IP over InfiniBand",
 }
 
 // TestReaderLinkTypesAndFormats writes the same connection for every link type
@@ -104,6 +108,7 @@ func TestReaderLinkTypesAndFormats(t *testing.T) {
 				}
 				for i, seg := range segments {
 					want := seg.want()
+					want.Tunnel = framing.tunnel
 					want.TimestampNs = recordTime(wantRecordIndex[i]) / format.resolutionNs * format.resolutionNs
 					if d := diffPacket(packets[i], want); d != "" {
 						t.Errorf("packet %d:%s", i, d)
@@ -115,7 +120,7 @@ func TestReaderLinkTypesAndFormats(t *testing.T) {
 				}
 				wantStats := Stats{
 					Format: wantFormat, LinkTypes: []string{wantLinkTypeName[framing.linkType]}, Snaplen: 65535,
-					Records: 5, TCP: 4, NonTCP: 1,
+					Records: 5, TCP: 4, NonTCP: 1, Tunnels: framing.tunnel,
 					FirstNs: recordTime(0) / format.resolutionNs * format.resolutionNs,
 					LastNs:  recordTime(4) / format.resolutionNs * format.resolutionNs,
 				}
@@ -303,7 +308,7 @@ func TestRecordOutcomes(t *testing.T) {
 		{"udp", layers.LinkTypeEthernet, frameEthernet(t, buildUDP(t, client4, server4), false), 0, wantNonTCP, Packet{}},
 		{"arp", layers.LinkTypeEthernet, arp, 0, wantNonTCP, Packet{}},
 		{"icmp", layers.LinkTypeRaw, icmp, 0, wantNonTCP, Packet{}},
-		{"unsupported link type", 105, ip4(fin4), 0, wantNonTCP, Packet{}},
+		{"unsupported link type", 147, ip4(fin4), 0, wantNonTCP, Packet{}},
 		{"ipv4 first fragment", layers.LinkTypeRaw, ip4(firstFragment4), 0, wantFragment, Packet{}},
 		{"ipv4 later fragment", layers.LinkTypeRaw, ip4(laterFragment4), 0, wantFragment, Packet{}},
 		{"ipv6 first fragment", layers.LinkTypeRaw, ip4(firstFragment6), 0, wantFragment, Packet{}},
