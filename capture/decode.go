@@ -20,6 +20,8 @@ const (
 	linkTypePPPEther layers.LinkType = 51  // PPPoE without the Ethernet header
 	linkTypeNFLOG    layers.LinkType = 239 // Linux netfilter log
 	linkTypeIPoIB    layers.LinkType = 242 // IP over InfiniBand
+	linkTypePKTAP    layers.LinkType = 258 // Apple PKTAP
+	linkTypeUser2    layers.LinkType = 149 // what macOS writes for PKTAP in pcap files
 )
 
 // decodeResult says what a record held.
@@ -67,6 +69,7 @@ type decoder struct {
 	radiotap  radiotapLayer
 	dot11     dot11Layer
 	nflog     nflogLayer
+	pktap     pktapLayer
 	mpls      mplsLayer
 	ipv4      layers.IPv4
 	ipv6      layers.IPv6
@@ -86,7 +89,7 @@ type decoder struct {
 	// One parser per first layer (gopacket fixes the first layer at
 	// creation), all over one container of the layers above.
 	fromEthernet, fromSLL, fromSLL2, fromLoopback, fromIPv4, fromIPv6, fromPPP, fromPPPoE,
-	fromCiscoHDLC, fromFDDI, fromDot11, fromRadiotap, fromNFLOG, fromPFLog, fromIPoIB *gopacket.DecodingLayerParser
+	fromCiscoHDLC, fromFDDI, fromDot11, fromRadiotap, fromNFLOG, fromPFLog, fromIPoIB, fromPKTAP *gopacket.DecodingLayerParser
 
 	decoded []gopacket.LayerType
 	skipped string // what decodedSkipped skipped
@@ -104,7 +107,7 @@ func newDecoder() *decoder {
 	for _, layer := range []gopacket.DecodingLayer{
 		&d.ethernet, &d.vlan, &d.sll, &d.sll2, &d.loopback, &d.pflog, &d.ipoib, &d.llc, &d.snap,
 		&d.pbb, &d.vnTag, &d.eTag, &d.pppoe, &d.ppp, &d.ciscoHDLC, &d.fddi, &d.radiotap, &d.dot11,
-		&d.nflog, &d.mpls, &d.ipv4, &d.ipv6, &d.ipv6Ext, &d.ipv6Frag, &d.ah, &d.gre, &d.erspan2,
+		&d.nflog, &d.pktap, &d.mpls, &d.ipv4, &d.ipv6, &d.ipv6Ext, &d.ipv6Frag, &d.ah, &d.gre, &d.erspan2,
 		&d.erspan3, &d.etherIP, &d.udpHeader, &d.vxlan, &d.vxlanGPE, &d.geneve, &d.gtp,
 	} {
 		container = container.Put(layer)
@@ -130,6 +133,7 @@ func newDecoder() *decoder {
 	d.fromNFLOG = newParser(layerTypeNFLOG)
 	d.fromPFLog = newParser(layers.LayerTypePFLog)
 	d.fromIPoIB = newParser(layerTypeIPoIB)
+	d.fromPKTAP = newParser(layerTypePKTAP)
 	return d
 }
 
@@ -185,6 +189,8 @@ func (d *decoder) parserFor(linkType layers.LinkType, data []byte) (parser *gopa
 		return d.fromPFLog, true
 	case linkTypeIPoIB:
 		return d.fromIPoIB, true
+	case linkTypePKTAP, linkTypeUser2:
+		return d.fromPKTAP, true
 	}
 	return nil, false
 }
@@ -230,6 +236,8 @@ func (d *decoder) layer(layerType gopacket.LayerType) gopacket.DecodingLayer {
 		return &d.dot11
 	case layerTypeNFLOG:
 		return &d.nflog
+	case layerTypePKTAP:
+		return &d.pktap
 	case layers.LayerTypeMPLS:
 		return &d.mpls
 	case layers.LayerTypeIPv4:

@@ -32,6 +32,7 @@ var (
 	layerTypePBB       = gopacket.RegisterLayerType(1966, gopacket.LayerTypeMetadata{Name: "802.1ah PBB"})
 	layerTypeVNTag     = gopacket.RegisterLayerType(1967, gopacket.LayerTypeMetadata{Name: "VN-Tag"})
 	layerTypeETag      = gopacket.RegisterLayerType(1968, gopacket.LayerTypeMetadata{Name: "802.1BR E-Tag"})
+	layerTypePKTAP     = gopacket.RegisterLayerType(1969, gopacket.LayerTypeMetadata{Name: "PKTAP"})
 )
 
 // Errors of the layers here, made once: a decode error must not allocate.
@@ -685,5 +686,49 @@ func (l *nflogLayer) DecodeFromBytes(data []byte, df gopacket.DecodeFeedback) er
 		offset += (length + 3) &^ 3
 	}
 	l.Contents, l.Payload = data, nil
+	return nil
+}
+
+// pktapLayer is Apple's PKTAP header (macOS tcpdump -k, the pktap interface;
+// LINKTYPE_PKTAP 258, and 149 in files macOS writes): its length, record
+// type and the link type of the packet that follows, in little-endian. The
+// process and interface fields are not read.
+type pktapLayer struct {
+	layers.BaseLayer
+	linkType uint32
+	packet   bool
+}
+
+func (l *pktapLayer) CanDecode() gopacket.LayerClass { return layerTypePKTAP }
+func (l *pktapLayer) NextLayerType() gopacket.LayerType {
+	if !l.packet {
+		return gopacket.LayerTypePayload
+	}
+	switch layers.LinkType(l.linkType) {
+	case layers.LinkTypeEthernet:
+		return layers.LayerTypeEthernet
+	case layers.LinkTypeNull, layers.LinkTypeLoop:
+		return layers.LayerTypeLoopback
+	case layers.LinkTypeRaw, linkTypeRawDLT12, linkTypeRawDLT14, layers.LinkTypeIPv4, layers.LinkTypeIPv6:
+		return ipVersionLayer(l.Payload)
+	case layers.LinkTypePPP:
+		return layers.LayerTypePPP
+	}
+	return gopacket.LayerTypePayload
+}
+
+func (l *pktapLayer) DecodeFromBytes(data []byte, df gopacket.DecodeFeedback) error {
+	if len(data) < 12 {
+		df.SetTruncated()
+		return errHeaderCut
+	}
+	length := binary.LittleEndian.Uint32(data[0:4])
+	if length < 12 || int64(length) > int64(len(data)) {
+		df.SetTruncated()
+		return errHeaderCut
+	}
+	l.packet = binary.LittleEndian.Uint32(data[4:8]) == 1 // PTH_RECORD_TYPE_PACKET
+	l.linkType = binary.LittleEndian.Uint32(data[8:12])
+	l.Contents, l.Payload = data[:length], data[length:]
 	return nil
 }

@@ -281,6 +281,21 @@ func frameQinQ9100(_ testing.TB, ip []byte, ipv6 bool) []byte {
 	return cat(ethernetHeader(etherTypeQinQ9100), binary.BigEndian.AppendUint16([]byte{0x00, 0x0a}, uint16(etherType(ipv6))), ip)
 }
 
+// framePKTAP writes Apple's PKTAP header (156 bytes, little-endian) before an
+// Ethernet frame, or for IPv6 before a raw packet (DLT_RAW 12).
+func framePKTAP(t testing.TB, ip []byte, ipv6 bool) []byte {
+	h := make([]byte, 156)
+	binary.LittleEndian.PutUint32(h[0:4], 156)
+	binary.LittleEndian.PutUint32(h[4:8], 1) // a packet record
+	copy(h[12:], "en0")
+	if ipv6 {
+		binary.LittleEndian.PutUint32(h[8:12], 12)
+		return cat(h, ip)
+	}
+	binary.LittleEndian.PutUint32(h[8:12], 1)
+	return cat(h, frameEthernet(t, ip, ipv6))
+}
+
 // encapFramings are the framings of this file, with the tunnels a packet must report.
 var encapFramings = []linkFraming{
 	{"pppoe-qinq-ipv4", layers.LinkTypeEthernet, false, framePPPoEQinQ, EncapPPPoE},
@@ -303,6 +318,8 @@ var encapFramings = []linkFraming{
 	{"pflog117-ipv4", layers.LinkTypePFLog, false, framePFLog, 0},
 	{"pflog117-ipv6", layers.LinkTypePFLog, true, framePFLog, 0},
 	{"ipoib242-ipv4", linkTypeIPoIB, false, frameIPoIB, 0},
+	{"pktap258-ethernet-ipv4", linkTypePKTAP, false, framePKTAP, 0},
+	{"pktap149-raw-ipv6", linkTypeUser2, true, framePKTAP, 0},
 	{"mpls-stack-ipv4", layers.LinkTypeEthernet, false, frameMPLS, EncapMPLS},
 	{"mpls-stack-ipv6", layers.LinkTypeEthernet, true, frameMPLS, EncapMPLS},
 	{"mpls-pseudowire-ipv4", layers.LinkTypeEthernet, false, frameMPLSPseudowire, EncapMPLS},

@@ -383,17 +383,31 @@ func linkTypeName(linkType layers.LinkType) string {
 		return "PFLOG"
 	case linkTypeIPoIB:
 		return "IP over InfiniBand"
+	case linkTypePKTAP, linkTypeUser2:
+		return "PKTAP"
 	default:
 		return "unsupported " + unsupportedLinkTypeName(linkType)
 	}
 }
 
+// unsupportedLinkTypes names link types this package does not decode (from
+// the LINKTYPE_ list of tcpdump.org), where gopacket has no name for them.
+var unsupportedLinkTypes = map[layers.LinkType]string{
+	3: "AX.25", 6: "Token Ring", 7: "ARCNET", 8: "SLIP", 107: "Frame Relay", 119: "802.11 Prism",
+	123: "SunATM", 129: "ARCNET", 143: "DOCSIS", 163: "802.11 AVS", 178: "Juniper Ethernet",
+	187: "Bluetooth HCI", 192: "802.11 PPI", 195: "IEEE 802.15.4", 201: "Bluetooth HCI",
+	226: "Solaris IPNET", 227: "SocketCAN", 281: "Broadcom tag", 282: "Broadcom tag", 284: "DSA tag", 285: "EDSA tag",
+}
+
 // unsupportedLinkTypeName names a link type this package does not decode:
-// "link type N", with the name gopacket knows for it, if any.
+// "link type N", after its name when it has a well-known one.
 func unsupportedLinkTypeName(linkType layers.LinkType) string {
 	name := fmt.Sprintf("link type %d", uint16(linkType))
+	if known, ok := unsupportedLinkTypes[linkType]; ok {
+		return known + " (" + name + ")"
+	}
 	if known := linkType.String(); !strings.HasPrefix(known, "Unknown") && known != "" {
-		name = known + " (" + name + ")"
+		return known + " (" + name + ")"
 	}
 	return name
 }

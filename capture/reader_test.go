@@ -72,7 +72,7 @@ var wantLinkTypeName = map[layers.LinkType]string{
 	layers.LinkTypePPP: "PPP", layers.LinkTypePPP_HDLC: "PPP in HDLC framing", 51: "PPPoE",
 	layers.LinkTypeC_HDLC: "Cisco HDLC", layers.LinkTypeFDDI: "FDDI", layers.LinkTypeIEEE802_11: "802.11",
 	layers.LinkTypeIEEE80211Radio: "802.11 radiotap", 239: "NFLOG", layers.LinkTypePFLog: "PFLOG",
-	242: "IP over InfiniBand",
+	242: "IP over InfiniBand", 258: "PKTAP", 149: "PKTAP",
 }
 
 // TestReaderLinkTypesAndFormats writes the same connection for every link type
