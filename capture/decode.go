@@ -137,6 +137,13 @@ func newDecoder() *decoder {
 	return d
 }
 
+// parsers returns every parser, for tests that set their options.
+func (d *decoder) parsers() []*gopacket.DecodingLayerParser {
+	return []*gopacket.DecodingLayerParser{d.fromEthernet, d.fromSLL, d.fromSLL2, d.fromLoopback, d.fromIPv4,
+		d.fromIPv6, d.fromPPP, d.fromPPPoE, d.fromCiscoHDLC, d.fromFDDI, d.fromDot11, d.fromRadiotap, d.fromNFLOG,
+		d.fromPFLog, d.fromIPoIB, d.fromPKTAP}
+}
+
 // parserFor picks the parser for a record of the given link type, or nil for
 // a link type (or raw IP version) this package does not decode.
 func (d *decoder) parserFor(linkType layers.LinkType, data []byte) (parser *gopacket.DecodingLayerParser, known bool) {
