@@ -50,41 +50,42 @@ const (
 type decoder struct {
 	udp bool // return UDP datagrams too
 
-	ethernet  ethernetLayer
-	vlan      dot1QLayer
-	sll       layers.LinuxSLL
-	sll2      layers.LinuxSLL2
-	loopback  layers.Loopback
-	pflog     layers.PFLog
-	ipoib     ipoibLayer
-	llc       layers.LLC
-	snap      layers.SNAP
-	pbb       etherTagLayer
-	vnTag     etherTagLayer
-	eTag      etherTagLayer
-	pppoe     pppoeLayer
-	ppp       pppLayer
-	ciscoHDLC ciscoHDLCLayer
-	fddi      fddiLayer
-	radiotap  radiotapLayer
-	dot11     dot11Layer
-	nflog     nflogLayer
-	pktap     pktapLayer
-	mpls      mplsLayer
-	ipv4      layers.IPv4
-	ipv6      layers.IPv6
-	ipv6Ext   layers.IPv6ExtensionSkipper // hop-by-hop (after the first), routing, destination
-	ipv6Frag  layers.IPv6Fragment
-	ah        layers.IPSecAH
-	gre       greLayer
-	erspan2   layers.ERSPANII
-	erspan3   erspan3Layer
-	etherIP   layers.EtherIP
-	udpHeader udpLayer
-	vxlan     layers.VXLAN
-	vxlanGPE  vxlanGPELayer
-	geneve    layers.Geneve
-	gtp       layers.GTPv1U
+	ethernet   ethernetLayer
+	vlan       dot1QLayer
+	sll        layers.LinuxSLL
+	sll2       layers.LinuxSLL2
+	loopback   layers.Loopback
+	pflog      layers.PFLog
+	ipoib      ipoibLayer
+	llc        layers.LLC
+	snap       layers.SNAP
+	pbb        etherTagLayer
+	vnTag      etherTagLayer
+	eTag       etherTagLayer
+	fabricPath etherTagLayer
+	pppoe      pppoeLayer
+	ppp        pppLayer
+	ciscoHDLC  ciscoHDLCLayer
+	fddi       fddiLayer
+	radiotap   radiotapLayer
+	dot11      dot11Layer
+	nflog      nflogLayer
+	pktap      pktapLayer
+	mpls       mplsLayer
+	ipv4       layers.IPv4
+	ipv6       ipv6Layer
+	ipv6Ext    layers.IPv6ExtensionSkipper // hop-by-hop (after the first), routing, destination
+	ipv6Frag   layers.IPv6Fragment
+	ah         layers.IPSecAH
+	gre        greLayer
+	erspan2    layers.ERSPANII
+	erspan3    erspan3Layer
+	etherIP    layers.EtherIP
+	udpHeader  udpLayer
+	vxlan      layers.VXLAN
+	vxlanGPE   vxlanGPELayer
+	geneve     layers.Geneve
+	gtp        layers.GTPv1U
 
 	// One parser per first layer (gopacket fixes the first layer at
 	// creation), all over one container of the layers above.
@@ -101,12 +102,13 @@ func newDecoder() *decoder {
 	d.pbb = etherTagLayer{layerType: layerTypePBB, size: 18}
 	d.vnTag = etherTagLayer{layerType: layerTypeVNTag, size: 6}
 	d.eTag = etherTagLayer{layerType: layerTypeETag, size: 8}
+	d.fabricPath = etherTagLayer{layerType: layerTypeFabricPath, size: 2, frame: true}
 	// The fragment decoder comes after the extension skipper so that it, not
 	// the skipper, decodes fragment headers: a fragment must stop decoding.
 	var container gopacket.DecodingLayerContainer = gopacket.DecodingLayerSparse(nil)
 	for _, layer := range []gopacket.DecodingLayer{
 		&d.ethernet, &d.vlan, &d.sll, &d.sll2, &d.loopback, &d.pflog, &d.ipoib, &d.llc, &d.snap,
-		&d.pbb, &d.vnTag, &d.eTag, &d.pppoe, &d.ppp, &d.ciscoHDLC, &d.fddi, &d.radiotap, &d.dot11,
+		&d.pbb, &d.vnTag, &d.eTag, &d.fabricPath, &d.pppoe, &d.ppp, &d.ciscoHDLC, &d.fddi, &d.radiotap, &d.dot11,
 		&d.nflog, &d.pktap, &d.mpls, &d.ipv4, &d.ipv6, &d.ipv6Ext, &d.ipv6Frag, &d.ah, &d.gre, &d.erspan2,
 		&d.erspan3, &d.etherIP, &d.udpHeader, &d.vxlan, &d.vxlanGPE, &d.geneve, &d.gtp,
 	} {
@@ -229,6 +231,8 @@ func (d *decoder) layer(layerType gopacket.LayerType) gopacket.DecodingLayer {
 		return &d.vnTag
 	case layerTypeETag:
 		return &d.eTag
+	case layerTypeFabricPath:
+		return &d.fabricPath
 	case layers.LayerTypePPPoE:
 		return &d.pppoe
 	case layers.LayerTypePPP:
@@ -442,11 +446,17 @@ func (d *decoder) decode(data []byte, wireBytes int, linkType layers.LinkType, p
 	var ipOffset, ipPacketBytes int
 	switch d.decoded[innermost] {
 	case layers.LayerTypeIPv4:
+		if d.ipv4.Version != 4 {
+			return decodedUndecodable // gopacket does not check the version
+		}
 		ipOffset = cap(data) - cap(d.ipv4.Contents)
 		ipPacketBytes = int(binary.BigEndian.Uint16(d.ipv4.Contents[2:4]))
 		p.Src = netip.AddrFrom4([4]byte(d.ipv4.SrcIP))
 		p.Dst = netip.AddrFrom4([4]byte(d.ipv4.DstIP))
 	default:
+		if d.ipv6.Version != 6 {
+			return decodedUndecodable
+		}
 		ipOffset = cap(data) - cap(d.ipv6.Contents)
 		ipPacketBytes = ipv6HeaderBytes + int(d.ipv6.Length)
 		if d.ipv6.Length == 0 {

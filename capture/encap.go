@@ -24,15 +24,16 @@ import (
 // Layer types for headers gopacket does not know. 1000-1999 is the range
 // gopacket sets aside for application layer types.
 var (
-	layerTypeCiscoHDLC = gopacket.RegisterLayerType(1961, gopacket.LayerTypeMetadata{Name: "Cisco HDLC"})
-	layerTypeNFLOG     = gopacket.RegisterLayerType(1962, gopacket.LayerTypeMetadata{Name: "NFLOG"})
-	layerTypeERSPAN3   = gopacket.RegisterLayerType(1963, gopacket.LayerTypeMetadata{Name: "ERSPAN Type III"})
-	layerTypeVXLANGPE  = gopacket.RegisterLayerType(1964, gopacket.LayerTypeMetadata{Name: "VXLAN-GPE"})
-	layerTypeIPoIB     = gopacket.RegisterLayerType(1965, gopacket.LayerTypeMetadata{Name: "IP over InfiniBand"})
-	layerTypePBB       = gopacket.RegisterLayerType(1966, gopacket.LayerTypeMetadata{Name: "802.1ah PBB"})
-	layerTypeVNTag     = gopacket.RegisterLayerType(1967, gopacket.LayerTypeMetadata{Name: "VN-Tag"})
-	layerTypeETag      = gopacket.RegisterLayerType(1968, gopacket.LayerTypeMetadata{Name: "802.1BR E-Tag"})
-	layerTypePKTAP     = gopacket.RegisterLayerType(1969, gopacket.LayerTypeMetadata{Name: "PKTAP"})
+	layerTypeCiscoHDLC  = gopacket.RegisterLayerType(1961, gopacket.LayerTypeMetadata{Name: "Cisco HDLC"})
+	layerTypeNFLOG      = gopacket.RegisterLayerType(1962, gopacket.LayerTypeMetadata{Name: "NFLOG"})
+	layerTypeERSPAN3    = gopacket.RegisterLayerType(1963, gopacket.LayerTypeMetadata{Name: "ERSPAN Type III"})
+	layerTypeVXLANGPE   = gopacket.RegisterLayerType(1964, gopacket.LayerTypeMetadata{Name: "VXLAN-GPE"})
+	layerTypeIPoIB      = gopacket.RegisterLayerType(1965, gopacket.LayerTypeMetadata{Name: "IP over InfiniBand"})
+	layerTypePBB        = gopacket.RegisterLayerType(1966, gopacket.LayerTypeMetadata{Name: "802.1ah PBB"})
+	layerTypeVNTag      = gopacket.RegisterLayerType(1967, gopacket.LayerTypeMetadata{Name: "VN-Tag"})
+	layerTypeETag       = gopacket.RegisterLayerType(1968, gopacket.LayerTypeMetadata{Name: "802.1BR E-Tag"})
+	layerTypePKTAP      = gopacket.RegisterLayerType(1969, gopacket.LayerTypeMetadata{Name: "PKTAP"})
+	layerTypeFabricPath = gopacket.RegisterLayerType(1970, gopacket.LayerTypeMetadata{Name: "Cisco FabricPath"})
 )
 
 // Errors of the layers here, made once: a decode error must not allocate.
@@ -52,6 +53,7 @@ const (
 	etherTypePBB              layers.EthernetType = 0x88e7 // 802.1ah I-TAG
 	etherTypeVNTag            layers.EthernetType = 0x8926
 	etherTypeETag             layers.EthernetType = 0x893f // 802.1BR
+	etherTypeFabricPath       layers.EthernetType = 0x8903 // Cisco FabricPath (DCE)
 	etherTypeMACsec           layers.EthernetType = 0x88e5
 	etherTypeNSH              layers.EthernetType = 0x894f
 	etherTypeCiscoMeta        layers.EthernetType = 0x8909
@@ -93,8 +95,33 @@ func etherTypeLayer(t layers.EthernetType) gopacket.LayerType {
 		return layerTypeVNTag
 	case etherTypeETag:
 		return layerTypeETag
+	case etherTypeFabricPath:
+		return layerTypeFabricPath
 	}
 	return t.LayerType()
+}
+
+// ipv6Layer is layers.IPv6 that also reads a packet whose payload length is
+// 0 without a jumbo payload option: segmentation offload (TSO, GRO, Linux's
+// BIG TCP) leaves it so, and the packet runs to the end of the record, as
+// gopacket reads an IPv4 total length of 0. The decoder then takes the
+// length from the record's wire length.
+type ipv6Layer struct{ layers.IPv6 }
+
+func (l *ipv6Layer) DecodeFromBytes(data []byte, df gopacket.DecodeFeedback) error {
+	if len(data) < ipv6HeaderBytes || data[4] != 0 || data[5] != 0 || layers.IPProtocol(data[6]) == layers.IPProtocolIPv6HopByHop {
+		return l.IPv6.DecodeFromBytes(data, df)
+	}
+	l.Version = data[0] >> 4
+	l.TrafficClass = uint8(binary.BigEndian.Uint16(data[0:2]) >> 4)
+	l.FlowLabel = binary.BigEndian.Uint32(data[0:4]) & 0x000fffff
+	l.Length = 0
+	l.NextHeader = layers.IPProtocol(data[6])
+	l.HopLimit = data[7]
+	l.SrcIP, l.DstIP = data[8:24], data[24:40]
+	l.HopByHop = nil
+	l.Contents, l.Payload = data[:ipv6HeaderBytes], data[ipv6HeaderBytes:]
+	return nil
 }
 
 // ethernetLayer is layers.Ethernet with the EtherTypes of etherTypeLayer.
@@ -111,23 +138,32 @@ func (l *dot1QLayer) NextLayerType() gopacket.LayerType { return etherTypeLayer(
 
 // etherTagLayer skips a tag that sits between an EtherType and the next one.
 // One instance per kind: 802.1ah PBB (an I-TAG and the customer MAC
-// addresses), Cisco VN-Tag and 802.1BR E-Tag.
+// addresses), Cisco VN-Tag and 802.1BR E-Tag end with the next EtherType;
+// Cisco FabricPath's 2-byte tag is followed by a whole Ethernet frame.
 type etherTagLayer struct {
 	layers.BaseLayer
 	layerType gopacket.LayerType
-	size      int // the tag's bytes, its closing EtherType included
+	size      int  // the tag's bytes, its closing EtherType included
+	frame     bool // an Ethernet frame follows, not an EtherType's payload
 	next      layers.EthernetType
 }
 
-func (l *etherTagLayer) CanDecode() gopacket.LayerClass    { return l.layerType }
-func (l *etherTagLayer) NextLayerType() gopacket.LayerType { return etherTypeLayer(l.next) }
+func (l *etherTagLayer) CanDecode() gopacket.LayerClass { return l.layerType }
+func (l *etherTagLayer) NextLayerType() gopacket.LayerType {
+	if l.frame {
+		return layers.LayerTypeEthernet
+	}
+	return etherTypeLayer(l.next)
+}
 
 func (l *etherTagLayer) DecodeFromBytes(data []byte, df gopacket.DecodeFeedback) error {
 	if len(data) < l.size {
 		df.SetTruncated()
 		return errHeaderCut
 	}
-	l.next = layers.EthernetType(binary.BigEndian.Uint16(data[l.size-2 : l.size]))
+	if !l.frame {
+		l.next = layers.EthernetType(binary.BigEndian.Uint16(data[l.size-2 : l.size]))
+	}
 	l.Contents, l.Payload = data[:l.size], data[l.size:]
 	return nil
 }
@@ -261,23 +297,26 @@ func (l *fddiLayer) DecodeFromBytes(data []byte, df gopacket.DecodeFeedback) err
 	return nil
 }
 
-// ipoibLayer is the 4-byte header of LINKTYPE_IPOIB (242): an EtherType and
-// two reserved bytes.
+// ipoibLayer is the 44-byte header of LINKTYPE_IPOIB (242): 20-byte
+// destination and source hardware addresses, an EtherType and two reserved
+// bytes (the layout tcpdump reads).
 type ipoibLayer struct {
 	layers.BaseLayer
 	protocol layers.EthernetType
 }
 
+const ipoibHeaderBytes = 44
+
 func (l *ipoibLayer) CanDecode() gopacket.LayerClass    { return layerTypeIPoIB }
 func (l *ipoibLayer) NextLayerType() gopacket.LayerType { return etherTypeLayer(l.protocol) }
 
 func (l *ipoibLayer) DecodeFromBytes(data []byte, df gopacket.DecodeFeedback) error {
-	if len(data) < 4 {
+	if len(data) < ipoibHeaderBytes {
 		df.SetTruncated()
 		return errHeaderCut
 	}
-	l.protocol = layers.EthernetType(binary.BigEndian.Uint16(data[0:2]))
-	l.Contents, l.Payload = data[:4], data[4:]
+	l.protocol = layers.EthernetType(binary.BigEndian.Uint16(data[40:42]))
+	l.Contents, l.Payload = data[:ipoibHeaderBytes], data[ipoibHeaderBytes:]
 	return nil
 }
 

@@ -175,8 +175,13 @@ func framePFLog(_ testing.TB, ip []byte, ipv6 bool) []byte {
 	return cat(h, ip)
 }
 
+// frameIPoIB writes two 20-byte InfiniBand hardware addresses, the EtherType, two reserved bytes.
 func frameIPoIB(_ testing.TB, ip []byte, ipv6 bool) []byte {
-	return cat(binary.BigEndian.AppendUint16(nil, uint16(etherType(ipv6))), []byte{0, 0}, ip)
+	h := make([]byte, 40)
+	for i := range h {
+		h[i] = byte(i + 1)
+	}
+	return cat(binary.BigEndian.AppendUint16(h, uint16(etherType(ipv6))), []byte{0, 0}, ip)
 }
 
 // frameMPLS writes two labels (the second at the bottom of the stack).
