@@ -6,6 +6,7 @@ package capture
 // the decoder is checked against the formats, not against itself.
 
 import (
+	"bytes"
 	"encoding/binary"
 	"net"
 	"net/netip"
@@ -277,6 +278,19 @@ func frameEtherIP(t testing.TB, ip []byte, ipv6 bool) []byte {
 	return frameEthernet(t, outerIPv4(t, layers.IPProtocolEtherIP, cat([]byte{0x30, 0x00}, frameEthernet(t, ip, ipv6))), false)
 }
 
+// frameAHTunnel writes IPsec AH in tunnel mode (RFC 4302): an outer IPv4
+// header, AH with a 12-byte ICV (payload length 4: 24 bytes in 32-bit words,
+// less 2), then the inner packet.
+func frameAHTunnel(t testing.TB, ip []byte, ipv6 bool) []byte {
+	next := byte(layers.IPProtocolIPv4)
+	if ipv6 {
+		next = byte(layers.IPProtocolIPv6)
+	}
+	ah := []byte{next, 4, 0, 0, 0, 0, 0x10, 0x01, 0, 0, 0, 1}
+	ah = append(ah, bytes.Repeat([]byte{0xa5}, 12)...)
+	return frameEthernet(t, outerIPv4(t, layers.IPProtocolAH, cat(ah, ip)), false)
+}
+
 // frameVNTag writes a Cisco VN-Tag, frameQinQ9100 the old 0x9100 double tag.
 func frameVNTag(_ testing.TB, ip []byte, ipv6 bool) []byte {
 	return cat(ethernetHeader(etherTypeVNTag), binary.BigEndian.AppendUint16([]byte{0x80, 0x01, 0x00, 0x02}, uint16(etherType(ipv6))), ip)
@@ -345,6 +359,8 @@ var encapFramings = []linkFraming{
 	{"4in6-ipv4", layers.LinkTypeEthernet, false, frameIPinIPv6, EncapIPinIP},
 	{"6in6-ipv6", layers.LinkTypeEthernet, true, frameIPinIPv6, EncapIPinIP},
 	{"etherip-ipv4", layers.LinkTypeEthernet, false, frameEtherIP, EncapEtherIP},
+	{"ah-tunnel-ipv4", layers.LinkTypeEthernet, false, frameAHTunnel, EncapIPinIP},
+	{"ah-tunnel-ipv6", layers.LinkTypeEthernet, true, frameAHTunnel, EncapIPinIP},
 	{"vntag-ipv4", layers.LinkTypeEthernet, false, frameVNTag, 0},
 	{"qinq9100-ipv6", layers.LinkTypeEthernet, true, frameQinQ9100, 0},
 }
