@@ -605,6 +605,9 @@ func TestNextAllocatesNothing(t *testing.T) {
 		{"pcap sll2", fileFormats[1], []string{"sll2-ipv4", "sll2-ipv6"}, 0},
 		{"pcap null", fileFormats[1], []string{"null-le-ipv6-bsd24", "null-le-ipv4"}, 0},
 		{"pcapng ethernet, sll and raw interfaces", fileFormats[4], []string{"qinq-ipv4", "sll-ipv6", "raw101-ipv4"}, 0},
+		{"pcap tunnels", fileFormats[0], []string{"vxlan4789-ipv4", "pppoe-qinq-ipv6", "mpls-stack-ipv6", "gre-key-seq-6in4", "erspan3-ipv4", "aruba-gre-ipv4", "6in4-ipv6"}, 0},
+		{"pcap radiotap", fileFormats[0], []string{"radiotap127-fcs-ipv4", "radiotap127-fcs-datapad-ipv6"}, 0},
+		{"pcap nflog", fileFormats[0], []string{"nflog239-ipv4", "nflog239-ipv6"}, 0},
 		// pcapgo.NgReader boxes each record's link type into an interface;
 		// link type numbers above 255 (SLL2 is 276) cost an allocation there.
 		{"pcapng sll2 (known exception inside pcapgo)", fileFormats[4], []string{"sll2-ipv4"}, 1},
@@ -640,7 +643,17 @@ func TestNextAllocatesNothing(t *testing.T) {
 // BenchmarkReaderNext reads a generated in-memory pcap (Ethernet, IPv4 and
 // IPv6, a third of records UDP) over and over.
 func BenchmarkReaderNext(b *testing.B) {
-	file := allocTestFile(b, fileFormats[0], framingNamed(b, "ethernet-ipv4", "vlan-ipv6"), 10000)
+	benchmarkReaderNext(b, "ethernet-ipv4", "vlan-ipv6")
+}
+
+// BenchmarkReaderNextTunnels is BenchmarkReaderNext through VXLAN, PPPoE over
+// QinQ, MPLS and GRE.
+func BenchmarkReaderNextTunnels(b *testing.B) {
+	benchmarkReaderNext(b, "vxlan4789-ipv4", "pppoe-qinq-ipv6", "mpls-stack-ipv4", "gre-key-seq-6in4")
+}
+
+func benchmarkReaderNext(b *testing.B, framings ...string) {
+	file := allocTestFile(b, fileFormats[0], framingNamed(b, framings...), 10000)
 	newReader := func() *Reader {
 		r, err := NewReader(bytes.NewReader(file))
 		if err != nil {
