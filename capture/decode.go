@@ -383,7 +383,7 @@ func (d *decoder) skippedName(last gopacket.LayerType, next gopacket.LayerType) 
 		return "MPLS with an unknown payload"
 	case layers.LayerTypeDot11:
 		if d.dot11.protected {
-			return "802.11 encrypted"
+			return "encrypted 802.11"
 		}
 	}
 	return ""

@@ -83,7 +83,7 @@ func TestSkippedEncapsulations(t *testing.T) {
 		{"unknown link type", 147, ip, "link type 147"},
 		{"link type gopacket names", layers.LinkTypeLinuxUSB, ip, "USB (link type 220)"},
 		{"ipsec esp", layers.LinkTypeEthernet, frameEthernet(t, outerIPv4(t, layers.IPProtocolESP, junk), false), "IPsec ESP"},
-		{"encrypted 802.11", layers.LinkTypeIEEE802_11, cat(protected, junk), "802.11 encrypted"},
+		{"encrypted 802.11", layers.LinkTypeIEEE802_11, cat(protected, junk), "encrypted 802.11"},
 		{"macsec", layers.LinkTypeEthernet, cat(ethernetHeader(etherTypeMACsec), junk), "MACsec"},
 		{"ppp vj compressed tcp", layers.LinkTypePPP, cat([]byte{0xff, 0x03, 0x00, 0x2d}, junk), "PPP Van Jacobson compressed TCP"},
 		{"mpls payload of unknown kind", layers.LinkTypeEthernet, cat(ethernetHeader(layers.EthernetTypeMPLSUnicast), []byte{0, 1, 1, 64}, junk), "MPLS with an unknown payload"},

@@ -66,7 +66,7 @@ type Stats struct {
 // SkippedRecords counts the records of one link type or encapsulation that
 // were skipped because this package does not decode it.
 type SkippedRecords struct {
-	Name    string // e.g. "IPsec ESP", "802.11 encrypted", "link type 147"
+	Name    string // e.g. "IPsec ESP", "encrypted 802.11", "link type 147"
 	Records int64
 }
 
