@@ -100,8 +100,22 @@ func File(ctx context.Context, path string, opts Options) (*report.Report, error
 		if st.Truncated {
 			rep.Warnings = append(rep.Warnings, fmt.Sprintf("the file ends in the middle of a packet record: analyzed the %d whole records before it", st.Records))
 		}
+		if st.Fragments > 0 {
+			rep.Warnings = append(rep.Warnings, fmt.Sprintf("%d IP fragments were not reassembled: TCP segments that travelled in fragments are missing from the analysis", st.Fragments))
+		}
 		if st.Undecodable > 0 {
 			rep.Warnings = append(rep.Warnings, fmt.Sprintf("%d TCP packets were cut before the end of their TCP header and were skipped", st.Undecodable))
+		}
+		if len(st.Skipped) == 1 {
+			rep.Warnings = append(rep.Warnings, fmt.Sprintf("%d packets in an unsupported encapsulation (%s) were skipped", st.Skipped[0].Records, st.Skipped[0].Name))
+		} else if len(st.Skipped) > 1 {
+			var skipped int64
+			var each []string
+			for _, s := range st.Skipped {
+				skipped += s.Records
+				each = append(each, fmt.Sprintf("%d %s", s.Records, s.Name))
+			}
+			rep.Warnings = append(rep.Warnings, fmt.Sprintf("%d packets in unsupported encapsulations were skipped: %s", skipped, strings.Join(each, ", ")))
 		}
 		if st.TCP == 0 {
 			rep.Warnings = append(rep.Warnings, "the capture holds no TCP packets")

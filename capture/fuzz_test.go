@@ -40,6 +40,24 @@ func fuzzSeeds(t testing.TB) map[string][]byte {
 		record(1, layers.LinkTypeLinuxSLL, frameSLL, finSegment(server4, client4)),
 	}
 	sllFile := writePcapByHand(t, binary.LittleEndian, false, 65535, sll)
+	// Every tunnel and link type of encapFramings, a SYN and a datagram each,
+	// in one pcapng with an interface per link type.
+	var tunnels []testRecord
+	for i, framing := range encapFramings {
+		client, server := client4, server4
+		if framing.ipv6 {
+			client, server = client6, server6
+		}
+		tunnels = append(tunnels,
+			testRecord{data: framing.frame(t, buildIP(t, synSegment(client, server)), framing.ipv6), linkType: framing.linkType, timestampNs: recordTime(2 * i)},
+			testRecord{data: framing.frame(t, buildUDP(t, client, server), framing.ipv6), linkType: framing.linkType, timestampNs: recordTime(2*i + 1)})
+	}
+	radiotap := []testRecord{
+		record(0, layers.LinkTypeIEEE80211Radio, frameRadiotap, dataSegment(server4, client4, 30)),
+		record(1, layers.LinkTypeIEEE80211Radio, frameRadiotap, finSegment(server6, client6)),
+	}
+	nflog := []testRecord{record(0, linkTypeNFLOG, frameNFLOG, synSegment(client4, server4))}
+	vxlan := []testRecord{record(0, layers.LinkTypeEthernet, frameVXLAN(portVXLAN), sackSegment(client4, server4))}
 	junk := make([]byte, 64)
 	for i := range junk {
 		junk[i] = byte(i*37 + 11)
@@ -57,6 +75,31 @@ func fuzzSeeds(t testing.TB) map[string][]byte {
 		"junk-after-pcapng-magic":      append([]byte{0x0a, 0x0d, 0x0d, 0x0a, 0x1c, 0, 0, 0, 0x4d, 0x3c, 0x2b, 0x1a}, junk...),
 		"pcap-header-and-huge-record":  append(writePcapByHand(t, binary.LittleEndian, false, 65535, sll)[:24], 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0x7f, 0xff, 0xff, 0xff, 0x7f),
 		"pcapng-header-and-empty-idbs": writePcapngHeaderOnly(t),
+		"pcapng-every-tunnel":          writePcapng(t, 65535, tunnels),
+		"pcap-radiotap-fcs":            writePcapByHand(t, binary.LittleEndian, false, 65535, radiotap),
+		"pcap-nflog":                   writePcapByHand(t, binary.LittleEndian, false, 65535, nflog),
+		"pcap-vxlan-snaplen80":         writePcapByHand(t, binary.LittleEndian, false, 80, cutTo(vxlan, 80)),
+	}
+}
+
+// cutTo cuts records to a snaplen, keeping their wire length.
+func cutTo(recs []testRecord, snaplen int) []testRecord {
+	out := make([]testRecord, len(recs))
+	for i, rec := range recs {
+		out[i] = rec
+		if len(rec.data) > snaplen {
+			out[i].wireBytes, out[i].data = len(rec.data), rec.data[:snaplen]
+		}
+	}
+	return out
+}
+
+// showPanics makes the reader's parsers let panics through: gopacket's parser
+// turns a panic in a layer into an error (an undecodable record), which would
+// hide a decoder's bug from the fuzzer.
+func showPanics(r *Reader) {
+	for _, p := range r.dec.parsers() {
+		p.IgnorePanic = true
 	}
 }
 
@@ -94,7 +137,12 @@ func FuzzReader(f *testing.F) {
 		f.Add(data)
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		r, err := NewReader(bytes.NewReader(data))
+		withUDP := len(data)%2 == 1 // half the inputs return UDP too
+		var opts []Option
+		if withUDP {
+			opts = append(opts, WithUDP())
+		}
+		r, err := NewReader(bytes.NewReader(data), opts...)
 		if err != nil {
 			if r != nil {
 				t.Fatal("a reader and an error")
@@ -104,6 +152,7 @@ func FuzzReader(f *testing.F) {
 			}
 			return
 		}
+		showPanics(r)
 		var p Packet
 		for calls := 0; ; calls++ {
 			if calls > 1<<22 {
@@ -114,6 +163,9 @@ func FuzzReader(f *testing.F) {
 				break
 			}
 			checkPacketInvariants(t, &p)
+			if p.Protocol == ProtocolUDP && !withUDP {
+				t.Fatal("a UDP datagram without WithUDP")
+			}
 		}
 		if err != io.EOF && !errors.Is(err, ErrDamaged) {
 			t.Fatalf("Next error %q is neither io.EOF nor ErrDamaged", err)
@@ -122,7 +174,11 @@ func FuzzReader(f *testing.F) {
 			t.Fatalf("Next after %q returned %v", err, again)
 		}
 		s := r.Stats()
-		if s.Records != s.TCP+s.NonTCP+s.Undecodable || s.Fragments > s.NonTCP || s.FirstNs > s.LastNs {
+		var skipped int64
+		for _, k := range s.Skipped {
+			skipped += k.Records
+		}
+		if s.Records != s.TCP+s.UDP+s.NonTCP+s.Undecodable || s.Fragments+skipped > s.NonTCP || s.FirstNs > s.LastNs {
 			t.Fatalf("inconsistent stats %+v", s)
 		}
 	})
@@ -131,8 +187,12 @@ func FuzzReader(f *testing.F) {
 func checkPacketInvariants(t *testing.T, p *Packet) {
 	t.Helper()
 	switch {
-	case p.HeaderLen < 20 || p.HeaderLen > 60 || p.HeaderLen%4 != 0:
+	case p.Protocol == ProtocolUDP && (p.HeaderLen != 8 || p.Flags != 0 || p.Options != TCPOptions{WindowScale: -1}):
+		t.Fatalf("UDP datagram %+v", p)
+	case p.Protocol == ProtocolTCP && (p.HeaderLen < 20 || p.HeaderLen > 60 || p.HeaderLen%4 != 0):
 		t.Fatalf("header length %d", p.HeaderLen)
+	case p.Protocol != ProtocolTCP && p.Protocol != ProtocolUDP:
+		t.Fatalf("protocol %d", p.Protocol)
 	case p.PayloadLen < 0 || len(p.Payload) > p.PayloadLen:
 		t.Fatalf("payload %d captured bytes of %d", len(p.Payload), p.PayloadLen)
 	case !p.Src.IsValid() || p.Src.Is4() != p.Dst.Is4():
@@ -174,4 +234,100 @@ func FuzzDecodeTCP(f *testing.F) {
 			t.Fatalf("options %+v, gopacket %+v", p.Options, want)
 		}
 	})
+}
+
+// FuzzDecodeRecord feeds one record of any link type to the decoder, with
+// panics let through and UDP on: every outcome must hold together.
+func FuzzDecodeRecord(f *testing.F) {
+	for _, framing := range linkFramings {
+		client, server := client4, server4
+		if framing.ipv6 {
+			client, server = client6, server6
+		}
+		f.Add(uint16(framing.linkType), framing.frame(f, buildIP(f, dataSegment(server, client, 40)), framing.ipv6))
+		f.Add(uint16(framing.linkType), framing.frame(f, buildUDP(f, client, server), framing.ipv6))
+	}
+	d := newDecoder()
+	d.udp = true
+	for _, p := range d.parsers() {
+		p.IgnorePanic = true
+	}
+	f.Fuzz(func(t *testing.T, linkType uint16, data []byte) {
+		var p Packet
+		switch d.decode(data, len(data), layers.LinkType(linkType), &p) {
+		case decodedTCP, decodedUDP:
+			checkPacketInvariants(t, &p)
+			if p.Tunnel >= 1<<len(encapsulationNames) {
+				t.Fatalf("tunnel bits %b", p.Tunnel)
+			}
+		case decodedSkipped:
+			if _, known := d.parserFor(layers.LinkType(linkType), data); known && d.skipped == "" {
+				t.Fatal("skipped without a name")
+			}
+		}
+	})
+}
+
+// FuzzRadiotapAndDot11 compares the radiotap and 802.11 header readers with
+// gopacket's decoders where those decode: the radiotap length and FCS flag,
+// and the 802.11 data-frame header length.
+func FuzzRadiotapAndDot11(f *testing.F) {
+	for _, ipv6 := range []bool{false, true} {
+		f.Add(frameRadiotap(f, buildIP(f, finSegment(server4, client4)), ipv6))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var ours radiotapLayer
+		ours.dot11 = &dot11Layer{}
+		var theirs layers.RadioTap
+		oursErr := ours.DecodeFromBytes(data, gopacket.NilDecodeFeedback)
+		// gopacket's decoder rewrites the frame in place to drop data padding: give it a copy.
+		if theirs.DecodeFromBytes(bytes.Clone(data), gopacket.NilDecodeFeedback) != nil || oursErr != nil || len(theirs.RadioTapValues) == 0 {
+			return // the readers refuse different broken headers; both must just not panic
+		}
+		flags := theirs.RadioTapValues[0].Flags
+		// gopacket reads fields past the declared header length; this reader
+		// does not: compare only headers whose flags field lies inside.
+		flagsAt := 8 + 4*(len(theirs.Present)-1)
+		if theirs.Present[0].TSFT() {
+			flagsAt = (flagsAt+7)&^7 + 8
+		}
+		if theirs.Present[0].Flags() && flagsAt >= int(theirs.Length) {
+			return
+		}
+		if len(ours.Contents) != int(theirs.Length) {
+			t.Fatalf("radiotap length %d, gopacket %d", len(ours.Contents), theirs.Length)
+		}
+		fcs := flags.FCS() && len(data)-int(theirs.Length) >= 4
+		if got := len(ours.Contents)+len(ours.Payload) == len(data)-4; got != fcs {
+			t.Fatalf("FCS stripped %v, gopacket's flags say FCS %v", got, flags.FCS())
+		}
+		if ours.dot11.padded != flags.Datapad() {
+			t.Fatalf("data padding %v, gopacket %v", ours.dot11.padded, flags.Datapad())
+		}
+
+		frame := data[len(ours.Contents):]
+		var dot11 dot11Layer
+		var their11 layers.Dot11
+		if dot11.DecodeFromBytes(frame, gopacket.NilDecodeFeedback) != nil || their11.DecodeFromBytes(frame, gopacket.NilDecodeFeedback) != nil {
+			return
+		}
+		if !dot11.data || their11.Type.MainType() != layers.Dot11TypeData {
+			return
+		}
+		qos := their11.Type.QOS()
+		amsdu := qos && frame[len(their11.Contents)-2-boolInt(their11.HTControl != nil)*4]&dot11QoSAMSDU != 0
+		if amsdu {
+			return // gopacket does not read A-MSDU subframes
+		}
+		if len(dot11.Contents) != len(their11.Contents) {
+			t.Fatalf("802.11 header %d bytes, gopacket %d", len(dot11.Contents), len(their11.Contents))
+		}
+	})
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

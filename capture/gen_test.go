@@ -40,9 +40,14 @@ func (s testSegment) isIPv6() bool { return s.src.Is6() }
 
 // want is the Packet a reader must return for s (Payload is the whole payload).
 func (s testSegment) want() Packet {
+	var ipID uint16
+	if !s.isIPv6() {
+		ipID = 4242 // the generator's IPv4 identification
+	}
 	return Packet{
-		Src: s.src, Dst: s.dst, SrcPort: s.srcPort, DstPort: s.dstPort,
-		Seq: s.seq, Ack: s.ack, Flags: s.flags, Window: s.window,
+		IPID: ipID,
+		Src:  s.src, Dst: s.dst, SrcPort: s.srcPort, DstPort: s.dstPort,
+		Seq: s.seq, Ack: s.ack, Flags: s.flags, Window: s.window, Protocol: ProtocolTCP,
 		Options: s.wantOptions, HeaderLen: s.wantHeaderLen,
 		PayloadLen: len(s.payload), Payload: s.payload,
 	}
@@ -191,6 +196,7 @@ type linkFraming struct {
 	linkType layers.LinkType
 	ipv6     bool // which IP version the case uses
 	frame    func(t testing.TB, ip []byte, ipv6 bool) []byte
+	tunnel   Encapsulation // what Packet.Tunnel must say
 }
 
 var (
@@ -266,32 +272,33 @@ func frameLoopbackGopacket(t testing.TB, ip []byte, ipv6 bool) []byte {
 	return serialize(t, &layers.Loopback{Family: family}, gopacket.Payload(ip))
 }
 
-var linkFramings = []linkFraming{
-	{"ethernet-ipv4", layers.LinkTypeEthernet, false, frameEthernet},
-	{"ethernet-ipv6", layers.LinkTypeEthernet, true, frameEthernet},
-	{"vlan-ipv4", layers.LinkTypeEthernet, false, frameVLAN},
-	{"vlan-ipv6", layers.LinkTypeEthernet, true, frameVLAN},
-	{"qinq-ipv4", layers.LinkTypeEthernet, false, frameQinQ},
-	{"qinq-ipv6", layers.LinkTypeEthernet, true, frameQinQ},
-	{"raw101-ipv4", layers.LinkTypeRaw, false, frameRaw},
-	{"raw101-ipv6", layers.LinkTypeRaw, true, frameRaw},
-	{"dlt12-ipv4", 12, false, frameRaw},
-	{"dlt14-ipv6", 14, true, frameRaw},
-	{"linktype-ipv4", layers.LinkTypeIPv4, false, frameRaw},
-	{"linktype-ipv6", layers.LinkTypeIPv6, true, frameRaw},
-	{"sll-ipv4", layers.LinkTypeLinuxSLL, false, frameSLL},
-	{"sll-ipv6", layers.LinkTypeLinuxSLL, true, frameSLL},
-	{"sll2-ipv4", layers.LinkTypeLinuxSLL2, false, frameSLL2},
-	{"sll2-ipv6", layers.LinkTypeLinuxSLL2, true, frameSLL2},
-	{"null-le-ipv4", layers.LinkTypeNull, false, frameLoopbackGopacket},
-	{"null-le-ipv6-linux", layers.LinkTypeNull, true, frameLoopbackGopacket},
-	{"null-le-ipv6-bsd24", layers.LinkTypeNull, true, frameLoopback(binary.LittleEndian, 24)},
-	{"null-le-ipv6-freebsd28", layers.LinkTypeNull, true, frameLoopback(binary.LittleEndian, 28)},
-	{"null-be-ipv4", layers.LinkTypeNull, false, frameLoopback(binary.BigEndian, 30)},
-	{"null-be-ipv6-darwin30", layers.LinkTypeNull, true, frameLoopback(binary.BigEndian, 30)},
-	{"loop-ipv4", layers.LinkTypeLoop, false, frameLoopback(binary.BigEndian, 24)},
-	{"loop-ipv6", layers.LinkTypeLoop, true, frameLoopback(binary.BigEndian, 24)},
-}
+// linkFramings are every framing the tests write: these and encapFramings.
+var linkFramings = append([]linkFraming{
+	{"ethernet-ipv4", layers.LinkTypeEthernet, false, frameEthernet, 0},
+	{"ethernet-ipv6", layers.LinkTypeEthernet, true, frameEthernet, 0},
+	{"vlan-ipv4", layers.LinkTypeEthernet, false, frameVLAN, 0},
+	{"vlan-ipv6", layers.LinkTypeEthernet, true, frameVLAN, 0},
+	{"qinq-ipv4", layers.LinkTypeEthernet, false, frameQinQ, 0},
+	{"qinq-ipv6", layers.LinkTypeEthernet, true, frameQinQ, 0},
+	{"raw101-ipv4", layers.LinkTypeRaw, false, frameRaw, 0},
+	{"raw101-ipv6", layers.LinkTypeRaw, true, frameRaw, 0},
+	{"dlt12-ipv4", 12, false, frameRaw, 0},
+	{"dlt14-ipv6", 14, true, frameRaw, 0},
+	{"linktype-ipv4", layers.LinkTypeIPv4, false, frameRaw, 0},
+	{"linktype-ipv6", layers.LinkTypeIPv6, true, frameRaw, 0},
+	{"sll-ipv4", layers.LinkTypeLinuxSLL, false, frameSLL, 0},
+	{"sll-ipv6", layers.LinkTypeLinuxSLL, true, frameSLL, 0},
+	{"sll2-ipv4", layers.LinkTypeLinuxSLL2, false, frameSLL2, 0},
+	{"sll2-ipv6", layers.LinkTypeLinuxSLL2, true, frameSLL2, 0},
+	{"null-le-ipv4", layers.LinkTypeNull, false, frameLoopbackGopacket, 0},
+	{"null-le-ipv6-linux", layers.LinkTypeNull, true, frameLoopbackGopacket, 0},
+	{"null-le-ipv6-bsd24", layers.LinkTypeNull, true, frameLoopback(binary.LittleEndian, 24), 0},
+	{"null-le-ipv6-freebsd28", layers.LinkTypeNull, true, frameLoopback(binary.LittleEndian, 28), 0},
+	{"null-be-ipv4", layers.LinkTypeNull, false, frameLoopback(binary.BigEndian, 30), 0},
+	{"null-be-ipv6-darwin30", layers.LinkTypeNull, true, frameLoopback(binary.BigEndian, 30), 0},
+	{"loop-ipv4", layers.LinkTypeLoop, false, frameLoopback(binary.BigEndian, 24), 0},
+	{"loop-ipv6", layers.LinkTypeLoop, true, frameLoopback(binary.BigEndian, 24), 0},
+}, encapFramings...)
 
 // testRecord is one record to write: captured bytes, wire length, link type
 // (pcapng: one interface per link type) and time.

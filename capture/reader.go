@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"slices"
+	"strings"
 
 	"github.com/gopacket/gopacket"
 	"github.com/gopacket/gopacket/layers"
@@ -40,11 +41,19 @@ type Stats struct {
 	// interfaces; 0 there means unlimited).
 	Snaplen int
 
-	Records     int64 // records read: TCP + NonTCP + Undecodable
-	TCP         int64 // records decoded into a Packet
-	NonTCP      int64 // records of other protocols, fragments and unsupported link types
+	Records     int64 // records read: TCP + UDP + NonTCP + Undecodable
+	TCP         int64 // TCP segments returned as Packets
+	UDP         int64 // UDP datagrams returned as Packets (only with WithUDP)
+	NonTCP      int64 // records not returned: other protocols, fragments, skipped encapsulations and link types
 	Fragments   int64 // IP fragments (counted in NonTCP as well)
-	Undecodable int64 // records whose link, IP or TCP header was cut or malformed
+	Undecodable int64 // records whose link, tunnel, IP or TCP header was cut or malformed
+	// Skipped counts the records of NonTCP that were in a link type or an
+	// encapsulation this package does not decode although it may carry TCP
+	// (an unknown link type, IPsec ESP, encrypted 802.11, MACsec...), by its
+	// name, in order of first appearance.
+	Skipped []SkippedRecords
+	// Tunnels is every encapsulation the returned packets came through.
+	Tunnels Encapsulation
 	// Truncated is set when the file ended inside a record (or a pcapng block):
 	// the records before it were read, the partial one was dropped.
 	Truncated bool
@@ -53,6 +62,21 @@ type Stats struct {
 	// nanoseconds since the Unix epoch (0 when there were no records).
 	FirstNs, LastNs int64
 }
+
+// SkippedRecords counts the records of one link type or encapsulation that
+// were skipped because this package does not decode it.
+type SkippedRecords struct {
+	Name    string // e.g. "IPsec ESP", "encrypted 802.11", "link type 147"
+	Records int64
+}
+
+// Option changes what a Reader returns.
+type Option func(*Reader)
+
+// WithUDP makes the Reader return UDP datagrams as well as TCP segments
+// (Packet.Protocol tells them apart), through the same link types and
+// encapsulations. Without it a Reader returns TCP only.
+func WithUDP() Option { return func(r *Reader) { r.dec.udp = true } }
 
 // recordSource is what pcapgo.Reader and pcapgo.NgReader have in common.
 type recordSource interface {
@@ -69,17 +93,18 @@ type Reader struct {
 	dec     *decoder
 	stats   Stats
 	seenLTs []layers.LinkType // link types named in stats.LinkTypes
+	skipLTs []string          // for each of seenLTs, its name in Stats.Skipped ("" if decoded)
 	seenIfs int               // pcapng interfaces already looked at
 	err     error             // sticky: once set, Next returns it
 }
 
 // Open opens a capture file. Close it when done.
-func Open(path string) (*Reader, error) {
+func Open(path string, opts ...Option) (*Reader, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("capture: opening the capture file: %w", err)
 	}
-	r, err := newReader(f)
+	r, err := newReader(f, opts...)
 	if err != nil {
 		f.Close()
 		return nil, fmt.Errorf("capture: %s: %w", path, err)
@@ -103,8 +128,8 @@ const readBufferBytes = 256 << 10
 
 // NewReader reads a capture from in, which it does not close. It reads the file
 // header at once and tells pcap from pcapng (gzip-compressed or not).
-func NewReader(in io.Reader) (*Reader, error) {
-	r, err := newReader(in)
+func NewReader(in io.Reader, opts ...Option) (*Reader, error) {
+	r, err := newReader(in, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("capture: %w", err)
 	}
@@ -112,7 +137,7 @@ func NewReader(in io.Reader) (*Reader, error) {
 }
 
 // newReader is NewReader with errors that do not name the package.
-func newReader(in io.Reader) (*Reader, error) {
+func newReader(in io.Reader, opts ...Option) (*Reader, error) {
 	br := bufio.NewReaderSize(in, readBufferBytes)
 	head, err := br.Peek(4)
 	if len(head) == 0 && err == io.EOF {
@@ -134,6 +159,9 @@ func newReader(in io.Reader) (*Reader, error) {
 	}
 
 	r := &Reader{dec: newDecoder()}
+	for _, opt := range opts {
+		opt(r)
+	}
 	switch {
 	case bytes.Equal(head, magicPcapMicroLE), bytes.Equal(head, magicPcapMicroBE),
 		bytes.Equal(head, magicPcapNanoLE), bytes.Equal(head, magicPcapNanoBE):
@@ -182,9 +210,9 @@ func (r *Reader) Close() error {
 	return nil
 }
 
-// Next fills p with the next TCP segment and returns nil, or returns io.EOF
-// after the last one. Records that are not TCP are skipped and counted (see
-// Stats). Payload points into the Reader's buffer and is valid until the next
+// Next fills p with the next TCP segment (or UDP datagram, with WithUDP) and
+// returns nil, or returns io.EOF after the last one. Other records are skipped
+// and counted (see Stats). Payload points into the Reader's buffer and is valid until the next
 // call. After an error other than io.EOF the file is damaged; Next keeps
 // returning that error.
 func (r *Reader) Next(p *Packet) error {
@@ -217,6 +245,13 @@ func (r *Reader) Next(p *Packet) error {
 		switch r.dec.decode(data, ci.Length, linkType, p) {
 		case decodedTCP:
 			r.stats.TCP++
+			r.stats.Tunnels |= p.Tunnel
+			p.TimestampNs = timestampNs
+			p.Interface = ci.InterfaceIndex
+			return nil
+		case decodedUDP:
+			r.stats.UDP++
+			r.stats.Tunnels |= p.Tunnel
 			p.TimestampNs = timestampNs
 			p.Interface = ci.InterfaceIndex
 			return nil
@@ -225,6 +260,13 @@ func (r *Reader) Next(p *Packet) error {
 			r.stats.NonTCP++
 		case decodedOther:
 			r.stats.NonTCP++
+		case decodedSkipped:
+			r.stats.NonTCP++
+			name := r.dec.skipped
+			if i := slices.Index(r.seenLTs, linkType); i >= 0 && r.skipLTs[i] != "" {
+				name = r.skipLTs[i]
+			}
+			r.countSkipped(name)
 		default:
 			r.stats.Undecodable++
 		}
@@ -276,12 +318,29 @@ func (r *Reader) noteLinkType(linkType layers.LinkType) {
 	}
 	r.seenLTs = append(r.seenLTs, linkType)
 	r.stats.LinkTypes = append(r.stats.LinkTypes, linkTypeName(linkType))
+	skipName := ""
+	if parser, known := r.dec.parserFor(linkType, nil); parser == nil && !known {
+		skipName = unsupportedLinkTypeName(linkType)
+	}
+	r.skipLTs = append(r.skipLTs, skipName)
+}
+
+// countSkipped counts one skipped record under name.
+func (r *Reader) countSkipped(name string) {
+	for i := range r.stats.Skipped {
+		if r.stats.Skipped[i].Name == name {
+			r.stats.Skipped[i].Records++
+			return
+		}
+	}
+	r.stats.Skipped = append(r.stats.Skipped, SkippedRecords{Name: name, Records: 1})
 }
 
 // Stats returns what the Reader has read so far.
 func (r *Reader) Stats() Stats {
 	s := r.stats
 	s.LinkTypes = slices.Clone(r.stats.LinkTypes)
+	s.Skipped = slices.Clone(r.stats.Skipped)
 	return s
 }
 
@@ -304,7 +363,51 @@ func linkTypeName(linkType layers.LinkType) string {
 		return "Null"
 	case layers.LinkTypeLoop:
 		return "Loop"
+	case layers.LinkTypePPP:
+		return "PPP"
+	case layers.LinkTypePPP_HDLC:
+		return "PPP in HDLC framing"
+	case linkTypePPPEther:
+		return "PPPoE"
+	case layers.LinkTypeC_HDLC:
+		return "Cisco HDLC"
+	case layers.LinkTypeFDDI:
+		return "FDDI"
+	case layers.LinkTypeIEEE802_11:
+		return "802.11"
+	case layers.LinkTypeIEEE80211Radio:
+		return "802.11 radiotap"
+	case linkTypeNFLOG:
+		return "NFLOG"
+	case layers.LinkTypePFLog:
+		return "PFLOG"
+	case linkTypeIPoIB:
+		return "IP over InfiniBand"
+	case linkTypePKTAP, linkTypeUser2:
+		return "PKTAP"
 	default:
-		return fmt.Sprintf("unsupported link type %d", uint16(linkType))
+		return "unsupported " + unsupportedLinkTypeName(linkType)
 	}
+}
+
+// unsupportedLinkTypes names link types this package does not decode (from
+// the LINKTYPE_ list of tcpdump.org), where gopacket has no name for them.
+var unsupportedLinkTypes = map[layers.LinkType]string{
+	3: "AX.25", 6: "Token Ring", 7: "ARCNET", 8: "SLIP", 107: "Frame Relay", 119: "802.11 Prism",
+	123: "SunATM", 129: "ARCNET", 143: "DOCSIS", 163: "802.11 AVS", 178: "Juniper Ethernet",
+	187: "Bluetooth HCI", 192: "802.11 PPI", 195: "IEEE 802.15.4", 201: "Bluetooth HCI",
+	226: "Solaris IPNET", 227: "SocketCAN", 281: "Broadcom tag", 282: "Broadcom tag", 284: "DSA tag", 285: "EDSA tag",
+}
+
+// unsupportedLinkTypeName names a link type this package does not decode:
+// "link type N", after its name when it has a well-known one.
+func unsupportedLinkTypeName(linkType layers.LinkType) string {
+	name := fmt.Sprintf("link type %d", uint16(linkType))
+	if known, ok := unsupportedLinkTypes[linkType]; ok {
+		return known + " (" + name + ")"
+	}
+	if known := linkType.String(); !strings.HasPrefix(known, "Unknown") && known != "" {
+		return known + " (" + name + ")"
+	}
+	return name
 }

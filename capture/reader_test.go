@@ -69,6 +69,10 @@ var wantLinkTypeName = map[layers.LinkType]string{
 	layers.LinkTypeIPv4: "IPv4", layers.LinkTypeIPv6: "IPv6",
 	layers.LinkTypeLinuxSLL: "Linux SLL", layers.LinkTypeLinuxSLL2: "Linux SLL2",
 	layers.LinkTypeNull: "Null", layers.LinkTypeLoop: "Loop",
+	layers.LinkTypePPP: "PPP", layers.LinkTypePPP_HDLC: "PPP in HDLC framing", 51: "PPPoE",
+	layers.LinkTypeC_HDLC: "Cisco HDLC", layers.LinkTypeFDDI: "FDDI", layers.LinkTypeIEEE802_11: "802.11",
+	layers.LinkTypeIEEE80211Radio: "802.11 radiotap", 239: "NFLOG", layers.LinkTypePFLog: "PFLOG",
+	242: "IP over InfiniBand", 258: "PKTAP", 149: "PKTAP",
 }
 
 // TestReaderLinkTypesAndFormats writes the same connection for every link type
@@ -104,6 +108,7 @@ func TestReaderLinkTypesAndFormats(t *testing.T) {
 				}
 				for i, seg := range segments {
 					want := seg.want()
+					want.Tunnel = framing.tunnel
 					want.TimestampNs = recordTime(wantRecordIndex[i]) / format.resolutionNs * format.resolutionNs
 					if d := diffPacket(packets[i], want); d != "" {
 						t.Errorf("packet %d:%s", i, d)
@@ -115,7 +120,7 @@ func TestReaderLinkTypesAndFormats(t *testing.T) {
 				}
 				wantStats := Stats{
 					Format: wantFormat, LinkTypes: []string{wantLinkTypeName[framing.linkType]}, Snaplen: 65535,
-					Records: 5, TCP: 4, NonTCP: 1,
+					Records: 5, TCP: 4, NonTCP: 1, Tunnels: framing.tunnel,
 					FirstNs: recordTime(0) / format.resolutionNs * format.resolutionNs,
 					LastNs:  recordTime(4) / format.resolutionNs * format.resolutionNs,
 				}
@@ -303,7 +308,7 @@ func TestRecordOutcomes(t *testing.T) {
 		{"udp", layers.LinkTypeEthernet, frameEthernet(t, buildUDP(t, client4, server4), false), 0, wantNonTCP, Packet{}},
 		{"arp", layers.LinkTypeEthernet, arp, 0, wantNonTCP, Packet{}},
 		{"icmp", layers.LinkTypeRaw, icmp, 0, wantNonTCP, Packet{}},
-		{"unsupported link type", 105, ip4(fin4), 0, wantNonTCP, Packet{}},
+		{"unsupported link type", 147, ip4(fin4), 0, wantNonTCP, Packet{}},
 		{"ipv4 first fragment", layers.LinkTypeRaw, ip4(firstFragment4), 0, wantFragment, Packet{}},
 		{"ipv4 later fragment", layers.LinkTypeRaw, ip4(laterFragment4), 0, wantFragment, Packet{}},
 		{"ipv6 first fragment", layers.LinkTypeRaw, ip4(firstFragment6), 0, wantFragment, Packet{}},
@@ -600,6 +605,9 @@ func TestNextAllocatesNothing(t *testing.T) {
 		{"pcap sll2", fileFormats[1], []string{"sll2-ipv4", "sll2-ipv6"}, 0},
 		{"pcap null", fileFormats[1], []string{"null-le-ipv6-bsd24", "null-le-ipv4"}, 0},
 		{"pcapng ethernet, sll and raw interfaces", fileFormats[4], []string{"qinq-ipv4", "sll-ipv6", "raw101-ipv4"}, 0},
+		{"pcap tunnels", fileFormats[0], []string{"vxlan4789-ipv4", "pppoe-qinq-ipv6", "mpls-stack-ipv6", "gre-key-seq-6in4", "erspan3-ipv4", "aruba-gre-ipv4", "6in4-ipv6"}, 0},
+		{"pcap radiotap", fileFormats[0], []string{"radiotap127-fcs-ipv4", "radiotap127-fcs-datapad-ipv6"}, 0},
+		{"pcap nflog", fileFormats[0], []string{"nflog239-ipv4", "nflog239-ipv6"}, 0},
 		// pcapgo.NgReader boxes each record's link type into an interface;
 		// link type numbers above 255 (SLL2 is 276) cost an allocation there.
 		{"pcapng sll2 (known exception inside pcapgo)", fileFormats[4], []string{"sll2-ipv4"}, 1},
@@ -635,7 +643,17 @@ func TestNextAllocatesNothing(t *testing.T) {
 // BenchmarkReaderNext reads a generated in-memory pcap (Ethernet, IPv4 and
 // IPv6, a third of records UDP) over and over.
 func BenchmarkReaderNext(b *testing.B) {
-	file := allocTestFile(b, fileFormats[0], framingNamed(b, "ethernet-ipv4", "vlan-ipv6"), 10000)
+	benchmarkReaderNext(b, "ethernet-ipv4", "vlan-ipv6")
+}
+
+// BenchmarkReaderNextTunnels is BenchmarkReaderNext through VXLAN, PPPoE over
+// QinQ, MPLS and GRE.
+func BenchmarkReaderNextTunnels(b *testing.B) {
+	benchmarkReaderNext(b, "vxlan4789-ipv4", "pppoe-qinq-ipv6", "mpls-stack-ipv4", "gre-key-seq-6in4")
+}
+
+func benchmarkReaderNext(b *testing.B, framings ...string) {
+	file := allocTestFile(b, fileFormats[0], framingNamed(b, framings...), 10000)
 	newReader := func() *Reader {
 		r, err := NewReader(bytes.NewReader(file))
 		if err != nil {

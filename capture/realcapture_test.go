@@ -16,15 +16,16 @@ import (
 	"github.com/gopacket/gopacket/pcapgo"
 )
 
-// realCapturesDir holds real captures (RAW link type, snaplen 200) shared by
-// the project's tests; its README says how they were made.
-const realCapturesDir = "../../shared/captures"
+// realCapturesDir holds real captures (RAW link type, snaplen 200) of the lab's
+// ground truth; its README says how they were made.
+const realCapturesDir = "../testdata/captures"
 
 // TestRealCaptures reads every shared capture and checks each packet against
 // gopacket's full (allocating) decoder, and a couple of files' TCP counts
 // against tcpdump when it is installed.
 func TestRealCaptures(t *testing.T) {
-	paths, _ := filepath.Glob(filepath.Join(realCapturesDir, "*.pcap"))
+	// The ground-truth pairs (rtt*); the tail-loss-probe ones are pcapng.
+	paths, _ := filepath.Glob(filepath.Join(realCapturesDir, "rtt*.pcap"))
 	if len(paths) == 0 {
 		t.Skipf("no captures in %s (the shared captures directory next to the repository); nothing to compare against", realCapturesDir)
 	}
@@ -115,7 +116,8 @@ func decodeWithGopacket(t *testing.T, file []byte) []Packet {
 			SrcPort:     uint16(tcp.SrcPort), DstPort: uint16(tcp.DstPort),
 			Seq: tcp.Seq, Ack: tcp.Ack, Window: tcp.Window,
 			HeaderLen: int(tcp.DataOffset) * 4, Payload: tcp.Payload,
-			Options: optionsFromGopacket(tcp.Options),
+			Options:  optionsFromGopacket(tcp.Options),
+			Protocol: ProtocolTCP,
 		}
 		for i, set := range []bool{tcp.FIN, tcp.SYN, tcp.RST, tcp.PSH, tcp.ACK, tcp.URG, tcp.ECE, tcp.CWR} {
 			if set {
@@ -125,6 +127,7 @@ func decodeWithGopacket(t *testing.T, file []byte) []Packet {
 		switch ip := pkt.NetworkLayer().(type) {
 		case *layers.IPv4:
 			p.Src, p.Dst = addr(t, ip.SrcIP), addr(t, ip.DstIP)
+			p.IPID = ip.Id
 			p.PayloadLen = int(ip.Length) - int(ip.IHL)*4 - p.HeaderLen
 		case *layers.IPv6:
 			p.Src, p.Dst = addr(t, ip.SrcIP), addr(t, ip.DstIP)

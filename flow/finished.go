@@ -7,11 +7,15 @@ import (
 	"github.com/slowstart/slowstart/capture"
 )
 
-// tombstoneNs is how long a finished connection's sequence space is remembered:
-// late packets of it (a FIN retransmitted with backoff, a last ACK or RST) come
-// within a few minutes (TCP's FIN-WAIT and TIME-WAIT are 60 s on Linux, 2 MSL
-// elsewhere).
-const tombstoneNs = 300e9
+// tombstoneNs is how long a finished connection's sequence space is remembered
+// after its last packet: late packets of it (a FIN retransmitted with backoff, a
+// last ACK, a peer that resets the dead connection every few minutes) must not
+// become new connections. maxTombstones bounds the memory it takes (a few MB);
+// past it the oldest are forgotten first.
+const (
+	tombstoneNs   = 3600e9
+	maxTombstones = 1 << 17
+)
 
 // sequenceSlack is how far from a finished connection's last sequence numbers a
 // packet may be and still continue it.
@@ -51,7 +55,7 @@ func (t *Tracker) bury(key connKey, c *Conn) {
 
 // expireTombstones forgets finished connections quiet for longer than tombstoneNs.
 func (t *Tracker) expireTombstones(nowNs int64) {
-	for t.tombHead < len(t.tombQueue) && nowNs-t.tombQueue[t.tombHead].lastNs > tombstoneNs {
+	for t.tombHead < len(t.tombQueue) && (nowNs-t.tombQueue[t.tombHead].lastNs > tombstoneNs || len(t.finished) > maxTombstones) {
 		ref := t.tombQueue[t.tombHead]
 		if tomb, ok := t.finished[ref.key]; ok && tomb.lastNs == ref.lastNs {
 			delete(t.finished, ref.key)

@@ -323,6 +323,10 @@ func (t *Tracker) Add(p *capture.Packet) {
 		if tomb, ok := t.finished[key]; ok {
 			if tomb.continues(src, p) {
 				t.stats.Trailing++
+				// Keep it while it goes on (a peer that resets every minute).
+				tomb.lastNs = p.TimestampNs
+				t.finished[key] = tomb
+				t.tombQueue = append(t.tombQueue, tombRef{key, tomb.lastNs})
 				return
 			}
 			delete(t.finished, key)
@@ -337,6 +341,11 @@ func (t *Tracker) Add(p *capture.Packet) {
 	}
 	if c.isDuplicate(dir, p) {
 		t.stats.Duplicates++
+		if dir == ToServer && p.Has(capture.FlagSYN) && !p.Has(capture.FlagACK) && c.HandshakeACKNs == 0 {
+			// A copy of the SYN seen later (at another point of the path): the
+			// handshake is timed from the latest copy, as Wireshark's initial RTT is.
+			c.lastSYNNs = p.TimestampNs
+		}
 		return
 	}
 	t.segment(c, dir, p)

@@ -196,7 +196,7 @@ func writeConnection(bw *ErrWriter, c *Connection) {
 		}
 		bw.Printf("%s\n", line)
 	}
-	if c.TLS != nil {
+	if c.TLS != nil && c.TLS.ServerFlightSegments > 0 {
 		bw.Printf("  TLS handshake: %s; the server's flight was %s in %s\n",
 			plural(c.TLS.HandshakeRoundTrips, "round trip", "round trips"),
 			Size(int64(c.TLS.ServerFlightBytes)), plural(c.TLS.ServerFlightSegments, "segment", "segments"))
