@@ -171,7 +171,10 @@ func analyze(c *conn, captureStartNs int64, opts Options) report.Connection {
 				switch f.Type {
 				case quic.FrameCrypto:
 					if crypto.add(uint64(p.Space), f.Offset+f.Length) {
-						sd.newData, sd.newCrypto = true, true
+						// 1-RTT CRYPTO frames carry post-handshake messages
+						// (NewSessionTicket): data, not the handshake.
+						sd.newData = true
+						sd.newCrypto = sd.newCrypto || p.Space != quic.SpaceApplication
 					} else {
 						oldData = true
 					}

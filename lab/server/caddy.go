@@ -44,7 +44,6 @@ var caddyTemplate = template.Must(template.New("Caddyfile").Parse(`# generated b
 {
 	admin off
 	auto_https off
-	persist_config off
 	storage file_system {{.Dir}}/storage
 	servers {
 		protocols h1 h2 h3

@@ -361,7 +361,9 @@ func (c *recordingConn) WriteTo(b []byte, addr net.Addr) (int, error) {
 	return n, err
 }
 
-func unmapAP(ap netip.AddrPort) netip.AddrPort { return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port()) }
+func unmapAP(ap netip.AddrPort) netip.AddrPort {
+	return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
+}
 
 func (c *recordingConn) stop() {
 	c.mu.Lock()
@@ -423,8 +425,12 @@ func qlogSpace(packetType string) string {
 }
 
 // SetReadBuffer, SetWriteBuffer and SyscallConn let quic-go size the socket's buffers.
-func (c *recordingConn) SetReadBuffer(n int) error  { return c.PacketConn.(*net.UDPConn).SetReadBuffer(n) }
-func (c *recordingConn) SetWriteBuffer(n int) error { return c.PacketConn.(*net.UDPConn).SetWriteBuffer(n) }
+func (c *recordingConn) SetReadBuffer(n int) error {
+	return c.PacketConn.(*net.UDPConn).SetReadBuffer(n)
+}
+func (c *recordingConn) SetWriteBuffer(n int) error {
+	return c.PacketConn.(*net.UDPConn).SetWriteBuffer(n)
+}
 func (c *recordingConn) SyscallConn() (syscall.RawConn, error) {
 	return c.PacketConn.(*net.UDPConn).SyscallConn()
 }
