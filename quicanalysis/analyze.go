@@ -8,10 +8,16 @@ import (
 	"github.com/slowstart/slowstart/report"
 )
 
-// releaseShare: at the client's vantage point a client packet sent at t can only have
-// released server packets that arrive after t + (1-ε)·RTT, with ε = 1/4 as in package
-// rounds.
-const releaseShareNum, releaseShareDen = 3, 4
+// At the client's vantage point a client packet sent at t can only have released
+// server packets that arrive after t + RTT, RTT the smallest round trip the
+// acknowledgements show (their ACK Delay taken off). A margin of RTT/8, at most 2 ms,
+// absorbs the jitter of timestamps. It is tighter than TCP's 1/4 (package rounds):
+// QUIC servers pace, so packets leave all through a round trip, and a quarter of it
+// would count those sent just before an acknowledgement arrived as released by it.
+const (
+	releaseMarginDen   = 8
+	releaseMarginMaxNs = 2_000_000
+)
 
 // serverDatagram is a server datagram with what the rounds need.
 type serverDatagram struct {
@@ -114,6 +120,18 @@ func analyze(c *conn, captureStartNs int64, opts Options) report.Connection {
 	}
 
 	rttNs, vantage := rttAndVantage(c)
+	// The smallest gaps over the whole connection decide the vantage point more
+	// surely than the first exchange, whose server side includes the work of a
+	// signature: at the client, the server's acknowledgements come a round trip after
+	// the client's packets; at the server, the client's do.
+	if toServer, toClient := minRTT(c, report.VantageClient), minRTT(c, report.VantageServer); toServer > 0 && toClient > 0 {
+		switch {
+		case toServer > toClient && vantage != report.VantageClient:
+			vantage, rttNs = report.VantageClient, toServer
+		case toClient > toServer && vantage != report.VantageServer:
+			vantage, rttNs = report.VantageServer, toClient
+		}
+	}
 	rc.Vantage = vantage
 	if rttNs > 0 {
 		v := float64(rttNs) / 1e6
@@ -129,7 +147,7 @@ func analyze(c *conn, captureStartNs int64, opts Options) report.Connection {
 	// The client's datagrams as the server came to know them.
 	shift := int64(0)
 	if vantage == report.VantageClient {
-		shift = rttNs * releaseShareNum / releaseShareDen
+		shift = rttNs - min(rttNs/releaseMarginDen, releaseMarginMaxNs)
 	}
 	events := make([]clientEvent, len(c.clientDgrams))
 	for i, d := range c.clientDgrams {
@@ -144,12 +162,7 @@ func analyze(c *conn, captureStartNs int64, opts Options) report.Connection {
 
 	// Server packets by space, in packet number order, for "which round did this ACK
 	// acknowledge" and for bytes in flight.
-	type sent struct {
-		pn       int64
-		packet   int
-		datagram int
-	}
-	var bySpace [3][]sent
+	var bySpace [3][]sentPacket
 	packetDatagram := map[int]int{}
 	dgs := make([]serverDatagram, len(c.serverDgrams))
 	crypto, streams := byteRanges{}, byteRanges{}
@@ -162,7 +175,7 @@ func analyze(c *conn, captureStartNs int64, opts Options) report.Connection {
 			p := &c.packets[pi]
 			packetDatagram[pi] = i
 			if p.Decrypted && p.Space <= quic.SpaceApplication {
-				bySpace[p.Space] = append(bySpace[p.Space], sent{p.Number, pi, i})
+				bySpace[p.Space] = append(bySpace[p.Space], sentPacket{p.Number, pi, i})
 			}
 			if p.AckEliciting() || !p.Decrypted {
 				sd.inFlight = true // an undecrypted packet is taken as ack-eliciting
@@ -262,6 +275,22 @@ func analyze(c *conn, captureStartNs int64, opts Options) report.Connection {
 		v := ms(validatedNs - shift)
 		q.AddressValidatedMs = &v
 	}
+	// At the client's vantage point, what the server knew is read through the shift:
+	// a datagram's bytes in flight count as known only when moving the known times of
+	// the acknowledgements (a quarter RTT earlier, the margin later) gives the same.
+	unsure := map[int]bool{}
+	if vantage == report.VantageClient {
+		margin := min(rttNs/releaseMarginDen, releaseMarginMaxNs)
+		// Earlier by up to a quarter of the RTT (as package rounds allows for TCP):
+		// the smallest RTT seen may still be longer than the path's.
+		for _, delta := range []int64{-rttNs / 4, -margin, margin} {
+			for i, v := range inFlightWith(c, dgs, events, bySpace, delta) {
+				if v != dgs[i].inFlightAfter {
+					unsure[i] = true
+				}
+			}
+		}
+	}
 
 	// The first flight: everything the server sent before an acknowledgement reached it.
 	q.ClientInitialBytes = dgs[0].receivedBefore
@@ -285,7 +314,7 @@ func analyze(c *conn, captureStartNs int64, opts Options) report.Connection {
 		rc.Notes = append(rc.Notes, fmt.Sprintf("the server sent %d bytes to the client's unvalidated address, %d more than three times the %d it had received then (RFC 9000 §8.1)", excessAt, excess, (excessAt-excess)/3))
 	}
 
-	rounds, indexOf := buildRounds(dgs, maxDatagram, rttNs, startNs)
+	rounds, indexOf, lasts := buildRounds(dgs, maxDatagram, rttNs, startNs)
 	rc.Rounds = rounds
 	rc.MSS = maxDatagram
 	for _, sd := range dgs {
@@ -319,7 +348,20 @@ func analyze(c *conn, captureStartNs int64, opts Options) report.Connection {
 	}
 	rc.RoundTrips.Total = rc.RoundTrips.TLS + rc.RoundTrips.HTTP
 
-	rc.InitialWindow = initialWindow(rounds, dgs, maxDatagram)
+	rc.InitialWindow = initialWindow(rounds, maxDatagram)
+	if iw := rc.InitialWindow; iw.Verdict == report.VerdictExact {
+		for k, r := range rounds {
+			if r.Phase != report.PhaseHTTP {
+				continue
+			}
+			if unsure[lasts[k]] {
+				iw.Verdict = report.VerdictLowerBound
+				iw.Bytes = r.InFlightBytes - maxDatagram
+				iw.Reason = fmt.Sprintf("round %d stopped with about %d bytes in flight, but at the client the acknowledgements the server had then are known only to within the timing margin, and that margin changes the count: the window is at least %d bytes", r.Index, r.InFlightBytes, iw.Bytes)
+			}
+			break
+		}
+	}
 	if len(rounds) > 0 && rounds[0].Phase == report.PhaseTLS {
 		tlsInfo.InitialWindow = handshakeReading(rounds[0])
 	}
@@ -329,6 +371,53 @@ func analyze(c *conn, captureStartNs int64, opts Options) report.Connection {
 		q.PacketLog = packetLog(c, dgs, packetDatagram, ms, indexOf)
 	}
 	return rc
+}
+
+// sentPacket is a server packet in its space's packet number order.
+type sentPacket struct {
+	pn       int64
+	packet   int // index in conn.packets
+	datagram int // index in the server's datagrams
+}
+
+// inFlightWith replays the acknowledgements with their known times moved by deltaNs
+// and returns the bytes in flight after each server datagram.
+func inFlightWith(c *conn, dgs []serverDatagram, events []clientEvent, bySpace [3][]sentPacket, deltaNs int64) []int {
+	out := make([]int, len(dgs))
+	acked := map[int]bool{}
+	inFlight, next := 0, 0
+	for i := range dgs {
+		for next < len(events) && events[next].knownNs+deltaNs <= dgs[i].timeNs {
+			for _, pi := range events[next].packets {
+				p := &c.packets[pi]
+				for _, f := range p.Frames {
+					if f.Type != quic.FrameAck && f.Type != quic.FrameAckECN {
+						continue
+					}
+					for _, r := range f.AckRanges {
+						list := bySpace[p.Space]
+						k := sort.Search(len(list), func(i int) bool { return list[i].pn >= r.Smallest })
+						for ; k < len(list) && list[k].pn <= r.Largest; k++ {
+							if q := list[k].packet; !acked[q] {
+								acked[q] = true
+								if c.packets[q].AckEliciting() {
+									inFlight -= c.packets[q].Bytes
+								}
+							}
+						}
+					}
+				}
+			}
+			next++
+		}
+		for _, pi := range c.serverDgrams[i].packets {
+			if p := &c.packets[pi]; p.AckEliciting() {
+				inFlight += p.Bytes
+			}
+		}
+		out[i] = inFlight
+	}
+	return out
 }
 
 // minRTT is the smallest round trip the acknowledgements show at this vantage point:

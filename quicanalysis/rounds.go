@@ -8,9 +8,9 @@ import (
 )
 
 // buildRounds groups the server's ack-eliciting datagrams by round and labels why
-// each round ended. It returns the rounds and the map from the raw round numbers of
-// the datagrams to the reported (dense, 1-based) indexes.
-func buildRounds(dgs []serverDatagram, maxDatagram int, rttNs, startNs int64) ([]report.Round, map[int]int) {
+// each round ended. It returns the rounds, the map from the raw round numbers of the
+// datagrams to the reported (dense, 1-based) indexes, and each round's last datagram.
+func buildRounds(dgs []serverDatagram, maxDatagram int, rttNs, startNs int64) ([]report.Round, map[int]int, []int) {
 	raw := map[int]bool{}
 	for _, sd := range dgs {
 		if sd.inFlight {
@@ -90,20 +90,55 @@ func buildRounds(dgs []serverDatagram, maxDatagram int, rttNs, startNs int64) ([
 			r.Limit = report.LimitEnd
 		case !end.validated && 3*end.receivedBefore-sentAfter < maxDatagram:
 			r.Limit = report.LimitAmplification
-		case k+1 < len(rounds) && first[k+1] >= 0 && dgs[first[k+1]].timeNs-dgs[first[k+1]].releasedNs <= max(rttNs/2, 2_000_000):
-			r.Limit = report.LimitCwnd
+		case k+1 < len(rounds):
+			r.Limit = endOfRound(dgs, first[k], last[k], first[k+1], rttNs)
 		default:
 			r.Limit = report.LimitApp
 		}
 	}
-	return rounds, indexOf
+	return rounds, indexOf, last
+}
+
+// endOfRound tells why a round (datagrams first..last of dgs) that had more to send
+// ended, from the silence between its last datagram and the acknowledgement that
+// released the next round (whose first datagram is next): a server stopped by its
+// window is silent until the acknowledgement returns and sends again at once; a
+// server still pacing its window out when the acknowledgement came has no silence
+// beyond its pacing interval; one that waited for its application sent late.
+func endOfRound(dgs []serverDatagram, first, last, next int, rttNs int64) string {
+	var gaps []int64
+	prev := int64(-1)
+	for i := first; i <= last; i++ {
+		if !dgs[i].inFlight {
+			continue
+		}
+		if prev >= 0 {
+			gaps = append(gaps, dgs[i].timeNs-prev)
+		}
+		prev = dgs[i].timeNs
+	}
+	spacing := int64(0)
+	if len(gaps) > 0 {
+		sort.Slice(gaps, func(a, b int) bool { return gaps[a] < gaps[b] })
+		spacing = gaps[len(gaps)/2]
+	}
+	release := dgs[next].releasedNs
+	silence := release - dgs[last].timeNs
+	prompt := dgs[next].timeNs-release <= max(rttNs/8, 2_000_000)+spacing
+	switch {
+	case silence <= max(2*spacing, 1_000_000):
+		return report.LimitPacing
+	case prompt:
+		return report.LimitCwnd
+	}
+	return report.LimitApp
 }
 
 // initialWindow reads the server's initial congestion window from the first round of
 // response data after the handshake. QUIC counts its window in bytes of packets in
 // flight, and a sender may go past it by less than one datagram (it sends while bytes
 // in flight are below the window).
-func initialWindow(rounds []report.Round, dgs []serverDatagram, maxDatagram int) *report.InitialWindow {
+func initialWindow(rounds []report.Round, maxDatagram int) *report.InitialWindow {
 	var handshakeBytes int
 	for i := range rounds {
 		r := rounds[i]
@@ -132,6 +167,9 @@ func initialWindow(rounds []report.Round, dgs []serverDatagram, maxDatagram int)
 		case report.LimitAmplification:
 			iw.Verdict = report.VerdictLowerBound
 			iw.Reason = fmt.Sprintf("round %d was cut by the amplification limit, not by the window: the window is at least %d bytes", r.Index, r.InFlightBytes)
+		case report.LimitPacing:
+			iw.Verdict = report.VerdictLowerBound
+			iw.Reason = fmt.Sprintf("the server was still pacing out round %d when the first acknowledgement returned (no silence before it): the window is at least the %d bytes in flight then", r.Index, r.InFlightBytes)
 		case report.LimitEnd:
 			iw.Verdict = report.VerdictLowerBound
 			iw.Reason = fmt.Sprintf("the response ended inside round %d: the window is at least the %d bytes in flight then", r.Index, r.InFlightBytes)

@@ -288,6 +288,11 @@ const (
 // it had not validated yet (RFC 9000 §8.1).
 const LimitAmplification = "amplification"
 
+// LimitPacing ends a round in which the server was still pacing its packets out when
+// the first acknowledgement returned: no silence before it, so the round was cut by
+// the acknowledgement's arrival, not by the window.
+const LimitPacing = "pacing"
+
 // QUIC is what a QUIC connection has that a TCP connection has not.
 type QUIC struct {
 	Version string `json:"version"` // "1"

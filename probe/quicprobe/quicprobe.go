@@ -6,10 +6,10 @@
 // (package quicanalysis) with those secrets: the same report.Connection as for TCP,
 // with transport "quic".
 //
-// The datagrams are recorded at the client's UDP socket, not by a packet capture: the
-// times are when quic-go wrote a datagram and when it read one, within microseconds of
-// the kernel's on an idle machine, later on a busy one. The tracer's packets are kept
-// beside them, and the probe notes any packet the two disagree on.
+// The datagrams are recorded at the client's UDP socket, not by a packet capture:
+// arrivals carry the kernel's receive timestamp (SO_TIMESTAMPNS), departures the time
+// quic-go handed them to the kernel. The tracer's packets are kept beside them, and
+// the probe notes any packet the two disagree on.
 //
 // It is not the TCP probe (package probe) and does no exact (active) measurement.
 package quicprobe
@@ -144,7 +144,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	if err != nil {
 		return nil, fmt.Errorf("opening a UDP socket: %w", err)
 	}
-	rec := &recordingConn{PacketConn: udp, remote: remote}
+	rec := &recordingConn{PacketConn: udp, udp: udp, remote: remote, kernelTimes: enableTimestamps(udp)}
 	defer rec.Close()
 
 	var keys bytes.Buffer
@@ -275,7 +275,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 		c := &rep.Connections[i]
 		t := *timing
 		c.ClientTiming = &t
-		c.Notes = append(c.Notes, "datagrams recorded at the client's UDP socket (times when quic-go wrote and read them), decrypted with the connection's own TLS secrets")
+		c.Notes = append(c.Notes, "datagrams recorded at the client's UDP socket (arrivals timed by the kernel, departures when quic-go wrote them), decrypted with the connection's own TLS secrets")
 		c.Notes = append(c.Notes, compareTrace(res.Trace, a)...)
 	}
 	res.Report = rep
@@ -321,14 +321,20 @@ func (f writerFunc) Write(b []byte) (int, error) { return f(b) }
 // the server with the time it passed the socket.
 type recordingConn struct {
 	net.PacketConn
-	remote  netip.AddrPort
-	mu      sync.Mutex
-	records []quicanalysis.Datagram
-	stopped bool
+	udp *net.UDPConn
+	// kernelTimes: arrivals carry the kernel's receive timestamp (SO_TIMESTAMPNS).
+	kernelTimes bool
+	remote      netip.AddrPort
+	mu          sync.Mutex
+	records     []quicanalysis.Datagram
+	stopped     bool
 }
 
-func (c *recordingConn) record(src, dst netip.AddrPort, b []byte) {
-	now := time.Now().UnixNano()
+func (c *recordingConn) record(src, dst netip.AddrPort, b []byte, timeNs int64) {
+	now := timeNs
+	if now == 0 {
+		now = time.Now().UnixNano()
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if !c.stopped {
@@ -342,20 +348,24 @@ func (c *recordingConn) local() netip.AddrPort {
 }
 
 func (c *recordingConn) ReadFrom(b []byte) (int, net.Addr, error) {
-	n, addr, err := c.PacketConn.ReadFrom(b)
-	if err == nil {
-		if ua, ok := addr.(*net.UDPAddr); ok {
-			c.record(unmapAP(ua.AddrPort()), c.local(), b[:n])
-		}
+	var oob [128]byte
+	n, oobn, _, addr, err := c.udp.ReadMsgUDPAddrPort(b, oob[:])
+	if err != nil {
+		return n, nil, err
 	}
-	return n, addr, err
+	var ts int64
+	if c.kernelTimes {
+		ts = kernelTimestamp(oob[:oobn])
+	}
+	c.record(unmapAP(addr), c.local(), b[:n], ts)
+	return n, net.UDPAddrFromAddrPort(addr), nil
 }
 
 func (c *recordingConn) WriteTo(b []byte, addr net.Addr) (int, error) {
 	n, err := c.PacketConn.WriteTo(b, addr)
 	if err == nil {
 		if ua, ok := addr.(*net.UDPAddr); ok {
-			c.record(c.local(), unmapAP(ua.AddrPort()), b[:n])
+			c.record(c.local(), unmapAP(ua.AddrPort()), b[:n], 0)
 		}
 	}
 	return n, err
