@@ -280,6 +280,9 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	}
 	res.Report = rep
 	if fetchErr != nil {
+		if len(rep.Connections) > 0 && len(rep.Connections[0].Rounds) == 0 && rep.Connections[0].BytesToClient == 0 {
+			return res, fmt.Errorf("fetching %s over HTTP/3: no answer over UDP from %s (is HTTP/3 served there, and does UDP reach it?): %w", opts.URL, remote, fetchErr)
+		}
 		return res, fmt.Errorf("fetching %s over HTTP/3: %w", opts.URL, fetchErr)
 	}
 	if len(rep.Connections) == 0 {
