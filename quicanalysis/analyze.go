@@ -322,6 +322,19 @@ func analyze(c *conn, captureStartNs int64, opts Options) report.Connection {
 			rc.Retransmission++
 		}
 	}
+	largestSoFar := 0
+	for _, d := range c.serverDgrams {
+		probe := len(d.packets) == 1
+		for _, pi := range d.packets {
+			for _, f := range c.packets[pi].Frames {
+				probe = probe && (f.Type == quic.FramePing || f.Type == quic.FramePadding)
+			}
+		}
+		if probe && largestSoFar > 0 && d.bytes > largestSoFar {
+			q.MTUProbes++
+		}
+		largestSoFar = max(largestSoFar, d.bytes)
+	}
 	for _, r := range rounds {
 		if r.Limit == report.LimitAmplification {
 			q.AmplificationLimited = true
