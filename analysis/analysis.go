@@ -16,6 +16,8 @@ import (
 
 	"github.com/slowstart/slowstart/capture"
 	"github.com/slowstart/slowstart/flow"
+	"github.com/slowstart/slowstart/keylog"
+	"github.com/slowstart/slowstart/quicanalysis"
 	"github.com/slowstart/slowstart/report"
 )
 
@@ -28,6 +30,9 @@ type Options struct {
 	Tool string
 	// Packets asks for every packet of every connection in the Report (for timelines).
 	Packets bool
+	// KeyLog holds TLS secrets (an NSS key log, SSLKEYLOGFILE) to decrypt with: QUIC
+	// Handshake and 1-RTT packets. Nil: only what is in the clear.
+	KeyLog *keylog.Log
 }
 
 // ParseServer parses "HOST", "HOST:PORT", ":PORT" or "[V6]:PORT" into a hint.
@@ -75,7 +80,7 @@ type Result struct {
 
 // File analyzes a capture file.
 func File(ctx context.Context, path string, opts Options) (*report.Report, error) {
-	r, err := capture.Open(path)
+	r, err := capture.Open(path, capture.WithUDP())
 	if err != nil {
 		return nil, err
 	}
@@ -117,8 +122,8 @@ func File(ctx context.Context, path string, opts Options) (*report.Report, error
 			}
 			rep.Warnings = append(rep.Warnings, fmt.Sprintf("%d packets in unsupported encapsulations were skipped: %s", skipped, strings.Join(each, ", ")))
 		}
-		if st.TCP == 0 {
-			rep.Warnings = append(rep.Warnings, "the capture holds no TCP packets")
+		if st.TCP == 0 && len(rep.Connections) == 0 {
+			rep.Warnings = append(rep.Warnings, "the capture holds no TCP packets and no QUIC connection")
 		}
 	}
 	return rep, err
@@ -141,6 +146,10 @@ func Run(ctx context.Context, src PacketSource, opts Options) (*report.Report, e
 		if a.firstNs == 0 {
 			a.firstNs = p.TimestampNs
 		}
+		if p.Protocol == capture.ProtocolUDP {
+			a.addDatagram(&p)
+			continue
+		}
 		a.tracker.Add(&p)
 		n++
 		if n&0xffff == 0 && ctx.Err() != nil {
@@ -155,8 +164,19 @@ func Run(ctx context.Context, src PacketSource, opts Options) (*report.Report, e
 type analyzer struct {
 	opts    Options
 	tracker *flow.Tracker
+	quic    *quicanalysis.Analyzer // made at the first UDP datagram
 	conns   []report.Connection
 	firstNs int64
+}
+
+// addDatagram hands a UDP datagram to the QUIC analysis, which keeps those of
+// connections that begin with a client's Initial packet.
+func (a *analyzer) addDatagram(p *capture.Packet) {
+	if a.quic == nil {
+		a.quic = quicanalysis.New(quicanalysis.Options{Keys: a.opts.KeyLog, PacketLog: a.opts.Packets})
+	}
+	a.quic.Add(quicanalysis.Datagram{TimeNs: p.TimestampNs,
+		Src: netip.AddrPortFrom(p.Src, p.SrcPort), Dst: netip.AddrPortFrom(p.Dst, p.DstPort), Payload: p.Payload})
 }
 
 func newAnalyzer(opts Options) *analyzer {
@@ -182,6 +202,13 @@ func (a *analyzer) finish() *report.Report {
 		a.conns = []report.Connection{}
 	}
 	sort.Slice(a.conns, func(i, j int) bool { return a.conns[i].Index < a.conns[j].Index })
+	if a.quic != nil {
+		for _, c := range a.quic.ConnectionsFrom(a.firstNs) {
+			a.add(c)
+		}
+		// TCP and QUIC connections on one axis, in order of their first packet.
+		sort.SliceStable(a.conns, func(i, j int) bool { return a.conns[i].StartMs < a.conns[j].StartMs })
+	}
 	for i := range a.conns {
 		a.conns[i].Index = i + 1
 	}

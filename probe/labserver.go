@@ -37,6 +37,16 @@ type LabServerConfig struct {
 	// /bytes/N for every N of NginxBodySizes (nginx cannot make up bodies).
 	Nginx          bool
 	NginxBodySizes []int64
+	// HTTP3 also serves HTTP/3 (QUIC, quic-go) on UDP at the same port, with the same
+	// chain; it implies TLSVersion "1.3" when none is set. The IW above applies to TCP
+	// only: quic-go's initial window cannot be set (see server.ServeHTTP3).
+	HTTP3 bool
+	// Caddy serves with Debian's Caddy instead (HTTP/1.1, HTTP/2 and HTTP/3, TLS), the
+	// same /bytes/N for every N of NginxBodySizes.
+	Caddy bool
+	// Tap sees every packet the link emulator reads from or writes to a TUN device
+	// (device 0: the client's, 1: the server's), as captures at both ends would.
+	Tap func(device int, data []byte, unixNs int64)
 }
 
 // LabServer is a lab trial (client and server namespaces joined by the link
@@ -115,7 +125,7 @@ func StartLabServer(ctx context.Context, cfg LabServerConfig) (_ *LabServer, err
 	linkCtx, stopLink := context.WithCancel(context.WithoutCancel(ctx))
 	linkDone := make(chan error, 1)
 	go func() {
-		_, err := link.Run(linkCtx, clientDev, serverDev, mk(1), mk(2), link.RunOptions{EarlyWakeNs: -1})
+		_, err := link.Run(linkCtx, clientDev, serverDev, mk(1), mk(2), link.RunOptions{EarlyWakeNs: -1, Tap: cfg.Tap})
 		linkDone <- err
 	}()
 	cleanups = append(cleanups, func() error {
@@ -129,6 +139,9 @@ func StartLabServer(ctx context.Context, cfg LabServerConfig) (_ *LabServer, err
 	s := &LabServer{trial: trial, Netns: trial.NamespacePath(netlab.Client), Scheme: "http"}
 	port := uint16(80)
 	scfg := cfg.Server
+	if (cfg.HTTP3 || cfg.Caddy) && cfg.TLSVersion == "" {
+		cfg.TLSVersion = "1.3"
+	}
 	scfg.TLSVersion, scfg.HTTP2 = cfg.TLSVersion, cfg.HTTP2
 	if cfg.TLSVersion != "" {
 		port, s.Scheme = 443, "https"
@@ -145,6 +158,27 @@ func StartLabServer(ctx context.Context, cfg LabServerConfig) (_ *LabServer, err
 		s.rootCerts = []*x509.Certificate{chain.Root}
 	}
 	s.Addr = netip.AddrPortFrom(trial.Addr(netlab.Server, cfg.IPv6), port)
+	if cfg.Caddy {
+		cd, err := server.StartCaddy(ctx, server.CaddyConfig{Address: s.Addr.String(), ServerName: LabServerName,
+			Certificate: scfg.Certificate, BodySizes: cfg.NginxBodySizes, Dial: trial.DialFunc(netlab.Client, &net.Dialer{})},
+			trial.WrapCommand(netlab.Server))
+		if err != nil {
+			return nil, fmt.Errorf("starting caddy: %w", err)
+		}
+		cleanups = append(cleanups, cd.Stop)
+		s.stop = stop
+		return s, nil
+	}
+	if cfg.HTTP3 {
+		pc, err := trial.ListenPacket(netlab.Server, "udp", s.Addr.String())
+		if err != nil {
+			return nil, err
+		}
+		h3Ctx, stopH3 := context.WithCancel(context.WithoutCancel(ctx))
+		h3Done := make(chan error, 1)
+		go func() { h3Done <- server.ServeHTTP3(h3Ctx, pc, scfg) }()
+		cleanups = append(cleanups, func() error { stopH3(); err := <-h3Done; pc.Close(); return err })
+	}
 	if cfg.Nginx {
 		// nginx lives until Close, not until ctx ends (StartNginx stops it then).
 		ng, err := server.StartNginx(context.WithoutCancel(ctx), server.NginxConfig{

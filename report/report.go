@@ -127,6 +127,10 @@ type Connection struct {
 	ClientTiming *ClientTiming `json:"client_timing,omitempty"`
 	// Diagnoses are the round trips the connection could have saved, and why (probe).
 	Diagnoses []Diagnosis `json:"diagnoses,omitempty"`
+
+	// QUIC connections (see the QUIC block at the end of this file).
+	Transport string `json:"transport,omitempty"` // "tcp" or "quic"; empty: tcp
+	QUIC      *QUIC  `json:"quic,omitempty"`
 }
 
 // Packet is one packet of a connection, with sequence numbers as stream offsets.
@@ -293,4 +297,83 @@ type Spread struct {
 	Median float64 `json:"median"`
 	Max    float64 `json:"max"`
 	Stddev float64 `json:"stddev"`
+}
+
+// ---- QUIC (HTTP/3) connections -------------------------------------------------
+// Everything below is for connections with Transport "quic" (docs/report.md, "QUIC
+// connections"); a TCP connection leaves Transport empty and QUIC nil. A QUIC
+// connection fills the common fields as follows: segments are UDP datagrams, bytes
+// are UDP payload bytes (whole QUIC packets: what the congestion window and the
+// amplification limit count), MSS is the largest datagram the server sent,
+// round_trips.tls counts the QUIC handshake's round trips (transport and TLS in one),
+// round_trips.tcp is 0.
+
+// Transports.
+const (
+	TransportTCP  = "tcp"
+	TransportQUIC = "quic"
+)
+
+// LimitAmplification ends a round in which the server had more to send but had
+// already sent three times the bytes it had received from a client whose address
+// it had not validated yet (RFC 9000 §8.1).
+const LimitAmplification = "amplification"
+
+// LimitPacing ends a round in which the server was still pacing its packets out when
+// the first acknowledgement returned: no silence before it, so the round was cut by
+// the acknowledgement's arrival, not by the window.
+const LimitPacing = "pacing"
+
+// QUIC is what a QUIC connection has that a TCP connection has not.
+type QUIC struct {
+	Version string `json:"version"` // "1"
+	// Decrypted says which packets could be read: "all", or "initial" when the key log
+	// lacked this connection (Handshake and 1-RTT packets then stay opaque).
+	Decrypted string `json:"decrypted"`
+	// ClientInitialBytes: UDP payload bytes the server had received from the client
+	// when it sent its first datagram (the client's first flight, padded Initials).
+	ClientInitialBytes int `json:"client_initial_bytes"`
+	// AmplificationLimitBytes is three times ClientInitialBytes.
+	AmplificationLimitBytes int `json:"amplification_limit_bytes"`
+	// ServerFirstFlightBytes and ServerFirstFlightDatagrams: what the server sent in
+	// round 1, before any acknowledgement from the client had reached it.
+	ServerFirstFlightBytes     int `json:"server_first_flight_bytes"`
+	ServerFirstFlightDatagrams int `json:"server_first_flight_datagrams"`
+	// AmplificationLimited: some round ended by the amplification limit.
+	AmplificationLimited bool `json:"amplification_limited"`
+	// AddressValidatedMs: when the server could first know the client's address was
+	// valid (a Handshake packet from the client reached it); null if never seen.
+	AddressValidatedMs *float64 `json:"address_validated_ms"`
+	// ServerHandshakeBytes is the server's TLS handshake data (CRYPTO frames, Initial
+	// and Handshake spaces); CertificateBytes the TLS Certificate message in it (0
+	// when unknown; CompressedCertificate is counted as sent).
+	ServerHandshakeBytes  int  `json:"server_handshake_bytes"`
+	CertificateBytes      int  `json:"certificate_bytes"`
+	CertificateCompressed bool `json:"certificate_compressed"`
+	// ServerName and ALPN of the ClientHello.
+	ServerName string   `json:"server_name,omitempty"`
+	ALPN       []string `json:"alpn,omitempty"`
+	// Packets counts the QUIC packets of each direction; Undecrypted those that could
+	// not be read; MTUProbes the server's PING+PADDING packets larger than any before
+	// (path MTU probes), left out of the rounds' bytes.
+	ClientPackets int `json:"client_packets"`
+	ServerPackets int `json:"server_packets"`
+	Undecrypted   int `json:"undecrypted_packets"`
+	MTUProbes     int `json:"mtu_probes"`
+	// PacketLog lists every packet with its frames, when asked for (--packets).
+	PacketLog []QUICPacket `json:"packet_log,omitempty"`
+}
+
+// QUICPacket is one QUIC packet of a connection.
+type QUICPacket struct {
+	TimeMs   float64 `json:"t_ms"`
+	Dir      string  `json:"dir"`   // "c2s" or "s2c"
+	Space    string  `json:"space"` // "initial", "handshake", "application"
+	Type     string  `json:"type"`  // "initial", "handshake", "0rtt", "1rtt", "retry"
+	Number   int64   `json:"number"`
+	Bytes    int     `json:"bytes"`
+	Datagram int     `json:"datagram"` // index of its datagram in its direction
+	// Frames in brief: "CRYPTO 0+1162", "STREAM 0 1200+1100 fin", "ACK 0-5,7", "PADDING 36".
+	Frames []string `json:"frames"`
+	Round  int      `json:"round,omitempty"` // server packets: the round they belong to
 }

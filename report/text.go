@@ -170,7 +170,11 @@ func writeConnection(bw *ErrWriter, c *Connection) {
 	if c.HandshakeRTTMs != nil {
 		facts = append(facts, fmt.Sprintf("handshake RTT %.1f ms", *c.HandshakeRTTMs))
 	}
-	facts = append(facts, fmt.Sprintf("MSS %d", c.MSS))
+	if c.Transport == TransportQUIC {
+		facts = append(facts, fmt.Sprintf("QUIC, datagrams up to %d B", c.MSS))
+	} else {
+		facts = append(facts, fmt.Sprintf("MSS %d", c.MSS))
+	}
 	if c.TLS != nil {
 		v := c.TLS.Version
 		if v == "" {
@@ -195,6 +199,9 @@ func writeConnection(bw *ErrWriter, c *Connection) {
 			line += " (partly outside the capture)"
 		}
 		bw.Printf("%s\n", line)
+	}
+	if c.QUIC != nil {
+		writeQUIC(bw, c.QUIC)
 	}
 	if c.TLS != nil && c.TLS.ServerFlightSegments > 0 {
 		bw.Printf("  TLS handshake: %s; the server's flight was %s in %s\n",

@@ -35,6 +35,7 @@ func newProbeCommand() *cobra.Command {
 		exactMode, afterHS    bool
 		htmlOut               string
 		exactMSS, exactRuns   int
+		http3                 bool
 	)
 	cmd := &cobra.Command{
 		Use:   "probe [URL]",
@@ -75,6 +76,10 @@ connection refused, no route, timeout, TLS failure, more than 10 redirects);
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
 				return runDemo(cmd, asJSON, htmlOut)
+			}
+			if http3 {
+				return runHTTP3(cmd, args[0], http3Options{asJSON: asJSON, exact: exactMode, resolves: resolves, insecure: insecure,
+					sni: serverName, netns: netns, timeout: timeout, keylogPath: keylogPath, packets: htmlOut != "", userAgent: userAgent})
 			}
 			if exactMode {
 				return runExact(cmd, args[0], exactOptions{asJSON: asJSON, mss: exactMSS, runs: exactRuns,
@@ -154,6 +159,7 @@ connection refused, no route, timeout, TLS failure, more than 10 redirects);
 	fl.IntVar(&exactMSS, "mss", 64, "with --exact: the MSS announced in the SYN, in bytes (48 to 1460)")
 	fl.IntVar(&exactRuns, "exact-runs", 3, "with --exact: fresh connections to measure; the IW is reported only when they agree")
 	fl.BoolVar(&afterHS, "after-handshake", false, "with --exact over https://: complete the TLS handshake, then count the HTTP response (the window after the handshake, not the IW)")
+	fl.BoolVar(&http3, "http3", false, "fetch over HTTP/3 (QUIC) instead: the handshake's round trips, the amplification limit, the server's first flight and initial window (docs/quic.md)")
 	fl.StringVar(&keylogPath, "keylog", "", "append the TLS secrets to this file (SSLKEYLOGFILE format), so Wireshark can decrypt the pcap")
 	return cmd
 }

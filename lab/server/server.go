@@ -60,6 +60,9 @@ type Config struct {
 	DisableCork bool
 	// Logger receives diagnostics; nil discards them.
 	Logger *slog.Logger
+	// InitialPacketBytes is the size of the HTTP/3 server's first packets (ServeHTTP3;
+	// quic-go's 1,280 when 0).
+	InitialPacketBytes int
 }
 
 // Serve serves /bytes/N on ln until ctx is done, then closes ln and every open connection

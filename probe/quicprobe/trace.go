@@ -1,0 +1,97 @@
+package quicprobe
+
+import (
+	"sync"
+	"time"
+
+	"github.com/quic-go/quic-go/qlog"
+	"github.com/quic-go/quic-go/qlogwriter"
+)
+
+// TracedPacket is one packet the client sent or received, as quic-go's tracing hooks
+// (its qlog events) reported it.
+type TracedPacket struct {
+	TimeNs int64  // when the event was recorded (Unix ns)
+	Sent   bool   // sent by the client; false: received
+	Type   string // qlog packet type: "initial", "handshake", "1RTT", ...
+	Number int64
+	Bytes  int // the packet's length on the wire
+	Frames []TracedFrame
+}
+
+// TracedFrame is one frame of a traced packet: CRYPTO and STREAM with their offsets,
+// ACK with its ranges, others by name.
+type TracedFrame struct {
+	Kind     string // "crypto", "stream", "ack", "padding", "ping", "other"
+	StreamID int64
+	Offset   int64
+	Length   int64
+	Fin      bool
+	Ranges   [][2]int64 // ACK: [smallest, largest], largest range first
+}
+
+// tracer collects the packet events of the probe's connection. It implements
+// qlogwriter.Trace; quic-go calls it from its connection goroutines.
+type tracer struct {
+	mu      sync.Mutex
+	packets []TracedPacket
+}
+
+func (t *tracer) AddProducer() qlogwriter.Recorder { return &recorder{t: t} }
+
+// Packets returns what was traced so far.
+func (t *tracer) Packets() []TracedPacket {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return append([]TracedPacket(nil), t.packets...)
+}
+
+type recorder struct{ t *tracer }
+
+func (r *recorder) Close() error { return nil }
+
+func (r *recorder) RecordEvent(ev qlogwriter.Event) {
+	now := time.Now().UnixNano()
+	var p TracedPacket
+	var frames []qlog.Frame
+	switch e := ev.(type) {
+	case qlog.PacketSent:
+		p = TracedPacket{TimeNs: now, Sent: true, Type: string(e.Header.PacketType), Number: int64(e.Header.PacketNumber), Bytes: e.Raw.Length}
+		frames = e.Frames
+	case *qlog.PacketSent:
+		p = TracedPacket{TimeNs: now, Sent: true, Type: string(e.Header.PacketType), Number: int64(e.Header.PacketNumber), Bytes: e.Raw.Length}
+		frames = e.Frames
+	case qlog.PacketReceived:
+		p = TracedPacket{TimeNs: now, Type: string(e.Header.PacketType), Number: int64(e.Header.PacketNumber), Bytes: e.Raw.Length}
+		frames = e.Frames
+	case *qlog.PacketReceived:
+		p = TracedPacket{TimeNs: now, Type: string(e.Header.PacketType), Number: int64(e.Header.PacketNumber), Bytes: e.Raw.Length}
+		frames = e.Frames
+	default:
+		return
+	}
+	for _, f := range frames {
+		p.Frames = append(p.Frames, tracedFrame(f.Frame))
+	}
+	r.t.mu.Lock()
+	r.t.packets = append(r.t.packets, p)
+	r.t.mu.Unlock()
+}
+
+func tracedFrame(f any) TracedFrame {
+	switch f := f.(type) {
+	case *qlog.CryptoFrame:
+		return TracedFrame{Kind: "crypto", Offset: f.Offset, Length: f.Length}
+	case *qlog.StreamFrame:
+		return TracedFrame{Kind: "stream", StreamID: int64(f.StreamID), Offset: f.Offset, Length: f.Length, Fin: f.Fin}
+	case *qlog.AckFrame:
+		t := TracedFrame{Kind: "ack"}
+		for _, r := range f.AckRanges {
+			t.Ranges = append(t.Ranges, [2]int64{int64(r.Smallest), int64(r.Largest)})
+		}
+		return t
+	case *qlog.PingFrame:
+		return TracedFrame{Kind: "ping"}
+	}
+	return TracedFrame{Kind: "other"}
+}
