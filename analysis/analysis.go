@@ -13,11 +13,11 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/slowstart/slowstart/capture"
 	"github.com/slowstart/slowstart/flow"
 	"github.com/slowstart/slowstart/keylog"
-	"github.com/slowstart/slowstart/quicanalysis"
 	"github.com/slowstart/slowstart/report"
 )
 
@@ -73,154 +73,125 @@ type PacketSource interface {
 	Next(p *capture.Packet) error
 }
 
-// Result is a Report plus what the reader could say of the input.
-type Result struct {
-	Report *report.Report
-}
-
-// File analyzes a capture file.
+// File analyzes a capture file into one Report (connections in order of their first
+// packet). For a capture too large to hold all reports, use a Stream.
 func File(ctx context.Context, path string, opts Options) (*report.Report, error) {
 	r, err := capture.Open(path, capture.WithUDP())
 	if err != nil {
 		return nil, err
 	}
 	defer r.Close()
-	ahead := newReadAhead(ctx, r)
-	rep, err := Run(ctx, ahead, opts)
-	ahead.Close() // the reader's Stats are final once its goroutine is done
+	rep, err := Run(ctx, r, opts)
 	st := r.Stats()
 	if rep != nil {
-		rep.Source = report.Source{
-			Kind:        "file",
-			Path:        path,
-			Format:      st.Format,
-			LinkTypes:   st.LinkTypes,
-			Packets:     st.Records,
-			TCPPackets:  st.TCP,
-			Snaplen:     st.Snaplen,
-			Truncated:   st.Truncated,
-			StartUnixNs: st.FirstNs,
-			DurationMs:  nsToMs(st.LastNs - st.FirstNs),
-		}
-		if st.Truncated {
-			rep.Warnings = append(rep.Warnings, fmt.Sprintf("the file ends in the middle of a packet record: analyzed the %d whole records before it", st.Records))
-		}
-		if st.Fragments > 0 {
-			rep.Warnings = append(rep.Warnings, fmt.Sprintf("%d IP fragments were not reassembled: TCP segments that travelled in fragments are missing from the analysis", st.Fragments))
-		}
-		if st.Undecodable > 0 {
-			rep.Warnings = append(rep.Warnings, fmt.Sprintf("%d TCP packets were cut before the end of their TCP header and were skipped", st.Undecodable))
-		}
-		if len(st.Skipped) == 1 {
-			rep.Warnings = append(rep.Warnings, fmt.Sprintf("%d packets in an unsupported encapsulation (%s) were skipped", st.Skipped[0].Records, st.Skipped[0].Name))
-		} else if len(st.Skipped) > 1 {
-			var skipped int64
-			var each []string
-			for _, s := range st.Skipped {
-				skipped += s.Records
-				each = append(each, fmt.Sprintf("%d %s", s.Records, s.Name))
-			}
-			rep.Warnings = append(rep.Warnings, fmt.Sprintf("%d packets in unsupported encapsulations were skipped: %s", skipped, strings.Join(each, ", ")))
-		}
-		if st.TCP == 0 && len(rep.Connections) == 0 {
-			rep.Warnings = append(rep.Warnings, "the capture holds no TCP packets and no QUIC connection")
-		}
+		rep.Source = FileSource(path, st)
+		rep.Warnings = append(rep.Warnings, CaptureWarnings(st, len(rep.Connections))...)
 	}
 	return rep, err
 }
 
-// Run analyzes every packet of src until io.EOF or ctx is done.
+// FileSource describes a capture file for a Report, from what its reader read.
+func FileSource(path string, st capture.Stats) report.Source {
+	return report.Source{
+		Kind:        "file",
+		Path:        path,
+		Format:      st.Format,
+		LinkTypes:   st.LinkTypes,
+		Packets:     st.Records,
+		TCPPackets:  st.TCP,
+		Snaplen:     st.Snaplen,
+		Truncated:   st.Truncated,
+		StartUnixNs: st.FirstNs,
+		DurationMs:  nsToMs(st.LastNs - st.FirstNs),
+	}
+}
+
+// CaptureWarnings says what of a capture was not analyzed, from its reader's
+// Stats and the number of connections found.
+func CaptureWarnings(st capture.Stats, connections int) []string {
+	var out []string
+	if st.Truncated {
+		out = append(out, fmt.Sprintf("the file ends in the middle of a packet record: analyzed the %d whole records before it", st.Records))
+	}
+	if st.Fragments > 0 {
+		out = append(out, fmt.Sprintf("%d IP fragments were not reassembled: TCP segments that travelled in fragments are missing from the analysis", st.Fragments))
+	}
+	if st.Undecodable > 0 {
+		out = append(out, fmt.Sprintf("%d TCP packets were cut before the end of their TCP header and were skipped", st.Undecodable))
+	}
+	if len(st.Skipped) == 1 {
+		out = append(out, fmt.Sprintf("%d packets in an unsupported encapsulation (%s) were skipped", st.Skipped[0].Records, st.Skipped[0].Name))
+	} else if len(st.Skipped) > 1 {
+		var skipped int64
+		var each []string
+		for _, s := range st.Skipped {
+			skipped += s.Records
+			each = append(each, fmt.Sprintf("%d %s", s.Records, s.Name))
+		}
+		out = append(out, fmt.Sprintf("%d packets in unsupported encapsulations were skipped: %s", skipped, strings.Join(each, ", ")))
+	}
+	if st.TCP == 0 && connections == 0 {
+		out = append(out, "the capture holds no TCP packets and no QUIC connection")
+	}
+	return out
+}
+
+// StreamWarnings says what the stream set aside: packets of finished
+// connections, frames captured twice.
+func StreamWarnings(st StreamStats, idleNs int64) []string {
+	var out []string
+	if st.Trailing > 0 {
+		out = append(out, fmt.Sprintf("%d packets came after their connection was over (a retransmitted FIN, a last RST or ACK, or a connection idle for %s and reported): counted, not analyzed",
+			st.Trailing, time.Duration(idleNs)))
+	}
+	return out
+}
+
+// Run analyzes every packet of src until io.EOF or ctx is done, into one Report
+// with the connections in order of their first packet.
 func Run(ctx context.Context, src PacketSource, opts Options) (*report.Report, error) {
-	a := newAnalyzer(opts)
-	var p capture.Packet
-	var n int
-	for {
-		err := src.Next(&p)
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			a.tracker.Flush()
-			return a.finish(), err
-		}
-		if a.firstNs == 0 {
-			a.firstNs = p.TimestampNs
-		}
-		if p.Protocol == capture.ProtocolUDP {
-			a.addDatagram(&p)
-			continue
-		}
-		a.tracker.Add(&p)
-		n++
-		if n&0xffff == 0 && ctx.Err() != nil {
-			a.tracker.Flush()
-			return a.finish(), ctx.Err()
-		}
+	var conns []report.Connection
+	so := StreamOptions{Options: opts, Emit: func(c *report.Connection) error {
+		conns = append(conns, *c)
+		return nil
+	}}
+	st := NewStream(ctx, so)
+	err := Feed(ctx, src, st)
+	stats, closeErr := st.Close()
+	if err == nil {
+		err = closeErr
 	}
-	a.tracker.Flush()
-	return a.finish(), nil
-}
-
-type analyzer struct {
-	opts    Options
-	tracker *flow.Tracker
-	quic    *quicanalysis.Analyzer // made at the first UDP datagram
-	conns   []report.Connection
-	firstNs int64
-}
-
-// addDatagram hands a UDP datagram to the QUIC analysis, which keeps those of
-// connections that begin with a client's Initial packet.
-func (a *analyzer) addDatagram(p *capture.Packet) {
-	if a.quic == nil {
-		a.quic = quicanalysis.New(quicanalysis.Options{Keys: a.opts.KeyLog, PacketLog: a.opts.Packets})
+	sort.Slice(conns, func(i, j int) bool { return conns[i].Index < conns[j].Index })
+	if conns == nil {
+		conns = []report.Connection{}
 	}
-	a.quic.Add(quicanalysis.Datagram{TimeNs: p.TimestampNs,
-		Src: netip.AddrPortFrom(p.Src, p.SrcPort), Dst: netip.AddrPortFrom(p.Dst, p.DstPort), Payload: p.Payload})
-}
-
-func newAnalyzer(opts Options) *analyzer {
-	a := &analyzer{opts: opts}
-	a.tracker = flow.NewTracker(func(c *flow.Conn) flow.Handler {
-		return newConnAnalyzer(a, c)
-	}, opts.Server)
-	return a
-}
-
-func (a *analyzer) add(c report.Connection) {
-	if a.opts.Server.IsSet() {
-		ap, err := netip.ParseAddrPort(c.Server)
-		if err == nil && !a.opts.Server.Matches(ap) {
-			return
-		}
-	}
-	a.conns = append(a.conns, c)
-}
-
-func (a *analyzer) finish() *report.Report {
-	if a.conns == nil {
-		a.conns = []report.Connection{}
-	}
-	sort.Slice(a.conns, func(i, j int) bool { return a.conns[i].Index < a.conns[j].Index })
-	if a.quic != nil {
-		for _, c := range a.quic.ConnectionsFrom(a.firstNs) {
-			a.add(c)
-		}
-		// TCP and QUIC connections on one axis, in order of their first packet.
-		sort.SliceStable(a.conns, func(i, j int) bool { return a.conns[i].StartMs < a.conns[j].StartMs })
-	}
-	for i := range a.conns {
-		a.conns[i].Index = i + 1
-	}
-	tool := a.opts.Tool
+	tool := opts.Tool
 	if tool == "" {
 		tool = "slowstart"
 	}
-	return &report.Report{
-		Schema:      report.Schema,
-		Tool:        tool,
-		Connections: a.conns,
-		Warnings:    []string{},
+	rep := &report.Report{Schema: report.Schema, Tool: tool, Connections: conns, Warnings: []string{}}
+	rep.Warnings = append(rep.Warnings, StreamWarnings(stats, DefaultIdleNs)...)
+	return rep, err
+}
+
+// Feed hands every packet of src to the stream until io.EOF (nil) or another error,
+// or until ctx is done. It does not close the stream.
+func Feed(ctx context.Context, src PacketSource, st *Stream) error {
+	var p capture.Packet
+	for n := 1; ; n++ {
+		err := src.Next(&p)
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if err := st.Add(&p); err != nil {
+			return err
+		}
+		if n&0xffff == 0 && ctx.Err() != nil {
+			return ctx.Err()
+		}
 	}
 }
 

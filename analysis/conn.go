@@ -26,7 +26,7 @@ type timedMessage struct {
 // connAnalyzer is the flow.Handler of one connection: it feeds the rounds tracker
 // and the TLS and HTTP scanners, and turns everything into a report.Connection.
 type connAnalyzer struct {
-	a      *analyzer
+	env    *connEnv
 	rounds *rounds.Tracker
 	rttNs  int64 // the RTT the rounds tracker was last given
 	proto  int
@@ -48,8 +48,8 @@ type connAnalyzer struct {
 	packets []report.Packet
 }
 
-func newConnAnalyzer(a *analyzer, c *flow.Conn) *connAnalyzer {
-	return &connAnalyzer{a: a}
+func newConnAnalyzer(env *connEnv, c *flow.Conn) *connAnalyzer {
+	return &connAnalyzer{env: env}
 }
 
 func (ca *connAnalyzer) Segment(c *flow.Conn, s *flow.Segment) {
@@ -80,7 +80,7 @@ func (ca *connAnalyzer) Segment(c *flow.Conn, s *flow.Segment) {
 	if s.NewLen > 0 && s.NewOffset >= 0 {
 		ca.feed(s)
 	}
-	if ca.a.opts.Packets {
+	if ca.env.opts.Packets {
 		ca.recordPacket(c, s)
 	}
 }
@@ -191,10 +191,12 @@ func sniff(b []byte) int {
 }
 
 func (ca *connAnalyzer) Close(c *flow.Conn) {
-	ca.a.add(ca.build(c))
+	ca.env.finish(c, ca.build(c, true))
 }
 
-func (ca *connAnalyzer) build(c *flow.Conn) report.Connection {
+// build makes the connection's report. A snapshot of a connection still open
+// (final false) leaves the analyzer as it was, to go on.
+func (ca *connAnalyzer) build(c *flow.Conn, final bool) report.Connection {
 	base := c.SYNNs
 	if base == 0 {
 		base = c.FirstNs
@@ -206,7 +208,7 @@ func (ca *connAnalyzer) build(c *flow.Conn) report.Connection {
 		Client:               c.Client.String(),
 		Server:               c.Server.String(),
 		Vantage:              c.Vantage(),
-		StartMs:              nsToMs(c.FirstNs - ca.a.firstNs),
+		StartMs:              nsToMs(c.FirstNs - ca.env.captureNs),
 		DurationMs:           nsToMs(c.LastNs - c.FirstNs),
 		MSS:                  c.MSS(),
 		ClientSYN:            endpoint(toServer),
@@ -218,15 +220,17 @@ func (ca *connAnalyzer) build(c *flow.Conn) report.Connection {
 		BytesToClient:        toClient.Bytes,
 		MissingBytesToServer: toServer.MissingBytes(),
 		MissingBytesToClient: toClient.MissingBytes(),
-		Retransmission:       toClient.Retransmissions + toServer.Retransmissions,
-		OutOfOrder:           toClient.OutOfOrder + toServer.OutOfOrder,
+		Retransmission:       int(toClient.Retransmissions + toServer.Retransmissions),
+		OutOfOrder:           int(toClient.OutOfOrder + toServer.OutOfOrder),
 		Rounds:               []report.Round{},
 		HTTP:                 []report.HTTPMessage{},
 		Notes:                []string{},
 	}
-	for _, p := range ca.http {
-		if p != nil {
-			p.Close()
+	if final {
+		for _, p := range ca.http {
+			if p != nil {
+				p.Close()
+			}
 		}
 	}
 	if hs := handshakeRTTNs(c); hs > 0 {
@@ -264,7 +268,11 @@ func (ca *connAnalyzer) build(c *flow.Conn) report.Connection {
 			msgEnds = append(msgEnds, tlsInfo.flightEnd, tlsInfo.handshakeEnd)
 		}
 		msgEnds = append(msgEnds, ca.responseEnds()...)
-		raw = ca.rounds.Label(msgEnds, ca.ending())
+		if final {
+			raw = ca.rounds.Label(msgEnds, ca.ending())
+		} else {
+			raw = ca.rounds.LabelCopy(msgEnds, ca.ending())
+		}
 	}
 
 	var cum int64
@@ -307,10 +315,17 @@ func (ca *connAnalyzer) build(c *flow.Conn) report.Connection {
 	}
 	rc.InitialWindow = ca.initialWindow(c, raw, tlsInfo)
 	rc.HTTP = ca.httpMessages(ms)
-	for i := range ca.packets {
-		ca.packets[i].TimeMs = ms(int64(ca.packets[i].TimeMs) + c.FirstNs)
+	packets := ca.packets
+	if !final {
+		packets = append([]report.Packet(nil), packets...)
 	}
-	rc.Packets = ca.packets
+	for i := range packets {
+		packets[i].TimeMs = ms(int64(packets[i].TimeMs) + c.FirstNs)
+	}
+	rc.Packets = packets
+	if final {
+		ca.packets = nil
+	}
 	return rc
 }
 
@@ -323,7 +338,7 @@ func (ca *connAnalyzer) noteCapture(c *flow.Conn, rc *report.Connection) {
 	}
 	if c.HandshakeRetried() && c.HandshakeRTTNs() > 0 {
 		rc.Notes = append(rc.Notes, fmt.Sprintf("the SYN was sent %s and the SYN/ACK %s: the handshake RTT is timed from the latest of each (Karn's rule), the one that was answered",
-			times(toServer.SYNCount), times(max(toClient.SYNCount, 1))))
+			times(int(toServer.SYNCount)), times(int(max(toClient.SYNCount, 1)))))
 	}
 	if c.RefusedNs != 0 && c.HandshakeACKNs == 0 {
 		rc.Notes = append(rc.Notes, "the server refused the connection (a RST answered the SYN): the handshake RTT is from the SYN to the RST")

@@ -81,15 +81,27 @@ type Segment struct {
 	Payload []byte
 }
 
+// SYNOptions are the options a SYN announced that the analysis uses.
+type SYNOptions struct {
+	MSS           uint16 // 0 when the option is absent
+	WindowScale   int8   // -1 when the option is absent
+	SACKPermitted bool
+	HasTimestamps bool
+}
+
+func synOptions(o *capture.TCPOptions) SYNOptions {
+	return SYNOptions{MSS: o.MSS, WindowScale: o.WindowScale, SACKPermitted: o.SACKPermitted, HasTimestamps: o.HasTimestamps}
+}
+
 // DirState is what is known of one direction of a connection.
 type DirState struct {
-	SYN     capture.TCPOptions // options of this side's SYN (valid when SYNSeen)
+	SYN     SYNOptions // options of this side's SYN (valid when SYNSeen)
 	SYNSeen bool
 	// ISN is the initial sequence number of this side's SYN; SYNCount how many SYNs
 	// (client) or SYN/ACKs (server) with it were captured (more than one: the first
 	// went unanswered or its answer was lost).
 	ISN        uint32
-	SYNCount   int
+	SYNCount   int32
 	base       uint32 // sequence number of stream offset 0
 	baseSet    bool
 	lastSeq    uint32 // last sequence number seen, for unwrapping
@@ -121,14 +133,14 @@ type DirState struct {
 	// HighestAckByPeer is the highest stream offset of this direction that the other
 	// side acknowledged (-1 before any acknowledgement).
 	HighestAckByPeer int64
-	Retransmissions  int
-	OutOfOrder       int
+	Retransmissions  int32
+	OutOfOrder       int32
 	// Duplicates counts frames captured twice: identical to the one before, back to
 	// back, with nothing from the other side in between.
-	Duplicates int
+	Duplicates int32
 	// WindowScale is the shift applied to this side's advertised window (0 when
 	// scaling is not in use on the connection).
-	WindowScale int
+	WindowScale int8
 
 	// RTT sampling (Karn's rule): one new-data segment of this direction is timed
 	// at a time, until the other side acknowledges it; a retransmission of its
@@ -141,7 +153,7 @@ type DirState struct {
 	MinAckDelayNs int64
 	// recent frames of this direction, to tell frames captured twice
 	recent     [recentFrames]recentFrame
-	lastRecent int
+	lastRecent int8
 }
 
 type recentFrame struct {
@@ -167,8 +179,8 @@ type frameSignature struct {
 	tsVal, tsEcr uint32
 	flags        uint8
 	window       uint16
-	length       int
 	ipID         uint16
+	length       int32
 }
 
 // Conn is one TCP connection.
@@ -196,11 +208,18 @@ type Conn struct {
 	// above them count as out-of-order rather than retransmitted.
 	reorderNs int64
 	handler   Handler
-	closedAt  int64
-	// SYN/ACKs seen before the handshake completed, to pick the one acknowledged.
-	synAcks    [4]synAck
-	numSynAcks int
-	lastSYNNs  int64 // the latest client SYN so far
+	// FirstOrdinal is the number of the connection's first packet in the whole
+	// input; FinishNs the capture time at which it was finished (handed over).
+	FirstOrdinal int64
+	FinishNs     int64
+	// closing: it ended and is due after the linger; scheduled, gen: its deadline
+	// is on the tracker's heap (entries of an older gen are stale); done: finished.
+	closing, scheduled, done bool
+	gen                      int32
+	// SYN/ACKs seen before the handshake completed, to pick the one acknowledged
+	// (allocated at the first: most connections of a SYN flood never get one).
+	synAcks   *synAckSet
+	lastSYNNs int64 // the latest client SYN so far
 	// rstBeforeHandshake: a RST answered a SYN; a retried SYN may still succeed.
 	rstBeforeHandshake bool
 	// sawOther[d]: a packet of the other direction arrived since d's last frame.
@@ -208,11 +227,16 @@ type Conn struct {
 }
 
 type synAck struct {
-	isn         uint32
-	timeNs      int64
-	answeredNs  int64 // the client SYN it answered (the latest before it)
-	options     capture.TCPOptions
-	withOptions bool
+	isn        uint32
+	timeNs     int64
+	answeredNs int64 // the client SYN it answered (the latest before it)
+	options    SYNOptions
+}
+
+// synAckSet keeps the first three SYN/ACKs and the latest.
+type synAckSet struct {
+	list [4]synAck
+	n    int
 }
 
 // Handler receives the segments of one connection, in capture order.
@@ -270,40 +294,88 @@ type Tracker struct {
 	hint       ServerHint
 	next       int
 	seg        Segment
-	// lingerNs: a connection that ended (both FINs or a RST) is closed when no packet
-	// of it was seen for this long, so memory stays bounded by open connections.
-	lingerNs  int64
-	lastSweep int64
-	closing   []*Conn
-	last      *Conn // the connection of the previous packet
+	// lingerNs: a connection that ended (both FINs or a RST) is finished when no
+	// packet of it was seen for this long. idleNs: an open connection is finished
+	// when none was seen for this long (0: never), attemptIdleNs likewise for a
+	// connection that is only SYNs; so memory stays bounded by open connections.
+	lingerNs, idleNs, attemptIdleNs int64
+	// deadlines orders open connections by when they may be finished.
+	deadlines deadlineHeap
+	// attempts holds connections that are only SYNs so far (a SYN flood, a scan,
+	// an unreachable server) in a few bytes each; any other packet of the
+	// four-tuple makes one a full connection.
+	attempts         map[connKey]*attempt
+	attemptDeadlines attemptHeap
+	compact          bool
+	last             *Conn // the connection of the previous packet
 	// finished remembers recently finished connections' sequence spaces, so that
 	// their late packets are not taken for new connections.
 	finished  map[connKey]tombstone
 	tombQueue []tombRef
 	tombHead  int
-	stats     Stats
+	// ordinal is the number of the packet being added, in the whole input.
+	ordinal int64
+	created func(index int, ordinal int64, client, server netip.AddrPort)
+	nowNs   int64
+	stats   Stats
+}
+
+// TrackerOptions tune a Tracker; the zero value keeps connections until they
+// end.
+type TrackerOptions struct {
+	// Idle: a connection with no packet for this long (capture time) is finished
+	// as it stands; 0 keeps it until the input ends. Its later packets are then
+	// counted as trailing (Stats.Trailing).
+	IdleNs int64
+	// AttemptIdle: the same for a connection that is only SYNs so far (0: Idle).
+	AttemptIdleNs int64
+	// Compact keeps SYN-only connections as a few bytes each until a packet other
+	// than a SYN comes; their handler is made then (or when they are finished),
+	// and sees one of their SYNs.
+	Compact bool
+	// Created is told of every new connection when its first packet comes (its
+	// number, that packet's ordinal, and who is the client and the server), before
+	// its handler exists (with Compact, before a SYN-only one is a full one).
+	Created func(index int, ordinal int64, client, server netip.AddrPort)
 }
 
 // NewTracker makes a Tracker that calls newHandler for each new connection.
 func NewTracker(newHandler NewHandlerFunc, hint ServerHint) *Tracker {
-	return &Tracker{
+	return NewTrackerWith(newHandler, hint, TrackerOptions{})
+}
+
+// NewTrackerWith is NewTracker with options.
+func NewTrackerWith(newHandler NewHandlerFunc, hint ServerHint, opts TrackerOptions) *Tracker {
+	t := &Tracker{
 		conns:      make(map[connKey]*Conn),
 		finished:   make(map[connKey]tombstone),
+		attempts:   make(map[connKey]*attempt),
 		newHandler: newHandler,
 		hint:       hint,
 		lingerNs:   2e9,
+		idleNs:     opts.IdleNs,
+		compact:    opts.Compact,
+		created:    opts.Created,
 	}
+	t.attemptIdleNs = opts.AttemptIdleNs
+	if t.attemptIdleNs <= 0 {
+		t.attemptIdleNs = t.idleNs
+	}
+	return t
 }
 
 // Stats returns what the tracker counted so far.
 func (t *Tracker) Stats() Stats { return t.stats }
 
-// Add processes one packet.
-func (t *Tracker) Add(p *capture.Packet) {
-	if p.TimestampNs-t.lastSweep > t.lingerNs/4 {
-		// Connections that ended and stayed quiet are finished before this packet
-		// is matched, so that a late one is judged against a finished connection.
-		t.sweep(p.TimestampNs)
+// Add processes one packet, the next of the input.
+func (t *Tracker) Add(p *capture.Packet) { t.AddNumbered(p, t.ordinal+1) }
+
+// AddNumbered processes one packet that is the ordinal-th of the whole input (for
+// trackers that see a share of the input's packets).
+func (t *Tracker) AddNumbered(p *capture.Packet, ordinal int64) {
+	t.ordinal = ordinal
+	if p.TimestampNs > t.nowNs {
+		t.nowNs = p.TimestampNs
 	}
 	src := netip.AddrPortFrom(p.Src, p.SrcPort)
 	dst := netip.AddrPortFrom(p.Dst, p.DstPort)
@@ -313,25 +385,49 @@ func (t *Tracker) Add(p *capture.Packet) {
 		c = t.conns[makeKey(src, dst)]
 	}
 	isSYN := p.Has(capture.FlagSYN) && !p.Has(capture.FlagACK)
-	if c != nil && isSYN && t.isNewConnection(c, src, p.Seq) {
-		// A new connection on the same four-tuple (port reuse).
-		t.finish(makeKey(src, dst), c)
-		c = nil
+	if c != nil {
+		// A connection due to be finished (quiet for its linger, or idle) is
+		// finished before this packet is matched, so that a late one is judged
+		// against a finished connection. (Other connections are finished by
+		// Advance: what happens to a connection depends only on its own packets and
+		// the times Advance is called with.)
+		if due := c.dueNs(t); due >= 0 && due < p.TimestampNs {
+			t.finish(c, due)
+			c = nil
+		} else if isSYN && t.isNewConnection(c, src, p.Seq) {
+			// A new connection on the same four-tuple (port reuse).
+			t.finish(c, p.TimestampNs)
+			c = nil
+		}
 	}
 	if c == nil {
 		key := makeKey(src, dst)
-		if tomb, ok := t.finished[key]; ok {
-			if tomb.continues(src, p) {
-				t.stats.Trailing++
-				// Keep it while it goes on (a peer that resets every minute).
-				tomb.lastNs = p.TimestampNs
-				t.finished[key] = tomb
-				t.tombQueue = append(t.tombQueue, tombRef{key, tomb.lastNs})
+		if at := t.attempts[key]; at != nil && t.attemptIdleNs > 0 && at.lastNs+t.attemptIdleNs < p.TimestampNs {
+			t.finish(t.promote(at), at.lastNs+t.attemptIdleNs)
+		}
+		if at := t.attempts[key]; at != nil {
+			if isSYN && src == at.client && t.addToAttempt(at, p) {
 				return
 			}
-			delete(t.finished, key)
+			c = t.promote(at)
+		} else {
+			if tomb, ok := t.finished[key]; ok {
+				if tomb.continues(src, p) {
+					t.stats.Trailing++
+					// Keep it while it goes on (a peer that resets every minute).
+					tomb.lastNs = p.TimestampNs
+					t.finished[key] = tomb
+					t.tombQueue = append(t.tombQueue, tombRef{key, tomb.lastNs})
+					return
+				}
+				delete(t.finished, key)
+			}
+			if t.compact && isSYN && !t.hint.Matches(src) {
+				t.newAttempt(key, src, dst, p)
+				return
+			}
+			c = t.newConn(key, src, dst, p)
 		}
-		c = t.newConn(key, src, dst, p)
 	}
 	t.last = c
 	c.LastNs = p.TimestampNs
@@ -349,10 +445,74 @@ func (t *Tracker) Add(p *capture.Packet) {
 		return
 	}
 	t.segment(c, dir, p)
-	if c.closedAt == 0 && c.ended() {
-		c.closedAt = p.TimestampNs
-		t.closing = append(t.closing, c)
+	if !c.closing && c.ended() {
+		// Ended: due to be finished after the linger, earlier than when idle.
+		c.closing = true
+		t.schedule(c)
 	}
+}
+
+// Advance finishes the connections due before capture time nowNs (ended and quiet
+// for the linger, or idle) and forgets finished ones long quiet. Call it as the
+// input's time passes: every few thousand packets with the latest time seen, and
+// from a live source as time passes without packets.
+func (t *Tracker) Advance(nowNs int64) {
+	if nowNs > t.nowNs {
+		t.nowNs = nowNs
+	}
+	for len(t.deadlines) > 0 && t.deadlines[0].atNs < nowNs {
+		e := t.deadlines.pop()
+		c := e.conn
+		if c.done || e.gen != c.gen {
+			continue // finished, or scheduled again since
+		}
+		due := c.dueNs(t)
+		switch {
+		case due < 0:
+			c.scheduled = false // nothing will finish it but the end of the input
+		case due < nowNs:
+			t.finish(c, due)
+		default:
+			t.deadlines.push(deadline{atNs: due, conn: c, gen: c.gen})
+		}
+	}
+	for len(t.attemptDeadlines) > 0 && t.attemptDeadlines[0].atNs < nowNs {
+		e := t.attemptDeadlines.pop()
+		at := e.attempt
+		if at.done {
+			continue
+		}
+		due := at.lastNs + t.attemptIdleNs
+		if due >= nowNs {
+			t.attemptDeadlines.push(attemptDeadline{atNs: due, attempt: at})
+			continue
+		}
+		t.finish(t.promote(at), due)
+	}
+	t.expireTombstones(nowNs)
+}
+
+// dueNs is when the connection may be finished: after the linger once it ended,
+// after the idle time otherwise; -1 for never.
+func (c *Conn) dueNs(t *Tracker) int64 {
+	switch {
+	case c.closing:
+		return c.LastNs + t.lingerNs
+	case t.idleNs > 0:
+		return c.LastNs + t.idleNs
+	}
+	return -1
+}
+
+// schedule puts the connection's next deadline on the heap.
+func (t *Tracker) schedule(c *Conn) {
+	due := c.dueNs(t)
+	if due < 0 {
+		return
+	}
+	c.gen++
+	c.scheduled = true
+	t.deadlines.push(deadline{atNs: due, conn: c, gen: c.gen})
 }
 
 // isNewConnection reports whether a SYN from src with sequence number seq starts a
@@ -384,25 +544,17 @@ func (d *DirState) finished() bool {
 	return d.FINSeen && (d.HighestAckByPeer > d.finOffset || d.seq.missing() == 0)
 }
 
-func (t *Tracker) sweep(nowNs int64) {
-	t.lastSweep = nowNs
-	kept := t.closing[:0]
-	for _, c := range t.closing {
-		if nowNs-c.LastNs > t.lingerNs {
-			key := makeKey(c.Client, c.Server)
-			if t.conns[key] == c {
-				t.finish(key, c)
-			}
-			continue
-		}
-		kept = append(kept, c)
+// finish hands the connection over as it stands, finished at capture time atNs.
+func (t *Tracker) finish(c *Conn, atNs int64) {
+	if c.done {
+		return
 	}
-	t.closing = kept
-	t.expireTombstones(nowNs)
-}
-
-func (t *Tracker) finish(key connKey, c *Conn) {
-	delete(t.conns, key)
+	c.done = true
+	c.FinishNs = atNs
+	key := makeKey(c.Client, c.Server)
+	if t.conns[key] == c {
+		delete(t.conns, key)
+	}
 	if t.last == c {
 		t.last = nil
 	}
@@ -413,27 +565,50 @@ func (t *Tracker) finish(key connKey, c *Conn) {
 	}
 }
 
-// Flush closes every open connection (call at the end of the input), in the order
-// the connections began.
+// Flush finishes every open connection (call at the end of the input), in the
+// order the connections began, at the time of the last packet.
 func (t *Tracker) Flush() {
+	for _, at := range t.attempts {
+		t.promote(at)
+	}
 	open := make([]*Conn, 0, len(t.conns))
 	for _, c := range t.conns {
 		open = append(open, c)
 	}
-	// Order by index so that handlers see connections in a stable order.
 	sortConnsByIndex(open)
 	for _, c := range open {
-		t.finish(makeKey(c.Client, c.Server), c)
+		t.finish(c, t.nowNs)
 	}
-	t.closing = t.closing[:0]
+	t.deadlines, t.attemptDeadlines = nil, nil
 }
 
+// EachOpen calls f for every full connection open now (not the SYN-only ones
+// kept compact), in no particular order.
+func (t *Tracker) EachOpen(f func(*Conn)) {
+	for _, c := range t.conns {
+		f(c)
+	}
+}
+
+// Handler returns the connection's handler (nil once it is finished).
+func (c *Conn) Handler() Handler { return c.handler }
+
 // Open returns the number of connections currently tracked.
-func (t *Tracker) Open() int { return len(t.conns) }
+func (t *Tracker) Open() int { return len(t.conns) + len(t.attempts) }
 
 func (t *Tracker) newConn(key connKey, src, dst netip.AddrPort, p *capture.Packet) *Conn {
 	t.next++
-	c := &Conn{Index: t.next, FirstNs: p.TimestampNs, reorderNs: 3e6}
+	c := t.makeConn(key, src, dst, p, t.next, t.ordinal)
+	if t.created != nil {
+		t.created(c.Index, c.FirstOrdinal, c.Client, c.Server)
+	}
+	return c
+}
+
+// makeConn makes a connection numbered index whose first packet is p, the
+// ordinal-th of the input.
+func (t *Tracker) makeConn(key connKey, src, dst netip.AddrPort, p *capture.Packet, index int, ordinal int64) *Conn {
+	c := &Conn{Index: index, FirstOrdinal: ordinal, FirstNs: p.TimestampNs, LastNs: p.TimestampNs, reorderNs: 3e6}
 	switch {
 	case p.Has(capture.FlagSYN) && !p.Has(capture.FlagACK):
 		c.Client, c.Server = src, dst
@@ -457,6 +632,7 @@ func (t *Tracker) newConn(key connKey, src, dst netip.AddrPort, p *capture.Packe
 	if t.newHandler != nil {
 		c.handler = t.newHandler(c)
 	}
+	t.schedule(c)
 	return c
 }
 
@@ -495,7 +671,7 @@ const (
 )
 
 // recentFrames is how many recent frames per direction are compared for copies.
-const recentFrames = 4
+const recentFrames = 2
 
 // isDuplicate reports whether p, going in direction dir, is a recent frame of that
 // direction captured again. Pure ACKs without an IPv4 identification are never
@@ -503,7 +679,7 @@ const recentFrames = 4
 func (c *Conn) isDuplicate(dir Dir, p *capture.Packet) bool {
 	d := &c.Dirs[dir]
 	sig := frameSignature{seq: p.Seq, ack: p.Ack, tsVal: p.Options.TSVal, tsEcr: p.Options.TSEcr,
-		flags: p.Flags, window: p.Window, length: p.PayloadLen, ipID: p.IPID}
+		flags: p.Flags, window: p.Window, length: int32(p.PayloadLen), ipID: p.IPID}
 	withID := p.IPID != 0
 	if withID || (p.PayloadLen > 0 || p.Flags&(capture.FlagSYN|capture.FlagFIN|capture.FlagRST) != 0) {
 		for i := range d.recent {
@@ -520,7 +696,7 @@ func (c *Conn) isDuplicate(dir Dir, p *capture.Packet) bool {
 				window = duplicateSYNWindowNs
 			}
 			if (withID && elapsedNs <= duplicateIPIDWindowNs) ||
-				(i == d.lastRecent && !c.sawOther[dir] && elapsedNs <= window) {
+				(int8(i) == d.lastRecent && !c.sawOther[dir] && elapsedNs <= window) {
 				d.Duplicates++
 				return true
 			}
@@ -564,7 +740,7 @@ func (t *Tracker) segment(c *Conn, dir Dir, p *capture.Packet) {
 		c.handshakeSYN(dir, p)
 	} else if dir == ToServer && c.HandshakeACKNs == 0 && p.Has(capture.FlagACK) && !p.Has(capture.FlagRST) {
 		switch {
-		case c.numSynAcks > 0:
+		case c.synAcks != nil:
 			c.handshakeACK(p)
 		case c.Dirs[ToServer].SYNSeen && !other.dataSeen:
 			// The client acknowledged a SYN/ACK the capture did not see (a capture of
@@ -577,7 +753,7 @@ func (t *Tracker) segment(c *Conn, dir Dir, p *capture.Packet) {
 	}
 	if p.Has(capture.FlagRST) && c.HandshakeACKNs == 0 && !d.dataSeen && !other.dataSeen && c.lastSYNNs != 0 {
 		c.rstBeforeHandshake = true
-		if dir == ToClient && p.Has(capture.FlagACK) && p.Ack == c.Dirs[ToServer].ISN+1 && c.numSynAcks == 0 {
+		if dir == ToClient && p.Has(capture.FlagACK) && p.Ack == c.Dirs[ToServer].ISN+1 && c.synAcks == nil {
 			// The server refused the connection: the RST answered the latest SYN.
 			if c.RefusedNs == 0 {
 				c.RefusedNs, c.refusedSYNNs = p.TimestampNs, c.lastSYNNs
@@ -633,7 +809,7 @@ func (c *Conn) handshakeSYN(dir Dir, p *capture.Packet) {
 	d := &c.Dirs[dir]
 	if dir == ToServer && !p.Has(capture.FlagACK) {
 		if !d.SYNSeen || p.Seq != d.ISN {
-			d.SYN, d.SYNSeen, d.ISN, d.SYNCount = p.Options, true, p.Seq, 0
+			d.SYN, d.SYNSeen, d.ISN, d.SYNCount = synOptions(&p.Options), true, p.Seq, 0
 			d.setBase(p.Seq + 1)
 			if c.FirstSYNNs == 0 {
 				c.FirstSYNNs = p.TimestampNs
@@ -655,23 +831,27 @@ func (c *Conn) handshakeSYN(dir Dir, p *capture.Packet) {
 	if client.SYNSeen && p.Ack != client.ISN+1 {
 		return // it answers another SYN than the client's
 	}
-	for i := 0; i < c.numSynAcks; i++ {
-		if c.synAcks[i].isn == p.Seq {
+	if c.synAcks == nil {
+		c.synAcks = &synAckSet{}
+	}
+	set := c.synAcks
+	for i := 0; i < set.n; i++ {
+		if set.list[i].isn == p.Seq {
 			// The SYN/ACK sent again: Karn's rule, time the latest.
-			c.synAcks[i].timeNs, c.synAcks[i].answeredNs = p.TimestampNs, c.lastSYNNs
+			set.list[i].timeNs, set.list[i].answeredNs = p.TimestampNs, c.lastSYNNs
 			d.SYNCount++
 			c.useSynAck(i)
 			return
 		}
 	}
-	sa := synAck{isn: p.Seq, timeNs: p.TimestampNs, answeredNs: c.lastSYNNs, options: p.Options, withOptions: true}
-	i := c.numSynAcks
-	if i == len(c.synAcks) {
-		i = len(c.synAcks) - 1 // keep the first three and the latest
+	sa := synAck{isn: p.Seq, timeNs: p.TimestampNs, answeredNs: c.lastSYNNs, options: synOptions(&p.Options)}
+	i := set.n
+	if i == len(set.list) {
+		i = len(set.list) - 1 // keep the first three and the latest
 	} else {
-		c.numSynAcks++
+		set.n++
 	}
-	c.synAcks[i] = sa
+	set.list[i] = sa
 	d.SYNCount = 1
 	c.useSynAck(i)
 }
@@ -679,7 +859,7 @@ func (c *Conn) handshakeSYN(dir Dir, p *capture.Packet) {
 // useSynAck makes SYN/ACK i the connection's, until the client's acknowledgement
 // says which one it answered.
 func (c *Conn) useSynAck(i int) {
-	sa := &c.synAcks[i]
+	sa := &c.synAcks.list[i]
 	d := &c.Dirs[ToClient]
 	d.SYN, d.SYNSeen, d.ISN = sa.options, true, sa.isn
 	if !d.dataSeen {
@@ -696,8 +876,8 @@ func (c *Conn) useSynAck(i int) {
 // handshakeACK completes the handshake with the client's first acknowledgement of
 // a SYN/ACK it received.
 func (c *Conn) handshakeACK(p *capture.Packet) {
-	for i := 0; i < c.numSynAcks; i++ {
-		if p.Ack == c.synAcks[i].isn+1 {
+	for i := 0; i < c.synAcks.n; i++ {
+		if p.Ack == c.synAcks.list[i].isn+1 {
 			c.useSynAck(i)
 			c.HandshakeACKNs = p.TimestampNs
 			if c.rstBeforeHandshake {
@@ -819,8 +999,8 @@ func (c *Conn) isReceiverSide(dir Dir) bool {
 func (c *Conn) setWindowScales() {
 	cs, ss := c.Dirs[ToServer].SYN.WindowScale, c.Dirs[ToClient].SYN.WindowScale
 	if cs >= 0 && ss >= 0 {
-		c.Dirs[ToServer].WindowScale = int(min(cs, 14))
-		c.Dirs[ToClient].WindowScale = int(min(ss, 14))
+		c.Dirs[ToServer].WindowScale = min(cs, 14)
+		c.Dirs[ToClient].WindowScale = min(ss, 14)
 	} else {
 		c.Dirs[ToServer].WindowScale, c.Dirs[ToClient].WindowScale = 0, 0
 	}

@@ -414,7 +414,7 @@ func TestDuplicateFrames(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			r, tr := run(t, append(handshake(20), tc.pkts...))
 			c := r.conns[0]
-			if got := c.Dirs[ToClient].Duplicates + c.Dirs[ToServer].Duplicates; got != tc.dups {
+			if got := int(c.Dirs[ToClient].Duplicates + c.Dirs[ToServer].Duplicates); got != tc.dups {
 				t.Errorf("%d duplicates, want %d", got, tc.dups)
 			}
 			if tr.Stats().Duplicates != int64(tc.dups) {

@@ -117,6 +117,9 @@ func (a *Analyzer) Add(d Datagram) bool {
 	return true
 }
 
+// Count is the number of QUIC connections seen so far.
+func (a *Analyzer) Count() int { return len(a.order) }
+
 // Connections analyzes every connection seen, in order of first datagram.
 func (a *Analyzer) Connections() []report.Connection {
 	return a.ConnectionsFrom(a.firstNs)

@@ -657,18 +657,28 @@ const (
 // ending exactly there ended because the message did. The last round is "end",
 // unless ending says the data was cut ("incomplete").
 func (t *Tracker) Label(messageEnds []int64, ending Ending) []Round {
-	if n := len(t.rounds); n > 0 {
+	return t.label(t.rounds, messageEnds, ending)
+}
+
+// LabelCopy labels a copy of the rounds so far, leaving the tracker as it was: a
+// snapshot of a connection still open, which goes on taking segments.
+func (t *Tracker) LabelCopy(messageEnds []int64, ending Ending) []Round {
+	return t.label(append([]Round(nil), t.rounds...), messageEnds, ending)
+}
+
+func (t *Tracker) label(rounds []Round, messageEnds []int64, ending Ending) []Round {
+	if n := len(rounds); n > 0 {
 		// Only a later round shows that a lone segment at a round's end was a probe:
 		// one at the end of the last round is left as data.
-		last := &t.rounds[n-1]
+		last := &rounds[n-1]
 		last.ProbeSegments, last.ProbeBytes, last.ProbeGapNs = 0, 0, 0
 	}
 	if t.cfg.MSS == 0 {
 		// The segment size was learned as the data came: count again with the
 		// final one.
 		m := t.mss()
-		for i := range t.rounds {
-			r := &t.rounds[i]
+		for i := range rounds {
+			r := &rounds[i]
 			r.Segments = (r.Bytes + m - 1) / m
 			if r.ProbeBytes > 0 {
 				r.ProbeSegments = (r.ProbeBytes + m - 1) / m
@@ -682,28 +692,28 @@ func (t *Tracker) Label(messageEnds []int64, ending Ending) []Round {
 	mss := int64(t.mss())
 	full := t.FullSegmentBytes()
 	idle := t.idleThresholdNs()
-	for i := range t.rounds {
-		r := &t.rounds[i]
+	for i := range rounds {
+		r := &rounds[i]
 		r.PartialEnd = full > 0 && r.LastFrameBytes%full != 0
 		switch {
 		case r.Retransmissions > 0:
 			r.Limit = report.LimitLoss
-		case i == len(t.rounds)-1 && ending == EndingIncomplete:
+		case i == len(rounds)-1 && ending == EndingIncomplete:
 			r.Limit = report.LimitIncomplete
-		case i == len(t.rounds)-1:
+		case i == len(rounds)-1:
 			r.Limit = report.LimitEnd
 		case isEnd[r.EndOffset]:
 			r.Limit = report.LimitEnd
 		case r.WindowRoomBytes < mss:
 			r.Limit = report.LimitRwnd
 		default:
-			r.Limit = t.idleLimit(r, &t.rounds[i+1], idle)
+			r.Limit = t.idleLimit(r, &rounds[i+1], idle)
 		}
-		if r.Limit == report.LimitCwnd && t.ratePaced(r, &t.rounds[i+1]) {
+		if r.Limit == report.LimitCwnd && t.ratePaced(r, &rounds[i+1]) {
 			r.RatePaced = true
 			r.Limit = report.LimitRate
 		}
-		if r.Limit == report.LimitCwnd && outgrown(r, &t.rounds[i+1]) {
+		if r.Limit == report.LimitCwnd && outgrown(r, &rounds[i+1]) {
 			// Slow start at most doubles a window in a round (one segment per segment
 			// acknowledged): a next round more than twice this one's size shows that
 			// this round did not fill the window.
@@ -711,7 +721,7 @@ func (t *Tracker) Label(messageEnds []int64, ending Ending) []Round {
 			r.Limit = report.LimitApp
 		}
 	}
-	return t.rounds
+	return rounds
 }
 
 // ratePaced reports whether, at the client without timestamps, round r's data and

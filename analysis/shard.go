@@ -1,0 +1,122 @@
+package analysis
+
+import (
+	"net/netip"
+
+	"github.com/slowstart/slowstart/flow"
+	"github.com/slowstart/slowstart/report"
+)
+
+// batchesInFlight is how many batches a shard may have queued: enough to keep it
+// busy while the reader fills the next, few enough to bound memory.
+const batchesInFlight = 4
+
+// connEnv is what a shard's connection analyzers share.
+type connEnv struct {
+	opts      Options
+	captureNs int64 // the input's first packet time: connections' start_ms count from it
+	// finish takes a finished connection's report.
+	finish func(c *flow.Conn, rc report.Connection)
+}
+
+// shard tracks and analyzes the connections of its share of the four-tuples.
+type shard struct {
+	id      int
+	stream  *Stream
+	in      chan *shardBatch
+	out     chan shardResult
+	free    chan *shardBatch
+	tracker *flow.Tracker
+	env     connEnv
+	result  shardResult
+	// reported is what the tracker had counted at the last batch's end.
+	reported flow.Stats
+}
+
+func newShard(id int, s *Stream) *shard {
+	sh := &shard{id: id, stream: s,
+		in:   make(chan *shardBatch, batchesInFlight),
+		out:  make(chan shardResult, batchesInFlight),
+		free: make(chan *shardBatch, batchesInFlight+2),
+	}
+	sh.env = connEnv{opts: s.opts.Options, finish: sh.finished}
+	hint := s.opts.Server
+	sh.tracker = flow.NewTrackerWith(func(c *flow.Conn) flow.Handler {
+		return newConnAnalyzer(&sh.env, c)
+	}, hint, flow.TrackerOptions{
+		IdleNs:        s.opts.IdleNs,
+		AttemptIdleNs: s.opts.AttemptIdleNs,
+		// Per-packet lists need every packet from the first: no compact SYNs then.
+		Compact: !s.opts.Packets,
+		Created: func(index int, ordinal int64, client, server netip.AddrPort) {
+			if hint.IsSet() && !hint.Matches(server) {
+				return // not reported: no number
+			}
+			sh.result.created = append(sh.result.created, creation{shard: sh.id, local: index, ordinal: ordinal})
+		},
+	})
+	return sh
+}
+
+// freeBatch returns an empty batch to fill.
+func (sh *shard) freeBatch() *shardBatch {
+	select {
+	case b := <-sh.free:
+		return b
+	default:
+		return &shardBatch{}
+	}
+}
+
+// finished takes a finished connection's report.
+func (sh *shard) finished(c *flow.Conn, rc report.Connection) {
+	sh.result.finished = append(sh.result.finished, finished{shard: sh.id, local: c.Index,
+		finishNs: c.FinishNs, ordinal: c.FirstOrdinal, conn: rc})
+}
+
+func (sh *shard) run() {
+	defer close(sh.out)
+	for b := range sh.in {
+		sh.env.captureNs = b.captureNs
+		// The payloads were appended to the arena in order: point each packet at
+		// its bytes there.
+		offset := 0
+		for i := range b.packets {
+			p := &b.packets[i]
+			n := len(p.Payload)
+			p.Payload = b.payload[offset : offset+n : offset+n]
+			offset += n
+			sh.tracker.AddNumbered(p, b.ordinals[i])
+		}
+		sh.tracker.Advance(b.watermark)
+		if b.flush {
+			sh.tracker.Flush()
+		}
+		if b.snapshot {
+			sh.tracker.EachOpen(func(c *flow.Conn) {
+				if ca, ok := c.Handler().(*connAnalyzer); ok {
+					sh.result.snapshots = append(sh.result.snapshots, finished{shard: sh.id, local: c.Index,
+						ordinal: c.FirstOrdinal, conn: ca.build(c, false)})
+				}
+			})
+		}
+		st := sh.tracker.Stats()
+		r := sh.result
+		r.seq = b.seq
+		r.stats = flow.Stats{Trailing: st.Trailing - sh.reported.Trailing, Duplicates: st.Duplicates - sh.reported.Duplicates}
+		r.open = sh.tracker.Open()
+		sh.reported = st
+		sh.result = shardResult{}
+		b.packets, b.ordinals, b.payload = b.packets[:0], b.ordinals[:0], b.payload[:0]
+		b.flush, b.snapshot = false, false
+		select {
+		case sh.free <- b:
+		default:
+		}
+		select {
+		case sh.out <- r:
+		case <-sh.stream.ctx.Done():
+			return
+		}
+	}
+}

@@ -1,0 +1,403 @@
+package analysis
+
+import (
+	"context"
+	"errors"
+	"hash/maphash"
+	"net/netip"
+	"runtime"
+	"sort"
+	"sync"
+
+	"github.com/slowstart/slowstart/capture"
+	"github.com/slowstart/slowstart/flow"
+	"github.com/slowstart/slowstart/quicanalysis"
+	"github.com/slowstart/slowstart/report"
+)
+
+// Defaults of StreamOptions.
+const (
+	// DefaultIdleNs: a connection with no packet for an hour of capture time is
+	// reported as it stands; its later packets are counted, not analyzed. Real
+	// captures hold connections quiet for minutes (keep-alive) that then go on.
+	DefaultIdleNs = 3600e9
+	// DefaultAttemptIdleNs: a connection that is only SYNs is reported after 130 s
+	// (Linux gives up retrying a SYN after about 127 s).
+	DefaultAttemptIdleNs = 130e9
+	// batchPackets is how many packets of the whole input make a batch: the
+	// unit of work handed to the shards, and the points at which connections
+	// due are finished and reports are emitted. It is fixed, so that the output
+	// is the same whatever the number of shards.
+	batchPackets = 4096
+)
+
+// StreamOptions tune a Stream.
+type StreamOptions struct {
+	Options
+	// Shards is how many goroutines analyze connections (each a share of the
+	// four-tuples); 0: GOMAXPROCS less one for the reader, at least one. The
+	// output does not depend on it.
+	Shards int
+	// IdleNs and AttemptIdleNs: see DefaultIdleNs and DefaultAttemptIdleNs (0 takes
+	// them; negative: never).
+	IdleNs, AttemptIdleNs int64
+	// Emit receives each connection's report once it is finished (both sides
+	// closed and quiet, idle, or the input ended), from one goroutine, in an order
+	// that depends only on the input: by the batch it finished in, then the time
+	// it finished, then the order of its first packet. Connections are numbered
+	// (Index) in the order of their first packet. An error from Emit stops the
+	// stream (Close returns it).
+	Emit func(*report.Connection) error
+}
+
+// StreamStats is what a Stream counted.
+type StreamStats struct {
+	Packets     int64 // handed to Add
+	Connections int64 // reported (after the server filter)
+	Open        int   // still open (for Snapshot)
+	flow.Stats
+}
+
+// Stream analyzes packets as they come and hands each connection's report over as
+// soon as the connection is finished: memory holds open connections only. Packets
+// are shared among shards by four-tuple, each shard tracking and analyzing its
+// connections on a goroutine of its own; a merger numbers the connections and puts
+// the reports in a deterministic order. Add, Advance, Snapshot and Close are called
+// from one goroutine.
+type Stream struct {
+	opts     StreamOptions
+	ctx      context.Context
+	cancel   context.CancelFunc
+	shards   []*shard
+	seed     maphash.Seed
+	pending  []*shardBatch // the batch being filled, per shard
+	inBatch  int           // packets in the current batch
+	batchSeq int64
+	ordinal  int64
+	firstNs  int64
+	maxNs    int64
+	quic     *quicanalysis.Analyzer
+	quicNew  []creation // QUIC connections begun in the current batch
+	merged   chan mergeItem
+	done     chan struct{}
+	mergeErr error
+	stats    StreamStats
+	statsMu  sync.Mutex
+	closed   bool
+}
+
+// creation is a connection's first packet: its number in its shard, the packet's
+// ordinal in the input.
+type creation struct {
+	shard   int
+	local   int
+	ordinal int64
+}
+
+// finished is a connection's report from a shard, with what orders it.
+type finished struct {
+	shard    int
+	local    int
+	finishNs int64
+	ordinal  int64
+	conn     report.Connection
+}
+
+// shardBatch is a batch of one shard's packets, whose captured payloads are
+// copied into one arena.
+type shardBatch struct {
+	seq       int64
+	packets   []capture.Packet
+	ordinals  []int64
+	payload   []byte
+	watermark int64 // the latest capture time of the whole input so far
+	captureNs int64 // the input's first packet time
+	flush     bool  // the input ended: finish every connection
+	snapshot  bool  // report the open connections too, as they stand
+}
+
+// shardResult is what a shard made of one batch.
+type shardResult struct {
+	seq       int64
+	created   []creation
+	finished  []finished
+	snapshots []finished
+	stats     flow.Stats
+	open      int
+}
+
+// mergeItem is one batch as the dispatcher sent it, for the merger.
+type mergeItem struct {
+	seq      int64
+	quicNew  []creation
+	quic     []report.Connection // at the end: the QUIC connections
+	snapshot chan []report.Connection
+}
+
+// NewStream starts a Stream. Close it to end the input and wait for the reports.
+func NewStream(ctx context.Context, opts StreamOptions) *Stream {
+	if opts.Shards <= 0 {
+		opts.Shards = max(runtime.GOMAXPROCS(0)-1, 1)
+	}
+	switch {
+	case opts.IdleNs == 0:
+		opts.IdleNs = DefaultIdleNs
+	case opts.IdleNs < 0:
+		opts.IdleNs = 0
+	}
+	switch {
+	case opts.AttemptIdleNs == 0:
+		opts.AttemptIdleNs = DefaultAttemptIdleNs
+	case opts.AttemptIdleNs < 0:
+		opts.AttemptIdleNs = 0
+	}
+	if opts.Tool == "" {
+		opts.Tool = "slowstart"
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	s := &Stream{opts: opts, ctx: ctx, cancel: cancel, seed: maphash.MakeSeed(),
+		merged: make(chan mergeItem, 4), done: make(chan struct{})}
+	s.shards = make([]*shard, opts.Shards)
+	s.pending = make([]*shardBatch, opts.Shards)
+	for i := range s.shards {
+		s.shards[i] = newShard(i, s)
+		s.pending[i] = s.shards[i].freeBatch()
+		go s.shards[i].run()
+	}
+	go s.merge()
+	return s
+}
+
+// shardOf picks the shard of a four-tuple, either direction.
+func (s *Stream) shardOf(p *capture.Packet) int {
+	if len(s.shards) == 1 {
+		return 0
+	}
+	a := netip.AddrPortFrom(p.Src, p.SrcPort)
+	b := netip.AddrPortFrom(p.Dst, p.DstPort)
+	if a.Compare(b) > 0 {
+		a, b = b, a
+	}
+	var h maphash.Hash
+	h.SetSeed(s.seed)
+	a16, b16 := a.Addr().As16(), b.Addr().As16()
+	h.Write(a16[:])
+	h.Write(b16[:])
+	h.WriteByte(byte(a.Port()))
+	h.WriteByte(byte(a.Port() >> 8))
+	h.WriteByte(byte(b.Port()))
+	h.WriteByte(byte(b.Port() >> 8))
+	return int(h.Sum64() % uint64(len(s.shards)))
+}
+
+// Add takes the next packet of the input (TCP, or a UDP datagram for QUIC). The
+// packet and its payload may be reused after Add returns.
+func (s *Stream) Add(p *capture.Packet) error {
+	if s.closed {
+		return errors.New("analysis: Add after Close")
+	}
+	s.ordinal++
+	s.stats.Packets++
+	if s.firstNs == 0 {
+		s.firstNs = p.TimestampNs
+	}
+	s.maxNs = max(s.maxNs, p.TimestampNs)
+	if p.Protocol == capture.ProtocolUDP {
+		s.addDatagram(p)
+	} else {
+		b := s.pending[s.shardOf(p)]
+		b.packets = append(b.packets, *p)
+		b.ordinals = append(b.ordinals, s.ordinal)
+		b.payload = append(b.payload, p.Payload...)
+	}
+	s.inBatch++
+	if s.inBatch == batchPackets {
+		return s.sendBatch(false, nil)
+	}
+	return nil
+}
+
+func (s *Stream) addDatagram(p *capture.Packet) {
+	if s.quic == nil {
+		s.quic = quicanalysis.New(quicanalysis.Options{Keys: s.opts.KeyLog, PacketLog: s.opts.Packets})
+	}
+	before := s.quic.Count()
+	s.quic.Add(quicanalysis.Datagram{TimeNs: p.TimestampNs,
+		Src: netip.AddrPortFrom(p.Src, p.SrcPort), Dst: netip.AddrPortFrom(p.Dst, p.DstPort), Payload: p.Payload})
+	if s.quic.Count() > before {
+		s.quicNew = append(s.quicNew, creation{shard: -1, local: before + 1, ordinal: s.ordinal})
+	}
+}
+
+// Advance tells the stream that capture time has reached nowNs without packets (a
+// live source): connections due by then are finished in a batch sent at once.
+func (s *Stream) Advance(nowNs int64) error {
+	s.maxNs = max(s.maxNs, nowNs)
+	return s.sendBatch(false, nil)
+}
+
+// Snapshot returns the reports of the connections still open, as they stand, in
+// the order of their first packet.
+func (s *Stream) Snapshot() ([]report.Connection, error) {
+	reply := make(chan []report.Connection, 1)
+	if err := s.sendBatch(false, reply); err != nil {
+		return nil, err
+	}
+	select {
+	case conns := <-reply:
+		return conns, nil
+	case <-s.done:
+		if s.mergeErr != nil {
+			return nil, s.mergeErr
+		}
+		return nil, errors.New("analysis: the stream ended")
+	}
+}
+
+// sendBatch hands the current batch (possibly empty) to every shard, and tells
+// the merger to collect their results.
+func (s *Stream) sendBatch(flush bool, snapshot chan []report.Connection) error {
+	if err := s.ctx.Err(); err != nil {
+		return err
+	}
+	s.batchSeq++
+	item := mergeItem{seq: s.batchSeq, quicNew: s.quicNew, snapshot: snapshot}
+	s.quicNew = nil
+	if flush && s.quic != nil {
+		item.quic = s.quic.ConnectionsFrom(s.firstNs)
+	}
+	for i, sh := range s.shards {
+		b := s.pending[i]
+		b.seq, b.watermark, b.captureNs, b.flush, b.snapshot = s.batchSeq, s.maxNs, s.firstNs, flush, snapshot != nil
+		select {
+		case sh.in <- b:
+		case <-s.ctx.Done():
+			return s.ctx.Err()
+		}
+		if !flush {
+			s.pending[i] = sh.freeBatch()
+		}
+	}
+	s.inBatch = 0
+	select {
+	case s.merged <- item:
+	case <-s.ctx.Done():
+		return s.ctx.Err()
+	}
+	return nil
+}
+
+// Close ends the input: every open connection is finished and reported. It waits
+// for the last report and returns the first error (from Emit or the context).
+func (s *Stream) Close() (StreamStats, error) {
+	if !s.closed {
+		s.closed = true
+		err := s.sendBatch(true, nil)
+		close(s.merged)
+		for _, sh := range s.shards {
+			close(sh.in)
+		}
+		if err != nil {
+			s.cancel()
+		}
+	}
+	<-s.done
+	s.cancel()
+	return s.Stats(), s.mergeErr
+}
+
+// Stats returns what the stream counted so far.
+func (s *Stream) Stats() StreamStats {
+	s.statsMu.Lock()
+	defer s.statsMu.Unlock()
+	return s.stats
+}
+
+// merge numbers connections and emits their reports, batch by batch, in an order
+// that depends only on the input.
+func (s *Stream) merge() {
+	defer close(s.done)
+	global := map[[2]int]int{} // (shard, local number) → index, while open
+	next := 0
+	var emitErr error
+	results := make([]shardResult, len(s.shards))
+	for item := range s.merged {
+		for i, sh := range s.shards {
+			select {
+			case results[i] = <-sh.out:
+			case <-s.ctx.Done():
+				if s.mergeErr == nil {
+					s.mergeErr = s.ctx.Err()
+				}
+				return
+			}
+		}
+		// Number the connections begun in this batch, in order of first packet.
+		var created []creation
+		for _, r := range results {
+			created = append(created, r.created...)
+		}
+		created = append(created, item.quicNew...)
+		sort.Slice(created, func(i, j int) bool { return created[i].ordinal < created[j].ordinal })
+		for _, c := range created {
+			next++
+			global[[2]int{c.shard, c.local}] = next
+		}
+		var out, snaps []finished
+		var stats flow.Stats
+		open := 0
+		for _, r := range results {
+			out = append(out, r.finished...)
+			snaps = append(snaps, r.snapshots...)
+			stats.Trailing += r.stats.Trailing
+			stats.Duplicates += r.stats.Duplicates
+			open += r.open
+		}
+		for i, c := range item.quic {
+			out = append(out, finished{shard: -1, local: i + 1, finishNs: s.maxNs, conn: c})
+		}
+		indexOf := func(f *finished) int { return global[[2]int{f.shard, f.local}] }
+		sort.Slice(out, func(i, j int) bool {
+			if out[i].finishNs != out[j].finishNs {
+				return out[i].finishNs < out[j].finishNs
+			}
+			return indexOf(&out[i]) < indexOf(&out[j])
+		})
+		if item.snapshot != nil {
+			var conns []report.Connection
+			for k := range snaps {
+				if index, ok := global[[2]int{snaps[k].shard, snaps[k].local}]; ok {
+					snaps[k].conn.Index = index
+					conns = append(conns, snaps[k].conn)
+				}
+			}
+			sort.Slice(conns, func(i, j int) bool { return conns[i].Index < conns[j].Index })
+			item.snapshot <- conns
+		}
+		emitted := 0
+		for k := range out {
+			f := &out[k]
+			key := [2]int{f.shard, f.local}
+			index, ok := global[key]
+			delete(global, key)
+			if !ok {
+				continue // filtered out (another server than the one asked for)
+			}
+			f.conn.Index = index
+			if emitErr == nil && s.opts.Emit != nil {
+				emitErr = s.opts.Emit(&f.conn)
+			}
+			emitted++
+		}
+		s.statsMu.Lock()
+		s.stats.Stats.Trailing += stats.Trailing
+		s.stats.Stats.Duplicates += stats.Duplicates
+		s.stats.Open = open
+		s.stats.Connections += int64(emitted)
+		s.statsMu.Unlock()
+		if emitErr != nil && s.mergeErr == nil {
+			s.mergeErr = emitErr
+			s.cancel()
+		}
+	}
+}

@@ -1,0 +1,126 @@
+package flow
+
+import (
+	"container/heap"
+	"net/netip"
+
+	"github.com/slowstart/slowstart/capture"
+)
+
+// deadline is when an open connection may be finished (entries of an older
+// generation than the connection's are stale: it was scheduled again).
+type deadline struct {
+	atNs int64
+	conn *Conn
+	gen  int32
+}
+
+// deadlineHeap orders deadlines, soonest first: finishing connections costs
+// O(log n) each, whatever their number.
+type deadlineHeap []deadline
+
+func (h deadlineHeap) Len() int           { return len(h) }
+func (h deadlineHeap) Less(i, j int) bool { return h[i].atNs < h[j].atNs }
+func (h deadlineHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *deadlineHeap) Push(x any)        { *h = append(*h, x.(deadline)) }
+func (h *deadlineHeap) Pop() any {
+	old := *h
+	e := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return e
+}
+func (h *deadlineHeap) push(e deadline) { heap.Push(h, e) }
+func (h *deadlineHeap) pop() deadline   { return heap.Pop(h).(deadline) }
+
+// attempt is a connection that is only SYNs from its client so far, kept small: a
+// SYN flood or a scan makes millions of them.
+type attempt struct {
+	key            connKey
+	client, server netip.AddrPort
+	index          int
+	firstOrdinal   int64
+	firstNs        int64 // the first SYN
+	lastNs         int64 // the latest SYN (or copy of one)
+	isn            uint32
+	count          int32 // SYNs sent (copies not counted)
+	duplicates     int32
+	options        capture.TCPOptions
+	window         uint16
+	ipID           uint16
+	done           bool
+}
+
+type attemptDeadline struct {
+	atNs    int64
+	attempt *attempt
+}
+
+type attemptHeap []attemptDeadline
+
+func (h attemptHeap) Len() int           { return len(h) }
+func (h attemptHeap) Less(i, j int) bool { return h[i].atNs < h[j].atNs }
+func (h attemptHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *attemptHeap) Push(x any)        { *h = append(*h, x.(attemptDeadline)) }
+func (h *attemptHeap) Pop() any {
+	old := *h
+	e := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return e
+}
+func (h *attemptHeap) push(e attemptDeadline) { heap.Push(h, e) }
+func (h *attemptHeap) pop() attemptDeadline   { return heap.Pop(h).(attemptDeadline) }
+
+// newAttempt keeps a connection's first SYN in the compact form.
+func (t *Tracker) newAttempt(key connKey, src, dst netip.AddrPort, p *capture.Packet) {
+	t.next++
+	at := &attempt{key: key, client: src, server: dst, index: t.next, firstOrdinal: t.ordinal,
+		firstNs: p.TimestampNs, lastNs: p.TimestampNs, isn: p.Seq, count: 1, options: p.Options,
+		window: p.Window, ipID: p.IPID}
+	t.attempts[key] = at
+	if t.created != nil {
+		t.created(at.index, at.firstOrdinal, src, dst)
+	}
+	if t.attemptIdleNs > 0 {
+		t.attemptDeadlines.push(attemptDeadline{atNs: at.lastNs + t.attemptIdleNs, attempt: at})
+	}
+}
+
+// addToAttempt takes a client SYN of an attempt: a copy, or the SYN sent again
+// with the same ISN; false for a SYN with another ISN (the connection then goes on
+// as a full one, as a full one would take it).
+func (t *Tracker) addToAttempt(at *attempt, p *capture.Packet) bool {
+	if p.Seq != at.isn {
+		return false
+	}
+	elapsed := p.TimestampNs - at.lastNs
+	copyOf := elapsed >= 0 && ((p.IPID != 0 && p.IPID == at.ipID && elapsed <= duplicateIPIDWindowNs) ||
+		(p.IPID == 0 && elapsed <= duplicateSYNWindowNs && p.Options.TSVal == at.options.TSVal))
+	if copyOf {
+		at.duplicates++
+		t.stats.Duplicates++
+	} else {
+		at.count++
+	}
+	at.lastNs, at.ipID = p.TimestampNs, p.IPID
+	return true
+}
+
+// promote makes an attempt a full connection: its handler sees its first SYN, and
+// its SYN count and times are the attempt's.
+func (t *Tracker) promote(at *attempt) *Conn {
+	at.done = true
+	delete(t.attempts, at.key)
+	syn := capture.Packet{TimestampNs: at.firstNs, Src: at.client.Addr(), Dst: at.server.Addr(),
+		SrcPort: at.client.Port(), DstPort: at.server.Port(), Seq: at.isn, Flags: capture.FlagSYN,
+		Protocol: capture.ProtocolTCP, Window: at.window, Options: at.options, IPID: at.ipID, HeaderLen: 20}
+	c := t.makeConn(at.key, at.client, at.server, &syn, at.index, at.firstOrdinal)
+	t.segment(c, ToServer, &syn)
+	d := &c.Dirs[ToServer]
+	d.SYNCount, d.Duplicates = at.count, at.duplicates
+	d.Packets = int64(at.count + at.duplicates)
+	c.lastSYNNs, c.LastNs = at.lastNs, at.lastNs
+	if c.scheduled {
+		t.schedule(c) // from the latest SYN, not the first
+	}
+	return c
+}
