@@ -25,6 +25,7 @@ import (
 	"github.com/slowstart/slowstart/lab/link"
 	"github.com/slowstart/slowstart/lab/netlab"
 	"github.com/slowstart/slowstart/lab/server"
+	"github.com/slowstart/slowstart/units"
 )
 
 // Server and client kinds.
@@ -101,7 +102,7 @@ func (s *Spec) linkConfigs(mtu int) (clientToServer, serverToClient link.Config,
 			switch {
 			case s.QueueBytes > 0:
 				c.Queue = link.QueueConfig{LimitBytes: s.QueueBytes}
-				queue = fmt.Sprintf("drop-tail, %s", link.FormatSize(s.QueueBytes))
+				queue = fmt.Sprintf("drop-tail, %s", units.FormatSize(s.QueueBytes))
 			case s.QueuePackets > 0:
 				c.Queue = link.QueueConfig{LimitPackets: s.QueuePackets}
 				queue = fmt.Sprintf("drop-tail, %d packets", s.QueuePackets)
@@ -377,7 +378,7 @@ func QueueDescription(s Spec) string {
 func Describe(s Spec) string {
 	path := fmt.Sprintf("path: RTT %s", strconv.FormatFloat(float64(s.RTTNs)/1e6, 'f', -1, 64)+" ms")
 	if s.RateBitsPerSecond > 0 {
-		path += fmt.Sprintf(", %s each way, queue %s", link.FormatRate(s.RateBitsPerSecond), QueueDescription(s))
+		path += fmt.Sprintf(", %s each way, queue %s", units.FormatRate(s.RateBitsPerSecond), QueueDescription(s))
 	} else {
 		path += ", no rate limit"
 	}
@@ -389,11 +390,11 @@ func Describe(s Spec) string {
 		proto = "HTTP/2"
 	}
 	if s.TLS != "" {
-		proto += fmt.Sprintf(" over TLS %s (chain %s)", s.TLS, link.FormatSize(int64(s.ChainBytes)))
+		proto += fmt.Sprintf(" over TLS %s (chain %s)", s.TLS, units.FormatSize(int64(s.ChainBytes)))
 	}
 	iw := "kernel default IW"
 	if s.IW > 0 {
 		iw = fmt.Sprintf("IW %d", s.IW)
 	}
-	return fmt.Sprintf("%s\nserver: %s, %s, %s; client: %s; %s of body over %s", path, s.Server, iw, s.CC, s.Client, link.FormatSize(s.SizeBytes), proto)
+	return fmt.Sprintf("%s\nserver: %s, %s, %s; client: %s; %s of body over %s", path, s.Server, iw, s.CC, s.Client, units.FormatSize(s.SizeBytes), proto)
 }

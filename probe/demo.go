@@ -10,10 +10,10 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/slowstart/slowstart/lab/link"
 	"github.com/slowstart/slowstart/lab/server"
 	"github.com/slowstart/slowstart/probe/exact"
 	"github.com/slowstart/slowstart/report"
+	"github.com/slowstart/slowstart/units"
 )
 
 // DemoConfig describes the built-in demo: one far-away server emulated with each
@@ -103,7 +103,7 @@ func WriteDemo(w io.Writer, d *DemoResult) error {
 	ew := &report.ErrWriter{W: w}
 	c := d.Config
 	ew.Printf("A server %s away (RTT %d ms, %s), serving a %s page over TLS %s with a %s certificate chain,\n",
-		"an ocean", c.RTT.Milliseconds(), link.FormatRate(c.RateBitsPerSecond), report.Size(c.BodyBytes), c.TLSVersion, report.Size(int64(c.ChainBytes)))
+		"an ocean", c.RTT.Milliseconds(), units.FormatRate(c.RateBitsPerSecond), report.Size(c.BodyBytes), c.TLSVersion, report.Size(int64(c.ChainBytes)))
 	ew.Printf("emulated on this machine with three initial windows, each probed over a fresh connection:\n\n")
 	conns := make([]*report.Connection, len(d.Columns))
 	for i, col := range d.Columns {

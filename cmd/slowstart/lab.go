@@ -15,8 +15,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/slowstart/slowstart/lab"
-	"github.com/slowstart/slowstart/lab/link"
 	"github.com/slowstart/slowstart/lab/netlab"
+	"github.com/slowstart/slowstart/units"
 )
 
 func newLabCommand() *cobra.Command {
@@ -57,7 +57,7 @@ func (f *pathFlags) register(cmd *cobra.Command, lists bool) {
 	fl.StringVar(&f.rtt, "rtt", "70ms", "round-trip propagation delay"+many)
 	fl.StringVar(&f.rate, "rate", "0", "bottleneck rate each way, e.g. 1.2mbit, 100Mbit/s; 0 for none"+many)
 	fl.StringVar(&f.iw, "iw", "10", "the server's initial window in segments (route initcwnd)"+many)
-	fl.StringVar(&f.size, "size", "42KB", "response body size, e.g. 42KB, 1.5MB, 29x1448"+many)
+	fl.StringVar(&f.size, "size", "42KB", "response body size, e.g. 42KB, 1.5MB, 29x1448 (as model's --size)"+many)
 	fl.StringVar(&f.loss, "loss", "0", "random loss on the server→client path, e.g. 1%"+many)
 	fl.StringVar(&f.queue, "queue", "", "bottleneck buffer (drop-tail): bytes (64KB) or packets (100p); default one BDP")
 	fl.StringVar(&f.tls, "tls", "none", "TLS version: none, 1.2 or 1.3")
@@ -93,7 +93,7 @@ func (f *pathFlags) specs() ([]lab.Spec, error) {
 		SlowStartAfterIdle: f.slowStartAfterIdle, Seed: f.seed}
 	if f.tls != "none" && f.tls != "" {
 		base.TLS = f.tls
-		chain, err := link.ParseSize(f.chain)
+		chain, err := units.ParseSize(f.chain)
 		if err != nil {
 			return nil, fmt.Errorf("--chain: %w", err)
 		}
@@ -107,19 +107,19 @@ func (f *pathFlags) specs() ([]lab.Spec, error) {
 			}
 			base.QueuePackets = packets
 		} else {
-			b, err := link.ParseSize(f.queue)
+			b, err := units.ParseSize(f.queue)
 			if err != nil {
 				return nil, fmt.Errorf("--queue: %w", err)
 			}
 			base.QueueBytes = b
 		}
 	}
-	think, err := link.ParseDuration(f.think)
+	think, err := units.ParseDuration(f.think)
 	if err != nil {
 		return nil, fmt.Errorf("--think: %w", err)
 	}
 	base.ThinkNs = think
-	if base.ThinkAfterBytes, err = link.ParseSize(f.thinkAfter); err != nil {
+	if base.ThinkAfterBytes, err = units.ParseSize(f.thinkAfter); err != nil {
 		return nil, fmt.Errorf("--think-after: %w", err)
 	}
 	specs := []lab.Spec{base}
@@ -145,12 +145,12 @@ func (f *pathFlags) specs() ([]lab.Spec, error) {
 		flag, list string
 		set        func(*lab.Spec, string) error
 	}{
-		{"rtt", f.rtt, func(s *lab.Spec, v string) (err error) { s.RTTNs, err = link.ParseDuration(v); return }},
+		{"rtt", f.rtt, func(s *lab.Spec, v string) (err error) { s.RTTNs, err = units.ParseDuration(v); return }},
 		{"rate", f.rate, func(s *lab.Spec, v string) (err error) {
 			if v == "0" || v == "none" {
 				return nil
 			}
-			s.RateBitsPerSecond, err = link.ParseRate(v)
+			s.RateBitsPerSecond, err = units.ParseRate(v)
 			return
 		}},
 		{"iw", f.iw, func(s *lab.Spec, v string) error {
@@ -160,8 +160,8 @@ func (f *pathFlags) specs() ([]lab.Spec, error) {
 			}
 			return nil
 		}},
-		{"size", f.size, func(s *lab.Spec, v string) (err error) { s.SizeBytes, err = link.ParseSize(v); return }},
-		{"loss", f.loss, func(s *lab.Spec, v string) (err error) { s.LossRate, err = link.ParsePercent(v); return }},
+		{"size", f.size, func(s *lab.Spec, v string) (err error) { s.SizeBytes, err = units.ParseSize(v); return }},
+		{"loss", f.loss, func(s *lab.Spec, v string) (err error) { s.LossRate, err = units.ParsePercent(v); return }},
 	}
 	for _, st := range steps {
 		if err := expand(st.flag, st.list, st.set); err != nil {
@@ -294,7 +294,9 @@ func newLabRunCommand() *cobra.Command {
 		Short: "Time transfers over one emulated path",
 		Long: `Run trials of one transfer over one emulated path and print the flow completion
 time (FCT) both as Dukkipati et al. measure it (first response byte to last byte)
-and as a user feels it (from the connect to the last byte): median and spread.`,
+and as a user feels it (from the connect to the last byte): median and spread.
+
+` + units.Help,
 		Example: `  slowstart lab run --rtt 70ms --rate 1.2mbit --iw 10 --size 42KB --trials 10
   slowstart lab run --rtt 150ms --iw 3 --size 100KB --tls 1.3 --h2 --server nginx --capture out/
   slowstart lab run --rtt 70ms --rate 15mbit --iw 32 --size 160KB --loss 1% --json`,
@@ -355,7 +357,9 @@ func newLabSweepCommand() *cobra.Command {
 		Long: `Run every combination of the listed values, each with --trials trials, --parallel
 at once. Each trial's result is appended to OUT/results.jsonl as it ends, with every
 parameter in the row; OUT/results.csv is written at the end. Run the same command
-again to resume an interrupted sweep: trials already in results.jsonl are skipped.`,
+again to resume an interrupted sweep: trials already in results.jsonl are skipped.
+
+` + units.Help,
 		Example: `  slowstart lab sweep --rtt 20ms,70ms,150ms --rate 1.2mbit --iw 3,10 --size 10KB,50KB,100KB --trials 5 --parallel 8 --out sweep1
   slowstart lab sweep --rtt 70ms --iw 3,10,32 --size 160KB --loss 0,1%,3% --trials 10 --parallel 8 --out loss`,
 		Args: cobra.NoArgs,

@@ -15,6 +15,8 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+
+	"github.com/slowstart/slowstart/units"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -56,7 +58,9 @@ A new TCP connection may send only its initial window (Linux: 10 segments, about
 14.6 KB) before waiting a round trip for acknowledgements; the window then about
 doubles each round (slow start). slowstart finds those rounds in live probes and
 captures and tells what limited each one: the congestion window, the client's receive window,
-the application, loss, or the end of the data.`,
+the application, loss, or the end of the data.
+
+` + units.Help,
 		Example: `  sudo slowstart probe                        # the demo: a far-away server with IW 3, 10 and 32
   sudo slowstart probe https://example.com/   # a first visit to your page, round by round
   sudo slowstart probe --exact https://example.com/

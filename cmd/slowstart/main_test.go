@@ -158,3 +158,50 @@ func TestAnalyzeHTML(t *testing.T) {
 		t.Errorf("the HTML file loads something from the network")
 	}
 }
+
+// TestUnitsRefused: a size, rate or duration without a unit is refused before any
+// work, with exit 2, in every verb that takes one (1.2 would otherwise be 1.2 bit/s).
+func TestUnitsRefused(t *testing.T) {
+	for _, args := range [][]string{
+		{"model", "--rate", "1.2"},
+		{"model", "--size", "42"},
+		{"model", "--rtt", "70"},
+		{"model", "--tls", "1.3", "--chain", "4000"},
+		{"lab", "run", "--rate", "1.2"},
+		{"lab", "run", "--size", "42"},
+		{"lab", "sweep", "--out", "x", "--rate", "1.2mbit,15"},
+		{"tune", "show", "--size", "160"},
+	} {
+		code, _, errOut := runCLI(t, args...)
+		if code != exitUsage || !strings.Contains(errOut, "no unit") {
+			t.Errorf("%v: exit %d, stderr %q; want %d and 'no unit'", args, code, errOut, exitUsage)
+		}
+	}
+}
+
+// TestModelSizeIsBody: model's --size is the body, as lab's is; the headers come
+// on top.
+func TestModelSizeIsBody(t *testing.T) {
+	code, out, errOut := runCLI(t, "model", "--size", "42KB", "--rtt", "70ms", "--iw", "10", "--json")
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var doc struct {
+		Path struct {
+			SizeBytes int64 `json:"size_bytes"`
+			BodyBytes int64 `json:"body_bytes"`
+		} `json:"path"`
+	}
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatal(err)
+	}
+	// The lab's server sends 42000 body bytes after a header of 139 bytes plus the
+	// digits of the length (5): 144.
+	if doc.Path.BodyBytes != 42000 || doc.Path.SizeBytes != 42000+144 {
+		t.Errorf("body %d, on the wire %d; want 42000 and 42144", doc.Path.BodyBytes, doc.Path.SizeBytes)
+	}
+	code, out, _ = runCLI(t, "model", "--size", "42KB", "--headers", "1KB", "--rtt", "70ms", "--iw", "10", "--json")
+	if err := json.Unmarshal([]byte(out), &doc); code != exitOK || err != nil || doc.Path.SizeBytes != 43000 {
+		t.Errorf("--headers 1KB: exit %d, on the wire %d, want 43000", code, doc.Path.SizeBytes)
+	}
+}

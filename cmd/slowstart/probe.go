@@ -73,6 +73,10 @@ connection refused, no route, timeout, TLS failure, more than 10 redirects);
   sudo slowstart probe https://www.example.com/ --resolve www.example.com:443:192.0.2.7`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			var err error
+			if netns, err = netnsPath(netns); err != nil {
+				return err
+			}
 			if len(args) == 0 {
 				return runDemo(cmd, asJSON, htmlOut)
 			}
@@ -146,7 +150,7 @@ connection refused, no route, timeout, TLS failure, more than 10 redirects);
 	fl.BoolVarP(&insecure, "insecure", "k", false, "do not verify the server's certificate")
 	fl.DurationVar(&timeout, "timeout", 30*time.Second, "give up on a request after this long")
 	fl.IntVar(&runs, "runs", 1, "fetch N times, each over fresh connections: min, median, mode and spread of the IW")
-	fl.StringVar(&netns, "netns", "", "probe from inside this network namespace (a path such as /run/netns/NAME)")
+	addNetnsFlag(fl, &netns)
 	fl.StringVar(&iface, "interface", "", "capture on this interface (default: the one the route to the server uses)")
 	fl.StringVar(&pcapPath, "pcap", "", "also write the captured packets to this pcap file (for Wireshark)")
 	fl.StringVar(&htmlOut, "html", "", "also write a self-contained HTML page of the probe's connections (works offline) to this file")

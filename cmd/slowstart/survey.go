@@ -73,6 +73,10 @@ column); 2 bad arguments or a malformed list; 3 the list can't be read;
 			if asCSV && asJSON {
 				return withCode(exitUsage, errors.New("--csv and --json exclude each other"))
 			}
+			netns, err := netnsPath(netns)
+			if err != nil {
+				return err
+			}
 			opts := survey.Options{Concurrency: concurrency, NoExact: noExact, NoPassive: noPassive,
 				ExactRuns: exactRuns, MSS: mss, Timeout: timeout, Netns: netns, Insecure: insecure,
 				Tool: "slowstart " + version, Resolve: map[string]netip.Addr{}}
@@ -103,7 +107,7 @@ column); 2 bad arguments or a malformed list; 3 the list can't be read;
 	fl.BoolVar(&noExact, "no-exact", false, "skip the exact measurement (the page load only)")
 	fl.BoolVar(&noPassive, "no-passive", false, "skip the page load (the exact IW only)")
 	fl.StringArrayVar(&resolves, "resolve", nil, "HOST:PORT:ADDRESS: connect to ADDRESS for HOST:PORT, without DNS (repeatable)")
-	fl.StringVar(&netns, "netns", "", "measure from inside this network namespace (a path such as /run/netns/NAME)")
+	addNetnsFlag(fl, &netns)
 	fl.BoolVarP(&insecure, "insecure", "k", false, "do not verify certificates in the page load (the exact measurement never does)")
 	return cmd
 }

@@ -333,7 +333,7 @@ func TestSurveyPrivileges(t *testing.T) {
 	}{
 		{"-net_admin", nil, "CAP_NET_ADMIN", "CAP_NET_RAW"},
 		{"-net_raw", []string{"--no-exact"}, "CAP_NET_RAW", "CAP_NET_ADMIN"},
-		{"-sys_admin", []string{"--netns", "/run/netns/none"}, "CAP_SYS_ADMIN", "CAP_NET_RAW"},
+		{"-sys_admin", []string{"--netns", "/proc/self/ns/net"}, "CAP_SYS_ADMIN", "CAP_NET_RAW"},
 	} {
 		t.Run(tc.drop, func(t *testing.T) {
 			args := append([]string{"--bounding-set=" + tc.drop, binary, "survey"}, tc.args...)

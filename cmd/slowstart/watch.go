@@ -85,6 +85,10 @@ privileges.`,
 			if count < 0 {
 				return withCode(exitUsage, errors.New("--count must be 0 (no limit) or more"))
 			}
+			netns, err := netnsPath(netns)
+			if err != nil {
+				return err
+			}
 			opts := probe.Options{URL: args[0], TLSVersion: tlsVersion, HTTP1Only: http1, NoCompress: noCompress,
 				UserAgent: userAgent, ServerName: serverName, Insecure: insecure, Timeout: timeout, Runs: 1,
 				Netns: netns, Interface: iface, Tool: "slowstart " + version, Resolve: map[string]netip.Addr{}}
@@ -146,7 +150,7 @@ privileges.`,
 	fl.BoolVar(&list, "list", false, "print the probes stored in --store (of URL only, when given) and exit")
 	fl.BoolVar(&asJSON, "json", false, "with --list: print the rows as JSON")
 	fl.StringArrayVar(&resolves, "resolve", nil, "HOST:PORT:ADDRESS: connect to ADDRESS for HOST:PORT, without DNS (repeatable)")
-	fl.StringVar(&netns, "netns", "", "probe from inside this network namespace (a path such as /run/netns/NAME)")
+	addNetnsFlag(fl, &netns)
 	fl.StringVar(&iface, "interface", "", "capture on this interface (default: the one the route to the server uses)")
 	fl.BoolVarP(&insecure, "insecure", "k", false, "do not verify the server's certificate")
 	fl.StringVar(&tlsVersion, "tls", "", "allow only this TLS version: 1.2 or 1.3 (default: both)")
