@@ -16,9 +16,9 @@ import (
 // modelFlags are the model command's flags.
 type modelFlags struct {
 	size, headers, rtt, rate, iw, rwnd, tls, chain, cc string
-	mss                                      int
-	bodyBytes                                int64 // --size, read by params
-	delayedACK, labLatency, asJSON           bool
+	mss                                                int
+	bodyBytes                                          int64 // --size, read by params
+	delayedACK, labLatency, asJSON                     bool
 }
 
 // modelRun is one IW's prediction, as printed and as JSON.
