@@ -15,9 +15,8 @@ import (
 // WriteCDF draws the empirical CDFs of both samples into path (.png or .svg), each
 // median marked on its curve, with the medians and the p-value in the title.
 func WriteCDF(path string, before, after *Sample, res *Result) error {
-	ext := strings.ToLower(filepath.Ext(path))
-	if ext != ".png" && ext != ".svg" {
-		return fmt.Errorf("plot %q: give a .png or .svg file name", path)
+	if err := CheckPlotPath(path); err != nil {
+		return err
 	}
 	unit := after.Unit
 	p := plot.New()
@@ -68,6 +67,16 @@ func WriteCDF(path string, before, after *Sample, res *Result) error {
 	}
 	if err := p.Save(16*vg.Centimeter, 10*vg.Centimeter, path); err != nil {
 		return fmt.Errorf("writing the plot %s: %w", path, err)
+	}
+	return nil
+}
+
+// CheckPlotPath says whether WriteCDF can draw into a file of this name: it
+// takes .png and .svg.
+func CheckPlotPath(path string) error {
+	ext := strings.ToLower(filepath.Ext(path))
+	if ext != ".png" && ext != ".svg" {
+		return fmt.Errorf("plot %q: give a .png or .svg file name", path)
 	}
 	return nil
 }

@@ -89,6 +89,9 @@ func (s *Spec) Normalize() error {
 	case s.Client != ClientBuiltin && s.Client != ClientCurl:
 		return fmt.Errorf("client %q: use builtin or curl", s.Client)
 	}
+	if err := netlab.CheckCongestionControl(s.CC); err != nil {
+		return fmt.Errorf("%w: use cubic, bbr or reno", err)
+	}
 	return nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"text/tabwriter"
@@ -173,6 +174,11 @@ func (f *pathFlags) specs() ([]lab.Spec, error) {
 			return nil, err
 		}
 	}
+	for _, s := range specs {
+		if err := checkTools(s); err != nil {
+			return nil, err
+		}
+	}
 	if f.trials < 1 {
 		return nil, errors.New("--trials must be 1 or more")
 	}
@@ -180,6 +186,23 @@ func (f *pathFlags) specs() ([]lab.Spec, error) {
 		return nil, errors.New("--parallel must be 1 or more")
 	}
 	return specs, nil
+}
+
+// checkTools says, before any work, when a point needs a program this machine
+// lacks (nginx, curl).
+func checkTools(s lab.Spec) error {
+	for _, need := range []struct {
+		used               bool
+		program, flag, pkg string
+	}{
+		{s.Server == lab.ServerNginx, "nginx", "--server nginx", "nginx-light"},
+		{s.Client == lab.ClientCurl, "curl", "--client curl", "curl"},
+	} {
+		if _, err := exec.LookPath(need.program); need.used && err != nil {
+			return fmt.Errorf("%s: %s is not installed (apt-get install %s), or use the built-in one", need.flag, need.program, need.pkg)
+		}
+	}
+	return nil
 }
 
 func (f *pathFlags) jobs(specs []lab.Spec) []lab.Job {
@@ -214,17 +237,46 @@ func labContext(parent context.Context) (context.Context, func(), error) {
 	return ctx, stop, nil
 }
 
-func newProgress(total int, what string) *progressbar.ProgressBar {
-	return progressbar.NewOptions(total,
-		progressbar.OptionSetWriter(os.Stderr),
-		progressbar.OptionSetDescription(what),
-		progressbar.OptionShowCount(),
-		progressbar.OptionSetElapsedTime(true),
-		progressbar.OptionSetPredictTime(true),
-		progressbar.OptionClearOnFinish(),
-		progressbar.OptionThrottle(200*time.Millisecond),
-		progressbar.OptionSetVisibility(isTerminal(os.Stderr)),
-	)
+// progress shows how far a batch is: a bar on a terminal, otherwise a line per
+// item done ("3 of 10 trials done"), so that logs and scripts see it too.
+type progress struct {
+	bar         *progressbar.ProgressBar
+	w           io.Writer
+	unit        string
+	done, total int
+}
+
+func newProgress(total int, what, unit string) *progress {
+	p := &progress{total: total, unit: unit, w: os.Stderr}
+	if isTerminal(os.Stderr) {
+		p.bar = progressbar.NewOptions(total,
+			progressbar.OptionSetWriter(os.Stderr),
+			progressbar.OptionSetDescription(what),
+			progressbar.OptionShowCount(),
+			progressbar.OptionSetElapsedTime(true),
+			progressbar.OptionSetPredictTime(true),
+			progressbar.OptionClearOnFinish(),
+			progressbar.OptionThrottle(200*time.Millisecond),
+		)
+	}
+	return p
+}
+
+// Add counts n more items done.
+func (p *progress) Add(n int) {
+	p.done += n
+	if p.bar != nil {
+		_ = p.bar.Add(n)
+		return
+	}
+	fmt.Fprintf(p.w, "%d of %d %s done\n", p.done, p.total, p.unit)
+}
+
+// Finish clears the bar.
+func (p *progress) Finish() {
+	if p.bar != nil {
+		_ = p.bar.Finish()
+	}
 }
 
 func isTerminal(f *os.File) bool {
@@ -309,18 +361,34 @@ and as a user feels it (from the connect to the last byte): median and spread.
 			if len(specs) != 1 {
 				return withCode(exitUsage, errors.New("lab run takes one value per flag; use lab sweep for lists"))
 			}
+			if err := checkOutputDir("capture", f.captureDir); err != nil {
+				return err
+			}
 			ctx, stop, err := labContext(cmd.Context())
 			if err != nil {
 				return err
 			}
 			defer stop()
 			env := lab.NewEnv()
-			bar := newProgress(f.trials, "trials")
+			fmt.Fprintf(cmd.ErrOrStderr(), "Running %d trials of %s...\n", f.trials, specs[0].Label())
+			bar := newProgress(f.trials, "trials", "trials")
+			var finished []lab.Row
 			rows, err := env.RunJobs(ctx, f.jobs(specs), lab.RunOptions{Parallel: f.parallel, CaptureDir: f.captureDir,
-				OnResult: func(lab.Job, lab.Row, error) { _ = bar.Add(1) }})
-			_ = bar.Finish()
+				OnResult: func(_ lab.Job, r lab.Row, _ error) {
+					finished = append(finished, r)
+					bar.Add(1)
+				}})
+			bar.Finish()
 			if err != nil {
-				return err
+				// Interrupted: the trials that ended are the result so far.
+				if !asJSON && len(finished) > 0 {
+					out := cmd.OutOrStdout()
+					fmt.Fprintf(out, "%s\n", lab.Describe(specs[0]))
+					if werr := writeSummaries(out, summarizePoints(specs, finished)); werr != nil {
+						return werr
+					}
+				}
+				return interrupted("interrupted; %d of %d trials finished (above); the lab's namespaces were removed", len(finished), f.trials)
 			}
 			sums := summarizePoints(specs, rows)
 			if asJSON {
@@ -371,6 +439,12 @@ again to resume an interrupted sweep: trials already in results.jsonl are skippe
 			if err != nil {
 				return withCode(exitUsage, err)
 			}
+			if err := checkOutputDir("out", out); err != nil {
+				return err
+			}
+			if err := checkOutputDir("capture", f.captureDir); err != nil {
+				return err
+			}
 			ctx, stop, err := labContext(cmd.Context())
 			if err != nil {
 				return err
@@ -379,7 +453,7 @@ again to resume an interrupted sweep: trials already in results.jsonl are skippe
 			jsonl := filepath.Join(out, "results.jsonl")
 			previous, err := lab.ReadRows(jsonl)
 			if err != nil {
-				return fmt.Errorf("reading %s to resume: %w", jsonl, err)
+				return fileError(fmt.Errorf("reading %s to resume: %w", jsonl, err))
 			}
 			done := lab.DoneKeys(previous)
 			var todo []lab.Job
@@ -393,44 +467,44 @@ again to resume an interrupted sweep: trials already in results.jsonl are skippe
 			}
 			w, err := lab.OpenJSONL(jsonl)
 			if err != nil {
-				return err
+				return fileError(err)
 			}
 			defer w.Close()
 			capture := ""
 			if f.captureDir != "" {
 				capture = f.captureDir
 			}
-			bar := newProgress(len(todo), fmt.Sprintf("%d points", len(specs)))
+			bar := newProgress(len(todo), fmt.Sprintf("%d points", len(specs)), "trials")
 			var writeErr error
 			_, runErr := lab.NewEnv().RunJobs(ctx, todo, lab.RunOptions{Parallel: f.parallel, CaptureDir: capture,
 				OnResult: func(_ lab.Job, r lab.Row, _ error) {
 					if err := w.Write(r); err != nil && writeErr == nil {
 						writeErr = err
 					}
-					_ = bar.Add(1)
+					bar.Add(1)
 				}})
-			_ = bar.Finish()
+			bar.Finish()
 			if writeErr != nil {
-				return fmt.Errorf("writing %s: %w", jsonl, writeErr)
+				return fileError(fmt.Errorf("writing %s: %w", jsonl, writeErr))
 			}
 			all, err := lab.ReadRows(jsonl)
 			if err != nil {
-				return err
+				return fileError(err)
 			}
 			csvPath := filepath.Join(out, "results.csv")
 			cf, err := os.Create(csvPath)
 			if err != nil {
-				return err
+				return fileError(err)
 			}
 			if err := lab.WriteCSV(cf, lab.LatestRows(all)); err != nil {
 				cf.Close()
-				return err
+				return fileError(err)
 			}
 			if err := cf.Close(); err != nil {
-				return err
+				return fileError(err)
 			}
 			if runErr != nil {
-				return fmt.Errorf("interrupted; run the same command again to resume: %w", runErr)
+				return interrupted("interrupted; %d trials are in %s: run the same command again to resume", len(lab.LatestRows(all)), jsonl)
 			}
 			if err := writeSummaries(cmd.OutOrStdout(), summarizePoints(specs, lab.LatestRows(all))); err != nil {
 				return err

@@ -1,13 +1,16 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/slowstart/slowstart/internal/testroot"
 	"github.com/slowstart/slowstart/report"
 )
 
@@ -98,9 +101,9 @@ func TestAnalyzeErrors(t *testing.T) {
 		code     int
 		inStderr string
 	}{
-		{"missing file", []string{"analyze", filepath.Join(dir, "nope.pcap")}, exitInput, "no such file"},
-		{"empty file", []string{"analyze", empty}, exitInput, "empty"},
-		{"not a capture", []string{"analyze", text}, exitInput, "not a pcap or pcapng file"},
+		{"missing file", []string{"analyze", filepath.Join(dir, "nope.pcap")}, exitFile, "no such file"},
+		{"empty file", []string{"analyze", empty}, exitFile, "empty"},
+		{"not a capture", []string{"analyze", text}, exitFile, "not a pcap or pcapng file"},
 		{"no argument", []string{"analyze"}, exitUsage, "accepts 1 arg"},
 		{"unknown flag", []string{"analyze", "--bogus", iw3Capture}, exitUsage, "unknown flag"},
 		{"bad server", []string{"analyze", "--server", "example.com:80", iw3Capture}, exitUsage, "not an IP address"},
@@ -203,5 +206,83 @@ func TestModelSizeIsBody(t *testing.T) {
 	code, out, _ = runCLI(t, "model", "--size", "42KB", "--headers", "1KB", "--rtt", "70ms", "--iw", "10", "--json")
 	if err := json.Unmarshal([]byte(out), &doc); code != exitOK || err != nil || doc.Path.SizeBytes != 43000 {
 		t.Errorf("--headers 1KB: exit %d, on the wire %d, want 43000", code, doc.Path.SizeBytes)
+	}
+}
+
+// TestExitCodesPerKind: one exit code per kind of problem, whatever the verb: a
+// file that can't be read or written is 3, a bad value 2, both before any work.
+func TestExitCodesPerKind(t *testing.T) {
+	dir := t.TempDir()
+	whole, err := os.ReadFile(iw3Capture)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A record header in the middle that claims 2 GB: a damaged file, not a cut one.
+	damaged := append([]byte(nil), whole...)
+	offset := 24
+	for range 5 {
+		offset += 16 + int(uint32(damaged[offset+8])|uint32(damaged[offset+9])<<8|uint32(damaged[offset+10])<<16|uint32(damaged[offset+11])<<24)
+	}
+	copy(damaged[offset+8:], []byte{0xff, 0xff, 0xff, 0x7f})
+	damagedPath := filepath.Join(dir, "damaged.pcap")
+	if err := os.WriteFile(damagedPath, damaged, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	unwritable := "/proc/no-such-dir/out"
+	cases := []struct {
+		args []string
+		code int
+		says string
+	}{
+		{[]string{"analyze", damagedPath}, exitFile, "damaged"},
+		{[]string{"view", "--html", filepath.Join(dir, "v.html"), damagedPath}, exitFile, "damaged"},
+		{[]string{"analyze", "--html", unwritable + ".html", iw3Capture}, exitFile, "can't write there"},
+		{[]string{"view", "--html", unwritable + ".html", iw3Capture}, exitFile, "can't write there"},
+		{[]string{"probe", "--pcap", unwritable + ".pcap", "http://192.0.2.1/"}, exitFile, "can't write there"},
+		{[]string{"probe", "--html", unwritable + ".html", "http://192.0.2.1/"}, exitFile, "can't write there"},
+		{[]string{"lab", "sweep", "--out", unwritable}, exitFile, "can't make the directory"},
+		{[]string{"lab", "run", "--capture", unwritable}, exitFile, "can't make the directory"},
+		{[]string{"lab", "reproduce", "--out", unwritable}, exitFile, "can't make the directory"},
+		{[]string{"lab", "run", "--cc", "vegas"}, exitUsage, "vegas"},
+		{[]string{"lab", "run", "--iw", "ten"}, exitUsage, "not a number of segments"},
+		{[]string{"tune", "apply", "--netns", "no-such-namespace-y", "--initcwnd", "20"}, exitUsage, "no such network namespace"},
+		{[]string{"watch", "--store", unwritable + ".db", "http://192.0.2.1/"}, exitFile, ""},
+	}
+	for _, c := range cases {
+		code, out, errOut := runCLI(t, c.args...)
+		if code != c.code || !strings.Contains(errOut, c.says) {
+			t.Errorf("%v: exit %d, stderr %q; want %d and %q", c.args, code, errOut, c.code, c.says)
+		}
+		if out != "" && c.code != exitOK {
+			t.Errorf("%v: printed a result before failing: %q", c.args, out)
+		}
+	}
+	if _, err := os.Stat("/proc/no-such-dir"); err == nil {
+		t.Fatal("the check made a directory in /proc")
+	}
+}
+
+// TestVerboseOnly: diagnostics (log lines) reach standard error with -v only, and
+// never standard output.
+func TestVerboseOnly(t *testing.T) {
+	testroot.Require(t, "a lab trial")
+	for _, verbose := range []bool{false, true} {
+		args := []string{"lab", "run", "--rtt", "10ms", "--size", "10KB", "--trials", "1"}
+		if verbose {
+			args = append(args, "-v")
+		}
+		cmd := exec.Command(builtBinary(t), args...)
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("%v: %v, stderr %q", args, err, stderr.String())
+		}
+		if strings.Contains(string(out), "level=") {
+			t.Errorf("%v: a log line on standard output:\n%s", args, out)
+		}
+		if got := strings.Contains(stderr.String(), "level=DEBUG msg=\"link emulator started\""); got != verbose {
+			t.Errorf("%v: the emulator's log line on stderr: %v, want %v:\n%s", args, got, verbose, stderr.String())
+		}
 	}
 }

@@ -107,7 +107,8 @@ Equation 1 of Dukkipati et al. (2010) is shown beside it for comparison.
 		Example: `  slowstart model --size 160KB --rtt 130ms --rate 15mbit --iw 3,10,32
   slowstart model --size 160KB --rtt 130ms --iw 10 --tls 1.3 --chain 6.9KB --rwnd 64KB
   slowstart model --size 42KB --rtt 70ms --rate 1.2mbit --iw 3,10 --json`,
-		Args: cobra.NoArgs,
+		Args:        cobra.NoArgs,
+		Annotations: abandonOnInterrupt,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			base, iws, err := f.params()
 			if err != nil {

@@ -16,10 +16,6 @@ import (
 	"github.com/slowstart/slowstart/report"
 )
 
-// exitNetwork: the server could not be reached or spoken to (DNS, refused,
-// unreachable, timeout, TLS failure, HTTP breakage, redirect loop).
-const exitNetwork = 5
-
 func newProbeCommand() *cobra.Command {
 	var (
 		asJSON                bool
@@ -56,13 +52,7 @@ TLS 1.2 with a 6.9 KB certificate chain, probed side by side.
 
 A live capture needs CAP_NET_RAW (run with sudo, or once:
 sudo setcap cap_net_raw,cap_net_admin+ep $(which slowstart)); the demo and
---netns need root.
-
-Exit codes: 0 success; 1 other failures; 2 bad arguments (a malformed URL or
-flag); 3 an unreadable input (e.g. --pcap can't be written); 4 missing
-privileges; 5 the server could not be reached or spoken to (DNS failure,
-connection refused, no route, timeout, TLS failure, more than 10 redirects);
-130 interrupted.`,
+--netns need root.`,
 		Example: `  sudo slowstart probe                                  # the built-in demo
   sudo slowstart probe https://example.com/
   sudo slowstart probe https://example.com/ --runs 10 --json
@@ -76,6 +66,11 @@ connection refused, no route, timeout, TLS failure, more than 10 redirects);
 			var err error
 			if netns, err = netnsPath(netns); err != nil {
 				return err
+			}
+			for flag, path := range map[string]string{"pcap": pcapPath, "html": htmlOut, "keylog": keylogPath} {
+				if err := checkOutputFile(flag, path); err != nil {
+					return err
+				}
 			}
 			if len(args) == 0 {
 				return runDemo(cmd, asJSON, htmlOut)
@@ -116,6 +111,9 @@ connection refused, no route, timeout, TLS failure, more than 10 redirects);
 				opts.Headers.Add(name, value)
 			}
 			res, err := probe.Run(cmd.Context(), opts)
+			if cmd.Context().Err() != nil {
+				return interrupted("interrupted; nothing left behind")
+			}
 			if res != nil && (err == nil || len(res.Report.Connections) > 0) {
 				for _, w := range res.Report.Warnings {
 					fmt.Fprintf(os.Stderr, "slowstart: warning: %s\n", w)
@@ -214,7 +212,7 @@ func runExact(cmd *cobra.Command, rawURL string, o exactOptions) error {
 		case errors.As(err, &oe):
 			return withCode(exitUsage, err)
 		case ctx.Err() != nil:
-			return withCode(exitInterrupted, errors.New("interrupted; the firewall table was removed"))
+			return interrupted("interrupted; nothing left behind (the firewall rules were removed)")
 		case errors.Is(err, os.ErrPermission) || errors.Is(err, syscall.EPERM):
 			return withCode(exitPermission, err)
 		}

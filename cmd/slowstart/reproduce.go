@@ -3,7 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"os"
 
 	"github.com/spf13/cobra"
 
@@ -40,40 +39,41 @@ takes under 10 minutes; --quick runs fewer points and trials in under 2.`,
 			if parallel < 1 {
 				return withCode(exitUsage, errors.New("--parallel must be 1 or more"))
 			}
+			if err := checkOutputDir("out", out); err != nil {
+				return err
+			}
 			ctx, stop, err := labContext(cmd.Context())
 			if err != nil {
 				return err
 			}
 			defer stop()
 			stderr := cmd.ErrOrStderr()
-			var bar interface{ Set(int) error }
-			var finish func()
+			var bar *progress
 			res, err := reproduce.Run(ctx, lab.NewEnv(), reproduce.Options{
 				OutDir: out, Quick: quick, Parallel: parallel,
 				Stage: func(s string) {
-					if finish != nil {
-						finish()
-						finish = nil
+					if bar != nil {
+						bar.Finish()
+						bar = nil
 					}
 					fmt.Fprintln(stderr, s)
 				},
 				Progress: func(done, total int) {
 					if bar == nil {
-						b := newProgress(total, "trials")
-						bar, finish = b, func() { _ = b.Finish() }
-						if !isTerminal(os.Stderr) {
-							bar = nil
-						}
+						bar = newProgress(total, "trials", "trials")
 					}
-					if bar != nil {
-						_ = bar.Set(done)
-					} else if done%50 == 0 || done == total {
-						fmt.Fprintf(stderr, "%d/%d trials\n", done, total)
+					if bar.bar != nil || done%50 == 0 || done == total {
+						bar.Add(done - bar.done)
+					} else {
+						bar.done = done
 					}
 				},
 			})
-			if finish != nil {
-				finish()
+			if bar != nil {
+				bar.Finish()
+			}
+			if err != nil && ctx.Err() != nil {
+				return interrupted("interrupted; the lab's namespaces were removed, what was finished is in %s", out)
 			}
 			if err != nil {
 				return err

@@ -46,7 +46,7 @@ func TestSurveyCommandErrors(t *testing.T) {
 	}{
 		{"malformed line", []string{"survey", writeSurveyList(t, "# x", "a.example")}, exitUsage, "line 2"},
 		{"no URL", []string{"survey", writeSurveyList(t, "# nothing")}, exitUsage, "holds no URL"},
-		{"missing file", []string{"survey", filepath.Join(t.TempDir(), "none.txt")}, exitInput, "no such file"},
+		{"missing file", []string{"survey", filepath.Join(t.TempDir(), "none.txt")}, exitFile, "no such file"},
 		{"no argument", []string{"survey"}, exitUsage, "accepts 1 arg"},
 		{"csv and json", []string{"survey", "--csv", "--json", good}, exitUsage, "exclude each other"},
 		{"bad resolve", []string{"survey", "--resolve", "x:443", good}, exitUsage, "HOST:PORT:ADDRESS"},
@@ -234,7 +234,7 @@ func TestSurveyCommandLab(t *testing.T) {
 // first URL's row, exit 130 and leave no nftables table behind.
 func TestSurveyBinaryInterrupted(t *testing.T) {
 	testroot.Require(t, "network namespaces, nftables and live captures")
-	binary := buildSurveyBinary(t)
+	binary := builtBinary(t)
 	s := startSurveyLab(t, probe.LabServerConfig{RTT: 20 * time.Millisecond, IW: 10, Keys: surveyKeys})
 	var lines []string
 	for i := range 6 {
@@ -304,16 +304,6 @@ func TestSurveyBinaryInterrupted(t *testing.T) {
 	}
 }
 
-// buildSurveyBinary builds the slowstart binary into the test's directory.
-func buildSurveyBinary(t *testing.T) string {
-	t.Helper()
-	binary := filepath.Join(t.TempDir(), "slowstart")
-	if out, err := exec.Command("go", "build", "-o", binary, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return binary
-}
-
 // TestSurveyPrivileges runs the binary without a capability it needs (dropped
 // from the bounding set with setpriv): it must stop before measuring, exit 4
 // and name what is missing.
@@ -323,7 +313,7 @@ func TestSurveyPrivileges(t *testing.T) {
 	if err != nil {
 		t.Skip("setpriv (util-linux) is not installed")
 	}
-	binary := buildSurveyBinary(t)
+	binary := builtBinary(t)
 	list := writeSurveyList(t, "a http://192.0.2.1/")
 	for _, tc := range []struct {
 		drop    string

@@ -41,8 +41,7 @@ sysctls, applies new windows with a backup made first, and reverts them exactly.
 
 const tuneExitCodes = `
 
-Exit codes: 0 done (or nothing to do), 1 failure, 2 bad arguments or no route
-matches, 3 the backup can't be found or read, 4 not allowed (needs root).`
+No route matching exits 2; a backup that can't be found or read exits 3.`
 
 // tuneCode maps a tune error to an exit code.
 func tuneCode(err error) error {
@@ -55,7 +54,7 @@ func tuneCode(err error) error {
 	case errors.As(err, &usage), errors.As(err, &noRoute):
 		return withCode(exitUsage, err)
 	case errors.As(err, &backup):
-		return withCode(exitInput, err)
+		return withCode(exitFile, err)
 	case errors.Is(err, syscall.EPERM), errors.Is(err, os.ErrPermission):
 		return withCode(exitPermission, fmt.Errorf("%w (changing routes or entering a namespace needs root)", err))
 	}
@@ -204,6 +203,15 @@ values go into the same backup, and revert restores them too.` + tuneExitCodes,
 				}
 			}
 			res, err := tune.Apply(opts)
+			if cmd.Context().Err() != nil {
+				switch {
+				case res != nil && res.Changed+res.SysctlsChanged > 0:
+					return interrupted("interrupted after changing %d route(s) and %d sysctl(s); undo with: slowstart tune revert --backup %s", res.Changed, res.SysctlsChanged, res.BackupPath)
+				case res != nil && res.BackupPath != "":
+					return interrupted("interrupted; nothing was changed (the backup %s records the state)", res.BackupPath)
+				}
+				return interrupted("interrupted; nothing was changed")
+			}
 			if err != nil && (res == nil || len(res.Changes)+len(res.Sysctls) == 0) {
 				return tuneCode(err)
 			}

@@ -216,8 +216,8 @@ func TestTuneCLIErrors(t *testing.T) {
 		{[]string{"tune", "show", "--netns", "no-such-namespace-x"}, exitUsage, "no such network namespace"},
 		{[]string{"probe", "--netns", "no-such-namespace-x", "http://192.0.2.1/"}, exitUsage, "no such network namespace"},
 		{[]string{"survey", "--netns", "/run/netns/no-such-namespace-x", "-"}, exitUsage, "no such network namespace"},
-		{[]string{"tune", "revert", "--netns", ns, "--backup-dir", dir}, exitInput, "no backup"},
-		{[]string{"tune", "revert", "--backup", filepath.Join(dir, "missing.json")}, exitInput, "missing.json"},
+		{[]string{"tune", "revert", "--netns", ns, "--backup-dir", dir}, exitFile, "no backup"},
+		{[]string{"tune", "revert", "--backup", filepath.Join(dir, "missing.json")}, exitFile, "missing.json"},
 		{[]string{"tune", "show", "--size", "big"}, exitUsage, "--size"},
 		{[]string{"tune", "show", "extra"}, exitUsage, "unknown command"},
 	} {

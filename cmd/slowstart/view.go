@@ -60,11 +60,7 @@ most recent --keep connections and says how many older ones it dropped.
 --filter HOST[:PORT] (or :PORT) keeps only the connections with that server,
 filtered in the kernel; --pcap FILE also writes every captured packet to FILE.
 Live capture needs root or CAP_NET_RAW (setcap cap_net_raw+ep slowstart).
-Ctrl-C stops the capture and the server.
-
-Exit codes: 0 success (and after Ctrl-C), 2 bad arguments or an unknown
-interface, 3 the file can't be read as a capture or a Report, 4 --live without
-the privilege to capture, 1 other failures.`,
+Ctrl-C stops the capture and the server.`,
 		Example: `  slowstart view page.pcap                      # serve at http://127.0.0.1:PORT/
   slowstart view page.pcap --port 8040
   slowstart view page.pcap --html page.html     # one file to share
@@ -89,6 +85,9 @@ the privilege to capture, 1 other failures.`,
 				case server != "":
 					return withCode(exitUsage, errors.New("--server is for files: with --live use --filter HOST[:PORT]"))
 				}
+				if err := checkOutputFile("pcap", pcapPath); err != nil {
+					return err
+				}
 				return viewLive(cmd, liveViewOptions{iface: iface, filter: filter, pcapPath: pcapPath, keep: keep, listen: listenAddr, port: port})
 			}
 			if len(args) != 1 {
@@ -100,6 +99,9 @@ the privilege to capture, 1 other failures.`,
 			hint, err := analysis.ParseServer(server)
 			if err != nil {
 				return withCode(exitUsage, err)
+			}
+			if err := checkOutputFile("html", htmlPath); err != nil {
+				return err
 			}
 			rep, err := loadForView(cmd, args[0], analysis.Options{Server: hint, Tool: "slowstart " + version, Packets: true})
 			if err != nil {
@@ -138,7 +140,7 @@ the privilege to capture, 1 other failures.`,
 func loadForView(cmd *cobra.Command, path string, opts analysis.Options) (*report.Report, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, withCode(exitInput, err)
+		return nil, withCode(exitFile, err)
 	}
 	defer f.Close()
 	br := bufio.NewReader(f)
@@ -158,10 +160,10 @@ func readReport(r io.Reader, path string) (*report.Report, error) {
 	var rep report.Report
 	dec := json.NewDecoder(r)
 	if err := dec.Decode(&rep); err != nil {
-		return nil, withCode(exitInput, fmt.Errorf("%s: not a Report (JSON from 'slowstart analyze --json') nor a capture: %w", path, err))
+		return nil, withCode(exitFile, fmt.Errorf("%s: not a Report (JSON from 'slowstart analyze --json') nor a capture: %w", path, err))
 	}
 	if rep.Schema != report.Schema {
-		return nil, withCode(exitInput, fmt.Errorf("%s: schema %q, this slowstart reads %q: make the Report again with this version", path, rep.Schema, report.Schema))
+		return nil, withCode(exitFile, fmt.Errorf("%s: schema %q, this slowstart reads %q: make the Report again with this version", path, rep.Schema, report.Schema))
 	}
 	return &rep, nil
 }
@@ -175,7 +177,7 @@ func writeHTMLFile(cmd *cobra.Command, path string, rep *report.Report) error {
 		return err
 	}
 	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
-		return fmt.Errorf("writing the page: %w", err)
+		return fileError(fmt.Errorf("writing the page: %w", err))
 	}
 	fmt.Fprintf(cmd.ErrOrStderr(), "slowstart: wrote %s (%s); open it in a browser\n", path, sizeText(b.Len()))
 	return nil

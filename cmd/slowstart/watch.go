@@ -48,17 +48,13 @@ dropped:
 
   slowstart compare --store FILE --before T1..T2 --after T3..
 
---count N stops after N probes; Ctrl-C stops cleanly (exit 0), never leaving a
+--count N stops after N probes; Ctrl-C stops cleanly (exit 130), never leaving a
 half-written row. --metrics-listen serves Prometheus metrics (the last probe's
 values as gauges, counters of probes and errors) at http://ADDR/metrics.
 --list prints what a store holds.
 
 Each probe captures its own packets, which needs CAP_NET_RAW (sudo, or setcap);
---netns needs root.
-
-Exit codes: 0 success (also when stopped with Ctrl-C); 1 other failures; 2 bad
-arguments; 3 the store can't be opened or is not a watch store; 4 missing
-privileges.`,
+--netns needs root.`,
 		Example: `  sudo slowstart watch https://example.com/ --every 5m --store example.db
   sudo slowstart watch https://example.com/ --every 1m --count 60 --store example.db --metrics-listen 127.0.0.1:9464
   sudo slowstart watch https://www.example.com/ --store www.db --resolve www.example.com:443:192.0.2.7
@@ -104,7 +100,7 @@ privileges.`,
 			}
 			store, err := watch.OpenStore(storePath, false)
 			if err != nil {
-				return withCode(exitInput, err)
+				return withCode(exitFile, err)
 			}
 			defer store.Close()
 			metrics := watch.NewMetrics()
@@ -133,8 +129,7 @@ privileges.`,
 			switch {
 			case err == nil:
 			case errors.Is(err, context.Canceled) && cmd.Context().Err() != nil:
-				fmt.Fprintf(cmd.ErrOrStderr(), "stopped: %d probes stored in %s\n", stored, storePath)
-				return nil
+				return interrupted("interrupted; %d probes stored in %s", stored, storePath)
 			default:
 				return withCode(probeExitCode(err), err)
 			}
@@ -224,12 +219,12 @@ func formatWatchRow(r watch.Row) string {
 func listStore(ctx context.Context, w io.Writer, path, url string, asJSON bool) error {
 	store, err := watch.OpenStore(path, true)
 	if err != nil {
-		return withCode(exitInput, err)
+		return withCode(exitFile, err)
 	}
 	defer store.Close()
 	rows, err := store.Rows(ctx, watch.Query{URL: url})
 	if err != nil {
-		return withCode(exitInput, err)
+		return withCode(exitFile, err)
 	}
 	if asJSON {
 		if rows == nil {

@@ -177,10 +177,14 @@ func (r *registry) closeAll() error {
 	return errors.Join(errs...)
 }
 
+// ExitInterrupted is the exit status of a process a second signal stopped: 130,
+// as for Ctrl-C, whatever the signal.
+const ExitInterrupted = 130
+
 // HandleSignals removes every live trial when the process gets SIGINT, SIGTERM or
 // SIGHUP, then cancels the returned context so the caller can wind down and exit
 // as it chooses. A second signal removes the trials made since and exits at once
-// with status 128+signal. stop uninstalls the handler (and cancels the context);
+// with status ExitInterrupted. stop uninstalls the handler (and cancels the context);
 // it does not close trials.
 func HandleSignals(parent context.Context) (ctx context.Context, stop func()) {
 	return processTrials.handleSignals(parent)
@@ -206,8 +210,7 @@ func (r *registry) handleSignals(parent context.Context) (context.Context, func(
 				}
 				cancel()
 				if received > 1 {
-					number, _ := sig.(syscall.Signal)
-					os.Exit(128 + int(number))
+					os.Exit(ExitInterrupted)
 				}
 			}
 		}
