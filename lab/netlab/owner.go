@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/slowstart/slowstart/internal/owner"
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
@@ -16,81 +17,24 @@ import (
 
 // Ownership: what the lab makes outside its own memory (named network
 // namespaces, temporary directories) carries a marker naming the process that
-// made it, by PID and by the time that process started. Clean removes only what
-// carries a marker, and only when that process is gone: a name alone proves
-// nothing (a user may make /tmp/slowstart-424242-x), and a PID alone neither (PIDs
-// are reused). The start time tells a reused PID from the owner.
+// made it (package internal/owner). Clean removes only what carries a marker, and
+// only when that process is gone.
 
-// Owner identifies a process: its PID and its start time in clock ticks since
-// boot (field 22 of /proc/PID/stat), which together never repeat while the
-// machine runs.
-type Owner struct {
-	PID       int
-	StartTime uint64
-}
+// Owner identifies the process that made a namespace or directory.
+type Owner = owner.Process
 
-// ownerMarkerPrefix begins every marker; the rest is "pid=N start=T".
-const ownerMarkerPrefix = "slowstart-lab "
+// markerKind names the lab in its markers: "slowstart-lab pid=N start=T".
+const markerKind = "slowstart-lab"
 
-// String is the marker the lab writes: "slowstart-lab pid=N start=T".
-func (o Owner) String() string {
-	return fmt.Sprintf("%spid=%d start=%d", ownerMarkerPrefix, o.PID, o.StartTime)
-}
-
-// ParseOwner reads a marker that Owner.String wrote.
-func ParseOwner(marker string) (Owner, bool) {
-	rest, ok := strings.CutPrefix(strings.TrimSpace(marker), ownerMarkerPrefix)
-	if !ok {
-		return Owner{}, false
-	}
-	var o Owner
-	if n, err := fmt.Sscanf(rest, "pid=%d start=%d", &o.PID, &o.StartTime); err != nil || n != 2 || o.PID <= 0 {
-		return Owner{}, false
-	}
-	if rest != fmt.Sprintf("pid=%d start=%d", o.PID, o.StartTime) {
-		return Owner{}, false // trailing or odd text: not what Owner.String writes
-	}
-	return o, true
-}
+// ParseOwner reads a lab marker.
+func ParseOwner(marker string) (Owner, bool) { return owner.Parse(markerKind, marker) }
 
 // ThisProcess is the Owner of the running process.
 func ThisProcess() Owner { return thisProcess }
 
-var thisProcess = func() Owner {
-	pid := os.Getpid()
-	start, _ := processStartTime(pid)
-	return Owner{PID: pid, StartTime: start}
-}()
+var thisProcess = owner.This()
 
-// Alive reports whether the owner is still running: a process with its PID exists
-// and started at its start time.
-func (o Owner) Alive() bool {
-	start, err := processStartTime(o.PID)
-	return err == nil && start == o.StartTime
-}
-
-// processStartTime reads field 22 (starttime) of /proc/PID/stat.
-func processStartTime(pid int) (uint64, error) {
-	if pid <= 0 {
-		return 0, fmt.Errorf("no process %d", pid)
-	}
-	data, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
-	if err != nil {
-		return 0, err
-	}
-	// The command name (field 2) is in parentheses and may hold spaces: the
-	// fields after the last ')' start with field 3.
-	end := strings.LastIndexByte(string(data), ')')
-	if end < 0 {
-		return 0, fmt.Errorf("/proc/%d/stat: no command field", pid)
-	}
-	fields := strings.Fields(string(data[end+1:]))
-	const startTimeField = 22 - 3
-	if len(fields) <= startTimeField {
-		return 0, fmt.Errorf("/proc/%d/stat: %d fields", pid, len(fields)+2)
-	}
-	return strconv.ParseUint(fields[startTimeField], 10, 64)
-}
+func processStartTime(pid int) (uint64, error) { return owner.StartTime(pid) }
 
 // markNamespace writes this process's marker into the calling thread's network
 // namespace, as the alias of its loopback device: the marker lives and dies with
@@ -98,12 +42,12 @@ func processStartTime(pid int) (uint64, error) {
 func markNamespace() error { return markNamespaceAs(thisProcess) }
 
 // markNamespaceAs writes owner's marker into the calling thread's namespace.
-func markNamespaceAs(owner Owner) error {
+func markNamespaceAs(o Owner) error {
 	lo, err := netlink.LinkByName("lo")
 	if err != nil {
 		return fmt.Errorf("find lo: %w", err)
 	}
-	if err := netlink.LinkSetAlias(lo, owner.String()); err != nil {
+	if err := netlink.LinkSetAlias(lo, o.Marker(markerKind)); err != nil {
 		return fmt.Errorf("mark the namespace as this process's (alias of lo): %w", err)
 	}
 	return nil
@@ -159,7 +103,7 @@ func MakeTempDir(what string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if err := os.WriteFile(filepath.Join(dir, tempDirMarker), []byte(thisProcess.String()+"\n"), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, tempDirMarker), []byte(thisProcess.Marker(markerKind)+"\n"), 0o600); err != nil {
 		os.RemoveAll(dir)
 		return "", fmt.Errorf("netlab: mark %s as this process's: %w", dir, err)
 	}

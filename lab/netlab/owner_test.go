@@ -13,9 +13,9 @@ import (
 
 func TestOwnerMarker(t *testing.T) {
 	o := Owner{PID: 4242, StartTime: 987654}
-	back, ok := ParseOwner(o.String())
+	back, ok := ParseOwner(o.Marker(markerKind))
 	if !ok || back != o {
-		t.Fatalf("ParseOwner(%q) = %+v, %v", o.String(), back, ok)
+		t.Fatalf("ParseOwner(%q) = %+v, %v", o.Marker(markerKind), back, ok)
 	}
 	for _, bad := range []string{"", "slowstart-lab", "slowstart-lab pid=0 start=1", "slowstart-lab pid=12 start=1 extra",
 		"slowstart-lab pid=x start=1", "other pid=12 start=1", "slowstart-lab pid=-3 start=1"} {
@@ -155,7 +155,7 @@ func TestCleanTempDirsNeedProof(t *testing.T) {
 			t.Fatal(err)
 		}
 		if marker != nil {
-			if err := os.WriteFile(filepath.Join(path, tempDirMarker), []byte(marker.String()+"\n"), 0o600); err != nil {
+			if err := os.WriteFile(filepath.Join(path, tempDirMarker), []byte(marker.Marker(markerKind)+"\n"), 0o600); err != nil {
 				t.Fatal(err)
 			}
 		}
