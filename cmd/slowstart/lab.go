@@ -522,26 +522,15 @@ func newLabCleanCommand() *cobra.Command {
 	var all bool
 	cmd := &cobra.Command{
 		Use:   "clean",
-		Short: "Remove what a killed lab run left behind (network namespaces)",
-		Long: `Remove the network namespaces of lab runs whose process is gone (a run killed
-with SIGKILL can't clean up after itself). With --all, remove every lab namespace,
-including those of runs still going.`,
+		Short: "Remove what a killed run left behind (the same as slowstart clean)",
+		Long: `Remove the network namespaces, processes and temporary directories of lab runs
+whose process is gone (a run killed with SIGKILL can't clean up after itself),
+and the firewall tables of killed exact probes: the same as slowstart clean.
+Only what carries slowstart's marker is removed. With --all, also remove the lab
+namespaces of runs still going.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := needRoot(); err != nil {
-				return err
-			}
-			removed, err := netlab.Clean(cmd.Context(), all)
-			for _, r := range removed {
-				fmt.Fprintf(cmd.OutOrStdout(), "removed %s\n", r)
-			}
-			if err != nil {
-				return err
-			}
-			if len(removed) == 0 {
-				fmt.Fprintln(cmd.OutOrStdout(), "nothing to remove")
-			}
-			return nil
+			return runClean(cmd, all)
 		},
 	}
 	cmd.Flags().BoolVar(&all, "all", false, "also remove the namespaces of lab runs that are still going")

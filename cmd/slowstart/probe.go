@@ -72,6 +72,7 @@ sudo setcap cap_net_raw,cap_net_admin+ep $(which slowstart)); the demo and
 					return err
 				}
 			}
+			cleanStaleExact(cmd, netns)
 			if len(args) == 0 {
 				return runDemo(cmd, asJSON, htmlOut)
 			}

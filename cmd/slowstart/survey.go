@@ -93,6 +93,7 @@ not be measured for want of privileges.`,
 			if err := surveyPrivileges(opts); err != nil {
 				return withCode(exitPermission, err)
 			}
+			cleanStaleExact(cmd, netns)
 			return runSurvey(cmd, targets, opts, asCSV, asJSON)
 		},
 	}

@@ -160,6 +160,43 @@ func exactTablesIn(netnsPath string) ([]string, error) {
 	return names, nil
 }
 
+// exactHeldPorts lists the local ports of the connections whose ACKs an exact
+// measurement holds back in a namespace (IPv4).
+func exactHeldPorts(netnsPath string) ([]uint16, error) {
+	handle, err := netns.GetFromPath(netnsPath)
+	if err != nil {
+		return nil, err
+	}
+	defer handle.Close()
+	conn, err := nftables.New(nftables.WithNetNSFd(int(handle)))
+	if err != nil {
+		return nil, err
+	}
+	tables, err := conn.ListTablesOfFamily(nftables.TableFamilyINet)
+	if err != nil {
+		return nil, err
+	}
+	var ports []uint16
+	for _, tb := range tables {
+		if !strings.HasPrefix(tb.Name, exact.TablePrefix) {
+			continue
+		}
+		set, err := conn.GetSetByName(tb, "hold4")
+		if err != nil {
+			continue
+		}
+		elements, err := conn.GetSetElements(set)
+		if err != nil {
+			continue // the table went between the listing and now
+		}
+		for _, e := range elements {
+			// Key: remote address (4), remote port (2+2), local port (2+2).
+			ports = append(ports, uint16(e.Key[8])<<8|uint16(e.Key[9]))
+		}
+	}
+	return ports, nil
+}
+
 // TestSurveyCommandLab runs the command in-process against emulated servers:
 // over http with IW 3 next to a URL that refuses (CSV, exit 1), and over TLS
 // with IW 32 reached through --resolve (JSON, exit 0).
@@ -258,22 +295,22 @@ func TestSurveyBinaryInterrupted(t *testing.T) {
 		}
 	})
 
-	// One URL at a time, one exact connection each: the first table is the
-	// first URL's; a different one appearing later is the second URL's, whose
-	// page load came after the first row was finished.
-	var first string
+	// One URL at a time, one exact connection each: the first connection held
+	// back is the first URL's; one from another local port later is the second
+	// URL's, whose page load came after the first row was finished.
+	var first uint16
 	for {
 		if ctx.Err() != nil {
 			t.Fatalf("no second exact measurement seen; stderr %q", stderr.String())
 		}
-		tables, err := exactTablesIn(s.Netns)
+		ports, err := exactHeldPorts(s.Netns)
 		if err != nil {
-			t.Fatalf("listing nftables tables: %v", err)
+			t.Fatalf("listing the exact probe's held connections: %v", err)
 		}
-		if len(tables) == 1 && first == "" {
-			first = tables[0]
+		if len(ports) == 1 && first == 0 {
+			first = ports[0]
 		}
-		if len(tables) == 1 && first != "" && tables[0] != first {
+		if len(ports) == 1 && first != 0 && ports[0] != first {
 			break
 		}
 		time.Sleep(5 * time.Millisecond) // polling interval, not a synchronization

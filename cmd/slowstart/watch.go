@@ -98,6 +98,7 @@ Each probe captures its own packets, which needs CAP_NET_RAW (sudo, or setcap);
 				}
 				opts.Resolve[key] = addr
 			}
+			cleanStaleExact(cmd, netns)
 			store, err := watch.OpenStore(storePath, false)
 			if err != nil {
 				return withCode(exitFile, err)
