@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
-	"net/http"
 	"net/netip"
 	"strconv"
 	"text/tabwriter"
@@ -23,6 +21,7 @@ func newWatchCommand() *cobra.Command {
 		every                 time.Duration
 		count                 int
 		storePath, listen     string
+		label                 string
 		list, asJSON          bool
 		resolves              []string
 		netns, iface          string
@@ -50,7 +49,13 @@ dropped:
 
 --count N stops after N probes; Ctrl-C stops cleanly (exit 130), never leaving a
 half-written row. --metrics-listen serves Prometheus metrics (the last probe's
-values as gauges, counters of probes and errors) at http://ADDR/metrics.
+values as gauges, counters of probes and errors) at http://ADDR/metrics, to GET
+requests only; :PORT listens on 127.0.0.1 alone.
+
+The URL is written everywhere (the store, the metrics, the output) without its
+credentials (user:password@) and with the values of its query replaced by
+REDACTED; --label NAME names the watch instead. The store is readable by its
+owner only (0600).
 --list prints what a store holds.
 
 Each probe captures its own packets, which needs CAP_NET_RAW (sudo, or setcap);
@@ -106,7 +111,7 @@ Each probe captures its own packets, which needs CAP_NET_RAW (sudo, or setcap);
 			defer store.Close()
 			metrics := watch.NewMetrics()
 			if listen != "" {
-				stopServer, addr, err := serveMetrics(listen, metrics)
+				stopServer, addr, err := watch.ServeMetrics(listen, metrics)
 				if err != nil {
 					return withCode(exitUsage, fmt.Errorf("--metrics-listen %s: %w", listen, err))
 				}
@@ -115,7 +120,7 @@ Each probe captures its own packets, which needs CAP_NET_RAW (sudo, or setcap);
 			}
 			out := cmd.OutOrStdout()
 			stored := 0
-			err = watch.Run(cmd.Context(), watch.Config{Probe: opts, Every: every, Count: count, Store: store, Metrics: metrics,
+			err = watch.Run(cmd.Context(), watch.Config{Probe: opts, Every: every, Count: count, Store: store, Metrics: metrics, Label: label,
 				Fatal: func(err error) bool {
 					switch probe.KindOf(err) {
 					case probe.KindURL, probe.KindPermission, probe.KindInterface:
@@ -142,7 +147,8 @@ Each probe captures its own packets, which needs CAP_NET_RAW (sudo, or setcap);
 	fl.DurationVar(&every, "every", 5*time.Minute, "time between the starts of two probes")
 	fl.IntVar(&count, "count", 0, "stop after N probes (0: until Ctrl-C)")
 	fl.StringVar(&storePath, "store", "", "the SQLite file to append to (made when missing)")
-	fl.StringVar(&listen, "metrics-listen", "", "serve Prometheus metrics at http://ADDR/metrics, e.g. 127.0.0.1:9464")
+	fl.StringVar(&listen, "metrics-listen", "", "serve Prometheus metrics at http://ADDR/metrics: :PORT for 127.0.0.1 only, or HOST:PORT (0.0.0.0:9464 for every interface)")
+	fl.StringVar(&label, "label", "", "name the watch in the store and the metrics ({label=\"NAME\"}) instead of by its URL")
 	fl.BoolVar(&list, "list", false, "print the probes stored in --store (of URL only, when given) and exit")
 	fl.BoolVar(&asJSON, "json", false, "with --list: print the rows as JSON")
 	fl.StringArrayVar(&resolves, "resolve", nil, "HOST:PORT:ADDRESS: connect to ADDRESS for HOST:PORT, without DNS (repeatable)")
@@ -158,38 +164,13 @@ Each probe captures its own packets, which needs CAP_NET_RAW (sudo, or setcap);
 	return cmd
 }
 
-// serveMetrics serves m at http://addr/metrics until stop is called.
-func serveMetrics(addr string, m *watch.Metrics) (stop func(), bound string, err error) {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, "", err
-	}
-	mux := http.NewServeMux()
-	mux.Handle("/metrics", m)
-	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != "/" {
-			http.NotFound(w, r)
-			return
-		}
-		fmt.Fprintln(w, "slowstart watch: metrics at /metrics")
-	})
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_ = srv.Serve(ln)
-	}()
-	return func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(ctx)
-		<-done
-	}, ln.Addr().String(), nil
-}
-
 // formatWatchRow prints a stored probe on one line.
 func formatWatchRow(r watch.Row) string {
-	s := r.Time.Local().Format("2006-01-02 15:04:05") + "  " + r.URL
+	name := r.URL
+	if r.Label != "" {
+		name = r.Label
+	}
+	s := r.Time.Local().Format("2006-01-02 15:04:05") + "  " + name
 	if r.Error != "" {
 		return s + "  error: " + r.Error
 	}
