@@ -205,6 +205,14 @@ func Apply(opts ApplyOptions) (*ApplyResult, error) {
 		set[unix.RTAX_INITRWND] = uint32(opts.InitRwnd)
 	}
 	result := &ApplyResult{Netns: opts.Netns, DryRun: opts.DryRun}
+	if !opts.DryRun {
+		// One apply or revert at a time, from reading the routes to checking them.
+		unlock, err := lockBackupDir(lockDir(opts.BackupDir, opts.BackupPath))
+		if err != nil {
+			return nil, err
+		}
+		defer unlock()
+	}
 	err = inNetns(opts.Netns, func() error {
 		routes, names, err := dumpRoutes()
 		if err != nil {

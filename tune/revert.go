@@ -2,6 +2,8 @@ package tune
 
 import (
 	"fmt"
+	"os"
+	"time"
 )
 
 // RevertOptions say which backup to restore.
@@ -35,11 +37,21 @@ type RevertResult struct {
 // left alone, so Revert is idempotent.
 func Revert(opts RevertOptions) (*RevertResult, error) {
 	path := opts.BackupPath
+	dir := opts.BackupDir
+	if dir == "" {
+		dir = DefaultBackupDir
+	}
 	if path == "" {
-		dir := opts.BackupDir
-		if dir == "" {
-			dir = DefaultBackupDir
+		if _, err := os.Stat(dir); err != nil {
+			return nil, &BackupError{Err: fmt.Errorf("no backups: %s does not exist (nothing was applied, or give --backup FILE)", dir)}
 		}
+	}
+	unlock, err := lockBackupDir(lockDir(opts.BackupDir, path))
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	if path == "" {
 		newest, err := NewestBackup(dir, opts.Netns)
 		if err != nil {
 			return nil, err
@@ -72,6 +84,7 @@ func Revert(opts RevertOptions) (*RevertResult, error) {
 		}
 		var requests [][]byte
 		var recorded []Route
+		elapsed := time.Since(backup.Created)
 		for _, br := range backup.Routes {
 			want := br.Route
 			msg, err := replaceMessage(want.Message, nil)
@@ -80,6 +93,14 @@ func Revert(opts RevertOptions) (*RevertResult, error) {
 			}
 			change := Change{After: want, Command: want.IPCommand("replace")}
 			now, ok := current[want.Key()]
+			// An IPv6 route that expires keeps the lifetime it has left: the
+			// current route's, or for one deleted since, the recorded one less
+			// the time since the backup.
+			if ok {
+				msg = withLifetimeOf(msg, now.Message, 0)
+			} else {
+				msg = withLifetimeOf(msg, want.Message, elapsed)
+			}
 			if ok {
 				change.Before = now
 				if change.Unchanged, err = sameState(now.Message, want.Message); err != nil {
