@@ -10,6 +10,7 @@ import (
 
 	"github.com/slowstart/slowstart/analysis"
 	"github.com/slowstart/slowstart/capture"
+	"github.com/slowstart/slowstart/internal/textsafe"
 	"github.com/slowstart/slowstart/report"
 )
 
@@ -63,7 +64,7 @@ waits a round trip; it decides how many round trips a page costs.`,
 				rep.Connections = rep.Connections[connection-1 : connection]
 			}
 			for _, w := range rep.Warnings {
-				fmt.Fprintf(os.Stderr, "slowstart: warning: %s\n", w)
+				fmt.Fprintf(os.Stderr, "slowstart: warning: %s\n", textsafe.Escape(w))
 			}
 			if htmlOut != "" {
 				if err := writeHTMLFile(cmd, htmlOut, rep); err != nil {

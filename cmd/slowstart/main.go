@@ -20,6 +20,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/slowstart/slowstart/internal/textsafe"
 	"github.com/slowstart/slowstart/units"
 )
 
@@ -177,6 +178,11 @@ func run(args []string) int {
 
 	root := newRootCommand()
 	root.SetArgs(args)
+	if isTerminal(os.Stdout) {
+		// A last guard: nothing from a list, a server or a capture can send
+		// control sequences to the terminal.
+		root.SetOut(textsafe.Writer(os.Stdout))
+	}
 	type outcome struct {
 		cmd *cobra.Command
 		err error
@@ -219,7 +225,7 @@ wait:
 	if err == nil {
 		return exitOK
 	}
-	fmt.Fprintf(os.Stderr, "slowstart: %v\n", oneLine(err))
+	fmt.Fprintf(os.Stderr, "slowstart: %v\n", textsafe.Escape(oneLine(err)))
 	switch {
 	case errors.As(err, &ee):
 		return ee.code

@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/slowstart/slowstart/internal/textsafe"
 	"github.com/slowstart/slowstart/probe"
 	"github.com/slowstart/slowstart/probe/exact"
 	"github.com/slowstart/slowstart/report"
@@ -117,7 +118,7 @@ sudo setcap cap_net_raw,cap_net_admin+ep $(which slowstart)); the demo and
 			}
 			if res != nil && (err == nil || len(res.Report.Connections) > 0) {
 				for _, w := range res.Report.Warnings {
-					fmt.Fprintf(os.Stderr, "slowstart: warning: %s\n", w)
+					fmt.Fprintf(os.Stderr, "slowstart: warning: %s\n", textsafe.Escape(w))
 				}
 				var werr error
 				if asJSON {

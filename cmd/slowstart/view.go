@@ -18,6 +18,7 @@ import (
 
 	"github.com/slowstart/slowstart/analysis"
 	"github.com/slowstart/slowstart/capture"
+	"github.com/slowstart/slowstart/internal/textsafe"
 	"github.com/slowstart/slowstart/live"
 	"github.com/slowstart/slowstart/report"
 	"github.com/slowstart/slowstart/web"
@@ -108,7 +109,7 @@ Ctrl-C stops the capture and the server.`,
 				return err
 			}
 			for _, w := range rep.Warnings {
-				fmt.Fprintf(cmd.ErrOrStderr(), "slowstart: warning: %s\n", w)
+				fmt.Fprintf(cmd.ErrOrStderr(), "slowstart: warning: %s\n", textsafe.Escape(w))
 			}
 			if htmlPath != "" {
 				return writeHTMLFile(cmd, htmlPath, rep)

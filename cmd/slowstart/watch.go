@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/slowstart/slowstart/internal/textsafe"
 	"github.com/slowstart/slowstart/probe"
 	"github.com/slowstart/slowstart/watch"
 )
@@ -166,13 +167,13 @@ Each probe captures its own packets, which needs CAP_NET_RAW (sudo, or setcap);
 
 // formatWatchRow prints a stored probe on one line.
 func formatWatchRow(r watch.Row) string {
-	name := r.URL
+	name := textsafe.Escape(r.URL)
 	if r.Label != "" {
-		name = r.Label
+		name = textsafe.Escape(r.Label)
 	}
 	s := r.Time.Local().Format("2006-01-02 15:04:05") + "  " + name
 	if r.Error != "" {
-		return s + "  error: " + r.Error
+		return s + "  error: " + textsafe.Escape(r.Error)
 	}
 	if r.IWSegments != nil {
 		s += fmt.Sprintf("  IW %d (%s)", *r.IWSegments, r.IWVerdict)
@@ -244,8 +245,8 @@ func listStore(ctx context.Context, w io.Writer, path, url string, asJSON bool) 
 		if verdict == "" {
 			verdict = "-"
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.Time.UTC().Format("2006-01-02 15:04:05"), r.URL,
-			n(r.IWSegments), verdict, f(r.HandshakeRTTMs), f(r.TLSMs), f(r.FirstByteMs), f(r.LastByteMs), n(r.RoundTrips), body, r.Error)
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.Time.UTC().Format("2006-01-02 15:04:05"), textsafe.Escape(r.URL),
+			n(r.IWSegments), verdict, f(r.HandshakeRTTMs), f(r.TLSMs), f(r.FirstByteMs), f(r.LastByteMs), n(r.RoundTrips), body, textsafe.Escape(r.Error))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
