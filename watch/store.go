@@ -13,7 +13,7 @@ import (
 )
 
 // StoreVersion is the schema version of the store (SQLite's user_version).
-// Version 2 added the label column.
+// Version 2 added the label and status columns.
 const StoreVersion = 2
 
 // schema creates the store's one table. Times are Unix nanoseconds (UTC);
@@ -32,7 +32,8 @@ CREATE TABLE IF NOT EXISTS probes (
 	round_trips      INTEGER,
 	body_bytes       INTEGER,
 	error            TEXT    NOT NULL DEFAULT '',
-	label            TEXT    NOT NULL DEFAULT ''
+	label            TEXT    NOT NULL DEFAULT '',
+	status           INTEGER
 );
 CREATE INDEX IF NOT EXISTS probes_url_time ON probes (url, time_unix_ns);
 `
@@ -57,6 +58,9 @@ type Row struct {
 	// DNS lookup), like curl's time_starttransfer and time_total.
 	FirstByteMs *float64 `json:"first_byte_ms"`
 	LastByteMs  *float64 `json:"last_byte_ms"`
+	// Status is the HTTP status of the page; nil when no response came. A status
+	// of 400 or more makes the row an error, with its values measured all the same.
+	Status *int `json:"status"`
 	// RoundTrips is the total of the page's connection (TCP + TLS + HTTP).
 	RoundTrips *int `json:"round_trips"`
 	// BodyBytes is the response body as received (compressed if it was).
@@ -116,8 +120,10 @@ func (s *Store) init() error {
 		return fmt.Errorf("store version %d is newer than this slowstart knows (%d)", version, StoreVersion)
 	}
 	if version == 1 {
-		if _, err := s.db.Exec("ALTER TABLE probes ADD COLUMN label TEXT NOT NULL DEFAULT ''"); err != nil {
-			return err
+		for _, column := range []string{"label TEXT NOT NULL DEFAULT ''", "status INTEGER"} {
+			if _, err := s.db.Exec("ALTER TABLE probes ADD COLUMN " + column); err != nil {
+				return err
+			}
 		}
 	}
 	if version == 0 {
@@ -142,9 +148,9 @@ func (s *Store) Close() error { return s.db.Close() }
 // Insert appends a row and returns its id.
 func (s *Store) Insert(ctx context.Context, r Row) (int64, error) {
 	res, err := s.db.ExecContext(ctx, `INSERT INTO probes (time_unix_ns, url, iw_segments, iw_verdict, handshake_rtt_ms,
-		tls_ms, first_byte_ms, last_byte_ms, round_trips, body_bytes, error, label) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		tls_ms, first_byte_ms, last_byte_ms, round_trips, body_bytes, error, label, status) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		r.Time.UnixNano(), r.URL, r.IWSegments, nullString(r.IWVerdict), r.HandshakeRTTMs, r.TLSMs, r.FirstByteMs,
-		r.LastByteMs, r.RoundTrips, r.BodyBytes, r.Error, r.Label)
+		r.LastByteMs, r.RoundTrips, r.BodyBytes, r.Error, r.Label, r.Status)
 	if err != nil {
 		return 0, fmt.Errorf("writing to the watch store %s: %w", s.path, err)
 	}
@@ -181,7 +187,7 @@ func (s *Store) Rows(ctx context.Context, q Query) ([]Row, error) {
 		args = append(args, q.To.UnixNano())
 	}
 	rows, err := s.db.QueryContext(ctx, `SELECT id, time_unix_ns, url, iw_segments, iw_verdict, handshake_rtt_ms, tls_ms,
-		first_byte_ms, last_byte_ms, round_trips, body_bytes, error, label FROM probes WHERE `+where+` ORDER BY time_unix_ns, id`, args...)
+		first_byte_ms, last_byte_ms, round_trips, body_bytes, error, label, status FROM probes WHERE `+where+` ORDER BY time_unix_ns, id`, args...)
 	if err != nil {
 		return nil, fmt.Errorf("reading the watch store %s: %w", s.path, err)
 	}
@@ -190,15 +196,15 @@ func (s *Store) Rows(ctx context.Context, q Query) ([]Row, error) {
 	for rows.Next() {
 		var r Row
 		var ns int64
-		var iw, rounds, body sql.NullInt64
+		var iw, rounds, body, status sql.NullInt64
 		var verdict sql.NullString
 		var hs, tlsMs, fb, lb sql.NullFloat64
-		if err := rows.Scan(&r.ID, &ns, &r.URL, &iw, &verdict, &hs, &tlsMs, &fb, &lb, &rounds, &body, &r.Error, &r.Label); err != nil {
+		if err := rows.Scan(&r.ID, &ns, &r.URL, &iw, &verdict, &hs, &tlsMs, &fb, &lb, &rounds, &body, &r.Error, &r.Label, &status); err != nil {
 			return nil, fmt.Errorf("reading the watch store %s: %w", s.path, err)
 		}
 		r.Time = time.Unix(0, ns).UTC()
 		r.IWVerdict = verdict.String
-		r.IWSegments, r.RoundTrips = intPtr(iw), intPtr(rounds)
+		r.IWSegments, r.RoundTrips, r.Status = intPtr(iw), intPtr(rounds), intPtr(status)
 		if body.Valid {
 			r.BodyBytes = &body.Int64
 		}

@@ -142,6 +142,8 @@ func RowFromResult(at time.Time, url string, res *probe.Result, err error) Row {
 		}
 		// A probe that failed before the response has no first or last byte.
 		if ct.Status != 0 {
+			status := ct.Status
+			row.Status = &status
 			fb, lb, body := ct.FirstByteAtMs, ct.LastByteAtMs, ct.BodyBytes
 			row.FirstByteMs, row.LastByteMs, row.BodyBytes = &fb, &lb, &body
 		}

@@ -118,6 +118,9 @@ sudo setcap cap_net_raw,cap_net_admin+ep $(which slowstart)); the demo and
 			}
 			if res != nil && (err == nil || len(res.Report.Connections) > 0) {
 				for _, w := range res.Report.Warnings {
+					if err != nil && w == err.Error() {
+						continue // the last line says it
+					}
 					fmt.Fprintf(os.Stderr, "slowstart: warning: %s\n", textsafe.Escape(w))
 				}
 				var werr error
@@ -171,7 +174,7 @@ func probeExitCode(err error) int {
 		return exitUsage
 	case probe.KindPermission:
 		return exitPermission
-	case probe.KindCapture:
+	case probe.KindCapture, probe.KindStatus:
 		return exitFailure
 	}
 	return exitNetwork

@@ -172,8 +172,11 @@ func formatWatchRow(r watch.Row) string {
 		name = textsafe.Escape(r.Label)
 	}
 	s := r.Time.Local().Format("2006-01-02 15:04:05") + "  " + name
-	if r.Error != "" {
+	if r.Error != "" && r.Status == nil {
 		return s + "  error: " + textsafe.Escape(r.Error)
+	}
+	if r.Status != nil {
+		s += fmt.Sprintf("  HTTP %d", *r.Status)
 	}
 	if r.IWSegments != nil {
 		s += fmt.Sprintf("  IW %d (%s)", *r.IWSegments, r.IWVerdict)
@@ -194,6 +197,9 @@ func formatWatchRow(r watch.Row) string {
 	}
 	if r.BodyBytes != nil {
 		s += fmt.Sprintf("  %d bytes", *r.BodyBytes)
+	}
+	if r.Error != "" {
+		s += "  error: " + textsafe.Escape(r.Error)
 	}
 	return s
 }
@@ -223,7 +229,7 @@ func listStore(ctx context.Context, w io.Writer, path, url string, asJSON bool) 
 		return nil
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "id\ttime (UTC)\turl\tiw\tverdict\trtt ms\ttls ms\tfirst byte ms\tlast byte ms\trounds\tbytes\terror")
+	fmt.Fprintln(tw, "id\ttime (UTC)\turl\tstatus\tiw\tverdict\trtt ms\ttls ms\tfirst byte ms\tlast byte ms\trounds\tbytes\terror")
 	f := func(v *float64) string {
 		if v == nil {
 			return "-"
@@ -245,8 +251,8 @@ func listStore(ctx context.Context, w io.Writer, path, url string, asJSON bool) 
 		if verdict == "" {
 			verdict = "-"
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.Time.UTC().Format("2006-01-02 15:04:05"), textsafe.Escape(r.URL),
-			n(r.IWSegments), verdict, f(r.HandshakeRTTMs), f(r.TLSMs), f(r.FirstByteMs), f(r.LastByteMs), n(r.RoundTrips), body, textsafe.Escape(r.Error))
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.Time.UTC().Format("2006-01-02 15:04:05"), textsafe.Escape(r.URL),
+			n(r.Status), n(r.IWSegments), verdict, f(r.HandshakeRTTMs), f(r.TLSMs), f(r.FirstByteMs), f(r.LastByteMs), n(r.RoundTrips), body, textsafe.Escape(r.Error))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
