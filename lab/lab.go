@@ -140,12 +140,18 @@ type TrialResult struct {
 	Bytes      int64   `json:"bytes"`
 	Protocol   string  `json:"protocol"`
 	TLSVersion string  `json:"tls_version,omitempty"`
-	// DataPacketsLost and AckPacketsLost count the emulator's drops (loss and queue).
-	DataPacketsLost int64  `json:"data_packets_lost"`
-	AckPacketsLost  int64  `json:"ack_packets_lost"`
-	ClientPcap      string `json:"client_pcap,omitempty"`
-	ServerPcap      string `json:"server_pcap,omitempty"`
-	Error           string `json:"error,omitempty"`
+	// DataPacketsLost and AckPacketsLost count the emulator's drops (loss and queue)
+	// of data (server→client) and ACK (client→server) packets.
+	DataPacketsLost int64 `json:"data_packets_lost"`
+	AckPacketsLost  int64 `json:"ack_packets_lost"`
+	// The same by cause: the bottleneck queue was full, or the random loss drew it.
+	DataPacketsDroppedQueue int64  `json:"data_packets_dropped_queue"`
+	DataPacketsDroppedLoss  int64  `json:"data_packets_dropped_loss"`
+	AckPacketsDroppedQueue  int64  `json:"ack_packets_dropped_queue"`
+	AckPacketsDroppedLoss   int64  `json:"ack_packets_dropped_loss"`
+	ClientPcap              string `json:"client_pcap,omitempty"`
+	ServerPcap              string `json:"server_pcap,omitempty"`
+	Error                   string `json:"error,omitempty"`
 }
 
 // labServerName is the name on the lab's certificates.
@@ -347,8 +353,10 @@ func (e *Env) runTrial(ctx context.Context, spec Spec, index int, captureDir, pr
 	res.ConnectMs, res.TLSMs, res.FirstByteMs, res.LastByteMs = ms(r.ConnectNs), ms(r.TLSNs), ms(r.FirstByteNs), ms(r.LastByteNs)
 	res.FCTPaperMs, res.FCTUserMs = ms(r.FCTPaperNs), ms(r.FCTUserNs)
 	res.Bytes, res.Protocol, res.TLSVersion = r.Bytes, r.Protocol, r.TLSVersion
-	res.DataPacketsLost = linkStats.BToA.PacketsDroppedLoss + linkStats.BToA.PacketsDroppedQueue
-	res.AckPacketsLost = linkStats.AToB.PacketsDroppedLoss + linkStats.AToB.PacketsDroppedQueue
+	res.DataPacketsDroppedQueue, res.DataPacketsDroppedLoss = linkStats.BToA.PacketsDroppedQueue, linkStats.BToA.PacketsDroppedLoss
+	res.AckPacketsDroppedQueue, res.AckPacketsDroppedLoss = linkStats.AToB.PacketsDroppedQueue, linkStats.AToB.PacketsDroppedLoss
+	res.DataPacketsLost = res.DataPacketsDroppedLoss + res.DataPacketsDroppedQueue
+	res.AckPacketsLost = res.AckPacketsDroppedLoss + res.AckPacketsDroppedQueue
 	return res, nil
 }
 

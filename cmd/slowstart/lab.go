@@ -9,12 +9,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 
+	"github.com/slowstart/slowstart/internal/hoststeal"
 	"github.com/slowstart/slowstart/lab"
 	"github.com/slowstart/slowstart/lab/netlab"
 	"github.com/slowstart/slowstart/units"
@@ -60,7 +60,7 @@ func (f *pathFlags) register(cmd *cobra.Command, lists bool) {
 	fl.StringVar(&f.iw, "iw", "10", "the server's initial window in segments (route initcwnd)"+many)
 	fl.StringVar(&f.size, "size", "42KB", "response body size, e.g. 42KB, 1.5MB, 29x1448 (as model's --size)"+many)
 	fl.StringVar(&f.loss, "loss", "0", "random loss on the server→client path, e.g. 1%"+many)
-	fl.StringVar(&f.queue, "queue", "", "bottleneck buffer (drop-tail): bytes (64KB) or packets (100p); default one BDP")
+	fl.StringVar(&f.queue, "queue", "", lab.QueueHelp)
 	fl.StringVar(&f.tls, "tls", "none", "TLS version: none, 1.2 or 1.3")
 	fl.BoolVar(&f.h2, "h2", false, "HTTP/2 (ALPN over TLS, prior knowledge in cleartext)")
 	fl.StringVar(&f.chain, "chain", "4KB", "certificate chain size on the wire, with --tls")
@@ -284,58 +284,20 @@ func isTerminal(f *os.File) bool {
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }
 
-// pointSummary is the JSON of one point's trials.
-type pointSummary struct {
-	Point      string    `json:"point"`
-	Spec       lab.Row   `json:"parameters"`
-	Queue      string    `json:"queue"`
-	Trials     int       `json:"trials"`
-	Failed     int       `json:"failed"`
-	FCTPaperMs lab.Stats `json:"fct_paper_ms"`
-	FCTUserMs  lab.Stats `json:"fct_user_ms"`
-	FirstByte  lab.Stats `json:"first_byte_ms"`
-	Errors     []string  `json:"errors,omitempty"`
+// writeLabWarnings prints the warnings of a batch of trials after its tables.
+func writeLabWarnings(w io.Writer, warnings []string) {
+	for _, warning := range warnings {
+		fmt.Fprintf(w, "warning: %s\n", warning)
+	}
 }
 
-func summarizePoints(specs []lab.Spec, rows []lab.Row) []pointSummary {
-	var out []pointSummary
-	for _, s := range specs {
-		ps := pointSummary{Point: s.Label(), Spec: lab.NewRow(s, lab.TrialResult{}), Queue: lab.QueueDescription(s)}
-		var paper, user, fb []float64
-		for _, r := range rows {
-			if r.Point != ps.Point {
-				continue
-			}
-			ps.Trials++
-			if r.Error != "" {
-				ps.Failed++
-				ps.Errors = append(ps.Errors, r.Error)
-				continue
-			}
-			paper, user, fb = append(paper, r.FCTPaperMs), append(user, r.FCTUserMs), append(fb, r.FirstByteMs)
-		}
-		ps.FCTPaperMs, ps.FCTUserMs, ps.FirstByte = lab.Summarize(paper), lab.Summarize(user), lab.Summarize(fb)
-		out = append(out, ps)
+// labWarnings are the drops nobody asked for and a host too busy to trust.
+func labWarnings(sums []lab.PointSummary, steal lab.HostSteal) []string {
+	warnings := lab.DropWarnings(sums)
+	if w := lab.StealWarning(steal); w != "" {
+		warnings = append(warnings, w)
 	}
-	return out
-}
-
-func writeSummaries(w io.Writer, sums []pointSummary) error {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "point\ttrials\tFCT paper median ms\tp10\tp90\tFCT user median ms\tp10\tp90\t\n")
-	for _, s := range sums {
-		fmt.Fprintf(tw, "%s\t%d\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t\n", s.Point, s.Trials-s.Failed,
-			s.FCTPaperMs.Median, s.FCTPaperMs.P10, s.FCTPaperMs.P90, s.FCTUserMs.Median, s.FCTUserMs.P10, s.FCTUserMs.P90)
-	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	for _, s := range sums {
-		if s.Failed > 0 {
-			fmt.Fprintf(w, "%s: %d of %d trials failed, e.g.: %s\n", s.Point, s.Failed, s.Trials, s.Errors[0])
-		}
-	}
-	return nil
+	return warnings
 }
 
 func newLabRunCommand() *cobra.Command {
@@ -371,6 +333,7 @@ and as a user feels it (from the connect to the last byte): median and spread.
 			defer stop()
 			env := lab.NewEnv()
 			fmt.Fprintf(cmd.ErrOrStderr(), "Running %d trials of %s...\n", f.trials, specs[0].Label())
+			meter := hoststeal.Start()
 			bar := newProgress(f.trials, "trials", "trials")
 			var finished []lab.Row
 			rows, err := env.RunJobs(ctx, f.jobs(specs), lab.RunOptions{Parallel: f.parallel, CaptureDir: f.captureDir,
@@ -384,24 +347,27 @@ and as a user feels it (from the connect to the last byte): median and spread.
 				if !asJSON && len(finished) > 0 {
 					out := cmd.OutOrStdout()
 					fmt.Fprintf(out, "%s\n", lab.Describe(specs[0]))
-					if werr := writeSummaries(out, summarizePoints(specs, finished)); werr != nil {
+					sums := lab.SummarizePoints(specs, finished)
+					if werr := errors.Join(lab.WriteTrials(out, finished), lab.WriteSummaries(out, sums)); werr != nil {
 						return werr
 					}
+					writeLabWarnings(out, labWarnings(sums, lab.NewHostSteal(meter.Read())))
 				}
 				return interrupted("interrupted; %d of %d trials finished (above); the lab's namespaces were removed", len(finished), f.trials)
 			}
-			sums := summarizePoints(specs, rows)
+			sums := lab.SummarizePoints(specs, rows)
+			steal := lab.NewHostSteal(meter.Read())
+			warnings := labWarnings(sums, steal)
 			if asJSON {
-				return writeJSON(cmd.OutOrStdout(), struct {
-					Summary pointSummary `json:"summary"`
-					Trials  []lab.Row    `json:"trials"`
-				}{sums[0], rows})
+				return writeJSON(cmd.OutOrStdout(), lab.RunOutput{Schema: lab.Schema, Summary: sums[0], Trials: rows,
+					Warnings: append([]string{}, warnings...), HostSteal: steal})
 			}
 			out := cmd.OutOrStdout()
 			fmt.Fprintf(out, "%s\n", lab.Describe(specs[0]))
-			if err := writeSummaries(out, sums); err != nil {
+			if err := errors.Join(lab.WriteTrials(out, rows), lab.WriteSummaries(out, sums)); err != nil {
 				return err
 			}
+			writeLabWarnings(out, warnings)
 			if f.captureDir != "" {
 				fmt.Fprintf(out, "captures: %s (analyze them with: slowstart analyze FILE)\n", f.captureDir)
 			}
@@ -475,6 +441,7 @@ again to resume an interrupted sweep: trials already in results.jsonl are skippe
 				capture = f.captureDir
 			}
 			bar := newProgress(len(todo), fmt.Sprintf("%d points", len(specs)), "trials")
+			meter := hoststeal.Start()
 			var writeErr error
 			_, runErr := lab.NewEnv().RunJobs(ctx, todo, lab.RunOptions{Parallel: f.parallel, CaptureDir: capture,
 				OnResult: func(_ lab.Job, r lab.Row, _ error) {
@@ -506,9 +473,11 @@ again to resume an interrupted sweep: trials already in results.jsonl are skippe
 			if runErr != nil {
 				return interrupted("interrupted; %d trials are in %s: run the same command again to resume", len(lab.LatestRows(all)), jsonl)
 			}
-			if err := writeSummaries(cmd.OutOrStdout(), summarizePoints(specs, lab.LatestRows(all))); err != nil {
+			sums := lab.SummarizePoints(specs, lab.LatestRows(all))
+			if err := lab.WriteSummaries(cmd.OutOrStdout(), sums); err != nil {
 				return err
 			}
+			writeLabWarnings(cmd.OutOrStdout(), labWarnings(sums, lab.NewHostSteal(meter.Read())))
 			fmt.Fprintf(cmd.OutOrStdout(), "results: %s, %s\n", jsonl, csvPath)
 			return nil
 		},

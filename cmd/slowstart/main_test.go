@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -284,5 +285,49 @@ func TestVerboseOnly(t *testing.T) {
 		if got := strings.Contains(stderr.String(), "level=DEBUG msg=\"link emulator started\""); got != verbose {
 			t.Errorf("%v: the emulator's log line on stderr: %v, want %v:\n%s", args, got, verbose, stderr.String())
 		}
+	}
+}
+
+// TestLabRunShowsDrops runs the case of a user who read IW 10 as slower than IW 3:
+// at 1.2 Mbit/s and 70 ms the default queue (10 packets, the floor above one BDP
+// of 10.5 KB) overflows when slow start doubles IW 10's window (20 packets sent
+// while one drains per 10 ms), so the run must report queue drops and warn; with a
+// queue of 100 packets nothing overflows and nothing is said.
+func TestLabRunShowsDrops(t *testing.T) {
+	testroot.Require(t, "lab trials")
+	type output struct {
+		Schema  string `json:"schema"`
+		Summary struct {
+			Drops struct {
+				Queue  int64 `json:"data_packets_dropped_queue"`
+				Trials int   `json:"trials_with_data_drops"`
+			} `json:"drops"`
+		} `json:"summary"`
+		Warnings  []string `json:"warnings"`
+		HostSteal struct {
+			ElapsedSeconds float64 `json:"elapsed_seconds"`
+		} `json:"host_steal"`
+	}
+	run := func(extra ...string) output {
+		t.Helper()
+		args := append([]string{"lab", "run", "--rtt", "70ms", "--rate", "1.2mbit", "--iw", "10", "--size", "42KB", "--trials", "3", "--json"}, extra...)
+		code, out, errOut := runCLI(t, args...)
+		if code != exitOK {
+			t.Fatalf("%v: exit %d: %s", args, code, errOut)
+		}
+		var o output
+		if err := json.Unmarshal([]byte(out), &o); err != nil {
+			t.Fatalf("%v: %v\n%s", args, err, out)
+		}
+		return o
+	}
+	shallow := run()
+	if shallow.Schema != "slowstart.lab/v1" || shallow.Summary.Drops.Queue == 0 || len(shallow.Warnings) == 0 ||
+		!strings.Contains(shallow.Warnings[0], "--queue") || shallow.HostSteal.ElapsedSeconds <= 0 {
+		t.Errorf("the default queue: %+v, want queue drops and a warning naming --queue", shallow)
+	}
+	deep := run("--queue", "100p")
+	if deep.Summary.Drops.Queue != 0 || slices.ContainsFunc(deep.Warnings, func(w string) bool { return strings.Contains(w, "queue") }) {
+		t.Errorf("a queue of 100 packets: %+v, want no drops and no warning", deep)
 	}
 }

@@ -21,14 +21,6 @@ type modelFlags struct {
 	delayedACK, labLatency, asJSON                     bool
 }
 
-// modelRun is one IW's prediction, as printed and as JSON.
-type modelRun struct {
-	IW         int                    `json:"iw"`
-	Result     model.Result           `json:"prediction"`
-	Budget     []model.Budget         `json:"slow_start_budget"`
-	ClosedForm model.ClosedFormResult `json:"equation_1"`
-}
-
 func (f *modelFlags) params() (model.Params, []int, error) {
 	var p model.Params
 	var err error
@@ -114,25 +106,14 @@ Equation 1 of Dukkipati et al. (2010) is shown beside it for comparison.
 			if err != nil {
 				return withCode(exitUsage, err)
 			}
-			var runs []modelRun
-			for _, iw := range iws {
-				p := base
-				p.IW = iw
-				res, err := model.Simulate(p)
-				if err != nil {
-					return withCode(exitUsage, err)
-				}
-				runs = append(runs, modelRun{IW: iw, Result: res, ClosedForm: model.ClosedForm(res.Params),
-					Budget: model.SlowStartBudget(iw, res.Params.MSS, res.Params.SizeBytes, base.RwndBytes, 64)})
+			out, err := model.Predict(base, iws, f.bodyBytes)
+			if err != nil {
+				return withCode(exitUsage, err)
 			}
 			if f.asJSON {
-				return writeJSON(cmd.OutOrStdout(), struct {
-					Schema string     `json:"schema"`
-					Path   modelPath  `json:"path"`
-					Runs   []modelRun `json:"runs"`
-				}{"slowstart.model/v1", describeModelPath(runs[0].Result.Params, f.bodyBytes), runs})
+				return writeJSON(cmd.OutOrStdout(), out)
 			}
-			return writeModelText(cmd.OutOrStdout(), runs, f.bodyBytes)
+			return writeModelText(cmd.OutOrStdout(), out.Runs, f.bodyBytes)
 		},
 	}
 	fl := cmd.Flags()
@@ -152,31 +133,7 @@ Equation 1 of Dukkipati et al. (2010) is shown beside it for comparison.
 	return cmd
 }
 
-// modelPath describes the path in the JSON output.
-type modelPath struct {
-	RTTMs             float64 `json:"rtt_ms"`
-	RateBitsPerSecond int64   `json:"rate_bps"`
-	BDPBytes          int64   `json:"bdp_bytes"`
-	SizeBytes         int64   `json:"size_bytes"` // headers and body: the response on the wire
-	BodyBytes         int64   `json:"body_bytes"`
-	MSS               int     `json:"mss"`
-	RwndBytes         int64   `json:"rwnd_bytes"` // 0: a Linux client's default
-	TLS               string  `json:"tls"`
-	ChainBytes        int     `json:"chain_bytes"`
-	DelayedACK        bool    `json:"delayed_ack"`
-	CC                string  `json:"cc"`
-}
-
-func describeModelPath(p model.Params, bodyBytes int64) modelPath {
-	mp := modelPath{RTTMs: float64(p.RTTNs) / 1e6, RateBitsPerSecond: p.RateBitsPerSecond, SizeBytes: p.SizeBytes, BodyBytes: bodyBytes, MSS: p.MSS,
-		RwndBytes: p.RwndBytes, TLS: p.TLS, ChainBytes: p.ChainBytes, DelayedACK: p.DelayedACK, CC: p.CC}
-	if p.RateBitsPerSecond > 0 {
-		mp.BDPBytes = p.RateBitsPerSecond / 8 * p.RTTNs / 1e9
-	}
-	return mp
-}
-
-func writeModelText(w io.Writer, runs []modelRun, bodyBytes int64) error {
+func writeModelText(w io.Writer, runs []model.Prediction, bodyBytes int64) error {
 	p := runs[0].Result.Params
 	path := fmt.Sprintf("path: RTT %s ms", strconv.FormatFloat(float64(p.RTTNs)/1e6, 'f', -1, 64))
 	if p.RateBitsPerSecond > 0 {

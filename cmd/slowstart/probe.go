@@ -224,10 +224,7 @@ func runExact(cmd *cobra.Command, rawURL string, o exactOptions) error {
 		return withCode(exitNetwork, err)
 	}
 	if o.asJSON {
-		return writeJSON(cmd.OutOrStdout(), struct {
-			Schema string `json:"schema"`
-			*exact.Result
-		}{"slowstart.exact/v1", res})
+		return writeJSON(cmd.OutOrStdout(), res)
 	}
 	return exact.WriteText(cmd.OutOrStdout(), res)
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/slowstart/slowstart/internal/hoststeal"
 	"github.com/slowstart/slowstart/lab"
 	"github.com/slowstart/slowstart/lab/reproduce"
 )
@@ -49,6 +50,7 @@ takes under 10 minutes; --quick runs fewer points and trials in under 2.`,
 			defer stop()
 			stderr := cmd.ErrOrStderr()
 			var bar *progress
+			meter := hoststeal.Start()
 			res, err := reproduce.Run(ctx, lab.NewEnv(), reproduce.Options{
 				OutDir: out, Quick: quick, Parallel: parallel,
 				Stage: func(s string) {
@@ -82,6 +84,9 @@ takes under 10 minutes; --quick runs fewer points and trials in under 2.`,
 			fmt.Fprintf(w, "%d trials (%d failed) in %s\n", res.Trials, res.Failed, res.Elapsed.Round(1e9))
 			for _, f := range res.Files {
 				fmt.Fprintln(w, f)
+			}
+			if warning := lab.StealWarning(lab.NewHostSteal(meter.Read())); warning != "" {
+				fmt.Fprintf(w, "warning: %s\n", warning)
 			}
 			if res.Failed*10 > res.Trials {
 				return fmt.Errorf("%d of %d trials failed: see the error column of the CSVs", res.Failed, res.Trials)
