@@ -54,8 +54,12 @@ const (
 	VerdictEmpty        = "not_enough_data" // a sample is empty
 )
 
+// Schema names the JSON form of a Result (docs/schemas/compare.json).
+const Schema = "slowstart.compare/v1"
+
 // Result is a comparison of two samples.
 type Result struct {
+	Schema string  `json:"schema"` // Schema
 	Metric string  `json:"metric"`
 	Unit   string  `json:"unit"`
 	Before Summary `json:"before"`
@@ -85,7 +89,7 @@ type Result struct {
 // Compare compares the after sample with the before sample.
 func Compare(before, after *Sample, opts Options) *Result {
 	o := opts.normalized()
-	r := &Result{Metric: after.Metric, Unit: after.Unit, Before: Summarize(before.Values), After: Summarize(after.Values),
+	r := &Result{Schema: Schema, Metric: after.Metric, Unit: after.Unit, Before: Summarize(before.Values), After: Summarize(after.Values),
 		BeforeSource: before.Source, AfterSource: after.Source, Resamples: o.Resamples, Seed: o.Seed, Alpha: o.Alpha,
 		Notes: []string{}}
 	r.Notes = append(r.Notes, before.Notes...)

@@ -234,8 +234,8 @@ func parseJSON(data []byte, name, metric string, filter map[string]string) (*Sam
 				return err
 			}
 			reports = append(reports, &rep)
-		case probeShape.Schema != "":
-			return fmt.Errorf("schema %q is not %s", probeShape.Schema, report.Schema)
+		case probeShape.Schema != "" && probeShape.Schema != lab.Schema:
+			return fmt.Errorf("schema %q is neither %s nor %s", probeShape.Schema, report.Schema, lab.Schema)
 		case probeShape.Trials != nil:
 			var trials []json.RawMessage
 			if err := json.Unmarshal(probeShape.Trials, &trials); err != nil {

@@ -122,6 +122,8 @@ type SysctlChange struct {
 
 // ApplyResult is what Apply did, or would do under DryRun.
 type ApplyResult struct {
+	Schema  string   `json:"schema"`  // Schema
+	Command string   `json:"command"` // "apply"
 	Netns   string   `json:"netns,omitempty"`
 	Changes []Change `json:"changes"`
 	// Sysctls are the sysctl changes, in name order.
@@ -204,7 +206,7 @@ func Apply(opts ApplyOptions) (*ApplyResult, error) {
 	if opts.InitRwnd != 0 {
 		set[unix.RTAX_INITRWND] = uint32(opts.InitRwnd)
 	}
-	result := &ApplyResult{Netns: opts.Netns, DryRun: opts.DryRun}
+	result := &ApplyResult{Schema: Schema, Command: "apply", Netns: opts.Netns, DryRun: opts.DryRun}
 	if !opts.DryRun {
 		// One apply or revert at a time, from reading the routes to checking them.
 		unlock, err := lockBackupDir(lockDir(opts.BackupDir, opts.BackupPath))

@@ -21,6 +21,8 @@ type RevertOptions struct {
 
 // RevertResult is what Revert did.
 type RevertResult struct {
+	Schema     string   `json:"schema"`  // Schema
+	Command    string   `json:"command"` // "revert"
 	BackupPath string   `json:"backup"`
 	Netns      string   `json:"netns,omitempty"`
 	Changes    []Change `json:"changes"`
@@ -70,7 +72,7 @@ func Revert(opts RevertOptions) (*RevertResult, error) {
 		}
 		return nil, &BackupError{path, fmt.Errorf("made for %s, not for %s", where, opts.Netns)}
 	}
-	result := &RevertResult{BackupPath: path, Netns: netnsName}
+	result := &RevertResult{Schema: Schema, Command: "revert", BackupPath: path, Netns: netnsName}
 	err = inNetns(netnsName, func() error {
 		routes, _, err := dumpRoutes()
 		if err != nil {

@@ -69,6 +69,15 @@ type Row struct {
 	Error string `json:"error"`
 }
 
+// Schema names the JSON of watch --list (docs/schemas/watch.json).
+const Schema = "slowstart.watch/v1"
+
+// ListOutput is what watch --list --json prints: the rows of a store.
+type ListOutput struct {
+	Schema string `json:"schema"` // Schema
+	Rows   []Row  `json:"rows"`
+}
+
 // Store is a watch store: an SQLite file with one row per probe.
 type Store struct {
 	db   *sql.DB

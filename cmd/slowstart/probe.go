@@ -248,39 +248,12 @@ func runDemo(cmd *cobra.Command, asJSON bool, htmlOut string) error {
 	}
 	if htmlOut != "" {
 		// One page of the three connections, as if captured together.
-		merged := *d.Columns[0].Result.Report
-		merged.Connections = nil
-		for _, col := range d.Columns {
-			for _, c := range col.Result.Report.Connections {
-				c.Index = len(merged.Connections) + 1
-				merged.Connections = append(merged.Connections, c)
-			}
-		}
-		if err := writeHTMLFile(cmd, htmlOut, &merged); err != nil {
+		if err := writeHTMLFile(cmd, htmlOut, d.Output().Merged()); err != nil {
 			return err
 		}
 	}
 	if asJSON {
-		var reports []*report.Report
-		for _, col := range d.Columns {
-			reports = append(reports, col.Result.Report)
-		}
-		return writeDemoJSON(cmd, reports)
+		return writeJSON(cmd.OutOrStdout(), d.Output())
 	}
 	return probe.WriteDemo(cmd.OutOrStdout(), d)
-}
-
-func writeDemoJSON(cmd *cobra.Command, reports []*report.Report) error {
-	out := cmd.OutOrStdout()
-	fmt.Fprint(out, "[\n")
-	for i, r := range reports {
-		if i > 0 {
-			fmt.Fprint(out, ",\n")
-		}
-		if err := report.WriteJSON(out, r); err != nil {
-			return err
-		}
-	}
-	_, err := fmt.Fprint(out, "]\n")
-	return err
 }

@@ -101,10 +101,7 @@ a page of --size over --rtt, as model.Simulate predicts it.` + tuneExitCodes,
 			}
 			out := cmd.OutOrStdout()
 			if asJSON {
-				return writeJSON(out, struct {
-					*tune.State
-					Recommendations []tune.Recommendation `json:"recommendations"`
-				}{state, recs})
+				return writeJSON(out, tune.NewShowOutput(state, recs))
 			}
 			writeTuneState(out, state, recs)
 			return nil

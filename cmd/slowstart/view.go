@@ -20,6 +20,7 @@ import (
 	"github.com/slowstart/slowstart/capture"
 	"github.com/slowstart/slowstart/internal/textsafe"
 	"github.com/slowstart/slowstart/live"
+	"github.com/slowstart/slowstart/probe"
 	"github.com/slowstart/slowstart/report"
 	"github.com/slowstart/slowstart/web"
 )
@@ -156,10 +157,25 @@ func loadForView(cmd *cobra.Command, path string, opts analysis.Options) (*repor
 	return rep, nil
 }
 
-// readReport decodes a Report of this schema.
+// readReport decodes a Report of this schema, or the demo's JSON (its page loads'
+// Reports together).
 func readReport(r io.Reader, path string) (*report.Report, error) {
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return nil, withCode(exitFile, fmt.Errorf("%s: %w", path, err))
+	}
+	var head struct {
+		Schema string `json:"schema"`
+	}
+	if json.Unmarshal(data, &head) == nil && head.Schema == probe.DemoSchema {
+		var demo probe.DemoOutput
+		if err := json.Unmarshal(data, &demo); err != nil {
+			return nil, withCode(exitFile, fmt.Errorf("%s: not the demo's JSON: %w", path, err))
+		}
+		return demo.Merged(), nil
+	}
 	var rep report.Report
-	dec := json.NewDecoder(r)
+	dec := json.NewDecoder(bytes.NewReader(data))
 	if err := dec.Decode(&rep); err != nil {
 		return nil, withCode(exitFile, fmt.Errorf("%s: not a Report (JSON from 'slowstart analyze --json') nor a capture: %w", path, err))
 	}

@@ -219,10 +219,7 @@ func listStore(ctx context.Context, w io.Writer, path, url string, asJSON bool) 
 		if rows == nil {
 			rows = []watch.Row{}
 		}
-		return writeJSON(w, struct {
-			Schema string      `json:"schema"`
-			Rows   []watch.Row `json:"rows"`
-		}{"slowstart.watch/v1", rows})
+		return writeJSON(w, watch.ListOutput{Schema: watch.Schema, Rows: rows})
 	}
 	if len(rows) == 0 {
 		fmt.Fprintf(w, "%s holds no probes\n", path)
