@@ -85,6 +85,9 @@ takes under 10 minutes; --quick runs fewer points and trials in under 2.`,
 			for _, f := range res.Files {
 				fmt.Fprintln(w, f)
 			}
+			for _, n := range res.Notes {
+				fmt.Fprintf(w, "note: %s\n", n)
+			}
 			if warning := lab.StealWarning(lab.NewHostSteal(meter.Read())); warning != "" {
 				fmt.Fprintf(w, "warning: %s\n", warning)
 			}
