@@ -29,10 +29,10 @@ type Result struct {
 	Sections []Section
 	Files    []string // every file written, report first
 	// Notes say what the plots could not show (points a log axis can't draw).
-	Notes []string
-	Trials   int
-	Failed   int
-	Elapsed  time.Duration
+	Notes   []string
+	Trials  int
+	Failed  int
+	Elapsed time.Duration
 }
 
 // Run runs every experiment in the lab, then writes the CSVs, plots and the report to
