@@ -1,6 +1,8 @@
 module github.com/slowstart/slowstart
 
-go 1.26.8
+go 1.26.0
+
+toolchain go1.26.8
 
 require (
 	github.com/goccy/go-json v0.10.5

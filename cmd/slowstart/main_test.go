@@ -331,3 +331,25 @@ func TestLabRunShowsDrops(t *testing.T) {
 		t.Errorf("a queue of 100 packets: %+v, want no drops and no warning", deep)
 	}
 }
+
+// TestVersionNamesTheCommit: --version prints the version and the commit the
+// build was given (make build passes both), and the Go toolchain.
+func TestVersionNamesTheCommit(t *testing.T) {
+	binary := filepath.Join(t.TempDir(), "slowstart")
+	build := exec.Command("go", "build", "-ldflags", "-X main.version=v9.9.9 -X main.commit=0123456789abcdef", "-o", binary, ".")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	out, err := exec.Command(binary, "--version").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "slowstart v9.9.9 (commit 0123456789abcdef, go1."; !strings.HasPrefix(string(out), want) {
+		t.Errorf("--version printed %q, want it to start with %q", out, want)
+	}
+	// Without -X, a build still says which commit it can tell, or that it can't.
+	code, out2, _ := runCLI(t, "--version")
+	if code != exitOK || !strings.Contains(out2, "(commit ") {
+		t.Errorf("--version in process: exit %d, %q", code, out2)
+	}
+}
