@@ -12,6 +12,7 @@ import (
 	"net/netip"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -246,7 +247,7 @@ func viewLive(cmd *cobra.Command, o liveViewOptions) error {
 	if o.pcapPath != "" {
 		pcapFile, err = os.Create(o.pcapPath)
 		if err != nil {
-			return withCode(exitUsage, fmt.Errorf("--pcap: %w", err))
+			return fileError(fmt.Errorf("--pcap: %w", err))
 		}
 		defer pcapFile.Close()
 		if pw, err = capture.NewPcapWriter(pcapFile, 0); err != nil {
@@ -321,20 +322,27 @@ loop:
 	feed.SetStatus(status)
 	stopServing()
 	serveErr := <-served
+	var said []string
 	if pw != nil {
 		lv.Tee(nil)
 		if err := pw.Flush(); err != nil {
-			return fmt.Errorf("--pcap: %w", err)
+			return fileError(fmt.Errorf("--pcap: %w", err))
 		}
 		if err := pcapFile.Close(); err != nil {
-			return fmt.Errorf("--pcap: %w", err)
+			return fileError(fmt.Errorf("--pcap: %w", err))
 		}
-		fmt.Fprintf(cmd.ErrOrStderr(), "slowstart: wrote %s (%d packets)\n", o.pcapPath, st.Packets)
+		said = append(said, fmt.Sprintf("wrote %s (%d packets)", o.pcapPath, st.Packets))
 	}
 	fs := feed.Status()
-	fmt.Fprintf(cmd.ErrOrStderr(), "slowstart: %d connections from %d TCP packets (%d dropped by the kernel)\n", fs.Connections, st.TCP, st.KernelDrops)
+	said = append(said, fmt.Sprintf("%d connections from %d TCP packets (%d dropped by the kernel)", fs.Connections, st.TCP, st.KernelDrops))
 	if watchErr != nil {
 		return fmt.Errorf("capturing on %s: %w", o.iface, watchErr)
+	}
+	if ctx.Err() != nil {
+		return interrupted("interrupted; %s", strings.Join(said, "; "))
+	}
+	for _, s := range said {
+		fmt.Fprintf(cmd.ErrOrStderr(), "slowstart: %s\n", s)
 	}
 	return serveErr
 }
