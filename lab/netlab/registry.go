@@ -14,8 +14,6 @@ import (
 	"strings"
 	"sync"
 	"syscall"
-
-	"golang.org/x/sys/unix"
 )
 
 // NamespacePrefix begins the name of every namespace this package makes.
@@ -319,13 +317,4 @@ func (r *registry) cleanTempDirs(all bool, dir string) ([]string, error) {
 		removed = append(removed, path)
 	}
 	return removed, errors.Join(errs...)
-}
-
-// processAlive reports whether a process with this PID exists.
-func processAlive(pid int) bool {
-	if pid <= 0 {
-		return false
-	}
-	err := unix.Kill(pid, 0)
-	return err == nil || errors.Is(err, unix.EPERM)
 }

@@ -331,13 +331,12 @@ func dropPureACKRules(ipv6 bool, hold *nftables.Set) [][]expr.Any {
 
 // connectionRules are one connection's elements in the firewall's sets.
 type connectionRules struct {
-	fw        *firewall
-	key       []byte
-	ipv6      bool
-	name      string // "remote from local port", for messages
-	inMSS     bool
-	inHold    bool
-	removeErr error
+	fw     *firewall
+	key    []byte
+	ipv6   bool
+	name   string // "remote from local port", for messages
+	inMSS  bool
+	inHold bool
 }
 
 // rewriteMSS adds the connection to the MSS map: its SYN will announce mss. The
