@@ -29,9 +29,6 @@ func TestApplyHoldsTheLock(t *testing.T) {
 	if !errors.As(err, &lockErr) || lockErr.Holder != strconv.Itoa(os.Getpid()) {
 		t.Fatalf("apply under another's lock: %v, want a LockError naming PID %d", err, os.Getpid())
 	}
-	if _, err := Revert(RevertOptions{Netns: ns, BackupDir: dir}); !errors.As(err, &lockErr) {
-		t.Errorf("revert under another's lock: %v, want a LockError", err)
-	}
 	if now := routeSnapshot(t, ns); now != before {
 		t.Fatalf("routes changed under another's lock:\n%s", now)
 	}
@@ -40,8 +37,35 @@ func TestApplyHoldsTheLock(t *testing.T) {
 	if err != nil || res.Changed == 0 {
 		t.Fatalf("apply after the lock was released: %v", err)
 	}
+	applied := routeSnapshot(t, ns)
+	if unlock, err = lockBackupDir(dir); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Revert(RevertOptions{Netns: ns, BackupDir: dir}); !errors.As(err, &lockErr) {
+		t.Errorf("revert under another's lock: %v, want a LockError", err)
+	}
+	if now := routeSnapshot(t, ns); now != applied {
+		t.Fatalf("routes changed by a revert under another's lock:\n%s", now)
+	}
+	unlock()
 	if _, err := Revert(RevertOptions{Netns: ns, BackupDir: dir}); err != nil {
 		t.Fatal(err)
+	}
+	if now := routeSnapshot(t, ns); now != before {
+		t.Errorf("routes after the revert:\n%s", now)
+	}
+}
+
+// TestNothingToApplyLeavesNoTrace: an apply that changes nothing (no route
+// matches, or every one has the values already) takes no lock and writes nothing.
+func TestNothingToApplyLeavesNoTrace(t *testing.T) {
+	ns := newNamespace(t)
+	dir := filepath.Join(t.TempDir(), "backups")
+	if _, err := Apply(ApplyOptions{Netns: ns, InitCwnd: 20, Route: "198.18.0.0/15", BackupDir: dir}); err == nil {
+		t.Fatal("an apply matching no route succeeded")
+	}
+	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("an apply matching no route made %s (%v)", dir, err)
 	}
 }
 

@@ -2,7 +2,6 @@ package tune
 
 import (
 	"fmt"
-	"os"
 	"time"
 )
 
@@ -43,22 +42,25 @@ func Revert(opts RevertOptions) (*RevertResult, error) {
 	if dir == "" {
 		dir = DefaultBackupDir
 	}
-	if path == "" {
-		if _, err := os.Stat(dir); err != nil {
-			return nil, &BackupError{Err: fmt.Errorf("no backups: %s does not exist (nothing was applied, or give --backup FILE)", dir)}
+	// Find the backup before the lock, so that a revert with none to use leaves
+	// no trace; then again under it, where no apply writes a newer one meanwhile.
+	find := func() (string, error) {
+		if path != "" {
+			return path, nil
 		}
+		return NewestBackup(dir, opts.Netns)
 	}
-	unlock, err := lockBackupDir(lockDir(opts.BackupDir, path))
+	chosen, err := find()
+	if err != nil {
+		return nil, err
+	}
+	unlock, err := lockBackupDir(lockDir(opts.BackupDir, chosen))
 	if err != nil {
 		return nil, err
 	}
 	defer unlock()
-	if path == "" {
-		newest, err := NewestBackup(dir, opts.Netns)
-		if err != nil {
-			return nil, err
-		}
-		path = newest
+	if path, err = find(); err != nil {
+		return nil, err
 	}
 	backup, err := LoadBackup(path)
 	if err != nil {
