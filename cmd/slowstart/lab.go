@@ -308,7 +308,11 @@ func newLabRunCommand() *cobra.Command {
 		Short: "Time transfers over one emulated path",
 		Long: `Run trials of one transfer over one emulated path and print the flow completion
 time (FCT) both as Dukkipati et al. measure it (first response byte to last byte)
-and as a user feels it (from the connect to the last byte): median and spread.
+and as a user feels it (from the connect to the last byte): median and spread, and
+the packets the emulated path dropped in each trial, by the full bottleneck queue
+and by the random loss. When the queue dropped packets nobody asked to lose, or
+the host was too busy for the timing to be trusted, a warning says so and what to
+change. Ctrl-C prints the trials finished.
 
 ` + units.Help,
 		Example: `  slowstart lab run --rtt 70ms --rate 1.2mbit --iw 10 --size 42KB --trials 10
@@ -332,7 +336,11 @@ and as a user feels it (from the connect to the last byte): median and spread.
 			}
 			defer stop()
 			env := lab.NewEnv()
-			fmt.Fprintf(cmd.ErrOrStderr(), "Running %d trials of %s...\n", f.trials, specs[0].Label())
+			trials := "trials"
+			if f.trials == 1 {
+				trials = "trial"
+			}
+			fmt.Fprintf(cmd.ErrOrStderr(), "Running %d %s of %s...\n", f.trials, trials, specs[0].Label())
 			meter := hoststeal.Start()
 			bar := newProgress(f.trials, "trials", "trials")
 			var finished []lab.Row
