@@ -1,26 +1,59 @@
-# slowstart: build, test and lint. `make setup` installs what the build and the tests
-# need (Debian packages, Go tools); `make test` runs the whole suite.
+# slowstart: two commands.
+#   make demo   installs what the build needs, builds ./slowstart and runs the demo (as root)
+#   make test   installs what the suite needs, then lint and the whole suite (as root)
+# Other targets: build, setup (the suite's Debian packages and tools), lint, web, clean.
 GO      ?= go
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
-LDFLAGS := -s -w -X main.version=$(VERSION)
+COMMIT  ?= $(shell git rev-parse HEAD 2>/dev/null)
+LDFLAGS := -s -w -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 STATICCHECK_VERSION := v0.8.2
-GOBIN   := $(shell $(GO) env GOPATH)/bin
 
-.PHONY: all build setup setup-check test lint web clean
+# go.mod names the toolchain (a "toolchain" line): Go 1.21 or later fetches it from the
+# module proxy by itself when GOTOOLCHAIN allows, which these targets make sure of
+# unless you set GOTOOLCHAIN yourself.
+export GOTOOLCHAIN ?= auto
+GO_MIN_MINOR := 21
+
+GOBIN = $(shell $(GO) env GOPATH)/bin
+
+.PHONY: all demo build go-check setup setup-check test lint web clean
 
 all: build
 
-build:
+# The demo: a server an ocean away emulated on this machine, probed with IW 3, 10 and 32.
+demo: build
+	@if [ "$$(id -u)" != 0 ]; then echo "make demo: the demo emulates a far-away server in network namespaces, which needs root: run sudo make demo" >&2; exit 1; fi
+	./slowstart probe
+
+build: go-check
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o slowstart ./cmd/slowstart
+	@./slowstart --version
+
+# Go 1.21 or later is needed to fetch the toolchain go.mod names; older ones (Debian
+# bookworm's golang-go is 1.19) can't, and nothing here can install a newer one for you.
+go-check:
+	@command -v $(GO) >/dev/null 2>&1 || { \
+		echo "make: Go is not installed. Install Go 1.21 or later from https://go.dev/dl/ (for example:" >&2; \
+		echo "  curl -LO https://go.dev/dl/go1.26.8.linux-amd64.tar.gz && sudo tar -C /usr/local -xzf go1.26.8.linux-amd64.tar.gz" >&2; \
+		echo "  export PATH=/usr/local/go/bin:\$$PATH), then run make again: Go fetches the toolchain slowstart pins (go.mod) itself." >&2; \
+		exit 1; }
+	@v=$$(cd / && GOTOOLCHAIN=local $(GO) env GOVERSION 2>/dev/null | sed -n 's/^go1\.\([0-9]*\).*/\1/p'); \
+	if [ -z "$$v" ] || [ "$$v" -lt $(GO_MIN_MINOR) ]; then \
+		echo "make: $$(cd / && GOTOOLCHAIN=local $(GO) version 2>/dev/null || echo 'this Go') is too old: Go 1.21 or later is needed to fetch the toolchain go.mod names (Debian bookworm's golang-go is 1.19)." >&2; \
+		echo "  Install Go from https://go.dev/dl/ (curl -LO https://go.dev/dl/go1.26.8.linux-amd64.tar.gz && sudo tar -C /usr/local -xzf go1.26.8.linux-amd64.tar.gz)," >&2; \
+		echo "  put /usr/local/go/bin first in PATH, and run make again." >&2; \
+		exit 1; fi
 
 # Debian packages the tests drive for real (servers, clients) and the benchmarks use (peers, tools).
 DEB_PACKAGES := tcpdump tshark tcptrace nginx-light curl iproute2 iputils-ping util-linux chromium ethtool apache2-utils iperf3 jq time
-setup:
-	@if [ "$$(id -u)" != 0 ]; then echo "make setup installs Debian packages: run it as root" >&2; exit 1; fi
+setup: go-check
+	@if [ "$$(id -u)" != 0 ]; then echo "make setup installs Debian packages: run it as root (sudo make setup)" >&2; exit 1; fi
 	DEBIAN_FRONTEND=noninteractive apt-get update -qq
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $(DEB_PACKAGES)
 	$(GO) mod download
 	$(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
+	@command -v npm >/dev/null 2>&1 || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends npm || { \
+		echo "make setup: npm (Node.js) is needed for the web UI's tests and could not be installed: install Node.js 18 or later with npm, then run make test again" >&2; exit 1; }
 	cd web && npm ci --no-audit --no-fund
 
 # The web UI: type-check and bundle web/src into web/dist (embedded in the binary;
@@ -33,10 +66,10 @@ web:
 test: setup-check lint
 	$(GO) test -count=1 -p 1 -timeout 30m ./...
 
-setup-check:
+setup-check: go-check
 	@command -v tcpdump >/dev/null && command -v chromium >/dev/null && test -x $(GOBIN)/staticcheck && test -d web/node_modules || $(MAKE) setup
 
-lint:
+lint: go-check
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
 	$(GO) vet ./...
 	$(GOBIN)/staticcheck ./...

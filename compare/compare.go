@@ -54,8 +54,12 @@ const (
 	VerdictEmpty        = "not_enough_data" // a sample is empty
 )
 
+// Schema names the JSON form of a Result (docs/schemas/compare.json).
+const Schema = "slowstart.compare/v1"
+
 // Result is a comparison of two samples.
 type Result struct {
+	Schema string  `json:"schema"` // Schema
 	Metric string  `json:"metric"`
 	Unit   string  `json:"unit"`
 	Before Summary `json:"before"`
@@ -76,12 +80,16 @@ type Result struct {
 	Verdict      string   `json:"verdict"`
 	Sentence     string   `json:"sentence"`
 	Notes        []string `json:"notes"`
+	// BeforeDrops and AfterDrops are the lab samples' packet drops; absent for
+	// probes and stores.
+	BeforeDrops *Drops `json:"before_drops,omitempty"`
+	AfterDrops  *Drops `json:"after_drops,omitempty"`
 }
 
 // Compare compares the after sample with the before sample.
 func Compare(before, after *Sample, opts Options) *Result {
 	o := opts.normalized()
-	r := &Result{Metric: after.Metric, Unit: after.Unit, Before: Summarize(before.Values), After: Summarize(after.Values),
+	r := &Result{Schema: Schema, Metric: after.Metric, Unit: after.Unit, Before: Summarize(before.Values), After: Summarize(after.Values),
 		BeforeSource: before.Source, AfterSource: after.Source, Resamples: o.Resamples, Seed: o.Seed, Alpha: o.Alpha,
 		Notes: []string{}}
 	r.Notes = append(r.Notes, before.Notes...)
@@ -125,7 +133,49 @@ func Compare(before, after *Sample, opts Options) *Result {
 		r.Verdict = VerdictNoDifference
 	}
 	r.Sentence = sentence(r, timeMetric)
+	r.BeforeDrops, r.AfterDrops = before.Drops, after.Drops
+	if d := dropsSentence(r); d != "" {
+		r.Sentence += " " + d
+	}
 	return r
+}
+
+// dropsSentence says when the lab samples lost packets on their path, and, when
+// one lost clearly more than the other, that the difference comes with those drops:
+// the retransmissions' cost is not the change's own (a shallow bottleneck queue
+// dropping a larger initial window, say).
+func dropsSentence(r *Result) string {
+	b, a := r.BeforeDrops, r.AfterDrops
+	if b == nil || a == nil || b.Total()+a.Total() == 0 {
+		return ""
+	}
+	describe := func(name string, d *Drops) string {
+		s := fmt.Sprintf("%s lost data packets in %d of %d trials (%.1f per trial", name, d.TrialsWithDrops, d.Trials, d.PerTrial())
+		if d.Queue > 0 {
+			s += fmt.Sprintf("; %d by the full bottleneck queue", d.Queue)
+		}
+		if d.Loss > 0 {
+			s += fmt.Sprintf("; %d by the random loss", d.Loss)
+		}
+		return s + ")"
+	}
+	text := fmt.Sprintf("Drops: %s, %s.", describe("BEFORE", b), describe("AFTER", a))
+	more, less := "AFTER", "BEFORE"
+	if b.PerTrial() > a.PerTrial() {
+		more, less = less, more
+	}
+	moreDrops, lessDrops := a, b
+	if more == "BEFORE" {
+		moreDrops, lessDrops = b, a
+	}
+	if moreDrops.PerTrial() >= 2*lessDrops.PerTrial()+0.5 {
+		text += fmt.Sprintf(" %s lost clearly more than %s: the difference comes with those drops and their retransmissions, not from the change alone", more, less)
+		if moreDrops.Queue > 0 {
+			text += " (a deeper --queue shows the path without the queue's)"
+		}
+		text += "."
+	}
+	return text
 }
 
 // FormatP writes a p-value as people read it: "p < 0.001", "p = 0.03".

@@ -1,6 +1,7 @@
 package compare
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"strings"
@@ -102,5 +103,47 @@ func TestSentence(t *testing.T) {
 	r = Compare(rounds, fewer, Options{})
 	if r.Verdict != VerdictDifferent || !strings.Contains(r.Sentence, "lower by 2 round trips") {
 		t.Errorf("verdict %s: %q", r.Verdict, r.Sentence)
+	}
+}
+
+// TestDropsInTheVerdict: lab samples carry their drops into the comparison, and a
+// difference that comes with one sample's drops says so.
+func TestDropsInTheVerdict(t *testing.T) {
+	rows := func(iw int, fct func(i int) float64, queueDrops func(i int) int) []byte {
+		var b strings.Builder
+		for i := 1; i <= 10; i++ {
+			fmt.Fprintf(&b, `{"point":"rtt70-rate1.2mbit-iw%d-size42000","iw":%d,"trial":%d,"fct_user_ms":%g,"data_packets_lost":%d,"data_packets_dropped_queue":%d,"data_packets_dropped_loss":0}`+"\n",
+				iw, iw, i, fct(i), queueDrops(i), queueDrops(i))
+		}
+		return []byte(b.String())
+	}
+	before, err := Parse(rows(3, func(i int) float64 { return 700 + float64(i) }, func(int) int { return 0 }), "iw3.jsonl", "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	after, err := Parse(rows(10, func(i int) float64 { return 1500 + 10*float64(i) }, func(i int) int { return 2 + i%3 }), "iw10.jsonl", "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.Drops == nil || after.Drops.Queue != 30 || after.Drops.TrialsWithDrops != 10 || before.Drops.Total() != 0 {
+		t.Fatalf("drops read: before %+v, after %+v", before.Drops, after.Drops)
+	}
+	res := Compare(before, after, Options{})
+	if res.Verdict != VerdictRegression {
+		t.Fatalf("verdict %s", res.Verdict)
+	}
+	for _, want := range []string{"AFTER lost data packets in 10 of 10 trials (3.0 per trial; 30 by the full bottleneck queue)",
+		"AFTER lost clearly more than BEFORE: the difference comes with those drops", "--queue"} {
+		if !strings.Contains(res.Sentence, want) {
+			t.Errorf("the sentence lacks %q: %s", want, res.Sentence)
+		}
+	}
+	if res.AfterDrops == nil || res.BeforeDrops == nil {
+		t.Errorf("the result does not carry the drops")
+	}
+	// Without drops, nothing is said of them.
+	quiet := Compare(before, before, Options{})
+	if strings.Contains(quiet.Sentence, "Drops") || quiet.AfterDrops.Total() != 0 {
+		t.Errorf("drops mentioned without any: %s", quiet.Sentence)
 	}
 }

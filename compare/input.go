@@ -34,6 +34,33 @@ type Sample struct {
 	// Skipped counts measurements that had no value (failed trials or probes).
 	Skipped int
 	Notes   []string
+	// Drops counts the lab emulator's packet drops over the trials that gave a
+	// value; nil for probes and stores, which do not know them.
+	Drops *Drops
+}
+
+// Drops are the packets a lab sample lost on its emulated path.
+type Drops struct {
+	Trials int `json:"trials"`
+	// TrialsWithDrops lost at least one data packet.
+	TrialsWithDrops int `json:"trials_with_drops"`
+	// Queue and Loss are the data packets dropped by the full bottleneck queue and
+	// by the random loss, over all trials; Unknown those of files written before
+	// the two were told apart.
+	Queue   int64 `json:"data_packets_dropped_queue"`
+	Loss    int64 `json:"data_packets_dropped_loss"`
+	Unknown int64 `json:"data_packets_dropped_unknown"`
+}
+
+// Total is every data packet dropped.
+func (d *Drops) Total() int64 { return d.Queue + d.Loss + d.Unknown }
+
+// PerTrial is the data packets dropped per trial.
+func (d *Drops) PerTrial() float64 {
+	if d.Trials == 0 {
+		return 0
+	}
+	return float64(d.Total()) / float64(d.Trials)
 }
 
 // Metric describes a metric that can be compared.
@@ -207,8 +234,8 @@ func parseJSON(data []byte, name, metric string, filter map[string]string) (*Sam
 				return err
 			}
 			reports = append(reports, &rep)
-		case probeShape.Schema != "":
-			return fmt.Errorf("schema %q is not %s", probeShape.Schema, report.Schema)
+		case probeShape.Schema != "" && probeShape.Schema != lab.Schema:
+			return fmt.Errorf("schema %q is neither %s nor %s", probeShape.Schema, report.Schema, lab.Schema)
 		case probeShape.Trials != nil:
 			var trials []json.RawMessage
 			if err := json.Unmarshal(probeShape.Trials, &trials); err != nil {
@@ -316,7 +343,7 @@ func fromRows(rows []rowFields, name, metric string, filter map[string]string) (
 	if err != nil {
 		return nil, err
 	}
-	s := &Sample{Source: name, Kind: KindLab, Metric: m.Name, Unit: m.Unit, Values: []float64{}}
+	s := &Sample{Source: name, Kind: KindLab, Metric: m.Name, Unit: m.Unit, Values: []float64{}, Drops: &Drops{}}
 	points := map[string]int{}
 	key := m.Name + "_ms"
 	for _, r := range rows {
@@ -333,6 +360,7 @@ func fromRows(rows []rowFields, name, metric string, filter map[string]string) (
 			return nil, fmt.Errorf("%s: trial %s of %s: %s is %q, not a number", name, r["trial"], r["point"], key, r[key])
 		}
 		s.Values = append(s.Values, v)
+		s.Drops.add(r)
 	}
 	if len(filter) > 0 && len(points) == 0 {
 		return nil, fmt.Errorf("%s: no row matches the filter %s", name, formatFilter(filter))
@@ -353,6 +381,28 @@ func fromRows(rows []rowFields, name, metric string, filter map[string]string) (
 		s.Notes = append(s.Notes, fmt.Sprintf("%s: %d failed trials left out", name, s.Skipped))
 	}
 	return s, nil
+}
+
+// add counts one trial's data drops.
+func (d *Drops) add(r rowFields) {
+	count := func(key string) (int64, bool) {
+		n, err := strconv.ParseInt(r[key], 10, 64)
+		return n, err == nil
+	}
+	d.Trials++
+	queue, okQueue := count("data_packets_dropped_queue")
+	loss, okLoss := count("data_packets_dropped_loss")
+	total, _ := count("data_packets_lost")
+	if okQueue && okLoss {
+		d.Queue += queue
+		d.Loss += loss
+		total = queue + loss
+	} else {
+		d.Unknown += total
+	}
+	if total > 0 {
+		d.TrialsWithDrops++
+	}
 }
 
 func matches(r rowFields, filter map[string]string) bool {

@@ -3,9 +3,8 @@ package compare
 import (
 	"fmt"
 	"image/color"
-	"path/filepath"
-	"strings"
 
+	"github.com/slowstart/slowstart/internal/plotfile"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
@@ -15,9 +14,8 @@ import (
 // WriteCDF draws the empirical CDFs of both samples into path (.png or .svg), each
 // median marked on its curve, with the medians and the p-value in the title.
 func WriteCDF(path string, before, after *Sample, res *Result) error {
-	ext := strings.ToLower(filepath.Ext(path))
-	if ext != ".png" && ext != ".svg" {
-		return fmt.Errorf("plot %q: give a .png or .svg file name", path)
+	if err := CheckPlotPath(path); err != nil {
+		return err
 	}
 	unit := after.Unit
 	p := plot.New()
@@ -28,15 +26,10 @@ func WriteCDF(path string, before, after *Sample, res *Result) error {
 	}
 	p.X.Label.Text = fmt.Sprintf("%s (%s)", axisLabel(after.Metric), unit)
 	p.Y.Label.Text = "fraction of samples ≤ x"
-	// Room above 1 for the legend, so that it never hides a curve.
-	p.Y.Min, p.Y.Max = 0, 1.3
+	p.Y.Min, p.Y.Max = 0, 1
 	p.Y.Tick.Marker = plot.ConstantTicks([]plot.Tick{{Value: 0, Label: "0"}, {Value: 0.25, Label: "0.25"},
 		{Value: 0.5, Label: "0.5"}, {Value: 0.75, Label: "0.75"}, {Value: 1, Label: "1"}})
 	p.Add(plotter.NewGrid())
-	p.Legend.Top = true
-	p.Legend.Left = true
-	p.Legend.XOffs = vg.Millimeter * 2
-	p.Legend.YOffs = -vg.Millimeter * 1
 
 	colors := []color.Color{color.RGBA{R: 0xd6, G: 0x27, B: 0x28, A: 0xff}, color.RGBA{R: 0x1f, G: 0x77, B: 0xb4, A: 0xff}}
 	for i, s := range []*Sample{before, after} {
@@ -66,11 +59,12 @@ func WriteCDF(path string, before, after *Sample, res *Result) error {
 		mark.GlyphStyle.Shape = draw.CircleGlyph{}
 		p.Add(mark)
 	}
-	if err := p.Save(16*vg.Centimeter, 10*vg.Centimeter, path); err != nil {
-		return fmt.Errorf("writing the plot %s: %w", path, err)
-	}
-	return nil
+	return plotfile.Save(p, 16*vg.Centimeter, 10*vg.Centimeter, path)
 }
+
+// CheckPlotPath says whether WriteCDF can draw into a file of this name: it
+// takes .png and .svg.
+func CheckPlotPath(path string) error { return plotfile.CheckPath(path) }
 
 // axisLabel names a metric for people.
 func axisLabel(metric string) string {

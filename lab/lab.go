@@ -25,6 +25,7 @@ import (
 	"github.com/slowstart/slowstart/lab/link"
 	"github.com/slowstart/slowstart/lab/netlab"
 	"github.com/slowstart/slowstart/lab/server"
+	"github.com/slowstart/slowstart/units"
 )
 
 // Server and client kinds.
@@ -88,6 +89,9 @@ func (s *Spec) Normalize() error {
 	case s.Client != ClientBuiltin && s.Client != ClientCurl:
 		return fmt.Errorf("client %q: use builtin or curl", s.Client)
 	}
+	if err := netlab.CheckCongestionControl(s.CC); err != nil {
+		return fmt.Errorf("%w: use cubic, bbr or reno", err)
+	}
 	return nil
 }
 
@@ -101,7 +105,7 @@ func (s *Spec) linkConfigs(mtu int) (clientToServer, serverToClient link.Config,
 			switch {
 			case s.QueueBytes > 0:
 				c.Queue = link.QueueConfig{LimitBytes: s.QueueBytes}
-				queue = fmt.Sprintf("drop-tail, %s", link.FormatSize(s.QueueBytes))
+				queue = fmt.Sprintf("drop-tail, %s", units.FormatSize(s.QueueBytes))
 			case s.QueuePackets > 0:
 				c.Queue = link.QueueConfig{LimitPackets: s.QueuePackets}
 				queue = fmt.Sprintf("drop-tail, %d packets", s.QueuePackets)
@@ -136,12 +140,18 @@ type TrialResult struct {
 	Bytes      int64   `json:"bytes"`
 	Protocol   string  `json:"protocol"`
 	TLSVersion string  `json:"tls_version,omitempty"`
-	// DataPacketsLost and AckPacketsLost count the emulator's drops (loss and queue).
-	DataPacketsLost int64  `json:"data_packets_lost"`
-	AckPacketsLost  int64  `json:"ack_packets_lost"`
-	ClientPcap      string `json:"client_pcap,omitempty"`
-	ServerPcap      string `json:"server_pcap,omitempty"`
-	Error           string `json:"error,omitempty"`
+	// DataPacketsLost and AckPacketsLost count the emulator's drops (loss and queue)
+	// of data (server→client) and ACK (client→server) packets.
+	DataPacketsLost int64 `json:"data_packets_lost"`
+	AckPacketsLost  int64 `json:"ack_packets_lost"`
+	// The same by cause: the bottleneck queue was full, or the random loss drew it.
+	DataPacketsDroppedQueue int64  `json:"data_packets_dropped_queue"`
+	DataPacketsDroppedLoss  int64  `json:"data_packets_dropped_loss"`
+	AckPacketsDroppedQueue  int64  `json:"ack_packets_dropped_queue"`
+	AckPacketsDroppedLoss   int64  `json:"ack_packets_dropped_loss"`
+	ClientPcap              string `json:"client_pcap,omitempty"`
+	ServerPcap              string `json:"server_pcap,omitempty"`
+	Error                   string `json:"error,omitempty"`
 }
 
 // labServerName is the name on the lab's certificates.
@@ -343,8 +353,10 @@ func (e *Env) runTrial(ctx context.Context, spec Spec, index int, captureDir, pr
 	res.ConnectMs, res.TLSMs, res.FirstByteMs, res.LastByteMs = ms(r.ConnectNs), ms(r.TLSNs), ms(r.FirstByteNs), ms(r.LastByteNs)
 	res.FCTPaperMs, res.FCTUserMs = ms(r.FCTPaperNs), ms(r.FCTUserNs)
 	res.Bytes, res.Protocol, res.TLSVersion = r.Bytes, r.Protocol, r.TLSVersion
-	res.DataPacketsLost = linkStats.BToA.PacketsDroppedLoss + linkStats.BToA.PacketsDroppedQueue
-	res.AckPacketsLost = linkStats.AToB.PacketsDroppedLoss + linkStats.AToB.PacketsDroppedQueue
+	res.DataPacketsDroppedQueue, res.DataPacketsDroppedLoss = linkStats.BToA.PacketsDroppedQueue, linkStats.BToA.PacketsDroppedLoss
+	res.AckPacketsDroppedQueue, res.AckPacketsDroppedLoss = linkStats.AToB.PacketsDroppedQueue, linkStats.AToB.PacketsDroppedLoss
+	res.DataPacketsLost = res.DataPacketsDroppedLoss + res.DataPacketsDroppedQueue
+	res.AckPacketsLost = res.AckPacketsDroppedLoss + res.AckPacketsDroppedQueue
 	return res, nil
 }
 
@@ -377,7 +389,7 @@ func QueueDescription(s Spec) string {
 func Describe(s Spec) string {
 	path := fmt.Sprintf("path: RTT %s", strconv.FormatFloat(float64(s.RTTNs)/1e6, 'f', -1, 64)+" ms")
 	if s.RateBitsPerSecond > 0 {
-		path += fmt.Sprintf(", %s each way, queue %s", link.FormatRate(s.RateBitsPerSecond), QueueDescription(s))
+		path += fmt.Sprintf(", %s each way, queue %s", units.FormatRate(s.RateBitsPerSecond), QueueDescription(s))
 	} else {
 		path += ", no rate limit"
 	}
@@ -389,11 +401,11 @@ func Describe(s Spec) string {
 		proto = "HTTP/2"
 	}
 	if s.TLS != "" {
-		proto += fmt.Sprintf(" over TLS %s (chain %s)", s.TLS, link.FormatSize(int64(s.ChainBytes)))
+		proto += fmt.Sprintf(" over TLS %s (chain %s)", s.TLS, units.FormatSize(int64(s.ChainBytes)))
 	}
 	iw := "kernel default IW"
 	if s.IW > 0 {
 		iw = fmt.Sprintf("IW %d", s.IW)
 	}
-	return fmt.Sprintf("%s\nserver: %s, %s, %s; client: %s; %s of body over %s", path, s.Server, iw, s.CC, s.Client, link.FormatSize(s.SizeBytes), proto)
+	return fmt.Sprintf("%s\nserver: %s, %s, %s; client: %s; %s of body over %s", path, s.Server, iw, s.CC, s.Client, units.FormatSize(s.SizeBytes), proto)
 }

@@ -227,7 +227,8 @@ func (w *JSONLWriter) Close() error { return w.f.Close() }
 
 // CSVHeader lists the CSV columns, in order.
 var CSVHeader = []string{"point", "rtt_ms", "rate_mbps", "queue_bytes", "loss_percent", "iw", "initrwnd", "size_bytes", "tls", "http2", "server", "client", "cc", "think_after_bytes", "think_ms", "seed",
-	"trial", "connect_ms", "tls_ms", "first_byte_ms", "last_byte_ms", "fct_paper_ms", "fct_user_ms", "bytes", "protocol", "tls_version", "data_packets_lost", "ack_packets_lost", "error"}
+	"trial", "connect_ms", "tls_ms", "first_byte_ms", "last_byte_ms", "fct_paper_ms", "fct_user_ms", "bytes", "protocol", "tls_version", "data_packets_lost", "ack_packets_lost",
+	"data_packets_dropped_queue", "data_packets_dropped_loss", "ack_packets_dropped_queue", "ack_packets_dropped_loss", "error"}
 
 // WriteCSV writes rows as CSV with CSVHeader.
 func WriteCSV(w io.Writer, rows []Row) error {
@@ -240,7 +241,9 @@ func WriteCSV(w io.Writer, rows []Row) error {
 		rec := []string{r.Point, f(r.RTTMs), f(r.RateMbps), strconv.FormatInt(r.QueueBytes, 10), f(r.LossPercent), strconv.Itoa(r.IW), strconv.Itoa(r.InitRwnd),
 			strconv.FormatInt(r.SizeBytes, 10), r.TLS, strconv.FormatBool(r.HTTP2), r.Server, r.Client, r.CC, strconv.FormatInt(r.ThinkAfterBytes, 10), f(r.ThinkMs),
 			strconv.FormatUint(r.Seed, 10), strconv.Itoa(r.Trial), f(r.ConnectMs), f(r.TLSMs), f(r.FirstByteMs), f(r.LastByteMs), f(r.FCTPaperMs), f(r.FCTUserMs),
-			strconv.FormatInt(r.Bytes, 10), r.Protocol, r.TLSVersion, strconv.FormatInt(r.DataPacketsLost, 10), strconv.FormatInt(r.AckPacketsLost, 10), r.Error}
+			strconv.FormatInt(r.Bytes, 10), r.Protocol, r.TLSVersion, strconv.FormatInt(r.DataPacketsLost, 10), strconv.FormatInt(r.AckPacketsLost, 10),
+			strconv.FormatInt(r.DataPacketsDroppedQueue, 10), strconv.FormatInt(r.DataPacketsDroppedLoss, 10),
+			strconv.FormatInt(r.AckPacketsDroppedQueue, 10), strconv.FormatInt(r.AckPacketsDroppedLoss, 10), r.Error}
 		if err := cw.Write(rec); err != nil {
 			return err
 		}

@@ -10,10 +10,10 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/slowstart/slowstart/lab/link"
 	"github.com/slowstart/slowstart/lab/server"
 	"github.com/slowstart/slowstart/probe/exact"
 	"github.com/slowstart/slowstart/report"
+	"github.com/slowstart/slowstart/units"
 )
 
 // DemoConfig describes the built-in demo: one far-away server emulated with each
@@ -54,6 +54,80 @@ type DemoColumn struct {
 type DemoResult struct {
 	Config  DemoConfig
 	Columns []DemoColumn
+}
+
+// DemoSchema names the JSON form of the demo (docs/schemas/demo.json).
+const DemoSchema = "slowstart.demo/v1"
+
+// DemoOutput is what the demo's probe --json prints: the emulated path, and per
+// initial window the page load's Report and the exact measurement.
+type DemoOutput struct {
+	Schema  string             `json:"schema"` // DemoSchema
+	Path    DemoPath           `json:"path"`
+	Columns []DemoOutputColumn `json:"columns"`
+}
+
+// DemoPath is the emulated path and page.
+type DemoPath struct {
+	RTTMs             float64 `json:"rtt_ms"`
+	RateBitsPerSecond int64   `json:"rate_bps"`
+	TLSVersion        string  `json:"tls_version"`
+	ChainBytes        int     `json:"chain_bytes"`
+	BodyBytes         int64   `json:"body_bytes"`
+}
+
+// DemoOutputColumn is one initial window's probes.
+type DemoOutputColumn struct {
+	IW     int            `json:"iw"`
+	Report *report.Report `json:"report"`
+	// Exact is the exact measurement of the server's TLS flight; null when it
+	// failed (ExactError says why) or was not made.
+	Exact      *exact.Result `json:"exact"`
+	ExactError string        `json:"exact_error,omitempty"`
+}
+
+// Output is the demo as DemoOutput.
+func (d *DemoResult) Output() DemoOutput {
+	c := d.Config
+	out := DemoOutput{Schema: DemoSchema, Path: DemoPath{RTTMs: float64(c.RTT) / 1e6, RateBitsPerSecond: c.RateBitsPerSecond,
+		TLSVersion: c.TLSVersion, ChainBytes: c.ChainBytes, BodyBytes: c.BodyBytes}, Columns: []DemoOutputColumn{}}
+	for _, col := range d.Columns {
+		oc := DemoOutputColumn{IW: col.IW, Exact: col.Exact}
+		if col.Result != nil {
+			oc.Report = col.Result.Report
+		}
+		if col.ExactErr != nil {
+			oc.ExactError = col.ExactErr.Error()
+		}
+		out.Columns = append(out.Columns, oc)
+	}
+	return out
+}
+
+// Merged is one Report of every column's connections, as if captured together
+// (for the web page of the demo).
+func (o DemoOutput) Merged() *report.Report {
+	var merged report.Report
+	for _, col := range o.Columns {
+		if col.Report == nil {
+			continue
+		}
+		if merged.Schema == "" {
+			merged = *col.Report
+			merged.Connections = nil
+		}
+		for _, c := range col.Report.Connections {
+			c.Index = len(merged.Connections) + 1
+			merged.Connections = append(merged.Connections, c)
+		}
+	}
+	if merged.Schema == "" {
+		merged.Schema = report.Schema
+	}
+	if merged.Connections == nil {
+		merged.Connections = []report.Connection{}
+	}
+	return &merged
 }
 
 // Demo runs the built-in demo. It needs root (network namespaces and a capture).
@@ -103,7 +177,7 @@ func WriteDemo(w io.Writer, d *DemoResult) error {
 	ew := &report.ErrWriter{W: w}
 	c := d.Config
 	ew.Printf("A server %s away (RTT %d ms, %s), serving a %s page over TLS %s with a %s certificate chain,\n",
-		"an ocean", c.RTT.Milliseconds(), link.FormatRate(c.RateBitsPerSecond), report.Size(c.BodyBytes), c.TLSVersion, report.Size(int64(c.ChainBytes)))
+		"an ocean", c.RTT.Milliseconds(), units.FormatRate(c.RateBitsPerSecond), report.Size(c.BodyBytes), c.TLSVersion, report.Size(int64(c.ChainBytes)))
 	ew.Printf("emulated on this machine with three initial windows, each probed over a fresh connection:\n\n")
 	conns := make([]*report.Connection, len(d.Columns))
 	for i, col := range d.Columns {

@@ -25,6 +25,10 @@ const (
 	KindPermission = "permission"  // capturing packets needs privileges this process lacks
 	KindInterface  = "interface"   // the capture interface does not exist
 	KindCapture    = "capture"     // the capture failed otherwise
+	// KindStatus: the page answered with an HTTP status of 400 or more. It was
+	// measured (the Result is whole), but it is not a success: the rounds are
+	// those of an error answer, not of the page.
+	KindStatus = "status"
 )
 
 // Error is a probe failure of a known kind. Its message is one line that says what

@@ -164,11 +164,31 @@ func run(ctx context.Context, o *Options, open captureOpener, keylog io.Writer) 
 	if res.KernelDrops > 0 {
 		rep.Warnings = append(rep.Warnings, fmt.Sprintf("the kernel dropped %d packets before the capture read them: rounds may be wrong; probe again", res.KernelDrops))
 	}
+	if statusErr := errorStatus(res); statusErr != nil {
+		rep.Warnings = append(rep.Warnings, statusErr.Error())
+		if runErr == nil {
+			runErr = statusErr
+		}
+	}
 	addDiagnoses(res, o)
 	if o.Runs > 1 {
 		rep.Runs = summarizeRuns(res)
 	}
 	return res, runErr
+}
+
+// errorStatus returns a KindStatus error when a run's page (its final hop)
+// answered with an HTTP status of 400 or more.
+func errorStatus(res *Result) error {
+	for run := range res.Runs {
+		c := res.Final(run)
+		if c == nil || c.ClientTiming == nil || c.ClientTiming.Status < 400 {
+			continue
+		}
+		t := c.ClientTiming
+		return newError(KindStatus, "%s answered with HTTP status %d: it was measured, but the rounds are those of this error answer, not of the page (check the URL)", t.URL, t.Status)
+	}
+	return nil
 }
 
 // probeHop resolves, captures and fetches one URL, and returns its connection as

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -372,5 +373,39 @@ func TestLocalPathGetsNoWindowAdvice(t *testing.T) {
 		if d.Kind == DiagnosisLocalPath {
 			t.Errorf("a 40 ms path was called local")
 		}
+	}
+}
+
+// TestErrorStatusIsMeasuredNotASuccess: a page that answers 404 is measured (the
+// Result is whole, with its status), flagged by a warning, and not a success.
+func TestErrorStatusIsMeasuredNotASuccess(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/moved" {
+			http.Redirect(w, r, "/gone", http.StatusFound)
+			return
+		}
+		w.WriteHeader(http.StatusNotFound)
+		fmt.Fprint(w, strings.Repeat("not here ", 500))
+	}))
+	defer srv.Close()
+	res, _, err := runWithoutCapture(t, Options{URL: srv.URL + "/moved", Runs: 2})
+	if KindOf(err) != KindStatus || !strings.Contains(err.Error(), "HTTP status 404") {
+		t.Fatalf("error %v (kind %q), want a %s error naming 404", err, KindOf(err), KindStatus)
+	}
+	if res == nil || len(res.Runs) != 2 {
+		t.Fatalf("the runs were not all measured: %+v", res)
+	}
+	final := res.Final(1)
+	if final == nil || final.ClientTiming.Status != 404 || final.ClientTiming.BodyBytes != 4500 {
+		t.Fatalf("final hop %+v, want a measured 404 of 4500 bytes", final.ClientTiming)
+	}
+	if !slices.ContainsFunc(res.Report.Warnings, func(w string) bool { return strings.Contains(w, "HTTP status 404") }) {
+		t.Errorf("no warning about the status: %q", res.Report.Warnings)
+	}
+	// A redirect (3xx) on the way is no error, nor is a 2xx page.
+	ok := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "fine") }))
+	defer ok.Close()
+	if _, _, err := runWithoutCapture(t, Options{URL: ok.URL + "/"}); err != nil {
+		t.Errorf("a 200 page: %v", err)
 	}
 }

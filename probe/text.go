@@ -6,6 +6,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/slowstart/slowstart/internal/textsafe"
 	"github.com/slowstart/slowstart/report"
 )
 
@@ -16,7 +17,7 @@ func WriteText(w io.Writer, res *Result) error {
 	ew := &report.ErrWriter{W: w}
 	rep := res.Report
 	for _, warn := range rep.Warnings {
-		ew.Printf("warning: %s\n", warn)
+		ew.Printf("warning: %s\n", textsafe.Escape(warn))
 	}
 	for run, hops := range res.Runs {
 		if len(res.Runs) > 1 {
@@ -57,7 +58,7 @@ func writeConnection(ew *report.ErrWriter, c *report.Connection) {
 	if t.Location != "" {
 		head += " → redirects to " + t.Location
 	}
-	ew.Printf("%s\n", head)
+	ew.Printf("%s\n", textsafe.Escape(head)) // the URL and the server's headers
 	facts := []string{fmt.Sprintf("%s from %s", c.Server, c.Client), fmt.Sprintf("MSS %d", c.MSS)}
 	if c.HandshakeRTTMs != nil {
 		facts = append(facts, fmt.Sprintf("RTT %.1f ms", *c.HandshakeRTTMs))

@@ -5,13 +5,15 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	gojson "github.com/goccy/go-json"
 	"io"
 	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
 	"text/tabwriter"
+
+	gojson "github.com/goccy/go-json"
+	"github.com/slowstart/slowstart/internal/textsafe"
 )
 
 // WriteJSON writes the Report as indented JSON. Connections are encoded in chunks,
@@ -188,7 +190,7 @@ func writeConnection(bw *ErrWriter, c *Connection) {
 	bw.Printf("%s\n  %s\n", head, strings.Join(facts, "; "))
 
 	for _, m := range c.HTTP {
-		line := fmt.Sprintf("  HTTP %s %s", m.Method, m.Path)
+		line := fmt.Sprintf("  HTTP %s %s", textsafe.Escape(m.Method), textsafe.Escape(m.Path)) // bytes of the capture
 		if m.Status > 0 {
 			line += fmt.Sprintf(" → %d, %s", m.Status, Size(m.Bytes))
 		}

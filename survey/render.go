@@ -9,6 +9,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/slowstart/slowstart/internal/textsafe"
 	"github.com/slowstart/slowstart/probe/exact"
 	"github.com/slowstart/slowstart/report"
 )
@@ -106,7 +107,8 @@ func WriteText(w io.Writer, res *Result) error {
 	fmt.Fprintln(tw, strings.Join(head, "\t"))
 	for i := range res.Rows {
 		r := &res.Rows[i]
-		cells := []string{dash(r.Label), r.URL}
+		// The list and the servers wrote these: no control character reaches the terminal.
+		cells := []string{dash(textsafe.Escape(r.Label)), textsafe.Escape(r.URL)}
 		if res.Settings.Exact {
 			cells = append(cells, exactIWText(r), bytesText(r.ExactIWBytes), dash(r.ExactVerdict))
 		}
@@ -114,7 +116,7 @@ func WriteText(w io.Writer, res *Result) error {
 			cells = append(cells, passiveIWText(r), sizeText(r.FirstRoundBytes), sizeText(r.TLSFlightBytes),
 				roundTripsText(r), msText(r.HandshakeRTTMs))
 		}
-		cells = append(cells, r.Error)
+		cells = append(cells, textsafe.Escape(r.Error))
 		fmt.Fprintln(tw, strings.Join(cells, "\t"))
 	}
 	if err := tw.Flush(); err != nil && ew.Err == nil {

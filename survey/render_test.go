@@ -195,3 +195,32 @@ func TestWriteText(t *testing.T) {
 		t.Errorf("--no-exact table:\n%s", b.String())
 	}
 }
+
+// TestWriteTextEscapesControls: a label, URL or error holding control characters
+// (a list's, a server's) reaches the terminal as visible escapes, never as
+// sequences that move the cursor or fake a line; CSV keeps the data as it was.
+func TestWriteTextEscapesControls(t *testing.T) {
+	res := sampleResult()
+	res.Rows[0].Label = "evil\x1b[2J\x1b[H"
+	res.Rows[0].Error = "passive: server said \x1b]0;pwned\x07\nIW 100"
+	var b bytes.Buffer
+	if err := WriteText(&b, res); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	for _, c := range []string{"\x1b", "\x07", "\nIW 100"} {
+		if strings.Contains(out, c) {
+			t.Errorf("the table holds %q raw:\n%s", c, out)
+		}
+	}
+	if !strings.Contains(out, `evil\x1b[2J\x1b[H`) || !strings.Contains(out, `\x1b]0;pwned\x07\nIW 100`) {
+		t.Errorf("the escapes are not shown:\n%s", out)
+	}
+	b.Reset()
+	if err := WriteCSV(&b, res); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "evil\x1b[2J") {
+		t.Errorf("CSV does not keep the label as it was")
+	}
+}

@@ -122,6 +122,8 @@ type SysctlChange struct {
 
 // ApplyResult is what Apply did, or would do under DryRun.
 type ApplyResult struct {
+	Schema  string   `json:"schema"`  // Schema
+	Command string   `json:"command"` // "apply"
 	Netns   string   `json:"netns,omitempty"`
 	Changes []Change `json:"changes"`
 	// Sysctls are the sysctl changes, in name order.
@@ -179,6 +181,46 @@ func configurable(r Route) bool {
 // changes nothing if the backup can't be written. Routes already carrying the
 // values are left alone; with none to change, no backup is written.
 func Apply(opts ApplyOptions) (*ApplyResult, error) {
+	if opts.DryRun {
+		return apply(opts)
+	}
+	// First without changing anything or taking the lock: an apply that has
+	// nothing to change (or can't) leaves no trace, not even a lock file.
+	dry := opts
+	dry.DryRun, dry.AfterBackup = true, nil
+	res, err := apply(dry)
+	if err != nil || !res.wouldChange() {
+		if res != nil {
+			res.DryRun = false
+		}
+		return res, err
+	}
+	// One apply or revert at a time, from reading the routes to checking them.
+	unlock, err := lockBackupDir(lockDir(opts.BackupDir, opts.BackupPath))
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	return apply(opts)
+}
+
+// wouldChange says whether a dry run found a route or a sysctl to change.
+func (r *ApplyResult) wouldChange() bool {
+	for _, c := range r.Changes {
+		if !c.Unchanged {
+			return true
+		}
+	}
+	for _, s := range r.Sysctls {
+		if !s.Unchanged {
+			return true
+		}
+	}
+	return false
+}
+
+// apply is Apply without the lock.
+func apply(opts ApplyOptions) (*ApplyResult, error) {
 	if opts.InitCwnd != 0 || (opts.InitRwnd == 0 && len(opts.Sysctls) == 0) {
 		if err := CheckWindow("initcwnd", opts.InitCwnd, opts.Force); err != nil {
 			return nil, &UsageError{err}
@@ -204,7 +246,7 @@ func Apply(opts ApplyOptions) (*ApplyResult, error) {
 	if opts.InitRwnd != 0 {
 		set[unix.RTAX_INITRWND] = uint32(opts.InitRwnd)
 	}
-	result := &ApplyResult{Netns: opts.Netns, DryRun: opts.DryRun}
+	result := &ApplyResult{Schema: Schema, Command: "apply", Netns: opts.Netns, DryRun: opts.DryRun}
 	err = inNetns(opts.Netns, func() error {
 		routes, names, err := dumpRoutes()
 		if err != nil {

@@ -8,8 +8,11 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // BackupSchema names the backup file format.
@@ -101,7 +104,7 @@ func writeBackup(path string, b *Backup) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("create backup directory: %w", err)
 	}
-	tmp, err := os.CreateTemp(dir, ".tune-backup-*.tmp")
+	tmp, err := os.CreateTemp(dir, fmt.Sprintf("%s%d-*%s", tmpPrefix, os.Getpid(), tmpSuffix))
 	if err != nil {
 		return fmt.Errorf("create backup: %w", err)
 	}
@@ -132,6 +135,109 @@ func writeBackup(path string, b *Backup) error {
 		return fmt.Errorf("sync backup directory: %w", err)
 	}
 	return nil
+}
+
+// A backup being written is a temporary file named after its writer's PID until
+// it is complete: .tune-backup-PID-N.tmp.
+const (
+	tmpPrefix = ".tune-backup-"
+	tmpSuffix = ".tmp"
+	lockName  = ".lock"
+)
+
+// LockError says another tune process holds the backup directory's lock.
+type LockError struct {
+	Dir    string
+	Holder string // the holder's PID as it wrote it, "" when unknown
+}
+
+func (e *LockError) Error() string {
+	who := "another slowstart tune"
+	if e.Holder != "" {
+		who += " (PID " + e.Holder + ")"
+	}
+	return fmt.Sprintf("%s is changing routes with the backups in %s: wait for it to end, then run this again", who, e.Dir)
+}
+
+// lockDir is the directory whose lock an apply or revert takes: the backup
+// directory given, else the directory of the backup file given, else
+// DefaultBackupDir.
+func lockDir(backupDir, backupPath string) string {
+	switch {
+	case backupDir != "":
+		return backupDir
+	case backupPath != "":
+		return filepath.Dir(backupPath)
+	}
+	return DefaultBackupDir
+}
+
+// lockBackupDir takes the lock of the backup directory (made when missing) for
+// the whole read-modify-write of an apply or a revert, so that two of them never
+// interleave their changes, and removes the temporary files of writers that died.
+// unlock releases it; the kernel releases it too when the process dies.
+func lockBackupDir(dir string) (unlock func(), err error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("create backup directory: %w", err)
+	}
+	path := filepath.Join(dir, lockName)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("open the lock %s: %w", path, err)
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		holder, _ := os.ReadFile(path)
+		f.Close()
+		if errors.Is(err, unix.EWOULDBLOCK) {
+			return nil, &LockError{Dir: dir, Holder: strings.TrimSpace(string(holder))}
+		}
+		return nil, fmt.Errorf("lock %s: %w", path, err)
+	}
+	if err := f.Truncate(0); err == nil {
+		_, _ = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
+	}
+	removeOrphanTemporaries(dir)
+	return func() {
+		_ = f.Truncate(0)
+		_ = unix.Flock(int(f.Fd()), unix.LOCK_UN)
+		f.Close()
+	}, nil
+}
+
+// removeOrphanTemporaries removes the temporary backups in dir whose writer is
+// gone (it held the lock, so none is writing now but this process). A temporary
+// file without a PID in its name (an older slowstart's) is removed when it is
+// more than an hour old.
+func removeOrphanTemporaries(dir string) []string {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil
+	}
+	var removed []string
+	for _, e := range entries {
+		name := e.Name()
+		rest, ok := strings.CutPrefix(name, tmpPrefix)
+		if !ok || !strings.HasSuffix(name, tmpSuffix) || e.IsDir() {
+			continue
+		}
+		pidText, _, _ := strings.Cut(rest, "-")
+		orphan := false
+		if pid, err := strconv.Atoi(pidText); err == nil && pid > 0 {
+			orphan = pid != os.Getpid() && !processRunning(pid)
+		} else if info, err := e.Info(); err == nil {
+			orphan = time.Since(info.ModTime()) > time.Hour
+		}
+		if orphan && os.Remove(filepath.Join(dir, name)) == nil {
+			removed = append(removed, name)
+		}
+	}
+	return removed
+}
+
+// processRunning reports whether a process with this PID exists.
+func processRunning(pid int) bool {
+	err := unix.Kill(pid, 0)
+	return err == nil || errors.Is(err, unix.EPERM)
 }
 
 // LoadBackup reads and checks a backup file.

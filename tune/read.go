@@ -43,6 +43,26 @@ type Sysctl struct {
 	Error string `json:"error,omitempty"`
 }
 
+// Schema names the JSON of tune show, apply and revert (docs/schemas/tune.json);
+// their "command" field tells them apart.
+const Schema = "slowstart.tune/v1"
+
+// ShowOutput is what tune show --json prints: the state and the advice.
+type ShowOutput struct {
+	Schema  string `json:"schema"`  // Schema
+	Command string `json:"command"` // "show"
+	*State
+	Recommendations []Recommendation `json:"recommendations"`
+}
+
+// NewShowOutput is the output of tune show.
+func NewShowOutput(state *State, recs []Recommendation) ShowOutput {
+	if recs == nil {
+		recs = []Recommendation{}
+	}
+	return ShowOutput{Schema: Schema, Command: "show", State: state, Recommendations: recs}
+}
+
 // State is what Read found in one network namespace.
 type State struct {
 	Netns   string   `json:"netns,omitempty"` // "" for the process's own

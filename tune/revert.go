@@ -2,6 +2,7 @@ package tune
 
 import (
 	"fmt"
+	"time"
 )
 
 // RevertOptions say which backup to restore.
@@ -19,6 +20,8 @@ type RevertOptions struct {
 
 // RevertResult is what Revert did.
 type RevertResult struct {
+	Schema     string   `json:"schema"`  // Schema
+	Command    string   `json:"command"` // "revert"
 	BackupPath string   `json:"backup"`
 	Netns      string   `json:"netns,omitempty"`
 	Changes    []Change `json:"changes"`
@@ -35,16 +38,29 @@ type RevertResult struct {
 // left alone, so Revert is idempotent.
 func Revert(opts RevertOptions) (*RevertResult, error) {
 	path := opts.BackupPath
-	if path == "" {
-		dir := opts.BackupDir
-		if dir == "" {
-			dir = DefaultBackupDir
+	dir := opts.BackupDir
+	if dir == "" {
+		dir = DefaultBackupDir
+	}
+	// Find the backup before the lock, so that a revert with none to use leaves
+	// no trace; then again under it, where no apply writes a newer one meanwhile.
+	find := func() (string, error) {
+		if path != "" {
+			return path, nil
 		}
-		newest, err := NewestBackup(dir, opts.Netns)
-		if err != nil {
-			return nil, err
-		}
-		path = newest
+		return NewestBackup(dir, opts.Netns)
+	}
+	chosen, err := find()
+	if err != nil {
+		return nil, err
+	}
+	unlock, err := lockBackupDir(lockDir(opts.BackupDir, chosen))
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	if path, err = find(); err != nil {
+		return nil, err
 	}
 	backup, err := LoadBackup(path)
 	if err != nil {
@@ -58,7 +74,7 @@ func Revert(opts RevertOptions) (*RevertResult, error) {
 		}
 		return nil, &BackupError{path, fmt.Errorf("made for %s, not for %s", where, opts.Netns)}
 	}
-	result := &RevertResult{BackupPath: path, Netns: netnsName}
+	result := &RevertResult{Schema: Schema, Command: "revert", BackupPath: path, Netns: netnsName}
 	err = inNetns(netnsName, func() error {
 		routes, _, err := dumpRoutes()
 		if err != nil {
@@ -72,6 +88,7 @@ func Revert(opts RevertOptions) (*RevertResult, error) {
 		}
 		var requests [][]byte
 		var recorded []Route
+		elapsed := time.Since(backup.Created)
 		for _, br := range backup.Routes {
 			want := br.Route
 			msg, err := replaceMessage(want.Message, nil)
@@ -80,6 +97,14 @@ func Revert(opts RevertOptions) (*RevertResult, error) {
 			}
 			change := Change{After: want, Command: want.IPCommand("replace")}
 			now, ok := current[want.Key()]
+			// An IPv6 route that expires keeps the lifetime it has left: the
+			// current route's, or for one deleted since, the recorded one less
+			// the time since the backup.
+			if ok {
+				msg = withLifetimeOf(msg, now.Message, 0)
+			} else {
+				msg = withLifetimeOf(msg, want.Message, elapsed)
+			}
 			if ok {
 				change.Before = now
 				if change.Unchanged, err = sameState(now.Message, want.Message); err != nil {

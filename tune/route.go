@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/vishvananda/netlink/nl"
 	"golang.org/x/sys/unix"
@@ -502,6 +503,34 @@ func replaceMessage(msg []byte, setMetrics map[uint16]uint32) ([]byte, error) {
 	b := slices.Clone(msg[:rtmsgBytes])
 	binary.NativeEndian.PutUint32(b[8:12], h.flags&requestFlagsMask)
 	return append(b, serializeAttrs(out)...), nil
+}
+
+// withLifetimeOf gives a replacement request the remaining lifetime (RTA_EXPIRES)
+// of the dumped route message from, less elapsed; a route from that does not
+// expire leaves the request as it is. A lifetime used up is one second, the least
+// the kernel takes.
+func withLifetimeOf(request, from []byte, elapsed time.Duration) []byte {
+	fromAttrs, err := parseAttrs(from[rtmsgBytes:])
+	if err != nil {
+		return request
+	}
+	a, ok := findAttr(fromAttrs, unix.RTA_CACHEINFO)
+	if !ok || len(a.value) < 12 {
+		return request
+	}
+	// struct rta_cacheinfo: clntref, lastuse, expires (clock ticks of 1/100 s).
+	expires := time.Duration(int32(binary.NativeEndian.Uint32(a.value[8:12]))) * 10 * time.Millisecond
+	if expires <= 0 {
+		return request
+	}
+	left := max(expires-elapsed, time.Second)
+	attrs, err := parseAttrs(request[rtmsgBytes:])
+	if err != nil {
+		return request
+	}
+	attrs = slices.DeleteFunc(attrs, func(a rawAttr) bool { return a.typ == rtaExpires })
+	attrs = append(attrs, rawAttr{typ: rtaExpires, value: nl.Uint32Attr(uint32((left + time.Second - 1) / time.Second))})
+	return append(slices.Clone(request[:rtmsgBytes]), serializeAttrs(attrs)...)
 }
 
 // cleanMultipath clears the state flags of every nexthop.

@@ -10,11 +10,12 @@ import (
 	"sync"
 )
 
-// Metrics holds what the Prometheus endpoint serves: per URL, counters of probes
-// and failed probes, and gauges of the last successful probe.
+// Metrics holds what the Prometheus endpoint serves: per watch, counters of probes
+// and failed probes, and gauges of the last successful probe. A watch's series are
+// labelled {label="NAME"} when it has a label, {url="URL"} (redacted) otherwise.
 type Metrics struct {
 	mu   sync.Mutex
-	urls map[string]*urlMetrics
+	urls map[string]*urlMetrics // by the series's labels, e.g. url="https://example.com/"
 }
 
 type urlMetrics struct {
@@ -30,10 +31,14 @@ func NewMetrics() *Metrics { return &Metrics{urls: map[string]*urlMetrics{}} }
 func (m *Metrics) Observe(r Row) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	u := m.urls[r.URL]
+	series := `url="` + escapeLabel(RedactURL(r.URL)) + `"`
+	if r.Label != "" {
+		series = `label="` + escapeLabel(r.Label) + `"`
+	}
+	u := m.urls[series]
 	if u == nil {
 		u = &urlMetrics{}
-		m.urls[r.URL] = u
+		m.urls[series] = u
 	}
 	u.probes++
 	u.lastUnix = float64(r.Time.UnixNano()) / 1e9
@@ -65,7 +70,7 @@ func (m *Metrics) Write(w io.Writer) error {
 		fmt.Fprintf(&b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, kind)
 		for _, u := range urls {
 			if v, ok := value(m.urls[u]); ok {
-				fmt.Fprintf(&b, "%s{url=\"%s\"} %s\n", name, escapeLabel(u), strconv.FormatFloat(v, 'g', -1, 64))
+				fmt.Fprintf(&b, "%s{%s} %s\n", name, u, strconv.FormatFloat(v, 'g', -1, 64))
 			}
 		}
 	}

@@ -13,7 +13,8 @@ import (
 )
 
 // StoreVersion is the schema version of the store (SQLite's user_version).
-const StoreVersion = 1
+// Version 2 added the label and status columns.
+const StoreVersion = 2
 
 // schema creates the store's one table. Times are Unix nanoseconds (UTC);
 // milliseconds are REAL; a column is NULL where the probe gave no value.
@@ -30,7 +31,9 @@ CREATE TABLE IF NOT EXISTS probes (
 	last_byte_ms     REAL,
 	round_trips      INTEGER,
 	body_bytes       INTEGER,
-	error            TEXT    NOT NULL DEFAULT ''
+	error            TEXT    NOT NULL DEFAULT '',
+	label            TEXT    NOT NULL DEFAULT '',
+	status           INTEGER
 );
 CREATE INDEX IF NOT EXISTS probes_url_time ON probes (url, time_unix_ns);
 `
@@ -39,7 +42,10 @@ CREATE INDEX IF NOT EXISTS probes_url_time ON probes (url, time_unix_ns);
 type Row struct {
 	ID   int64     `json:"id"`
 	Time time.Time `json:"time"`
-	URL  string    `json:"url"`
+	// URL is the URL probed, as RedactURL writes it: no credentials, no query values.
+	URL string `json:"url"`
+	// Label names the watch (--label); "" when none was given.
+	Label string `json:"label,omitempty"`
 	// IWSegments and IWVerdict are the server's initial window as the page load
 	// showed it (report.InitialWindow); nil and "" without a reading.
 	IWSegments *int   `json:"iw_segments"`
@@ -52,6 +58,9 @@ type Row struct {
 	// DNS lookup), like curl's time_starttransfer and time_total.
 	FirstByteMs *float64 `json:"first_byte_ms"`
 	LastByteMs  *float64 `json:"last_byte_ms"`
+	// Status is the HTTP status of the page; nil when no response came. A status
+	// of 400 or more makes the row an error, with its values measured all the same.
+	Status *int `json:"status"`
 	// RoundTrips is the total of the page's connection (TCP + TLS + HTTP).
 	RoundTrips *int `json:"round_trips"`
 	// BodyBytes is the response body as received (compressed if it was).
@@ -60,17 +69,41 @@ type Row struct {
 	Error string `json:"error"`
 }
 
+// Schema names the JSON of watch --list (docs/schemas/watch.json).
+const Schema = "slowstart.watch/v1"
+
+// ListOutput is what watch --list --json prints: the rows of a store.
+type ListOutput struct {
+	Schema string `json:"schema"` // Schema
+	Rows   []Row  `json:"rows"`
+}
+
 // Store is a watch store: an SQLite file with one row per probe.
 type Store struct {
 	db   *sql.DB
 	path string
 }
 
-// OpenStore opens the store at path, creating it unless mustExist.
+// OpenStore opens the store at path, creating it unless mustExist. A store is
+// readable by its owner only (0600, as are SQLite's journal files beside it): it
+// holds the URLs watched and what they answered.
 func OpenStore(path string, mustExist bool) (*Store, error) {
 	if mustExist {
 		if _, err := os.Stat(path); err != nil {
 			return nil, fmt.Errorf("opening the watch store: %w", err)
+		}
+	} else {
+		f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+		switch {
+		case err == nil:
+			f.Close()
+		case errors.Is(err, os.ErrExist):
+			// A store made before: keep it to its owner too.
+			if st, statErr := os.Stat(path); statErr == nil && st.Mode().IsRegular() && st.Mode().Perm()&0o077 != 0 {
+				_ = os.Chmod(path, 0o600)
+			}
+		default:
+			return nil, fmt.Errorf("opening the watch store %s: %w", path, err)
 		}
 	}
 	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(5000)&_pragma=journal_mode(WAL)")
@@ -95,6 +128,13 @@ func (s *Store) init() error {
 	if version > StoreVersion {
 		return fmt.Errorf("store version %d is newer than this slowstart knows (%d)", version, StoreVersion)
 	}
+	if version == 1 {
+		for _, column := range []string{"label TEXT NOT NULL DEFAULT ''", "status INTEGER"} {
+			if _, err := s.db.Exec("ALTER TABLE probes ADD COLUMN " + column); err != nil {
+				return err
+			}
+		}
+	}
 	if version == 0 {
 		var tables int
 		if err := s.db.QueryRow("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'").Scan(&tables); err != nil {
@@ -117,9 +157,9 @@ func (s *Store) Close() error { return s.db.Close() }
 // Insert appends a row and returns its id.
 func (s *Store) Insert(ctx context.Context, r Row) (int64, error) {
 	res, err := s.db.ExecContext(ctx, `INSERT INTO probes (time_unix_ns, url, iw_segments, iw_verdict, handshake_rtt_ms,
-		tls_ms, first_byte_ms, last_byte_ms, round_trips, body_bytes, error) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		tls_ms, first_byte_ms, last_byte_ms, round_trips, body_bytes, error, label, status) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		r.Time.UnixNano(), r.URL, r.IWSegments, nullString(r.IWVerdict), r.HandshakeRTTMs, r.TLSMs, r.FirstByteMs,
-		r.LastByteMs, r.RoundTrips, r.BodyBytes, r.Error)
+		r.LastByteMs, r.RoundTrips, r.BodyBytes, r.Error, r.Label, r.Status)
 	if err != nil {
 		return 0, fmt.Errorf("writing to the watch store %s: %w", s.path, err)
 	}
@@ -145,7 +185,7 @@ func (s *Store) Rows(ctx context.Context, q Query) ([]Row, error) {
 	where, args := "1=1", []any{}
 	if q.URL != "" {
 		where += " AND url = ?"
-		args = append(args, q.URL)
+		args = append(args, RedactURL(q.URL))
 	}
 	if !q.From.IsZero() {
 		where += " AND time_unix_ns >= ?"
@@ -156,7 +196,7 @@ func (s *Store) Rows(ctx context.Context, q Query) ([]Row, error) {
 		args = append(args, q.To.UnixNano())
 	}
 	rows, err := s.db.QueryContext(ctx, `SELECT id, time_unix_ns, url, iw_segments, iw_verdict, handshake_rtt_ms, tls_ms,
-		first_byte_ms, last_byte_ms, round_trips, body_bytes, error FROM probes WHERE `+where+` ORDER BY time_unix_ns, id`, args...)
+		first_byte_ms, last_byte_ms, round_trips, body_bytes, error, label, status FROM probes WHERE `+where+` ORDER BY time_unix_ns, id`, args...)
 	if err != nil {
 		return nil, fmt.Errorf("reading the watch store %s: %w", s.path, err)
 	}
@@ -165,15 +205,15 @@ func (s *Store) Rows(ctx context.Context, q Query) ([]Row, error) {
 	for rows.Next() {
 		var r Row
 		var ns int64
-		var iw, rounds, body sql.NullInt64
+		var iw, rounds, body, status sql.NullInt64
 		var verdict sql.NullString
 		var hs, tlsMs, fb, lb sql.NullFloat64
-		if err := rows.Scan(&r.ID, &ns, &r.URL, &iw, &verdict, &hs, &tlsMs, &fb, &lb, &rounds, &body, &r.Error); err != nil {
+		if err := rows.Scan(&r.ID, &ns, &r.URL, &iw, &verdict, &hs, &tlsMs, &fb, &lb, &rounds, &body, &r.Error, &r.Label, &status); err != nil {
 			return nil, fmt.Errorf("reading the watch store %s: %w", s.path, err)
 		}
 		r.Time = time.Unix(0, ns).UTC()
 		r.IWVerdict = verdict.String
-		r.IWSegments, r.RoundTrips = intPtr(iw), intPtr(rounds)
+		r.IWSegments, r.RoundTrips, r.Status = intPtr(iw), intPtr(rounds), intPtr(status)
 		if body.Valid {
 			r.BodyBytes = &body.Int64
 		}

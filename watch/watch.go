@@ -12,6 +12,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	neturl "net/url"
+	"strings"
 	"time"
 
 	"github.com/slowstart/slowstart/probe"
@@ -28,6 +30,8 @@ type Config struct {
 	Count int
 	// Store receives one row per probe.
 	Store *Store
+	// Label names the watch in the store and the metrics instead of its URL.
+	Label string
 	// Metrics, when set, is updated after every probe.
 	Metrics *Metrics
 	// OnProbe, when set, is called after each probe is stored.
@@ -87,6 +91,7 @@ func Run(ctx context.Context, cfg Config) error {
 			return err
 		}
 		row := RowFromResult(started, opts.URL, res, err)
+		row.Label = cfg.Label
 		id, werr := cfg.Store.Insert(context.WithoutCancel(ctx), row)
 		if werr != nil {
 			return werr
@@ -103,11 +108,12 @@ func Run(ctx context.Context, cfg Config) error {
 }
 
 // RowFromResult turns a probe's result into a row: the final hop (the page
-// itself, after redirects) of the first run gives the values.
+// itself, after redirects) of the first run gives the values. The URL, and any
+// mention of it in the error, is redacted (RedactURL).
 func RowFromResult(at time.Time, url string, res *probe.Result, err error) Row {
-	row := Row{Time: at.UTC(), URL: url}
+	row := Row{Time: at.UTC(), URL: RedactURL(url)}
 	if err != nil {
-		row.Error = err.Error()
+		row.Error = redactText(err.Error(), url)
 	}
 	var conn *report.Connection
 	if res != nil {
@@ -136,6 +142,8 @@ func RowFromResult(at time.Time, url string, res *probe.Result, err error) Row {
 		}
 		// A probe that failed before the response has no first or last byte.
 		if ct.Status != 0 {
+			status := ct.Status
+			row.Status = &status
 			fb, lb, body := ct.FirstByteAtMs, ct.LastByteAtMs, ct.BodyBytes
 			row.FirstByteMs, row.LastByteMs, row.BodyBytes = &fb, &lb, &body
 		}
@@ -144,4 +152,26 @@ func RowFromResult(at time.Time, url string, res *probe.Result, err error) Row {
 		}
 	}
 	return row
+}
+
+// redactText replaces, in a message about rawURL, the URL and its secrets (the
+// credentials, the query) by their redacted forms.
+func redactText(text, rawURL string) string {
+	text = strings.ReplaceAll(text, rawURL, RedactURL(rawURL))
+	u, err := neturl.Parse(rawURL)
+	if err != nil {
+		return text
+	}
+	if u.User != nil {
+		if s := u.User.String(); s != "" {
+			text = strings.ReplaceAll(text, s, "REDACTED")
+		}
+		if p, ok := u.User.Password(); ok && p != "" {
+			text = strings.ReplaceAll(text, p, "REDACTED")
+		}
+	}
+	if u.RawQuery != "" {
+		text = strings.ReplaceAll(text, u.RawQuery, strings.TrimPrefix(RedactURL("?"+u.RawQuery), "?"))
+	}
+	return text
 }

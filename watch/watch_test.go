@@ -174,12 +174,12 @@ func parseExposition(t *testing.T, text string) map[string]float64 {
 
 func TestMetricsEscapesLabels(t *testing.T) {
 	m := NewMetrics()
-	m.Observe(Row{Time: time.Unix(1700000000, 0), URL: "http://a.example/?q=\"x\"\\", Error: "boom"})
+	m.Observe(Row{Time: time.Unix(1700000000, 0), URL: "http://a.example/", Label: "a \"x\"\\", Error: "boom"})
 	values := scrape(t, m)
-	if values[`slowstart_watch_errors_total{url="http://a.example/?q=\"x\"\\"}`] != 1 {
+	if values[`slowstart_watch_errors_total{label="a \"x\"\\"}`] != 1 {
 		t.Errorf("escaped label not found in %v", values)
 	}
-	if _, ok := values[`slowstart_watch_last_byte_seconds{url="http://a.example/?q=\"x\"\\"}`]; ok {
+	if _, ok := values[`slowstart_watch_last_byte_seconds{label="a \"x\"\\"}`]; ok {
 		t.Error("a gauge of a URL with no successful probe")
 	}
 }

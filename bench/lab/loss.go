@@ -18,6 +18,7 @@ import (
 
 	"github.com/slowstart/slowstart/lab/link"
 	"github.com/slowstart/slowstart/lab/netlab"
+	"github.com/slowstart/slowstart/units"
 )
 
 // lossRun is one pass of datagrams through a lossy path.
@@ -59,7 +60,7 @@ func runLoss(ctx context.Context, args []string) (*lossResult, error) {
 	if err := path.parse(); err != nil {
 		return nil, err
 	}
-	lossRate, err := link.ParsePercent(*lossFlag)
+	lossRate, err := units.ParsePercent(*lossFlag)
 	if err != nil {
 		return nil, fmt.Errorf("-loss: %w", err)
 	}

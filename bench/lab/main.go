@@ -27,6 +27,7 @@ import (
 
 	"github.com/slowstart/slowstart/lab/link"
 	"github.com/slowstart/slowstart/lab/netlab"
+	"github.com/slowstart/slowstart/units"
 )
 
 func main() {
@@ -89,11 +90,11 @@ func (p *pathFlags) register(fs *flag.FlagSet, defaultRTT string) {
 
 func (p *pathFlags) parse() error {
 	var err error
-	if p.rttNs, err = link.ParseDuration(p.rtt); err != nil {
+	if p.rttNs, err = units.ParseDuration(p.rtt); err != nil {
 		return fmt.Errorf("-rtt: %w", err)
 	}
 	if p.rate != "0" {
-		if p.rateBitsPS, err = link.ParseRate(p.rate); err != nil {
+		if p.rateBitsPS, err = units.ParseRate(p.rate); err != nil {
 			return fmt.Errorf("-rate: %w", err)
 		}
 	}

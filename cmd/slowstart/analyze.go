@@ -10,6 +10,7 @@ import (
 
 	"github.com/slowstart/slowstart/analysis"
 	"github.com/slowstart/slowstart/capture"
+	"github.com/slowstart/slowstart/internal/textsafe"
 	"github.com/slowstart/slowstart/report"
 )
 
@@ -34,14 +35,12 @@ server's initial congestion window (IW) with a verdict:
   ambiguous     loss or reordering in round 1
 
 The initial window (IW) is what a server may send on a new connection before it
-waits a round trip; it decides how many round trips a page costs.
-
-Exit codes: 0 success, 2 bad arguments, 3 the file can't be read as a capture
-(missing, empty, not pcap/pcapng), 1 other failures, 130 interrupted.`,
+waits a round trip; it decides how many round trips a page costs.`,
 		Example: `  slowstart analyze page.pcap
   slowstart analyze page.pcap --json | jq '.connections[].initial_window'
   slowstart analyze trace.pcapng --server 203.0.113.7:443 --connection 2`,
-		Args: cobra.ExactArgs(1),
+		Args:        cobra.ExactArgs(1),
+		Annotations: abandonOnInterrupt,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			hint, err := analysis.ParseServer(server)
 			if err != nil {
@@ -49,6 +48,9 @@ Exit codes: 0 success, 2 bad arguments, 3 the file can't be read as a capture
 			}
 			if connection < 0 {
 				return withCode(exitUsage, fmt.Errorf("--connection must be 1 or more"))
+			}
+			if err := checkOutputFile("html", htmlOut); err != nil {
+				return err
 			}
 			defer tuneGCForBatch()()
 			rep, err := analysis.File(cmd.Context(), args[0], analysis.Options{Server: hint, Tool: "slowstart " + version, Packets: htmlOut != ""})
@@ -62,7 +64,7 @@ Exit codes: 0 success, 2 bad arguments, 3 the file can't be read as a capture
 				rep.Connections = rep.Connections[connection-1 : connection]
 			}
 			for _, w := range rep.Warnings {
-				fmt.Fprintf(os.Stderr, "slowstart: warning: %s\n", w)
+				fmt.Fprintf(os.Stderr, "slowstart: warning: %s\n", textsafe.Escape(w))
 			}
 			if htmlOut != "" {
 				if err := writeHTMLFile(cmd, htmlOut, rep); err != nil {
@@ -89,8 +91,8 @@ Exit codes: 0 success, 2 bad arguments, 3 the file can't be read as a capture
 func inputExitCode(err error) int {
 	switch {
 	case errors.Is(err, fs.ErrNotExist), errors.Is(err, fs.ErrPermission),
-		errors.Is(err, capture.ErrNotCapture), errors.Is(err, capture.ErrEmpty):
-		return exitInput
+		errors.Is(err, capture.ErrNotCapture), errors.Is(err, capture.ErrEmpty), errors.Is(err, capture.ErrDamaged):
+		return exitFile
 	}
 	return exitFailure
 }

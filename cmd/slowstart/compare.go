@@ -54,17 +54,24 @@ connect, tls, handshake_rtt, rounds, iw. Lab: fct_user (default; fct), fct_paper
 first_byte, last_byte, connect, tls. Store: last_byte (default), first_byte, tls,
 handshake_rtt, rounds, iw, bytes.
 
-Exit codes: 0 compared (whatever the verdict); 1 other failures (e.g. the plot
-can't be written); 2 bad arguments; 3 an input can't be read, is not a format
-compare knows, or gives no values.`,
+It exits 0 whatever the verdict; an input that gives no values exits 3.`,
 		Example: `  slowstart compare before.json after.json                    # probe --runs 20 --json, twice
   slowstart compare iw3/results.jsonl iw10/results.jsonl --metric fct_paper
   slowstart compare sweep/results.csv@iw=3 sweep/results.csv@iw=10 --plot cdf.png
   slowstart compare --store site.db --before 2026-11-01..2026-11-07 --after 2026-11-09.. --json
   slowstart compare --store site.db --before 2026-11-08T14:00:00Z --after 2026-11-08T14:00:00Z --plot cdf.svg`,
+		Annotations: abandonOnInterrupt,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var before, after *compare.Sample
 			var err error
+			if plotPath != "" {
+				if err := compare.CheckPlotPath(plotPath); err != nil {
+					return withCode(exitUsage, err)
+				}
+				if err := checkOutputFile("plot", plotPath); err != nil {
+					return err
+				}
+			}
 			if storePath != "" {
 				if len(args) != 0 {
 					return withCode(exitUsage, errors.New("give either BEFORE AFTER files or --store, not both"))
@@ -90,7 +97,7 @@ compare knows, or gives no values.`,
 				s    *compare.Sample
 			}{{"BEFORE", before}, {"AFTER", after}} {
 				if len(s.s.Values) == 0 {
-					return withCode(exitInput, fmt.Errorf("%s (%s) has no %s values (%d measurements without one)", s.name, s.s.Source, s.s.Metric, s.s.Skipped))
+					return withCode(exitFile, fmt.Errorf("%s (%s) has no %s values (%d measurements without one)", s.name, s.s.Source, s.s.Metric, s.s.Skipped))
 				}
 			}
 			if resamples < 100 {
@@ -102,7 +109,7 @@ compare knows, or gives no values.`,
 			res := compare.Compare(before, after, compare.Options{Resamples: resamples, Seed: seed, Alpha: alpha})
 			if plotPath != "" {
 				if err := compare.WriteCDF(plotPath, before, after, res); err != nil {
-					return err
+					return fileError(err)
 				}
 			}
 			out := cmd.OutOrStdout()
@@ -140,7 +147,7 @@ func fileSamples(beforePath, afterPath, metric string) (*compare.Sample, *compar
 			if errors.Is(err, compare.ErrBadArgument) {
 				return nil, withCode(exitUsage, err)
 			}
-			return nil, withCode(exitInput, fmt.Errorf("%s: %w", name, err))
+			return nil, withCode(exitFile, fmt.Errorf("%s: %w", name, err))
 		}
 		return s, nil
 	}
@@ -174,14 +181,14 @@ func storeSamples(cmd *cobra.Command, path, url, metric, beforeSpec, afterSpec s
 	}
 	st, err := watch.OpenStore(path, true)
 	if err != nil {
-		return nil, nil, withCode(exitInput, err)
+		return nil, nil, withCode(exitFile, err)
 	}
 	defer st.Close()
 	ctx := cmd.Context()
 	if url == "" {
 		urls, err := st.URLs(ctx)
 		if err != nil {
-			return nil, nil, withCode(exitInput, err)
+			return nil, nil, withCode(exitFile, err)
 		}
 		if len(urls) > 1 {
 			var list []string
@@ -195,7 +202,7 @@ func storeSamples(cmd *cobra.Command, path, url, metric, beforeSpec, afterSpec s
 	read := func(w compare.Window) (*compare.Sample, error) {
 		rows, err := st.Rows(ctx, watch.Query{URL: url, From: w.From, To: w.To})
 		if err != nil {
-			return nil, withCode(exitInput, err)
+			return nil, withCode(exitFile, err)
 		}
 		s := &compare.Sample{Source: fmt.Sprintf("%s, %s", path, w), Kind: compare.KindStore, Metric: m.Name, Unit: m.Unit, Values: []float64{}}
 		failed := 0

@@ -200,7 +200,7 @@ func TestCompareLab(t *testing.T) {
 	}
 	// A file with two points needs a filter.
 	code, _, errOut := runCLI(t, "compare", sweep, sweep+"@iw=10")
-	if code != exitInput || !strings.Contains(errOut, "@iw=") {
+	if code != exitFile || !strings.Contains(errOut, "@iw=") {
 		t.Errorf("two points without a filter: exit %d, stderr %q", code, errOut)
 	}
 }
@@ -373,18 +373,19 @@ func TestCompareErrors(t *testing.T) {
 		want string
 	}{
 		{"one input", []string{good}, exitUsage, "two inputs"},
-		{"missing file", []string{filepath.Join(dir, "nope.json"), good}, exitInput, "no such file"},
-		{"not a format", []string{text, good}, exitInput, "not a slowstart"},
-		{"empty", []string{empty, good}, exitInput, "empty"},
-		{"a capture's Report", []string{analyzeOut, good}, exitInput, "no client timings"},
-		{"all trials failed", []string{allFailed, good}, exitInput, "no fct_user values"},
+		{"missing file", []string{filepath.Join(dir, "nope.json"), good}, exitFile, "no such file"},
+		{"not a format", []string{text, good}, exitFile, "not a slowstart"},
+		{"empty", []string{empty, good}, exitFile, "empty"},
+		{"a capture's Report", []string{analyzeOut, good}, exitFile, "no client timings"},
+		{"all trials failed", []string{allFailed, good}, exitFile, "no fct_user values"},
 		{"unknown metric", []string{good, good, "--metric", "speed"}, exitUsage, "not known"},
 		{"store without windows", []string{"--store", filepath.Join(dir, "x.db")}, exitUsage, "--before and --after"},
 		{"store and files", []string{good, good, "--store", "x.db", "--before", "2026-01-01", "--after", "2026-01-02"}, exitUsage, "not both"},
 		{"bad window", []string{"--store", "x.db", "--before", "yesterday", "--after", "2026-01-02"}, exitUsage, "not a time"},
-		{"missing store", []string{"--store", filepath.Join(dir, "x.db"), "--before", "2026-01-01", "--after", "2026-01-02"}, exitInput, "no such file"},
-		{"bad plot name", []string{good, good, "--plot", filepath.Join(dir, "x.gif")}, exitFailure, ".png or .svg"},
-		{"filter matches nothing", []string{good + "@iw=10", good}, exitInput, "no row matches"},
+		{"missing store", []string{"--store", filepath.Join(dir, "x.db"), "--before", "2026-01-01", "--after", "2026-01-02"}, exitFile, "no such file"},
+		{"bad plot name", []string{good, good, "--plot", filepath.Join(dir, "x.gif")}, exitUsage, ".png or .svg"},
+		{"unwritable plot", []string{good, good, "--plot", "/proc/no/x.png"}, exitFile, "can't write there"},
+		{"filter matches nothing", []string{good + "@iw=10", good}, exitFile, "no row matches"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -467,7 +468,7 @@ func TestCompareStoreWindows(t *testing.T) {
 	}
 	// No rows in a window.
 	code, _, errOut = runCLI(t, "compare", "--store", path, "--url", site, "--before", "2020-01-01", "--after", split)
-	if code != exitInput || !strings.Contains(errOut, "no last_byte values") {
+	if code != exitFile || !strings.Contains(errOut, "no last_byte values") {
 		t.Errorf("empty window: exit %d, stderr %q", code, errOut)
 	}
 	// Rounds are the same on both sides: no difference.

@@ -6,17 +6,18 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 
+	"github.com/slowstart/slowstart/internal/hoststeal"
 	"github.com/slowstart/slowstart/lab"
-	"github.com/slowstart/slowstart/lab/link"
 	"github.com/slowstart/slowstart/lab/netlab"
+	"github.com/slowstart/slowstart/units"
 )
 
 func newLabCommand() *cobra.Command {
@@ -57,9 +58,9 @@ func (f *pathFlags) register(cmd *cobra.Command, lists bool) {
 	fl.StringVar(&f.rtt, "rtt", "70ms", "round-trip propagation delay"+many)
 	fl.StringVar(&f.rate, "rate", "0", "bottleneck rate each way, e.g. 1.2mbit, 100Mbit/s; 0 for none"+many)
 	fl.StringVar(&f.iw, "iw", "10", "the server's initial window in segments (route initcwnd)"+many)
-	fl.StringVar(&f.size, "size", "42KB", "response body size, e.g. 42KB, 1.5MB, 29x1448"+many)
+	fl.StringVar(&f.size, "size", "42KB", "response body size, e.g. 42KB, 1.5MB, 29x1448 (as model's --size)"+many)
 	fl.StringVar(&f.loss, "loss", "0", "random loss on the server→client path, e.g. 1%"+many)
-	fl.StringVar(&f.queue, "queue", "", "bottleneck buffer (drop-tail): bytes (64KB) or packets (100p); default one BDP")
+	fl.StringVar(&f.queue, "queue", "", lab.QueueHelp)
 	fl.StringVar(&f.tls, "tls", "none", "TLS version: none, 1.2 or 1.3")
 	fl.BoolVar(&f.h2, "h2", false, "HTTP/2 (ALPN over TLS, prior knowledge in cleartext)")
 	fl.StringVar(&f.chain, "chain", "4KB", "certificate chain size on the wire, with --tls")
@@ -93,7 +94,7 @@ func (f *pathFlags) specs() ([]lab.Spec, error) {
 		SlowStartAfterIdle: f.slowStartAfterIdle, Seed: f.seed}
 	if f.tls != "none" && f.tls != "" {
 		base.TLS = f.tls
-		chain, err := link.ParseSize(f.chain)
+		chain, err := units.ParseSize(f.chain)
 		if err != nil {
 			return nil, fmt.Errorf("--chain: %w", err)
 		}
@@ -107,19 +108,19 @@ func (f *pathFlags) specs() ([]lab.Spec, error) {
 			}
 			base.QueuePackets = packets
 		} else {
-			b, err := link.ParseSize(f.queue)
+			b, err := units.ParseSize(f.queue)
 			if err != nil {
 				return nil, fmt.Errorf("--queue: %w", err)
 			}
 			base.QueueBytes = b
 		}
 	}
-	think, err := link.ParseDuration(f.think)
+	think, err := units.ParseDuration(f.think)
 	if err != nil {
 		return nil, fmt.Errorf("--think: %w", err)
 	}
 	base.ThinkNs = think
-	if base.ThinkAfterBytes, err = link.ParseSize(f.thinkAfter); err != nil {
+	if base.ThinkAfterBytes, err = units.ParseSize(f.thinkAfter); err != nil {
 		return nil, fmt.Errorf("--think-after: %w", err)
 	}
 	specs := []lab.Spec{base}
@@ -145,12 +146,12 @@ func (f *pathFlags) specs() ([]lab.Spec, error) {
 		flag, list string
 		set        func(*lab.Spec, string) error
 	}{
-		{"rtt", f.rtt, func(s *lab.Spec, v string) (err error) { s.RTTNs, err = link.ParseDuration(v); return }},
+		{"rtt", f.rtt, func(s *lab.Spec, v string) (err error) { s.RTTNs, err = units.ParseDuration(v); return }},
 		{"rate", f.rate, func(s *lab.Spec, v string) (err error) {
 			if v == "0" || v == "none" {
 				return nil
 			}
-			s.RateBitsPerSecond, err = link.ParseRate(v)
+			s.RateBitsPerSecond, err = units.ParseRate(v)
 			return
 		}},
 		{"iw", f.iw, func(s *lab.Spec, v string) error {
@@ -160,8 +161,8 @@ func (f *pathFlags) specs() ([]lab.Spec, error) {
 			}
 			return nil
 		}},
-		{"size", f.size, func(s *lab.Spec, v string) (err error) { s.SizeBytes, err = link.ParseSize(v); return }},
-		{"loss", f.loss, func(s *lab.Spec, v string) (err error) { s.LossRate, err = link.ParsePercent(v); return }},
+		{"size", f.size, func(s *lab.Spec, v string) (err error) { s.SizeBytes, err = units.ParseSize(v); return }},
+		{"loss", f.loss, func(s *lab.Spec, v string) (err error) { s.LossRate, err = units.ParsePercent(v); return }},
 	}
 	for _, st := range steps {
 		if err := expand(st.flag, st.list, st.set); err != nil {
@@ -173,6 +174,11 @@ func (f *pathFlags) specs() ([]lab.Spec, error) {
 			return nil, err
 		}
 	}
+	for _, s := range specs {
+		if err := checkTools(s); err != nil {
+			return nil, err
+		}
+	}
 	if f.trials < 1 {
 		return nil, errors.New("--trials must be 1 or more")
 	}
@@ -180,6 +186,23 @@ func (f *pathFlags) specs() ([]lab.Spec, error) {
 		return nil, errors.New("--parallel must be 1 or more")
 	}
 	return specs, nil
+}
+
+// checkTools says, before any work, when a point needs a program this machine
+// lacks (nginx, curl).
+func checkTools(s lab.Spec) error {
+	for _, need := range []struct {
+		used               bool
+		program, flag, pkg string
+	}{
+		{s.Server == lab.ServerNginx, "nginx", "--server nginx", "nginx-light"},
+		{s.Client == lab.ClientCurl, "curl", "--client curl", "curl"},
+	} {
+		if _, err := exec.LookPath(need.program); need.used && err != nil {
+			return fmt.Errorf("%s: %s is not installed (apt-get install %s), or use the built-in one", need.flag, need.program, need.pkg)
+		}
+	}
+	return nil
 }
 
 func (f *pathFlags) jobs(specs []lab.Spec) []lab.Job {
@@ -214,17 +237,46 @@ func labContext(parent context.Context) (context.Context, func(), error) {
 	return ctx, stop, nil
 }
 
-func newProgress(total int, what string) *progressbar.ProgressBar {
-	return progressbar.NewOptions(total,
-		progressbar.OptionSetWriter(os.Stderr),
-		progressbar.OptionSetDescription(what),
-		progressbar.OptionShowCount(),
-		progressbar.OptionSetElapsedTime(true),
-		progressbar.OptionSetPredictTime(true),
-		progressbar.OptionClearOnFinish(),
-		progressbar.OptionThrottle(200*time.Millisecond),
-		progressbar.OptionSetVisibility(isTerminal(os.Stderr)),
-	)
+// progress shows how far a batch is: a bar on a terminal, otherwise a line per
+// item done ("3 of 10 trials done"), so that logs and scripts see it too.
+type progress struct {
+	bar         *progressbar.ProgressBar
+	w           io.Writer
+	unit        string
+	done, total int
+}
+
+func newProgress(total int, what, unit string) *progress {
+	p := &progress{total: total, unit: unit, w: os.Stderr}
+	if isTerminal(os.Stderr) {
+		p.bar = progressbar.NewOptions(total,
+			progressbar.OptionSetWriter(os.Stderr),
+			progressbar.OptionSetDescription(what),
+			progressbar.OptionShowCount(),
+			progressbar.OptionSetElapsedTime(true),
+			progressbar.OptionSetPredictTime(true),
+			progressbar.OptionClearOnFinish(),
+			progressbar.OptionThrottle(200*time.Millisecond),
+		)
+	}
+	return p
+}
+
+// Add counts n more items done.
+func (p *progress) Add(n int) {
+	p.done += n
+	if p.bar != nil {
+		_ = p.bar.Add(n)
+		return
+	}
+	fmt.Fprintf(p.w, "%d of %d %s done\n", p.done, p.total, p.unit)
+}
+
+// Finish clears the bar.
+func (p *progress) Finish() {
+	if p.bar != nil {
+		_ = p.bar.Finish()
+	}
 }
 
 func isTerminal(f *os.File) bool {
@@ -232,58 +284,20 @@ func isTerminal(f *os.File) bool {
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }
 
-// pointSummary is the JSON of one point's trials.
-type pointSummary struct {
-	Point      string    `json:"point"`
-	Spec       lab.Row   `json:"parameters"`
-	Queue      string    `json:"queue"`
-	Trials     int       `json:"trials"`
-	Failed     int       `json:"failed"`
-	FCTPaperMs lab.Stats `json:"fct_paper_ms"`
-	FCTUserMs  lab.Stats `json:"fct_user_ms"`
-	FirstByte  lab.Stats `json:"first_byte_ms"`
-	Errors     []string  `json:"errors,omitempty"`
+// writeLabWarnings prints the warnings of a batch of trials after its tables.
+func writeLabWarnings(w io.Writer, warnings []string) {
+	for _, warning := range warnings {
+		fmt.Fprintf(w, "warning: %s\n", warning)
+	}
 }
 
-func summarizePoints(specs []lab.Spec, rows []lab.Row) []pointSummary {
-	var out []pointSummary
-	for _, s := range specs {
-		ps := pointSummary{Point: s.Label(), Spec: lab.NewRow(s, lab.TrialResult{}), Queue: lab.QueueDescription(s)}
-		var paper, user, fb []float64
-		for _, r := range rows {
-			if r.Point != ps.Point {
-				continue
-			}
-			ps.Trials++
-			if r.Error != "" {
-				ps.Failed++
-				ps.Errors = append(ps.Errors, r.Error)
-				continue
-			}
-			paper, user, fb = append(paper, r.FCTPaperMs), append(user, r.FCTUserMs), append(fb, r.FirstByteMs)
-		}
-		ps.FCTPaperMs, ps.FCTUserMs, ps.FirstByte = lab.Summarize(paper), lab.Summarize(user), lab.Summarize(fb)
-		out = append(out, ps)
+// labWarnings are the drops nobody asked for and a host too busy to trust.
+func labWarnings(sums []lab.PointSummary, steal lab.HostSteal) []string {
+	warnings := lab.DropWarnings(sums)
+	if w := lab.StealWarning(steal); w != "" {
+		warnings = append(warnings, w)
 	}
-	return out
-}
-
-func writeSummaries(w io.Writer, sums []pointSummary) error {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "point\ttrials\tFCT paper median ms\tp10\tp90\tFCT user median ms\tp10\tp90\t\n")
-	for _, s := range sums {
-		fmt.Fprintf(tw, "%s\t%d\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t\n", s.Point, s.Trials-s.Failed,
-			s.FCTPaperMs.Median, s.FCTPaperMs.P10, s.FCTPaperMs.P90, s.FCTUserMs.Median, s.FCTUserMs.P10, s.FCTUserMs.P90)
-	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	for _, s := range sums {
-		if s.Failed > 0 {
-			fmt.Fprintf(w, "%s: %d of %d trials failed, e.g.: %s\n", s.Point, s.Failed, s.Trials, s.Errors[0])
-		}
-	}
-	return nil
+	return warnings
 }
 
 func newLabRunCommand() *cobra.Command {
@@ -294,7 +308,13 @@ func newLabRunCommand() *cobra.Command {
 		Short: "Time transfers over one emulated path",
 		Long: `Run trials of one transfer over one emulated path and print the flow completion
 time (FCT) both as Dukkipati et al. measure it (first response byte to last byte)
-and as a user feels it (from the connect to the last byte): median and spread.`,
+and as a user feels it (from the connect to the last byte): median and spread, and
+the packets the emulated path dropped in each trial, by the full bottleneck queue
+and by the random loss. When the queue dropped packets nobody asked to lose, or
+the host was too busy for the timing to be trusted, a warning says so and what to
+change. Ctrl-C prints the trials finished.
+
+` + units.Help,
 		Example: `  slowstart lab run --rtt 70ms --rate 1.2mbit --iw 10 --size 42KB --trials 10
   slowstart lab run --rtt 150ms --iw 3 --size 100KB --tls 1.3 --h2 --server nginx --capture out/
   slowstart lab run --rtt 70ms --rate 15mbit --iw 32 --size 160KB --loss 1% --json`,
@@ -307,31 +327,55 @@ and as a user feels it (from the connect to the last byte): median and spread.`,
 			if len(specs) != 1 {
 				return withCode(exitUsage, errors.New("lab run takes one value per flag; use lab sweep for lists"))
 			}
+			if err := checkOutputDir("capture", f.captureDir); err != nil {
+				return err
+			}
 			ctx, stop, err := labContext(cmd.Context())
 			if err != nil {
 				return err
 			}
 			defer stop()
 			env := lab.NewEnv()
-			bar := newProgress(f.trials, "trials")
-			rows, err := env.RunJobs(ctx, f.jobs(specs), lab.RunOptions{Parallel: f.parallel, CaptureDir: f.captureDir,
-				OnResult: func(lab.Job, lab.Row, error) { _ = bar.Add(1) }})
-			_ = bar.Finish()
-			if err != nil {
-				return err
+			trials := "trials"
+			if f.trials == 1 {
+				trials = "trial"
 			}
-			sums := summarizePoints(specs, rows)
+			fmt.Fprintf(cmd.ErrOrStderr(), "Running %d %s of %s...\n", f.trials, trials, specs[0].Label())
+			meter := hoststeal.Start()
+			bar := newProgress(f.trials, "trials", "trials")
+			var finished []lab.Row
+			rows, err := env.RunJobs(ctx, f.jobs(specs), lab.RunOptions{Parallel: f.parallel, CaptureDir: f.captureDir,
+				OnResult: func(_ lab.Job, r lab.Row, _ error) {
+					finished = append(finished, r)
+					bar.Add(1)
+				}})
+			bar.Finish()
+			if err != nil {
+				// Interrupted: the trials that ended are the result so far.
+				if !asJSON && len(finished) > 0 {
+					out := cmd.OutOrStdout()
+					fmt.Fprintf(out, "%s\n", lab.Describe(specs[0]))
+					sums := lab.SummarizePoints(specs, finished)
+					if werr := errors.Join(lab.WriteTrials(out, finished), lab.WriteSummaries(out, sums)); werr != nil {
+						return werr
+					}
+					writeLabWarnings(out, labWarnings(sums, lab.NewHostSteal(meter.Read())))
+				}
+				return interrupted("interrupted; %d of %d trials finished (above); the lab's namespaces were removed", len(finished), f.trials)
+			}
+			sums := lab.SummarizePoints(specs, rows)
+			steal := lab.NewHostSteal(meter.Read())
+			warnings := labWarnings(sums, steal)
 			if asJSON {
-				return writeJSON(cmd.OutOrStdout(), struct {
-					Summary pointSummary `json:"summary"`
-					Trials  []lab.Row    `json:"trials"`
-				}{sums[0], rows})
+				return writeJSON(cmd.OutOrStdout(), lab.RunOutput{Schema: lab.Schema, Summary: sums[0], Trials: rows,
+					Warnings: append([]string{}, warnings...), HostSteal: steal})
 			}
 			out := cmd.OutOrStdout()
 			fmt.Fprintf(out, "%s\n", lab.Describe(specs[0]))
-			if err := writeSummaries(out, sums); err != nil {
+			if err := errors.Join(lab.WriteTrials(out, rows), lab.WriteSummaries(out, sums)); err != nil {
 				return err
 			}
+			writeLabWarnings(out, warnings)
 			if f.captureDir != "" {
 				fmt.Fprintf(out, "captures: %s (analyze them with: slowstart analyze FILE)\n", f.captureDir)
 			}
@@ -355,7 +399,9 @@ func newLabSweepCommand() *cobra.Command {
 		Long: `Run every combination of the listed values, each with --trials trials, --parallel
 at once. Each trial's result is appended to OUT/results.jsonl as it ends, with every
 parameter in the row; OUT/results.csv is written at the end. Run the same command
-again to resume an interrupted sweep: trials already in results.jsonl are skipped.`,
+again to resume an interrupted sweep: trials already in results.jsonl are skipped.
+
+` + units.Help,
 		Example: `  slowstart lab sweep --rtt 20ms,70ms,150ms --rate 1.2mbit --iw 3,10 --size 10KB,50KB,100KB --trials 5 --parallel 8 --out sweep1
   slowstart lab sweep --rtt 70ms --iw 3,10,32 --size 160KB --loss 0,1%,3% --trials 10 --parallel 8 --out loss`,
 		Args: cobra.NoArgs,
@@ -367,6 +413,12 @@ again to resume an interrupted sweep: trials already in results.jsonl are skippe
 			if err != nil {
 				return withCode(exitUsage, err)
 			}
+			if err := checkOutputDir("out", out); err != nil {
+				return err
+			}
+			if err := checkOutputDir("capture", f.captureDir); err != nil {
+				return err
+			}
 			ctx, stop, err := labContext(cmd.Context())
 			if err != nil {
 				return err
@@ -375,7 +427,7 @@ again to resume an interrupted sweep: trials already in results.jsonl are skippe
 			jsonl := filepath.Join(out, "results.jsonl")
 			previous, err := lab.ReadRows(jsonl)
 			if err != nil {
-				return fmt.Errorf("reading %s to resume: %w", jsonl, err)
+				return fileError(fmt.Errorf("reading %s to resume: %w", jsonl, err))
 			}
 			done := lab.DoneKeys(previous)
 			var todo []lab.Job
@@ -389,48 +441,51 @@ again to resume an interrupted sweep: trials already in results.jsonl are skippe
 			}
 			w, err := lab.OpenJSONL(jsonl)
 			if err != nil {
-				return err
+				return fileError(err)
 			}
 			defer w.Close()
 			capture := ""
 			if f.captureDir != "" {
 				capture = f.captureDir
 			}
-			bar := newProgress(len(todo), fmt.Sprintf("%d points", len(specs)))
+			bar := newProgress(len(todo), fmt.Sprintf("%d points", len(specs)), "trials")
+			meter := hoststeal.Start()
 			var writeErr error
 			_, runErr := lab.NewEnv().RunJobs(ctx, todo, lab.RunOptions{Parallel: f.parallel, CaptureDir: capture,
 				OnResult: func(_ lab.Job, r lab.Row, _ error) {
 					if err := w.Write(r); err != nil && writeErr == nil {
 						writeErr = err
 					}
-					_ = bar.Add(1)
+					bar.Add(1)
 				}})
-			_ = bar.Finish()
+			bar.Finish()
 			if writeErr != nil {
-				return fmt.Errorf("writing %s: %w", jsonl, writeErr)
+				return fileError(fmt.Errorf("writing %s: %w", jsonl, writeErr))
 			}
 			all, err := lab.ReadRows(jsonl)
 			if err != nil {
-				return err
+				return fileError(err)
 			}
 			csvPath := filepath.Join(out, "results.csv")
 			cf, err := os.Create(csvPath)
 			if err != nil {
-				return err
+				return fileError(err)
 			}
 			if err := lab.WriteCSV(cf, lab.LatestRows(all)); err != nil {
 				cf.Close()
-				return err
+				return fileError(err)
 			}
 			if err := cf.Close(); err != nil {
-				return err
+				return fileError(err)
 			}
 			if runErr != nil {
-				return fmt.Errorf("interrupted; run the same command again to resume: %w", runErr)
+				return interrupted("interrupted; %d trials are in %s: run the same command again to resume", len(lab.LatestRows(all)), jsonl)
 			}
-			if err := writeSummaries(cmd.OutOrStdout(), summarizePoints(specs, lab.LatestRows(all))); err != nil {
+			sums := lab.SummarizePoints(specs, lab.LatestRows(all))
+			if err := lab.WriteSummaries(cmd.OutOrStdout(), sums); err != nil {
 				return err
 			}
+			writeLabWarnings(cmd.OutOrStdout(), labWarnings(sums, lab.NewHostSteal(meter.Read())))
 			fmt.Fprintf(cmd.OutOrStdout(), "results: %s, %s\n", jsonl, csvPath)
 			return nil
 		},
@@ -444,26 +499,15 @@ func newLabCleanCommand() *cobra.Command {
 	var all bool
 	cmd := &cobra.Command{
 		Use:   "clean",
-		Short: "Remove what a killed lab run left behind (network namespaces)",
-		Long: `Remove the network namespaces of lab runs whose process is gone (a run killed
-with SIGKILL can't clean up after itself). With --all, remove every lab namespace,
-including those of runs still going.`,
+		Short: "Remove what a killed run left behind (the same as slowstart clean)",
+		Long: `Remove the network namespaces, processes and temporary directories of lab runs
+whose process is gone (a run killed with SIGKILL can't clean up after itself),
+and the firewall tables of killed exact probes: the same as slowstart clean.
+Only what carries slowstart's marker is removed. With --all, also remove the lab
+namespaces of runs still going.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := needRoot(); err != nil {
-				return err
-			}
-			removed, err := netlab.Clean(cmd.Context(), all)
-			for _, r := range removed {
-				fmt.Fprintf(cmd.OutOrStdout(), "removed %s\n", r)
-			}
-			if err != nil {
-				return err
-			}
-			if len(removed) == 0 {
-				fmt.Fprintln(cmd.OutOrStdout(), "nothing to remove")
-			}
-			return nil
+			return runClean(cmd, all)
 		},
 	}
 	cmd.Flags().BoolVar(&all, "all", false, "also remove the namespaces of lab runs that are still going")

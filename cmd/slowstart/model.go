@@ -9,41 +9,42 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/slowstart/slowstart/lab/link"
 	"github.com/slowstart/slowstart/model"
+	"github.com/slowstart/slowstart/units"
 )
 
 // modelFlags are the model command's flags.
 type modelFlags struct {
-	size, rtt, rate, iw, rwnd, tls, cert, cc string
-	mss                                      int
-	delayedACK, labLatency, asJSON           bool
-}
-
-// modelRun is one IW's prediction, as printed and as JSON.
-type modelRun struct {
-	IW         int                    `json:"iw"`
-	Result     model.Result           `json:"prediction"`
-	Budget     []model.Budget         `json:"slow_start_budget"`
-	ClosedForm model.ClosedFormResult `json:"equation_1"`
+	size, headers, rtt, rate, iw, rwnd, tls, chain, cc string
+	mss                                                int
+	bodyBytes                                          int64 // --size, read by params
+	delayedACK, labLatency, asJSON                     bool
 }
 
 func (f *modelFlags) params() (model.Params, []int, error) {
 	var p model.Params
 	var err error
-	if p.SizeBytes, err = link.ParseSize(f.size); err != nil {
+	body, err := units.ParseSize(f.size)
+	if err != nil {
 		return p, nil, fmt.Errorf("--size: %w", err)
 	}
-	if p.RTTNs, err = link.ParseDuration(f.rtt); err != nil {
+	headers := model.LabHeaderBytes(body)
+	if f.headers != "" {
+		if headers, err = units.ParseSize(f.headers); err != nil {
+			return p, nil, fmt.Errorf("--headers: %w", err)
+		}
+	}
+	p.SizeBytes, f.bodyBytes = body+headers, body
+	if p.RTTNs, err = units.ParseDuration(f.rtt); err != nil {
 		return p, nil, fmt.Errorf("--rtt: %w", err)
 	}
 	if f.rate != "0" && f.rate != "none" && f.rate != "" {
-		if p.RateBitsPerSecond, err = link.ParseRate(f.rate); err != nil {
+		if p.RateBitsPerSecond, err = units.ParseRate(f.rate); err != nil {
 			return p, nil, fmt.Errorf("--rate: %w", err)
 		}
 	}
 	if f.rwnd != "" && f.rwnd != "linux" {
-		if p.RwndBytes, err = link.ParseSize(f.rwnd); err != nil {
+		if p.RwndBytes, err = units.ParseSize(f.rwnd); err != nil {
 			return p, nil, fmt.Errorf("--rwnd: %w", err)
 		}
 	}
@@ -51,11 +52,11 @@ func (f *modelFlags) params() (model.Params, []int, error) {
 	case "none", "":
 	case "1.2", "1.3":
 		p.TLS = f.tls
-		cert, err := link.ParseSize(f.cert)
+		chain, err := units.ParseSize(f.chain)
 		if err != nil {
-			return p, nil, fmt.Errorf("--cert: %w", err)
+			return p, nil, fmt.Errorf("--chain: %w", err)
 		}
-		p.ChainBytes = int(cert)
+		p.ChainBytes = int(chain)
 	default:
 		return p, nil, fmt.Errorf("--tls %q: use 1.2, 1.3 or none", f.tls)
 	}
@@ -92,46 +93,39 @@ growth but can hold the last odd segment up to 40 ms), HyStart and CUBIC, the
 client's receive window (a Linux client's 64 KB growing with autotuning, or --rwnd),
 the serialization of every packet and its headers at the link rate, the switch from
 window-limited to rate-limited transfer, and the TLS server flight against the IW.
-Equation 1 of Dukkipati et al. (2010) is shown beside it for comparison.`,
+Equation 1 of Dukkipati et al. (2010) is shown beside it for comparison.
+
+` + units.Help,
 		Example: `  slowstart model --size 160KB --rtt 130ms --rate 15mbit --iw 3,10,32
-  slowstart model --size 160KB --rtt 130ms --iw 10 --tls 1.3 --cert 6.9KB --rwnd 64KB
+  slowstart model --size 160KB --rtt 130ms --iw 10 --tls 1.3 --chain 6.9KB --rwnd 64KB
   slowstart model --size 42KB --rtt 70ms --rate 1.2mbit --iw 3,10 --json`,
-		Args: cobra.NoArgs,
+		Args:        cobra.NoArgs,
+		Annotations: abandonOnInterrupt,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			base, iws, err := f.params()
 			if err != nil {
 				return withCode(exitUsage, err)
 			}
-			var runs []modelRun
-			for _, iw := range iws {
-				p := base
-				p.IW = iw
-				res, err := model.Simulate(p)
-				if err != nil {
-					return withCode(exitUsage, err)
-				}
-				runs = append(runs, modelRun{IW: iw, Result: res, ClosedForm: model.ClosedForm(res.Params),
-					Budget: model.SlowStartBudget(iw, res.Params.MSS, res.Params.SizeBytes, base.RwndBytes, 64)})
+			out, err := model.Predict(base, iws, f.bodyBytes)
+			if err != nil {
+				return withCode(exitUsage, err)
 			}
 			if f.asJSON {
-				return writeJSON(cmd.OutOrStdout(), struct {
-					Schema string     `json:"schema"`
-					Path   modelPath  `json:"path"`
-					Runs   []modelRun `json:"runs"`
-				}{"slowstart.model/v1", describeModelPath(runs[0].Result.Params), runs})
+				return writeJSON(cmd.OutOrStdout(), out)
 			}
-			return writeModelText(cmd.OutOrStdout(), runs)
+			return writeModelText(cmd.OutOrStdout(), out.Runs, f.bodyBytes)
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.size, "size", "160KB", "response size on the wire (headers and body), e.g. 160KB, 29x1448")
+	fl.StringVar(&f.size, "size", "160KB", "response body size, e.g. 160KB, 29x1448 (as lab run's --size)")
+	fl.StringVar(&f.headers, "headers", "", "response headers on the wire, added to --size (default: the lab's built-in server's, about 145 B)")
 	fl.StringVar(&f.rtt, "rtt", "130ms", "round-trip propagation delay")
 	fl.StringVar(&f.rate, "rate", "0", "bottleneck rate, e.g. 15mbit; 0 for none")
 	fl.StringVar(&f.iw, "iw", "3,10,32", "initial windows to compare (segments, comma-separated)")
 	fl.StringVar(&f.rwnd, "rwnd", "linux", "the client's receive window, e.g. 64KB; linux: a Linux client's default (64 KB, autotuned)")
 	fl.IntVar(&f.mss, "mss", model.DefaultMSS, "payload bytes per full segment")
 	fl.StringVar(&f.tls, "tls", "none", "TLS version: 1.2, 1.3 or none")
-	fl.StringVar(&f.cert, "cert", "4KB", "certificate chain size on the wire, with --tls")
+	fl.StringVar(&f.chain, "chain", "4KB", "certificate chain size on the wire, with --tls")
 	fl.BoolVar(&f.delayedACK, "delayed-ack", false, "the client ACKs every second segment (40 ms timer) instead of every segment")
 	fl.StringVar(&f.cc, "cc", model.CCCubic, "congestion control: cubic (with HyStart) or reno")
 	fl.BoolVar(&f.labLatency, "lab", false, "add the lab's per-packet and server latencies, to compare with slowstart lab run")
@@ -139,53 +133,31 @@ Equation 1 of Dukkipati et al. (2010) is shown beside it for comparison.`,
 	return cmd
 }
 
-// modelPath describes the path in the JSON output.
-type modelPath struct {
-	RTTMs             float64 `json:"rtt_ms"`
-	RateBitsPerSecond int64   `json:"rate_bps"`
-	BDPBytes          int64   `json:"bdp_bytes"`
-	SizeBytes         int64   `json:"size_bytes"`
-	MSS               int     `json:"mss"`
-	RwndBytes         int64   `json:"rwnd_bytes"` // 0: a Linux client's default
-	TLS               string  `json:"tls"`
-	ChainBytes        int     `json:"chain_bytes"`
-	DelayedACK        bool    `json:"delayed_ack"`
-	CC                string  `json:"cc"`
-}
-
-func describeModelPath(p model.Params) modelPath {
-	mp := modelPath{RTTMs: float64(p.RTTNs) / 1e6, RateBitsPerSecond: p.RateBitsPerSecond, SizeBytes: p.SizeBytes, MSS: p.MSS,
-		RwndBytes: p.RwndBytes, TLS: p.TLS, ChainBytes: p.ChainBytes, DelayedACK: p.DelayedACK, CC: p.CC}
-	if p.RateBitsPerSecond > 0 {
-		mp.BDPBytes = p.RateBitsPerSecond / 8 * p.RTTNs / 1e9
-	}
-	return mp
-}
-
-func writeModelText(w io.Writer, runs []modelRun) error {
+func writeModelText(w io.Writer, runs []model.Prediction, bodyBytes int64) error {
 	p := runs[0].Result.Params
 	path := fmt.Sprintf("path: RTT %s ms", strconv.FormatFloat(float64(p.RTTNs)/1e6, 'f', -1, 64))
 	if p.RateBitsPerSecond > 0 {
 		bdp := p.RateBitsPerSecond / 8 * p.RTTNs / 1e9
-		path += fmt.Sprintf(", %s (BDP %s, %d segments)", link.FormatRate(p.RateBitsPerSecond), link.FormatSize(bdp), bdp/int64(p.MSS))
+		path += fmt.Sprintf(", %s (BDP %s, %d segments)", units.FormatRate(p.RateBitsPerSecond), units.FormatSize(bdp), bdp/int64(p.MSS))
 	} else {
 		path += ", no rate limit"
 	}
 	fmt.Fprintln(w, path)
 	win := "a Linux client's default receive window (64 KB, autotuned after a round trip)"
 	if p.RwndBytes > 0 {
-		win = "receive window " + link.FormatSize(p.RwndBytes)
+		win = "receive window " + units.FormatSize(p.RwndBytes)
 	}
 	proto := "HTTP/1.1 in the clear"
 	if p.TLS != "" {
 		r := runs[0].Result
-		proto = fmt.Sprintf("HTTP/1.1 over TLS %s (certificate chain %s; server flight about %s, %d segments)", p.TLS, link.FormatSize(int64(p.ChainBytes)), link.FormatSize(int64(r.ServerFlightBytes)), r.ServerFlightSegments)
+		proto = fmt.Sprintf("HTTP/1.1 over TLS %s (certificate chain %s; server flight about %s, %d segments)", p.TLS, units.FormatSize(int64(p.ChainBytes)), units.FormatSize(int64(r.ServerFlightBytes)), r.ServerFlightSegments)
 	}
 	acks := "an ACK per segment"
 	if p.DelayedACK {
 		acks = "delayed ACKs"
 	}
-	fmt.Fprintf(w, "response: %s over %s; MSS %d; %s; %s; %s\n\n", link.FormatSize(p.SizeBytes), proto, p.MSS, win, acks, p.CC)
+	fmt.Fprintf(w, "response: %s of body + %s of headers over %s; MSS %d; %s; %s; %s\n\n", units.FormatSize(bodyBytes),
+		units.FormatSize(p.SizeBytes-bodyBytes), proto, p.MSS, win, acks, p.CC)
 
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(tw, "IW\tTCP\tTLS\tHTTP\ttotal RTs\tfirst byte ms\tlast byte ms\tfirst→last ms\tEq. 1 rounds\tEq. 1 ms\t\n")
@@ -209,7 +181,7 @@ func writeModelText(w io.Writer, runs []modelRun) error {
 			if b.Index != first {
 				label = fmt.Sprintf("rounds %d-%d carry", first, b.Index)
 			}
-			fmt.Fprintf(w, "  %s %s (%d segments in this round, %s)\n", label, link.FormatSize(b.CumulativeBytes), b.Segments, phaseLimit(b))
+			fmt.Fprintf(w, "  %s %s (%d segments in this round, %s)\n", label, units.FormatSize(b.CumulativeBytes), b.Segments, phaseLimit(b))
 		}
 		if r.Result.RateLimitedFromRound > 0 {
 			fmt.Fprintf(w, "  the link is busy without a pause from round %d: rate-limited from there (the response alone takes %.0f ms on the link)\n", r.Result.RateLimitedFromRound, r.Result.SerializationMs)

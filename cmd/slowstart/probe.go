@@ -11,14 +11,11 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/slowstart/slowstart/internal/textsafe"
 	"github.com/slowstart/slowstart/probe"
 	"github.com/slowstart/slowstart/probe/exact"
 	"github.com/slowstart/slowstart/report"
 )
-
-// exitNetwork: the server could not be reached or spoken to (DNS, refused,
-// unreachable, timeout, TLS failure, HTTP breakage, redirect loop).
-const exitNetwork = 5
 
 func newProbeCommand() *cobra.Command {
 	var (
@@ -57,13 +54,7 @@ TLS 1.2 with a 6.9 KB certificate chain, probed side by side.
 
 A live capture needs CAP_NET_RAW (run with sudo, or once:
 sudo setcap cap_net_raw,cap_net_admin+ep $(which slowstart)); the demo and
---netns need root.
-
-Exit codes: 0 success; 1 other failures; 2 bad arguments (a malformed URL or
-flag); 3 an unreadable input (e.g. --pcap can't be written); 4 missing
-privileges; 5 the server could not be reached or spoken to (DNS failure,
-connection refused, no route, timeout, TLS failure, more than 10 redirects);
-130 interrupted.`,
+--netns need root.`,
 		Example: `  sudo slowstart probe                                  # the built-in demo
   sudo slowstart probe https://example.com/
   sudo slowstart probe https://example.com/ --runs 10 --json
@@ -74,6 +65,16 @@ connection refused, no route, timeout, TLS failure, more than 10 redirects);
   sudo slowstart probe https://www.example.com/ --resolve www.example.com:443:192.0.2.7`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			var err error
+			if netns, err = netnsPath(netns); err != nil {
+				return err
+			}
+			for flag, path := range map[string]string{"pcap": pcapPath, "html": htmlOut, "keylog": keylogPath} {
+				if err := checkOutputFile(flag, path); err != nil {
+					return err
+				}
+			}
+			cleanStaleExact(cmd, netns)
 			if len(args) == 0 {
 				return runDemo(cmd, asJSON, htmlOut)
 			}
@@ -117,9 +118,15 @@ connection refused, no route, timeout, TLS failure, more than 10 redirects);
 				opts.Headers.Add(name, value)
 			}
 			res, err := probe.Run(cmd.Context(), opts)
+			if cmd.Context().Err() != nil {
+				return interrupted("interrupted; nothing left behind")
+			}
 			if res != nil && (err == nil || len(res.Report.Connections) > 0) {
 				for _, w := range res.Report.Warnings {
-					fmt.Fprintf(os.Stderr, "slowstart: warning: %s\n", w)
+					if err != nil && w == err.Error() {
+						continue // the last line says it
+					}
+					fmt.Fprintf(os.Stderr, "slowstart: warning: %s\n", textsafe.Escape(w))
 				}
 				var werr error
 				if asJSON {
@@ -151,7 +158,7 @@ connection refused, no route, timeout, TLS failure, more than 10 redirects);
 	fl.BoolVarP(&insecure, "insecure", "k", false, "do not verify the server's certificate")
 	fl.DurationVar(&timeout, "timeout", 30*time.Second, "give up on a request after this long")
 	fl.IntVar(&runs, "runs", 1, "fetch N times, each over fresh connections: min, median, mode and spread of the IW")
-	fl.StringVar(&netns, "netns", "", "probe from inside this network namespace (a path such as /run/netns/NAME)")
+	addNetnsFlag(fl, &netns)
 	fl.StringVar(&iface, "interface", "", "capture on this interface (default: the one the route to the server uses)")
 	fl.StringVar(&pcapPath, "pcap", "", "also write the captured packets to this pcap file (for Wireshark)")
 	fl.StringVar(&htmlOut, "html", "", "also write a self-contained HTML page of the probe's connections (works offline) to this file")
@@ -173,7 +180,7 @@ func probeExitCode(err error) int {
 		return exitUsage
 	case probe.KindPermission:
 		return exitPermission
-	case probe.KindCapture:
+	case probe.KindCapture, probe.KindStatus:
 		return exitFailure
 	}
 	return exitNetwork
@@ -216,17 +223,14 @@ func runExact(cmd *cobra.Command, rawURL string, o exactOptions) error {
 		case errors.As(err, &oe):
 			return withCode(exitUsage, err)
 		case ctx.Err() != nil:
-			return withCode(exitInterrupted, errors.New("interrupted; the firewall table was removed"))
+			return interrupted("interrupted; nothing left behind (the firewall rules were removed)")
 		case errors.Is(err, os.ErrPermission) || errors.Is(err, syscall.EPERM):
 			return withCode(exitPermission, err)
 		}
 		return withCode(exitNetwork, err)
 	}
 	if o.asJSON {
-		return writeJSON(cmd.OutOrStdout(), struct {
-			Schema string `json:"schema"`
-			*exact.Result
-		}{"slowstart.exact/v1", res})
+		return writeJSON(cmd.OutOrStdout(), res)
 	}
 	return exact.WriteText(cmd.OutOrStdout(), res)
 }
@@ -250,39 +254,12 @@ func runDemo(cmd *cobra.Command, asJSON bool, htmlOut string) error {
 	}
 	if htmlOut != "" {
 		// One page of the three connections, as if captured together.
-		merged := *d.Columns[0].Result.Report
-		merged.Connections = nil
-		for _, col := range d.Columns {
-			for _, c := range col.Result.Report.Connections {
-				c.Index = len(merged.Connections) + 1
-				merged.Connections = append(merged.Connections, c)
-			}
-		}
-		if err := writeHTMLFile(cmd, htmlOut, &merged); err != nil {
+		if err := writeHTMLFile(cmd, htmlOut, d.Output().Merged()); err != nil {
 			return err
 		}
 	}
 	if asJSON {
-		var reports []*report.Report
-		for _, col := range d.Columns {
-			reports = append(reports, col.Result.Report)
-		}
-		return writeDemoJSON(cmd, reports)
+		return writeJSON(cmd.OutOrStdout(), d.Output())
 	}
 	return probe.WriteDemo(cmd.OutOrStdout(), d)
-}
-
-func writeDemoJSON(cmd *cobra.Command, reports []*report.Report) error {
-	out := cmd.OutOrStdout()
-	fmt.Fprint(out, "[\n")
-	for i, r := range reports {
-		if i > 0 {
-			fmt.Fprint(out, ",\n")
-		}
-		if err := report.WriteJSON(out, r); err != nil {
-			return err
-		}
-	}
-	_, err := fmt.Fprint(out, "]\n")
-	return err
 }

@@ -3,10 +3,10 @@ package main
 import (
 	"errors"
 	"fmt"
-	"os"
 
 	"github.com/spf13/cobra"
 
+	"github.com/slowstart/slowstart/internal/hoststeal"
 	"github.com/slowstart/slowstart/lab"
 	"github.com/slowstart/slowstart/lab/reproduce"
 )
@@ -40,40 +40,42 @@ takes under 10 minutes; --quick runs fewer points and trials in under 2.`,
 			if parallel < 1 {
 				return withCode(exitUsage, errors.New("--parallel must be 1 or more"))
 			}
+			if err := checkOutputDir("out", out); err != nil {
+				return err
+			}
 			ctx, stop, err := labContext(cmd.Context())
 			if err != nil {
 				return err
 			}
 			defer stop()
 			stderr := cmd.ErrOrStderr()
-			var bar interface{ Set(int) error }
-			var finish func()
+			var bar *progress
+			meter := hoststeal.Start()
 			res, err := reproduce.Run(ctx, lab.NewEnv(), reproduce.Options{
 				OutDir: out, Quick: quick, Parallel: parallel,
 				Stage: func(s string) {
-					if finish != nil {
-						finish()
-						finish = nil
+					if bar != nil {
+						bar.Finish()
+						bar = nil
 					}
 					fmt.Fprintln(stderr, s)
 				},
 				Progress: func(done, total int) {
 					if bar == nil {
-						b := newProgress(total, "trials")
-						bar, finish = b, func() { _ = b.Finish() }
-						if !isTerminal(os.Stderr) {
-							bar = nil
-						}
+						bar = newProgress(total, "trials", "trials")
 					}
-					if bar != nil {
-						_ = bar.Set(done)
-					} else if done%50 == 0 || done == total {
-						fmt.Fprintf(stderr, "%d/%d trials\n", done, total)
+					if bar.bar != nil || done%50 == 0 || done == total {
+						bar.Add(done - bar.done)
+					} else {
+						bar.done = done
 					}
 				},
 			})
-			if finish != nil {
-				finish()
+			if bar != nil {
+				bar.Finish()
+			}
+			if err != nil && ctx.Err() != nil {
+				return interrupted("interrupted; the lab's namespaces were removed, what was finished is in %s", out)
 			}
 			if err != nil {
 				return err
@@ -82,6 +84,12 @@ takes under 10 minutes; --quick runs fewer points and trials in under 2.`,
 			fmt.Fprintf(w, "%d trials (%d failed) in %s\n", res.Trials, res.Failed, res.Elapsed.Round(1e9))
 			for _, f := range res.Files {
 				fmt.Fprintln(w, f)
+			}
+			for _, n := range res.Notes {
+				fmt.Fprintf(w, "note: %s\n", n)
+			}
+			if warning := lab.StealWarning(lab.NewHostSteal(meter.Read())); warning != "" {
+				fmt.Fprintf(w, "warning: %s\n", warning)
 			}
 			if res.Failed*10 > res.Trials {
 				return fmt.Errorf("%d of %d trials failed: see the error column of the CSVs", res.Failed, res.Trials)

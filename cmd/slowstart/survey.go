@@ -59,9 +59,8 @@ CAP_NET_ADMIN (the exact measurement installs an nftables table per connection,
 removed when it ends; not with --no-exact) and CAP_SYS_ADMIN (with --netns).
 Details: docs/survey.md.
 
-Exit codes: 0 every URL was measured; 1 some URLs failed (see their error
-column); 2 bad arguments or a malformed list; 3 the list can't be read;
-4 missing privileges; 130 interrupted.`,
+It exits 1 when some URLs failed (see their error column), 4 when some could
+not be measured for want of privileges.`,
 		Example: `  sudo slowstart survey sites.txt
   sudo slowstart survey sites.txt --csv > sites.csv
   sudo slowstart survey sites.txt --json --concurrency 8
@@ -72,6 +71,10 @@ column); 2 bad arguments or a malformed list; 3 the list can't be read;
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if asCSV && asJSON {
 				return withCode(exitUsage, errors.New("--csv and --json exclude each other"))
+			}
+			netns, err := netnsPath(netns)
+			if err != nil {
+				return err
 			}
 			opts := survey.Options{Concurrency: concurrency, NoExact: noExact, NoPassive: noPassive,
 				ExactRuns: exactRuns, MSS: mss, Timeout: timeout, Netns: netns, Insecure: insecure,
@@ -90,6 +93,7 @@ column); 2 bad arguments or a malformed list; 3 the list can't be read;
 			if err := surveyPrivileges(opts); err != nil {
 				return withCode(exitPermission, err)
 			}
+			cleanStaleExact(cmd, netns)
 			return runSurvey(cmd, targets, opts, asCSV, asJSON)
 		},
 	}
@@ -103,7 +107,7 @@ column); 2 bad arguments or a malformed list; 3 the list can't be read;
 	fl.BoolVar(&noExact, "no-exact", false, "skip the exact measurement (the page load only)")
 	fl.BoolVar(&noPassive, "no-passive", false, "skip the page load (the exact IW only)")
 	fl.StringArrayVar(&resolves, "resolve", nil, "HOST:PORT:ADDRESS: connect to ADDRESS for HOST:PORT, without DNS (repeatable)")
-	fl.StringVar(&netns, "netns", "", "measure from inside this network namespace (a path such as /run/netns/NAME)")
+	addNetnsFlag(fl, &netns)
 	fl.BoolVarP(&insecure, "insecure", "k", false, "do not verify certificates in the page load (the exact measurement never does)")
 	return cmd
 }
@@ -114,7 +118,7 @@ func readSurveyList(cmd *cobra.Command, path string) ([]survey.Target, error) {
 	if path != "-" {
 		f, err := os.Open(path)
 		if err != nil {
-			return nil, withCode(exitInput, fmt.Errorf("reading the list: %w", err))
+			return nil, withCode(exitFile, fmt.Errorf("reading the list: %w", err))
 		}
 		defer f.Close()
 		r = f
@@ -125,7 +129,7 @@ func readSurveyList(cmd *cobra.Command, path string) ([]survey.Target, error) {
 		if errors.As(err, &ie) {
 			return nil, withCode(exitUsage, fmt.Errorf("%s: %w", path, err))
 		}
-		return nil, withCode(exitInput, fmt.Errorf("%s: %w", path, err))
+		return nil, withCode(exitFile, fmt.Errorf("%s: %w", path, err))
 	}
 	return targets, nil
 }
@@ -149,10 +153,10 @@ func runSurvey(cmd *cobra.Command, targets []survey.Target, opts survey.Options,
 		conc = survey.DefaultConcurrency
 	}
 	fmt.Fprintf(cmd.ErrOrStderr(), "Surveying %d URLs (%s each, %d at a time)...\n", len(targets), what, min(conc, len(targets)))
-	bar := newProgress(len(targets), "surveying")
-	opts.OnRow = func(survey.Row) { _ = bar.Add(1) }
+	bar := newProgress(len(targets), "surveying", "URLs")
+	opts.OnRow = func(survey.Row) { bar.Add(1) }
 	res, err := survey.Run(ctx, targets, opts)
-	_ = bar.Finish()
+	bar.Finish()
 	var oe *survey.OptionsError
 	if errors.As(err, &oe) {
 		return withCode(exitUsage, err)
@@ -174,7 +178,7 @@ func runSurvey(cmd *cobra.Command, targets []survey.Target, opts survey.Options,
 	case err != nil:
 		// Interrupted: what was done is printed; every measurement under way
 		// removed its firewall table before Run returned.
-		return withCode(exitInterrupted, fmt.Errorf("interrupted: %d of %d URLs measured", len(res.Rows), res.Total))
+		return interrupted("interrupted; %d of %d URLs measured (their rows are above), no firewall table left", len(res.Rows), res.Total)
 	case werr != nil:
 		return werr
 	}

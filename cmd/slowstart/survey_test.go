@@ -46,7 +46,7 @@ func TestSurveyCommandErrors(t *testing.T) {
 	}{
 		{"malformed line", []string{"survey", writeSurveyList(t, "# x", "a.example")}, exitUsage, "line 2"},
 		{"no URL", []string{"survey", writeSurveyList(t, "# nothing")}, exitUsage, "holds no URL"},
-		{"missing file", []string{"survey", filepath.Join(t.TempDir(), "none.txt")}, exitInput, "no such file"},
+		{"missing file", []string{"survey", filepath.Join(t.TempDir(), "none.txt")}, exitFile, "no such file"},
 		{"no argument", []string{"survey"}, exitUsage, "accepts 1 arg"},
 		{"csv and json", []string{"survey", "--csv", "--json", good}, exitUsage, "exclude each other"},
 		{"bad resolve", []string{"survey", "--resolve", "x:443", good}, exitUsage, "HOST:PORT:ADDRESS"},
@@ -160,6 +160,43 @@ func exactTablesIn(netnsPath string) ([]string, error) {
 	return names, nil
 }
 
+// exactHeldPorts lists the local ports of the connections whose ACKs an exact
+// measurement holds back in a namespace (IPv4).
+func exactHeldPorts(netnsPath string) ([]uint16, error) {
+	handle, err := netns.GetFromPath(netnsPath)
+	if err != nil {
+		return nil, err
+	}
+	defer handle.Close()
+	conn, err := nftables.New(nftables.WithNetNSFd(int(handle)))
+	if err != nil {
+		return nil, err
+	}
+	tables, err := conn.ListTablesOfFamily(nftables.TableFamilyINet)
+	if err != nil {
+		return nil, err
+	}
+	var ports []uint16
+	for _, tb := range tables {
+		if !strings.HasPrefix(tb.Name, exact.TablePrefix) {
+			continue
+		}
+		set, err := conn.GetSetByName(tb, "hold4")
+		if err != nil {
+			continue
+		}
+		elements, err := conn.GetSetElements(set)
+		if err != nil {
+			continue // the table went between the listing and now
+		}
+		for _, e := range elements {
+			// Key: remote address (4), remote port (2+2), local port (2+2).
+			ports = append(ports, uint16(e.Key[8])<<8|uint16(e.Key[9]))
+		}
+	}
+	return ports, nil
+}
+
 // TestSurveyCommandLab runs the command in-process against emulated servers:
 // over http with IW 3 next to a URL that refuses (CSV, exit 1), and over TLS
 // with IW 32 reached through --resolve (JSON, exit 0).
@@ -234,7 +271,7 @@ func TestSurveyCommandLab(t *testing.T) {
 // first URL's row, exit 130 and leave no nftables table behind.
 func TestSurveyBinaryInterrupted(t *testing.T) {
 	testroot.Require(t, "network namespaces, nftables and live captures")
-	binary := buildSurveyBinary(t)
+	binary := builtBinary(t)
 	s := startSurveyLab(t, probe.LabServerConfig{RTT: 20 * time.Millisecond, IW: 10, Keys: surveyKeys})
 	var lines []string
 	for i := range 6 {
@@ -258,22 +295,22 @@ func TestSurveyBinaryInterrupted(t *testing.T) {
 		}
 	})
 
-	// One URL at a time, one exact connection each: the first table is the
-	// first URL's; a different one appearing later is the second URL's, whose
-	// page load came after the first row was finished.
-	var first string
+	// One URL at a time, one exact connection each: the first connection held
+	// back is the first URL's; one from another local port later is the second
+	// URL's, whose page load came after the first row was finished.
+	var first uint16
 	for {
 		if ctx.Err() != nil {
 			t.Fatalf("no second exact measurement seen; stderr %q", stderr.String())
 		}
-		tables, err := exactTablesIn(s.Netns)
+		ports, err := exactHeldPorts(s.Netns)
 		if err != nil {
-			t.Fatalf("listing nftables tables: %v", err)
+			t.Fatalf("listing the exact probe's held connections: %v", err)
 		}
-		if len(tables) == 1 && first == "" {
-			first = tables[0]
+		if len(ports) == 1 && first == 0 {
+			first = ports[0]
 		}
-		if len(tables) == 1 && first != "" && tables[0] != first {
+		if len(ports) == 1 && first != 0 && ports[0] != first {
 			break
 		}
 		time.Sleep(5 * time.Millisecond) // polling interval, not a synchronization
@@ -304,16 +341,6 @@ func TestSurveyBinaryInterrupted(t *testing.T) {
 	}
 }
 
-// buildSurveyBinary builds the slowstart binary into the test's directory.
-func buildSurveyBinary(t *testing.T) string {
-	t.Helper()
-	binary := filepath.Join(t.TempDir(), "slowstart")
-	if out, err := exec.Command("go", "build", "-o", binary, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return binary
-}
-
 // TestSurveyPrivileges runs the binary without a capability it needs (dropped
 // from the bounding set with setpriv): it must stop before measuring, exit 4
 // and name what is missing.
@@ -323,7 +350,7 @@ func TestSurveyPrivileges(t *testing.T) {
 	if err != nil {
 		t.Skip("setpriv (util-linux) is not installed")
 	}
-	binary := buildSurveyBinary(t)
+	binary := builtBinary(t)
 	list := writeSurveyList(t, "a http://192.0.2.1/")
 	for _, tc := range []struct {
 		drop    string
@@ -333,7 +360,7 @@ func TestSurveyPrivileges(t *testing.T) {
 	}{
 		{"-net_admin", nil, "CAP_NET_ADMIN", "CAP_NET_RAW"},
 		{"-net_raw", []string{"--no-exact"}, "CAP_NET_RAW", "CAP_NET_ADMIN"},
-		{"-sys_admin", []string{"--netns", "/run/netns/none"}, "CAP_SYS_ADMIN", "CAP_NET_RAW"},
+		{"-sys_admin", []string{"--netns", "/proc/self/ns/net"}, "CAP_SYS_ADMIN", "CAP_NET_RAW"},
 	} {
 		t.Run(tc.drop, func(t *testing.T) {
 			args := append([]string{"--bounding-set=" + tc.drop, binary, "survey"}, tc.args...)

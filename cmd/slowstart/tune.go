@@ -10,8 +10,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/slowstart/slowstart/lab/link"
 	"github.com/slowstart/slowstart/tune"
+	"github.com/slowstart/slowstart/units"
 )
 
 // tuneHoldEnv, set to 1, makes `tune apply` stop after writing its backup and
@@ -41,8 +41,7 @@ sysctls, applies new windows with a backup made first, and reverts them exactly.
 
 const tuneExitCodes = `
 
-Exit codes: 0 done (or nothing to do), 1 failure, 2 bad arguments or no route
-matches, 3 the backup can't be found or read, 4 not allowed (needs root).`
+No route matching exits 2; a backup that can't be found or read exits 3.`
 
 // tuneCode maps a tune error to an exit code.
 func tuneCode(err error) error {
@@ -55,7 +54,7 @@ func tuneCode(err error) error {
 	case errors.As(err, &usage), errors.As(err, &noRoute):
 		return withCode(exitUsage, err)
 	case errors.As(err, &backup):
-		return withCode(exitInput, err)
+		return withCode(exitFile, err)
 	case errors.Is(err, syscall.EPERM), errors.Is(err, os.ErrPermission):
 		return withCode(exitPermission, fmt.Errorf("%w (changing routes or entering a namespace needs root)", err))
 	}
@@ -63,7 +62,7 @@ func tuneCode(err error) error {
 }
 
 func newTuneShowCommand() *cobra.Command {
-	var netnsName, size, rtt string
+	var netnsFlag, size, rtt string
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "show",
@@ -78,11 +77,18 @@ a page of --size over --rtt, as model.Simulate predicts it.` + tuneExitCodes,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			var page tune.Page
-			var err error
-			if page.SizeBytes, err = link.ParseSize(size); err != nil || page.SizeBytes <= 0 {
+			netnsName, err := netnsName(netnsFlag)
+			if err != nil {
+				return err
+			}
+			if page.SizeBytes, err = units.ParseSize(size); err != nil {
+				return withCode(exitUsage, fmt.Errorf("--size: %w", err))
+			} else if page.SizeBytes <= 0 {
 				return withCode(exitUsage, fmt.Errorf("--size %q: give a size such as 160KB", size))
 			}
-			if page.RTTNs, err = link.ParseDuration(rtt); err != nil || page.RTTNs <= 0 {
+			if page.RTTNs, err = units.ParseDuration(rtt); err != nil {
+				return withCode(exitUsage, fmt.Errorf("--rtt: %w", err))
+			} else if page.RTTNs <= 0 {
 				return withCode(exitUsage, fmt.Errorf("--rtt %q: give a duration such as 130ms", rtt))
 			}
 			state, err := tune.Read(netnsName)
@@ -95,17 +101,14 @@ a page of --size over --rtt, as model.Simulate predicts it.` + tuneExitCodes,
 			}
 			out := cmd.OutOrStdout()
 			if asJSON {
-				return writeJSON(out, struct {
-					*tune.State
-					Recommendations []tune.Recommendation `json:"recommendations"`
-				}{state, recs})
+				return writeJSON(out, tune.NewShowOutput(state, recs))
 			}
 			writeTuneState(out, state, recs)
 			return nil
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&netnsName, "netns", "", "read inside the network namespace /run/netns/`NAME`")
+	addNetnsFlag(f, &netnsFlag)
 	f.StringVar(&size, "size", "160KB", "page size the advice is priced on")
 	f.StringVar(&rtt, "rtt", "130ms", "round-trip time the advice is priced on")
 	f.BoolVar(&asJSON, "json", false, "print JSON")
@@ -168,6 +171,10 @@ values go into the same backup, and revert restores them too.` + tuneExitCodes,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			flags := cmd.Flags()
+			var err error
+			if opts.Netns, err = netnsName(opts.Netns); err != nil {
+				return err
+			}
 			opts.Sysctls = map[string]string{}
 			if flags.Changed("slow-start-after-idle") {
 				opts.Sysctls[tune.SysctlSlowStartAfterIdle] = slowStartAfterIdle
@@ -193,6 +200,15 @@ values go into the same backup, and revert restores them too.` + tuneExitCodes,
 				}
 			}
 			res, err := tune.Apply(opts)
+			if cmd.Context().Err() != nil {
+				switch {
+				case res != nil && res.Changed+res.SysctlsChanged > 0:
+					return interrupted("interrupted after changing %d route(s) and %d sysctl(s); undo with: slowstart tune revert --backup %s", res.Changed, res.SysctlsChanged, res.BackupPath)
+				case res != nil && res.BackupPath != "":
+					return interrupted("interrupted; nothing was changed (the backup %s records the state)", res.BackupPath)
+				}
+				return interrupted("interrupted; nothing was changed")
+			}
 			if err != nil && (res == nil || len(res.Changes)+len(res.Sysctls) == 0) {
 				return tuneCode(err)
 			}
@@ -221,7 +237,7 @@ values go into the same backup, and revert restores them too.` + tuneExitCodes,
 	f.IntVar(&opts.InitCwnd, "initcwnd", 0, "initial congestion window to set, in segments (1..100)")
 	f.IntVar(&opts.InitRwnd, "initrwnd", 0, "initial receive window to set, in segments (0 leaves it)")
 	f.StringVar(&opts.Route, "route", tune.RouteDefault, "routes to change: default, all, or a PREFIX such as 203.0.113.0/24")
-	f.StringVar(&opts.Netns, "netns", "", "work inside the network namespace /run/netns/`NAME`")
+	addNetnsFlag(f, &opts.Netns)
 	f.StringVar(&slowStartAfterIdle, "slow-start-after-idle", "", "also set net.ipv4.tcp_slow_start_after_idle to `0|1` (0: idle connections keep their window)")
 	f.StringVar(&noMetricsSave, "no-metrics-save", "", "also set net.ipv4.tcp_no_metrics_save to `0|1` (1: no cached ssthresh across connections)")
 	f.BoolVar(&opts.DryRun, "dry-run", false, "print what would change, change nothing")
@@ -284,6 +300,10 @@ twice is harmless.` + tuneExitCodes,
   sudo slowstart tune revert --netns web1`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			var err error
+			if opts.Netns, err = netnsName(opts.Netns); err != nil {
+				return err
+			}
 			res, err := tune.Revert(opts)
 			if err != nil && res == nil {
 				return tuneCode(err)
@@ -324,7 +344,7 @@ twice is harmless.` + tuneExitCodes,
 	f := cmd.Flags()
 	f.StringVar(&opts.BackupPath, "backup", "", "the backup `FILE` to restore (default: the newest for the namespace)")
 	f.StringVar(&opts.BackupDir, "backup-dir", tune.DefaultBackupDir, "directory of the backups")
-	f.StringVar(&opts.Netns, "netns", "", "network namespace /run/netns/`NAME` (default: the one the backup names)")
+	f.StringVar(&opts.Netns, "netns", "", netnsHelp+" (default: the one the backup names)")
 	f.BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd
 }

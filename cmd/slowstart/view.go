@@ -12,13 +12,16 @@ import (
 	"net/netip"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/slowstart/slowstart/analysis"
 	"github.com/slowstart/slowstart/capture"
+	"github.com/slowstart/slowstart/internal/textsafe"
 	"github.com/slowstart/slowstart/live"
+	"github.com/slowstart/slowstart/probe"
 	"github.com/slowstart/slowstart/report"
 	"github.com/slowstart/slowstart/web"
 )
@@ -60,11 +63,7 @@ most recent --keep connections and says how many older ones it dropped.
 --filter HOST[:PORT] (or :PORT) keeps only the connections with that server,
 filtered in the kernel; --pcap FILE also writes every captured packet to FILE.
 Live capture needs root or CAP_NET_RAW (setcap cap_net_raw+ep slowstart).
-Ctrl-C stops the capture and the server.
-
-Exit codes: 0 success (and after Ctrl-C), 2 bad arguments or an unknown
-interface, 3 the file can't be read as a capture or a Report, 4 --live without
-the privilege to capture, 1 other failures.`,
+Ctrl-C stops the capture and the server.`,
 		Example: `  slowstart view page.pcap                      # serve at http://127.0.0.1:PORT/
   slowstart view page.pcap --port 8040
   slowstart view page.pcap --html page.html     # one file to share
@@ -89,6 +88,9 @@ the privilege to capture, 1 other failures.`,
 				case server != "":
 					return withCode(exitUsage, errors.New("--server is for files: with --live use --filter HOST[:PORT]"))
 				}
+				if err := checkOutputFile("pcap", pcapPath); err != nil {
+					return err
+				}
 				return viewLive(cmd, liveViewOptions{iface: iface, filter: filter, pcapPath: pcapPath, keep: keep, listen: listenAddr, port: port})
 			}
 			if len(args) != 1 {
@@ -101,12 +103,15 @@ the privilege to capture, 1 other failures.`,
 			if err != nil {
 				return withCode(exitUsage, err)
 			}
+			if err := checkOutputFile("html", htmlPath); err != nil {
+				return err
+			}
 			rep, err := loadForView(cmd, args[0], analysis.Options{Server: hint, Tool: "slowstart " + version, Packets: true})
 			if err != nil {
 				return err
 			}
 			for _, w := range rep.Warnings {
-				fmt.Fprintf(cmd.ErrOrStderr(), "slowstart: warning: %s\n", w)
+				fmt.Fprintf(cmd.ErrOrStderr(), "slowstart: warning: %s\n", textsafe.Escape(w))
 			}
 			if htmlPath != "" {
 				return writeHTMLFile(cmd, htmlPath, rep)
@@ -138,7 +143,7 @@ the privilege to capture, 1 other failures.`,
 func loadForView(cmd *cobra.Command, path string, opts analysis.Options) (*report.Report, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, withCode(exitInput, err)
+		return nil, withCode(exitFile, err)
 	}
 	defer f.Close()
 	br := bufio.NewReader(f)
@@ -153,15 +158,30 @@ func loadForView(cmd *cobra.Command, path string, opts analysis.Options) (*repor
 	return rep, nil
 }
 
-// readReport decodes a Report of this schema.
+// readReport decodes a Report of this schema, or the demo's JSON (its page loads'
+// Reports together).
 func readReport(r io.Reader, path string) (*report.Report, error) {
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return nil, withCode(exitFile, fmt.Errorf("%s: %w", path, err))
+	}
+	var head struct {
+		Schema string `json:"schema"`
+	}
+	if json.Unmarshal(data, &head) == nil && head.Schema == probe.DemoSchema {
+		var demo probe.DemoOutput
+		if err := json.Unmarshal(data, &demo); err != nil {
+			return nil, withCode(exitFile, fmt.Errorf("%s: not the demo's JSON: %w", path, err))
+		}
+		return demo.Merged(), nil
+	}
 	var rep report.Report
-	dec := json.NewDecoder(r)
+	dec := json.NewDecoder(bytes.NewReader(data))
 	if err := dec.Decode(&rep); err != nil {
-		return nil, withCode(exitInput, fmt.Errorf("%s: not a Report (JSON from 'slowstart analyze --json') nor a capture: %w", path, err))
+		return nil, withCode(exitFile, fmt.Errorf("%s: not a Report (JSON from 'slowstart analyze --json') nor a capture: %w", path, err))
 	}
 	if rep.Schema != report.Schema {
-		return nil, withCode(exitInput, fmt.Errorf("%s: schema %q, this slowstart reads %q: make the Report again with this version", path, rep.Schema, report.Schema))
+		return nil, withCode(exitFile, fmt.Errorf("%s: schema %q, this slowstart reads %q: make the Report again with this version", path, rep.Schema, report.Schema))
 	}
 	return &rep, nil
 }
@@ -175,7 +195,7 @@ func writeHTMLFile(cmd *cobra.Command, path string, rep *report.Report) error {
 		return err
 	}
 	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
-		return fmt.Errorf("writing the page: %w", err)
+		return fileError(fmt.Errorf("writing the page: %w", err))
 	}
 	fmt.Fprintf(cmd.ErrOrStderr(), "slowstart: wrote %s (%s); open it in a browser\n", path, sizeText(b.Len()))
 	return nil
@@ -227,7 +247,7 @@ func viewLive(cmd *cobra.Command, o liveViewOptions) error {
 	if o.pcapPath != "" {
 		pcapFile, err = os.Create(o.pcapPath)
 		if err != nil {
-			return withCode(exitUsage, fmt.Errorf("--pcap: %w", err))
+			return fileError(fmt.Errorf("--pcap: %w", err))
 		}
 		defer pcapFile.Close()
 		if pw, err = capture.NewPcapWriter(pcapFile, 0); err != nil {
@@ -302,20 +322,27 @@ loop:
 	feed.SetStatus(status)
 	stopServing()
 	serveErr := <-served
+	var said []string
 	if pw != nil {
 		lv.Tee(nil)
 		if err := pw.Flush(); err != nil {
-			return fmt.Errorf("--pcap: %w", err)
+			return fileError(fmt.Errorf("--pcap: %w", err))
 		}
 		if err := pcapFile.Close(); err != nil {
-			return fmt.Errorf("--pcap: %w", err)
+			return fileError(fmt.Errorf("--pcap: %w", err))
 		}
-		fmt.Fprintf(cmd.ErrOrStderr(), "slowstart: wrote %s (%d packets)\n", o.pcapPath, st.Packets)
+		said = append(said, fmt.Sprintf("wrote %s (%d packets)", o.pcapPath, st.Packets))
 	}
 	fs := feed.Status()
-	fmt.Fprintf(cmd.ErrOrStderr(), "slowstart: %d connections from %d TCP packets (%d dropped by the kernel)\n", fs.Connections, st.TCP, st.KernelDrops)
+	said = append(said, fmt.Sprintf("%d connections from %d TCP packets (%d dropped by the kernel)", fs.Connections, st.TCP, st.KernelDrops))
 	if watchErr != nil {
 		return fmt.Errorf("capturing on %s: %w", o.iface, watchErr)
+	}
+	if ctx.Err() != nil {
+		return interrupted("interrupted; %s", strings.Join(said, "; "))
+	}
+	for _, s := range said {
+		fmt.Fprintf(cmd.ErrOrStderr(), "slowstart: %s\n", s)
 	}
 	return serveErr
 }

@@ -362,7 +362,7 @@ func TestViewLiveBrowser(t *testing.T) {
 
 	live := liveReadEvents(t, viewURL, 4)
 
-	// Ctrl-C: a clean stop, exit 0, the pcap written.
+	// Ctrl-C: a clean stop, exit 130 and one line, the pcap written.
 	if err := view.Process.Signal(os.Interrupt); err != nil {
 		t.Fatal(err)
 	}
@@ -370,8 +370,9 @@ func TestViewLiveBrowser(t *testing.T) {
 	fmt.Fprintln(toBrowser, "stopped")
 	browserWait := browser.Wait()
 	t.Logf("test/live.mjs:\n%s%s", strings.Join(script.wait(t, "the browser checks", 10*time.Second, func([]string) bool { return true }), "\n"), browserErr.String())
-	if waitErr != nil {
-		t.Fatalf("view --live after Ctrl-C: %v\n%s", waitErr, viewErr.String())
+	var exitErr *exec.ExitError
+	if !errors.As(waitErr, &exitErr) || exitErr.ExitCode() != exitInterrupted || !strings.Contains(viewErr.String(), "slowstart: interrupted; wrote "+pcap) {
+		t.Fatalf("view --live after Ctrl-C: %v, want exit %d and one line naming the pcap\n%s", waitErr, exitInterrupted, viewErr.String())
 	}
 	if browserWait != nil {
 		t.Fatalf("browser checks failed: %v (screenshots in web/test/artifacts)", browserWait)

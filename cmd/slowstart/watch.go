@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
-	"net/http"
 	"net/netip"
 	"strconv"
 	"text/tabwriter"
@@ -14,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/slowstart/slowstart/internal/textsafe"
 	"github.com/slowstart/slowstart/probe"
 	"github.com/slowstart/slowstart/watch"
 )
@@ -23,6 +22,7 @@ func newWatchCommand() *cobra.Command {
 		every                 time.Duration
 		count                 int
 		storePath, listen     string
+		label                 string
 		list, asJSON          bool
 		resolves              []string
 		netns, iface          string
@@ -48,17 +48,19 @@ dropped:
 
   slowstart compare --store FILE --before T1..T2 --after T3..
 
---count N stops after N probes; Ctrl-C stops cleanly (exit 0), never leaving a
+--count N stops after N probes; Ctrl-C stops cleanly (exit 130), never leaving a
 half-written row. --metrics-listen serves Prometheus metrics (the last probe's
-values as gauges, counters of probes and errors) at http://ADDR/metrics.
+values as gauges, counters of probes and errors) at http://ADDR/metrics, to GET
+requests only; :PORT listens on 127.0.0.1 alone.
+
+The URL is written everywhere (the store, the metrics, the output) without its
+credentials (user:password@) and with the values of its query replaced by
+REDACTED; --label NAME names the watch instead. The store is readable by its
+owner only (0600).
 --list prints what a store holds.
 
 Each probe captures its own packets, which needs CAP_NET_RAW (sudo, or setcap);
---netns needs root.
-
-Exit codes: 0 success (also when stopped with Ctrl-C); 1 other failures; 2 bad
-arguments; 3 the store can't be opened or is not a watch store; 4 missing
-privileges.`,
+--netns needs root.`,
 		Example: `  sudo slowstart watch https://example.com/ --every 5m --store example.db
   sudo slowstart watch https://example.com/ --every 1m --count 60 --store example.db --metrics-listen 127.0.0.1:9464
   sudo slowstart watch https://www.example.com/ --store www.db --resolve www.example.com:443:192.0.2.7
@@ -85,6 +87,10 @@ privileges.`,
 			if count < 0 {
 				return withCode(exitUsage, errors.New("--count must be 0 (no limit) or more"))
 			}
+			netns, err := netnsPath(netns)
+			if err != nil {
+				return err
+			}
 			opts := probe.Options{URL: args[0], TLSVersion: tlsVersion, HTTP1Only: http1, NoCompress: noCompress,
 				UserAgent: userAgent, ServerName: serverName, Insecure: insecure, Timeout: timeout, Runs: 1,
 				Netns: netns, Interface: iface, Tool: "slowstart " + version, Resolve: map[string]netip.Addr{}}
@@ -98,14 +104,15 @@ privileges.`,
 				}
 				opts.Resolve[key] = addr
 			}
+			cleanStaleExact(cmd, netns)
 			store, err := watch.OpenStore(storePath, false)
 			if err != nil {
-				return withCode(exitInput, err)
+				return withCode(exitFile, err)
 			}
 			defer store.Close()
 			metrics := watch.NewMetrics()
 			if listen != "" {
-				stopServer, addr, err := serveMetrics(listen, metrics)
+				stopServer, addr, err := watch.ServeMetrics(listen, metrics)
 				if err != nil {
 					return withCode(exitUsage, fmt.Errorf("--metrics-listen %s: %w", listen, err))
 				}
@@ -114,7 +121,7 @@ privileges.`,
 			}
 			out := cmd.OutOrStdout()
 			stored := 0
-			err = watch.Run(cmd.Context(), watch.Config{Probe: opts, Every: every, Count: count, Store: store, Metrics: metrics,
+			err = watch.Run(cmd.Context(), watch.Config{Probe: opts, Every: every, Count: count, Store: store, Metrics: metrics, Label: label,
 				Fatal: func(err error) bool {
 					switch probe.KindOf(err) {
 					case probe.KindURL, probe.KindPermission, probe.KindInterface:
@@ -129,8 +136,7 @@ privileges.`,
 			switch {
 			case err == nil:
 			case errors.Is(err, context.Canceled) && cmd.Context().Err() != nil:
-				fmt.Fprintf(cmd.ErrOrStderr(), "stopped: %d probes stored in %s\n", stored, storePath)
-				return nil
+				return interrupted("interrupted; %d probes stored in %s", stored, storePath)
 			default:
 				return withCode(probeExitCode(err), err)
 			}
@@ -142,11 +148,12 @@ privileges.`,
 	fl.DurationVar(&every, "every", 5*time.Minute, "time between the starts of two probes")
 	fl.IntVar(&count, "count", 0, "stop after N probes (0: until Ctrl-C)")
 	fl.StringVar(&storePath, "store", "", "the SQLite file to append to (made when missing)")
-	fl.StringVar(&listen, "metrics-listen", "", "serve Prometheus metrics at http://ADDR/metrics, e.g. 127.0.0.1:9464")
+	fl.StringVar(&listen, "metrics-listen", "", "serve Prometheus metrics at http://ADDR/metrics: :PORT for 127.0.0.1 only, or HOST:PORT (0.0.0.0:9464 for every interface)")
+	fl.StringVar(&label, "label", "", "name the watch in the store and the metrics ({label=\"NAME\"}) instead of by its URL")
 	fl.BoolVar(&list, "list", false, "print the probes stored in --store (of URL only, when given) and exit")
 	fl.BoolVar(&asJSON, "json", false, "with --list: print the rows as JSON")
 	fl.StringArrayVar(&resolves, "resolve", nil, "HOST:PORT:ADDRESS: connect to ADDRESS for HOST:PORT, without DNS (repeatable)")
-	fl.StringVar(&netns, "netns", "", "probe from inside this network namespace (a path such as /run/netns/NAME)")
+	addNetnsFlag(fl, &netns)
 	fl.StringVar(&iface, "interface", "", "capture on this interface (default: the one the route to the server uses)")
 	fl.BoolVarP(&insecure, "insecure", "k", false, "do not verify the server's certificate")
 	fl.StringVar(&tlsVersion, "tls", "", "allow only this TLS version: 1.2 or 1.3 (default: both)")
@@ -158,40 +165,18 @@ privileges.`,
 	return cmd
 }
 
-// serveMetrics serves m at http://addr/metrics until stop is called.
-func serveMetrics(addr string, m *watch.Metrics) (stop func(), bound string, err error) {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, "", err
-	}
-	mux := http.NewServeMux()
-	mux.Handle("/metrics", m)
-	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != "/" {
-			http.NotFound(w, r)
-			return
-		}
-		fmt.Fprintln(w, "slowstart watch: metrics at /metrics")
-	})
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_ = srv.Serve(ln)
-	}()
-	return func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(ctx)
-		<-done
-	}, ln.Addr().String(), nil
-}
-
 // formatWatchRow prints a stored probe on one line.
 func formatWatchRow(r watch.Row) string {
-	s := r.Time.Local().Format("2006-01-02 15:04:05") + "  " + r.URL
-	if r.Error != "" {
-		return s + "  error: " + r.Error
+	name := textsafe.Escape(r.URL)
+	if r.Label != "" {
+		name = textsafe.Escape(r.Label)
+	}
+	s := r.Time.Local().Format("2006-01-02 15:04:05") + "  " + name
+	if r.Error != "" && r.Status == nil {
+		return s + "  error: " + textsafe.Escape(r.Error)
+	}
+	if r.Status != nil {
+		s += fmt.Sprintf("  HTTP %d", *r.Status)
 	}
 	if r.IWSegments != nil {
 		s += fmt.Sprintf("  IW %d (%s)", *r.IWSegments, r.IWVerdict)
@@ -213,6 +198,9 @@ func formatWatchRow(r watch.Row) string {
 	if r.BodyBytes != nil {
 		s += fmt.Sprintf("  %d bytes", *r.BodyBytes)
 	}
+	if r.Error != "" {
+		s += "  error: " + textsafe.Escape(r.Error)
+	}
 	return s
 }
 
@@ -220,28 +208,25 @@ func formatWatchRow(r watch.Row) string {
 func listStore(ctx context.Context, w io.Writer, path, url string, asJSON bool) error {
 	store, err := watch.OpenStore(path, true)
 	if err != nil {
-		return withCode(exitInput, err)
+		return withCode(exitFile, err)
 	}
 	defer store.Close()
 	rows, err := store.Rows(ctx, watch.Query{URL: url})
 	if err != nil {
-		return withCode(exitInput, err)
+		return withCode(exitFile, err)
 	}
 	if asJSON {
 		if rows == nil {
 			rows = []watch.Row{}
 		}
-		return writeJSON(w, struct {
-			Schema string      `json:"schema"`
-			Rows   []watch.Row `json:"rows"`
-		}{"slowstart.watch/v1", rows})
+		return writeJSON(w, watch.ListOutput{Schema: watch.Schema, Rows: rows})
 	}
 	if len(rows) == 0 {
 		fmt.Fprintf(w, "%s holds no probes\n", path)
 		return nil
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "id\ttime (UTC)\turl\tiw\tverdict\trtt ms\ttls ms\tfirst byte ms\tlast byte ms\trounds\tbytes\terror")
+	fmt.Fprintln(tw, "id\ttime (UTC)\turl\tstatus\tiw\tverdict\trtt ms\ttls ms\tfirst byte ms\tlast byte ms\trounds\tbytes\terror")
 	f := func(v *float64) string {
 		if v == nil {
 			return "-"
@@ -263,8 +248,8 @@ func listStore(ctx context.Context, w io.Writer, path, url string, asJSON bool) 
 		if verdict == "" {
 			verdict = "-"
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.Time.UTC().Format("2006-01-02 15:04:05"), r.URL,
-			n(r.IWSegments), verdict, f(r.HandshakeRTTMs), f(r.TLSMs), f(r.FirstByteMs), f(r.LastByteMs), n(r.RoundTrips), body, r.Error)
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.Time.UTC().Format("2006-01-02 15:04:05"), textsafe.Escape(r.URL),
+			n(r.Status), n(r.IWSegments), verdict, f(r.HandshakeRTTMs), f(r.TLSMs), f(r.FirstByteMs), f(r.LastByteMs), n(r.RoundTrips), body, textsafe.Escape(r.Error))
 	}
 	if err := tw.Flush(); err != nil {
 		return err

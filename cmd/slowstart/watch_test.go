@@ -177,7 +177,7 @@ func TestWatchCommand(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("the watch did not stop when its context was cancelled")
 	}
-	if r.err != nil || !strings.Contains(r.errOut, "stopped:") {
+	if exitCodeOf(r.err) != exitInterrupted || !strings.Contains(r.err.Error(), "probes stored in "+store) {
 		t.Fatalf("stopping: %v, stderr %q", r.err, r.errOut)
 	}
 	if scraped["slowstart_watch_errors_total"+label] != 0 || scraped["slowstart_watch_initial_window_segments"+label] != 2 {
@@ -351,9 +351,9 @@ func TestWatchCommandErrors(t *testing.T) {
 		{"no URL", []string{"--store", store}, exitUsage, "URL"},
 		{"zero interval", []string{"http://a.example/", "--store", store, "--every", "0s"}, exitUsage, "--every"},
 		{"bad resolve", []string{"http://a.example/", "--store", store, "--resolve", "nonsense"}, exitUsage, "--resolve"},
-		{"list a missing store", []string{"--store", filepath.Join(dir, "missing.db"), "--list"}, exitInput, "no such file"},
-		{"list another database", []string{"--store", notStore, "--list"}, exitInput, "not a watch store"},
-		{"watch into another database", []string{"http://a.example/", "--store", notStore}, exitInput, "not a watch store"},
+		{"list a missing store", []string{"--store", filepath.Join(dir, "missing.db"), "--list"}, exitFile, "no such file"},
+		{"list another database", []string{"--store", notStore, "--list"}, exitFile, "not a watch store"},
+		{"watch into another database", []string{"http://a.example/", "--store", notStore}, exitFile, "not a watch store"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -3,7 +3,8 @@
 // virtual CPU that the host does not run stalls whatever was on it, the emulator, a
 // server or the kernel's TCP, for milliseconds at a time.
 //
-// It is for judging timing checks, not for hiding wrong answers: a test measures
+// The lab uses it to warn that a run's timing can't be trusted; the tests to judge
+// their timing checks. It is for judging timing, not for hiding wrong answers: a test measures
 // the steal over its own run and, when a timing check fails while the host took more
 // than NoisyShare of the machine, reports the failure as not checkable here.
 package hoststeal
@@ -15,7 +16,6 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"testing"
 	"time"
 )
 
@@ -57,10 +57,18 @@ func (r Reading) String() string {
 		r.Stolen.Seconds(), r.Elapsed.Seconds(), 100*r.Share, runtime.NumCPU())
 }
 
+// TB is what Check and SkipIfNotCheckable need of a test (*testing.T has it).
+type TB interface {
+	Helper()
+	Log(args ...any)
+	Error(args ...any)
+	Skipf(format string, args ...any)
+}
+
 // Check reports a test's timing problems on t: each as an error when the host was
 // quiet, or, when it was Noisy, logged as not checkable here. It returns how many were
 // not checkable. Problems that are not a matter of timing do not belong here.
-func (r Reading) Check(t testing.TB, problems []string) (notCheckable int) {
+func (r Reading) Check(t TB, problems []string) (notCheckable int) {
 	t.Helper()
 	for _, problem := range problems {
 		if r.Noisy() {
@@ -75,7 +83,7 @@ func (r Reading) Check(t testing.TB, problems []string) (notCheckable int) {
 
 // SkipIfNotCheckable skips t, naming the steal, when Check found timing problems not
 // checkable here (a failure reported before still fails the test).
-func (r Reading) SkipIfNotCheckable(t testing.TB, notCheckable int) {
+func (r Reading) SkipIfNotCheckable(t TB, notCheckable int) {
 	t.Helper()
 	if notCheckable > 0 {
 		t.Skipf("%d timing checks missed while %s: not checkable on this host", notCheckable, r)

@@ -17,6 +17,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/slowstart/slowstart/lab/netlab"
 )
 
 // curlTLSVersionPattern finds the negotiated version in curl's verbose output, e.g.
@@ -149,9 +151,9 @@ func curlArguments(cfg FetchConfig) (args []string, cleanup func(), err error) {
 		if len(cfg.RootCAPEM) == 0 {
 			return nil, cleanup, fmt.Errorf("fetching %s with curl needs FetchConfig.RootCAPEM (see server.Chain.RootPEM)", cfg.URL)
 		}
-		// The owner's PID in the name (netlab.TempDirPattern) lets `slowstart
-		// lab clean` remove the directory of a run that was killed.
-		dir, err := os.MkdirTemp("", fmt.Sprintf("slowstart-%d-curl-", os.Getpid()))
+		// Marked as this process's, so that `slowstart clean` can remove the
+		// directory of a run that was killed.
+		dir, err := netlab.MakeTempDir("curl")
 		if err != nil {
 			return nil, cleanup, fmt.Errorf("making a temporary directory for curl's CA file: %w", err)
 		}

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/slowstart/slowstart/units"
 )
 
 // Seed streams: each random stage draws from its own PCG stream of the Config's seed, so
@@ -87,9 +89,9 @@ func (c Config) String() string {
 	}
 	switch {
 	case c.Trace != nil:
-		parts = append(parts, fmt.Sprintf("trace %s (average %s)", c.Trace.Name, FormatRate(int64(c.Trace.AverageRateBitsPerSecond()))))
+		parts = append(parts, fmt.Sprintf("trace %s (average %s)", c.Trace.Name, units.FormatRate(int64(c.Trace.AverageRateBitsPerSecond()))))
 	case c.RateBitsPerSecond > 0:
-		parts = append(parts, "rate "+FormatRate(c.RateBitsPerSecond))
+		parts = append(parts, "rate "+units.FormatRate(c.RateBitsPerSecond))
 	default:
 		parts = append(parts, "rate unlimited")
 	}

@@ -11,8 +11,8 @@
 // descriptor), feeds each direction's pipeline and writes packets out at their time.
 //
 // Units: times are int64 nanoseconds (names end in Ns), rates are bits per second, sizes
-// are bytes of IP packet (a TUN device has no link-layer header). ParseDuration,
-// ParseRate, ParseSize and ParsePercent read the strings a command line uses.
+// are bytes of IP packet (a TUN device has no link-layer header). Package units reads
+// and writes them as a command line does.
 //
 // The package is not for building the topology: creating namespaces, TUN devices,
 // addresses and routes belongs to package lab/netlab, which hands Run configured devices.

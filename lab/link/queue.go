@@ -3,6 +3,8 @@ package link
 import (
 	"fmt"
 	"strings"
+
+	"github.com/slowstart/slowstart/units"
 )
 
 // QueueDiscipline says which packet a full queue drops.
@@ -55,7 +57,7 @@ func (c QueueConfig) String() string {
 		limits = append(limits, fmt.Sprintf("%d packets", c.LimitPackets))
 	}
 	if c.LimitBytes > 0 {
-		limits = append(limits, FormatSize(c.LimitBytes))
+		limits = append(limits, units.FormatSize(c.LimitBytes))
 	}
 	if len(limits) == 0 {
 		return "unlimited"
@@ -141,9 +143,9 @@ func DefaultQueue(rateBitsPerSecond, rttNs int64, mtuBytes int) (QueueConfig, st
 	floorBytes := int64(DefaultQueueFloorPackets * mtuBytes)
 	if bdpBytes >= floorBytes {
 		return QueueConfig{Discipline: DropTail, LimitBytes: bdpBytes},
-			fmt.Sprintf("queue: drop-tail, 1 BDP = %s", FormatSize(bdpBytes))
+			fmt.Sprintf("queue: drop-tail, 1 BDP = %s", units.FormatSize(bdpBytes))
 	}
 	return QueueConfig{Discipline: DropTail, LimitBytes: floorBytes},
 		fmt.Sprintf("queue: drop-tail, %d packets = %s (floor; 1 BDP = %s)",
-			DefaultQueueFloorPackets, FormatSize(floorBytes), FormatSize(bdpBytes))
+			DefaultQueueFloorPackets, units.FormatSize(floorBytes), units.FormatSize(bdpBytes))
 }

@@ -194,7 +194,8 @@ func TestCleanRemovesDeadOwnersOnly(t *testing.T) {
 	t.Run("own PID, not a live trial", func(t *testing.T) {
 		// Left by an earlier process that had this PID.
 		name := namespaceName(os.Getpid(), 1<<40, Client)
-		handle, err := inNewNamespace(name, func() error { return nil })
+		earlier := Owner{PID: os.Getpid(), StartTime: thisProcess.StartTime - 1}
+		handle, err := inNewNamespace(name, func() error { return markNamespaceAs(earlier) })
 		handle.Close()
 		if err != nil {
 			removeNamedNamespace(name)

@@ -18,9 +18,12 @@
 //
 // Namespaces are named "slowstart-<pid>-<n>-c" and "-s" after the process that made
 // them and are bind-mounted under /run/netns as `ip netns add` does, so `ip netns
-// exec` and `ip netns list` see them. Trial.Close removes them; CloseAll and
-// HandleSignals remove every live trial of the process (on exit, Ctrl-C, SIGTERM);
-// Clean removes the leftovers of a process that died without closing its trials.
+// exec` and `ip netns list` see them. Each carries its owner's marker (Owner: PID
+// and start time, as the alias of its lo), as do the temporary directories of
+// MakeTempDir (a marker file). Trial.Close removes them; CloseAll and HandleSignals
+// remove every live trial of the process (on exit, Ctrl-C, SIGTERM); Clean removes
+// the leftovers of a process that died without closing its trials, and never what
+// carries no marker, whatever its name.
 //
 // Everything here needs root (CAP_NET_ADMIN and CAP_SYS_ADMIN) and Linux.
 package netlab

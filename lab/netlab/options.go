@@ -2,7 +2,9 @@ package netlab
 
 import (
 	"fmt"
+	"os"
 	"path"
+	"path/filepath"
 	"slices"
 	"strings"
 )
@@ -78,6 +80,30 @@ func (o Options) resolved() (Options, error) {
 		}
 	}
 	return o, nil
+}
+
+// availableCongestionControlPath lists the algorithms this kernel has loaded.
+const availableCongestionControlPath = "/proc/sys/net/ipv4/tcp_available_congestion_control"
+
+// CheckCongestionControl says whether a trial can use the algorithm: the kernel
+// has it loaded, or a module for it (tcp_NAME) is there to load. It reads the
+// host's lists; it changes nothing.
+func CheckCongestionControl(algorithm string) error {
+	data, err := os.ReadFile(availableCongestionControlPath)
+	if err != nil {
+		return fmt.Errorf("read %s: %w", availableCongestionControlPath, err)
+	}
+	available := strings.Fields(string(data))
+	if slices.Contains(available, algorithm) {
+		return nil
+	}
+	if release, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
+		modules, _ := filepath.Glob(filepath.Join("/lib/modules", strings.TrimSpace(string(release)), "kernel/net/ipv4", "tcp_"+algorithm+".ko*"))
+		if len(modules) > 0 {
+			return nil
+		}
+	}
+	return fmt.Errorf("congestion control %q: this kernel offers %s (and has no module tcp_%s to load)", algorithm, strings.Join(available, ", "), algorithm)
 }
 
 // checkSysctlKey accepts a relative path under /proc/sys/net that stays there.

@@ -11,20 +11,18 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
-
-	"golang.org/x/sys/unix"
 )
 
 // NamespacePrefix begins the name of every namespace this package makes.
 const NamespacePrefix = "slowstart-"
 
-// namespacePattern matches a namespace name made by this package and captures
-// the PID of the process that made it.
-var namespacePattern = regexp.MustCompile(`^` + regexp.QuoteMeta(NamespacePrefix) + `([0-9]+)-`)
+// namespacePattern matches exactly the names namespaceName gives, and captures
+// the PID of the process that made it. A name proves nothing by itself: Clean
+// also needs the namespace's marker (see Owner).
+var namespacePattern = regexp.MustCompile(`^` + regexp.QuoteMeta(NamespacePrefix) + `([0-9]+)-[0-9]+-[cs]$`)
 
 // allowedCongestionControlPath is the host-wide list of algorithms that network
 // namespaces other than the host's may select.
@@ -34,7 +32,8 @@ const allowedCongestionControlPath = "/proc/sys/net/ipv4/tcp_allowed_congestion_
 // on a signal. Signals and PIDs belong to the process, so there is one registry per
 // process (processTrials) and every Trial is registered in it.
 type registry struct {
-	pid int
+	pid   int
+	owner Owner // this process, as its markers name it
 
 	mu       sync.Mutex
 	live     map[*Trial]struct{}
@@ -49,7 +48,7 @@ type registry struct {
 var processTrials = newRegistry()
 
 func newRegistry() *registry {
-	return &registry{pid: os.Getpid(), live: map[*Trial]struct{}{}}
+	return &registry{pid: thisProcess.PID, owner: thisProcess, live: map[*Trial]struct{}{}}
 }
 
 // nextSequence returns the number of the process's next trial.
@@ -177,10 +176,14 @@ func (r *registry) closeAll() error {
 	return errors.Join(errs...)
 }
 
+// ExitInterrupted is the exit status of a process a second signal stopped: 130,
+// as for Ctrl-C, whatever the signal.
+const ExitInterrupted = 130
+
 // HandleSignals removes every live trial when the process gets SIGINT, SIGTERM or
 // SIGHUP, then cancels the returned context so the caller can wind down and exit
 // as it chooses. A second signal removes the trials made since and exits at once
-// with status 128+signal. stop uninstalls the handler (and cancels the context);
+// with status ExitInterrupted. stop uninstalls the handler (and cancels the context);
 // it does not close trials.
 func HandleSignals(parent context.Context) (ctx context.Context, stop func()) {
 	return processTrials.handleSignals(parent)
@@ -206,8 +209,7 @@ func (r *registry) handleSignals(parent context.Context) (context.Context, func(
 				}
 				cancel()
 				if received > 1 {
-					number, _ := sig.(syscall.Signal)
-					os.Exit(128 + int(number))
+					os.Exit(ExitInterrupted)
 				}
 			}
 		}
@@ -223,14 +225,13 @@ func (r *registry) handleSignals(parent context.Context) (context.Context, func(
 	return ctx, stop
 }
 
-// Clean removes the network namespaces under NetnsDir that a process of this
-// package made and left behind: those whose owner PID is no longer alive, and
-// those with this process's PID that are not its live trials (a dead process's,
-// whose PID was reused). With all, it removes every such namespace, live or not,
-// closing this process's own trials as Close does. It returns the names removed.
-//
-// A dead owner's PID taken since by another live process keeps its leftovers
-// until that process ends, or until Clean with all.
+// Clean removes what processes of this package made and left behind: the
+// network namespaces under NetnsDir and the temporary directories (MakeTempDir)
+// whose marker names a process that is gone, and those with this process's marker
+// that are not its live trials. With all, it also removes those of processes still
+// running, closing this process's own trials as Close does. It never touches what
+// carries no marker, whatever its name. It returns what it removed (namespace
+// names, directory paths).
 func Clean(ctx context.Context, all bool) (removed []string, err error) {
 	return processTrials.clean(ctx, all, nil)
 }
@@ -238,10 +239,7 @@ func Clean(ctx context.Context, all bool) (removed []string, err error) {
 // clean is Clean limited, when only is not nil, to the names only accepts.
 func (r *registry) clean(ctx context.Context, all bool, only func(name string) bool) ([]string, error) {
 	entries, err := os.ReadDir(NetnsDir)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("netlab: list network namespaces in %s: %w", NetnsDir, err)
 	}
 	_, ownTrials := r.liveTrials()
@@ -249,17 +247,12 @@ func (r *registry) clean(ctx context.Context, all bool, only func(name string) b
 	var errs []error
 	for _, entry := range entries {
 		name := entry.Name()
-		match := namespacePattern.FindStringSubmatch(name)
-		if match == nil || (only != nil && !only(name)) {
+		if !namespacePattern.MatchString(name) || (only != nil && !only(name)) {
 			continue
 		}
 		if err := ctx.Err(); err != nil {
 			errs = append(errs, fmt.Errorf("netlab: clean network namespaces: %w", err))
 			break
-		}
-		owner, err := strconv.Atoi(match[1])
-		if err != nil {
-			continue // not a PID, not ours
 		}
 		trial, isOwnTrial := ownTrials[name]
 		switch {
@@ -270,12 +263,18 @@ func (r *registry) clean(ctx context.Context, all bool, only func(name string) b
 			}
 		case isOwnTrial:
 			continue
-		case !all && owner != r.pid && processAlive(owner):
-			continue
 		default:
+			mountPoint := filepath.Join(NetnsDir, name)
+			owner, err := namespaceOwner(mountPoint)
+			if pid, _ := nameOwnerPID(namespacePattern, name); err != nil || owner.PID != pid {
+				continue // no proof that this package made it: not ours to remove
+			}
+			if !all && owner != r.owner && owner.Alive() {
+				continue
+			}
 			// A dead run's servers and clients may still live inside: they
 			// would keep the namespace and its sockets after the unmount.
-			killNamespaceProcesses(filepath.Join(NetnsDir, name))
+			killNamespaceProcesses(mountPoint)
 			if err := removeNamedNamespace(name); err != nil {
 				errs = append(errs, err)
 				continue
@@ -284,24 +283,17 @@ func (r *registry) clean(ctx context.Context, all bool, only func(name string) b
 		removed = append(removed, name)
 	}
 	if only == nil {
-		dirs, err := r.cleanTempDirs(all)
+		dirs, err := r.cleanTempDirs(all, os.TempDir())
 		removed = append(removed, dirs...)
 		errs = append(errs, err)
 	}
 	return removed, errors.Join(errs...)
 }
 
-// TempDirPattern is the os.MkdirTemp pattern for a temporary directory of this
-// process (a server's configuration, a client's CA file): the owner's PID in the
-// name lets Clean remove what a killed process left.
-func TempDirPattern(what string) string {
-	return fmt.Sprintf("%s%d-%s-", NamespacePrefix, os.Getpid(), what)
-}
-
-// cleanTempDirs removes the directories in os.TempDir() named by TempDirPattern
-// whose owner is dead (with all, also this process's).
-func (r *registry) cleanTempDirs(all bool) ([]string, error) {
-	dir := os.TempDir()
+// cleanTempDirs removes the directories in dir that MakeTempDir made (its name
+// and its marker) for an owner that is gone (with all, any owner's but this
+// process's).
+func (r *registry) cleanTempDirs(all bool, dir string) ([]string, error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, nil
@@ -309,15 +301,15 @@ func (r *registry) cleanTempDirs(all bool) ([]string, error) {
 	var removed []string
 	var errs []error
 	for _, entry := range entries {
-		match := namespacePattern.FindStringSubmatch(entry.Name())
-		if match == nil || !entry.IsDir() {
-			continue
-		}
-		owner, err := strconv.Atoi(match[1])
-		if err != nil || (owner == r.pid && !all) || (owner != r.pid && processAlive(owner)) {
+		if !tempDirPattern.MatchString(entry.Name()) || !entry.IsDir() {
 			continue
 		}
 		path := filepath.Join(dir, entry.Name())
+		owner, err := tempDirOwner(path)
+		pid, _ := nameOwnerPID(tempDirPattern, entry.Name())
+		if err != nil || owner.PID != pid || owner == r.owner || (!all && owner.Alive()) {
+			continue
+		}
 		if err := os.RemoveAll(path); err != nil {
 			errs = append(errs, fmt.Errorf("netlab: remove %s: %w", path, err))
 			continue
@@ -325,13 +317,4 @@ func (r *registry) cleanTempDirs(all bool) ([]string, error) {
 		removed = append(removed, path)
 	}
 	return removed, errors.Join(errs...)
-}
-
-// processAlive reports whether a process with this PID exists.
-func processAlive(pid int) bool {
-	if pid <= 0 {
-		return false
-	}
-	err := unix.Kill(pid, 0)
-	return err == nil || errors.Is(err, unix.EPERM)
 }

@@ -6,7 +6,9 @@ import (
 	"math"
 	"path/filepath"
 	"strconv"
+	"strings"
 
+	"github.com/slowstart/slowstart/internal/plotfile"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
@@ -49,8 +51,10 @@ var palette = []color.Color{
 	color.RGBA{R: 0x8c, G: 0x56, B: 0x4b, A: 255},
 }
 
-// render draws f and saves it as DIR/NAME.svg and DIR/NAME.png.
-func (f figure) render(dir string) error {
+// render draws f and saves it as DIR/NAME.svg and DIR/NAME.png. It returns a note
+// for every series with points a log axis can't show (a value of 0 or less), which
+// it leaves out: the caller must say so.
+func (f figure) render(dir string) (notes []string, err error) {
 	p := plot.New()
 	p.Title.Text = f.Title
 	p.X.Label.Text = f.XLabel
@@ -71,16 +75,17 @@ func (f figure) render(dir string) error {
 		p.Y.Tick.Marker = ticks125{}
 	}
 	p.Add(plotter.NewGrid())
-	p.Legend.Top = true
-	p.Legend.Left = true
 	colors := map[string]color.Color{}
-	entries := 0
-	yMin, yMax := math.Inf(1), math.Inf(-1)
 	for _, s := range f.Series {
 		var xys plotter.XYs
 		var errs plotter.YErrors
+		var unplottable []string
 		for _, pt := range s.Points {
-			if math.IsNaN(pt.Y) || math.IsInf(pt.Y, 0) || (f.LogY && pt.Y <= 0) || (f.LogX && pt.X <= 0) {
+			if math.IsNaN(pt.Y) || math.IsInf(pt.Y, 0) {
+				continue // not measured
+			}
+			if (f.LogY && pt.Y <= 0) || (f.LogX && pt.X <= 0) {
+				unplottable = append(unplottable, fmt.Sprintf("(%g, %g)", pt.X, pt.Y))
 				continue
 			}
 			xys = append(xys, plotter.XY{X: pt.X, Y: pt.Y})
@@ -89,6 +94,21 @@ func (f figure) render(dir string) error {
 				lo = pt.Y * 0.5
 			}
 			errs = append(errs, struct{ Low, High float64 }{lo, hi})
+		}
+		if len(unplottable) > 0 {
+			axis := "y"
+			if f.LogX {
+				axis = "x"
+			}
+			if f.LogX && f.LogY {
+				axis = "x or y"
+			}
+			name := s.Name
+			if name == "" {
+				name = "published"
+			}
+			notes = append(notes, fmt.Sprintf("%s: %d point(s) of %q are not drawn, because the log %s axis can't show a value of 0 or less: %s",
+				f.Name, len(unplottable), name, axis, strings.Join(unplottable, ", ")))
 		}
 		if len(xys) == 0 {
 			continue
@@ -99,15 +119,11 @@ func (f figure) render(dir string) error {
 			c = palette[len(colors)%len(palette)]
 			colors[s.Name] = c
 		}
-		entries++
-		for i, xy := range xys {
-			yMin, yMax = min(yMin, xy.Y-errs[i].Low), max(yMax, xy.Y+errs[i].High)
-		}
 		switch s.Kind {
 		case kindLab:
 			line, points, err := plotter.NewLinePoints(xys)
 			if err != nil {
-				return err
+				return notes, err
 			}
 			line.Color, points.Color = c, c
 			line.Width = vg.Points(1.2)
@@ -118,7 +134,7 @@ func (f figure) render(dir string) error {
 				plotter.YErrors
 			}{xys, errs})
 			if err != nil {
-				return err
+				return notes, err
 			}
 			bars.Color = c
 			bars.CapWidth = vg.Points(4)
@@ -127,7 +143,7 @@ func (f figure) render(dir string) error {
 		case kindModel:
 			line, err := plotter.NewLine(xys)
 			if err != nil {
-				return err
+				return notes, err
 			}
 			line.Color = c
 			line.Width = vg.Points(1.5)
@@ -137,7 +153,7 @@ func (f figure) render(dir string) error {
 		case kindPublished:
 			sc, err := plotter.NewScatter(xys)
 			if err != nil {
-				return err
+				return notes, err
 			}
 			sc.Color = c
 			sc.Shape = draw.BoxGlyph{}
@@ -149,25 +165,12 @@ func (f figure) render(dir string) error {
 			p.Legend.Add(s.Name, sc)
 		}
 	}
-	// Room above the data for the legend.
-	if entries > 0 && !math.IsInf(yMax, 0) {
-		share := 0.075 * float64(entries)
-		if f.LogY {
-			lo, hi := math.Log10(max(yMin, 1e-3)), math.Log10(yMax)
-			p.Y.Max = math.Pow(10, hi+(hi-lo+0.3)*share/(1-share))
-		} else {
-			lo := min(yMin, 0)
-			p.Y.Min = lo
-			p.Y.Max = yMax + (yMax-lo)*share/(1-share)
-		}
-	}
 	for _, ext := range []string{"svg", "png"} {
-		path := filepath.Join(dir, f.Name+"."+ext)
-		if err := p.Save(7*vg.Inch, 4.5*vg.Inch, path); err != nil {
-			return fmt.Errorf("saving the plot %s: %w", path, err)
+		if err := plotfile.Save(p, 7*vg.Inch, 4.5*vg.Inch, filepath.Join(dir, f.Name+"."+ext)); err != nil {
+			return notes, err
 		}
 	}
-	return nil
+	return notes, nil
 }
 
 // ticks125 marks a log axis at 1, 2 and 5 times the powers of ten, labeled.

@@ -36,6 +36,13 @@ func writeReport(dir string, res *Result, quick bool) (mdPath, htmlPath string, 
 		}
 		fmt.Fprintf(&md, "Data: `%s.csv` (every trial), `%s_summary.csv` (per point, with the model).\n\n", s.Name, s.Name)
 	}
+	if len(res.Notes) > 0 {
+		md.WriteString("## What the plots leave out\n\n")
+		for _, n := range res.Notes {
+			md.WriteString("- " + n + "\n")
+		}
+		md.WriteString("\n")
+	}
 	mdPath = filepath.Join(dir, "report.md")
 	if err := os.WriteFile(mdPath, []byte(md.String()), 0o644); err != nil {
 		return "", "", fmt.Errorf("writing the report: %w", err)
@@ -47,6 +54,7 @@ func writeReport(dir string, res *Result, quick bool) (mdPath, htmlPath string, 
 		SVGs  []template.HTML
 	}
 	var secs []htmlSection
+	inlined := 0
 	for i, s := range res.Sections {
 		hs := htmlSection{Section: s, Index: i + 1}
 		for _, f := range s.Figures {
@@ -59,6 +67,12 @@ func writeReport(dir string, res *Result, quick bool) (mdPath, htmlPath string, 
 			if i := strings.Index(text, "<svg"); i > 0 {
 				text = text[i:]
 			}
+			// The font every plot embeds is declared for the whole page by the
+			// first one: the others drop their copy.
+			if inlined > 0 {
+				text = dropEmbeddedFonts(text)
+			}
+			inlined++
 			hs.SVGs = append(hs.SVGs, template.HTML(text)) // produced by the plotting library from our own data
 		}
 		secs = append(secs, hs)
@@ -71,7 +85,8 @@ func writeReport(dir string, res *Result, quick bool) (mdPath, htmlPath string, 
 		Failed   int
 		Elapsed  string
 		Sections []htmlSection
-	}{strings.Split(reportIntro, "\n\n"), mode, res.Trials, res.Failed, res.Elapsed.Round(1e9).String(), secs})
+		Notes    []string
+	}{strings.Split(reportIntro, "\n\n"), mode, res.Trials, res.Failed, res.Elapsed.Round(1e9).String(), secs, res.Notes})
 	if err != nil {
 		return "", "", fmt.Errorf("rendering the HTML report: %w", err)
 	}
@@ -105,5 +120,17 @@ figure svg{max-width:100%;height:auto}
 {{range .SVGs}}<figure>{{.}}</figure>
 {{end}}{{range .Findings}}<p>{{.}}</p>
 {{end}}<p class="meta">Data: {{.Name}}.csv (every trial), {{.Name}}_summary.csv (per point, with the model).</p>
+{{end}}{{if .Notes}}<h2>What the plots leave out</h2>
+<ul>{{range .Notes}}<li>{{.}}</li>{{end}}</ul>
 {{end}}</body></html>
 `))
+
+// dropEmbeddedFonts removes the <style> of @font-face rules from an SVG.
+func dropEmbeddedFonts(svg string) string {
+	start := strings.Index(svg, "<style>")
+	end := strings.Index(svg, "</style>")
+	if start < 0 || end < start || !strings.Contains(svg[start:end], "@font-face") {
+		return svg
+	}
+	return svg[:start] + svg[end+len("</style>"):]
+}

@@ -28,9 +28,11 @@ type Options struct {
 type Result struct {
 	Sections []Section
 	Files    []string // every file written, report first
-	Trials   int
-	Failed   int
-	Elapsed  time.Duration
+	// Notes say what the plots could not show (points a log axis can't draw).
+	Notes   []string
+	Trials  int
+	Failed  int
+	Elapsed time.Duration
 }
 
 // Run runs every experiment in the lab, then writes the CSVs, plots and the report to
@@ -95,9 +97,11 @@ func Run(ctx context.Context, env *lab.Env, opts Options) (*Result, error) {
 		}
 		sec, figs := analyze(e, points)
 		for _, f := range figs {
-			if err := f.render(opts.OutDir); err != nil {
+			notes, err := f.render(opts.OutDir)
+			if err != nil {
 				return nil, err
 			}
+			res.Notes = append(res.Notes, notes...)
 			res.Files = append(res.Files, filepath.Join(opts.OutDir, f.Name+".svg"), filepath.Join(opts.OutDir, f.Name+".png"))
 		}
 		res.Files = append(res.Files, csvPath, sumPath)

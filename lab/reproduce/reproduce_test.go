@@ -107,8 +107,9 @@ func TestReportRendering(t *testing.T) {
 		{Name: "a", Kind: kindModel, Points: []xyPoint{{X: 3, Y: 11}, {X: 10, Y: 19}, {X: 100, Y: 31}}},
 		{Name: "paper", Kind: kindPublished, Points: []xyPoint{{X: 3, Y: 8}, {X: 10, Y: 25}}},
 	}}
-	if err := fig.render(dir); err != nil {
-		t.Fatal(err)
+	notes, err := fig.render(dir)
+	if err != nil || len(notes) != 0 {
+		t.Fatalf("render: %v, notes %q", err, notes)
 	}
 	res := &Result{Trials: 6, Elapsed: 3 * time.Second, Sections: []Section{{Name: "demo", Title: "Demo <experiment>", Setup: "setup",
 		Header: []string{"x", "y"}, Rows: [][]string{{"1", "2"}}, Figures: []string{"demo"}, Findings: []string{"a finding"}}}}
@@ -209,4 +210,21 @@ func sizeBucketProblems(t *testing.T, e Experiment) (problems []string) {
 		problems = append(problems, fmt.Sprintf("the gain at 10 segments (%.1f ms) is not above the gain at 4 (%.1f ms)", gain[10], gain[4]))
 	}
 	return problems
+}
+
+// TestLogAxisSaysWhatItLeavesOut: a point a log axis can't show (0 or less) is
+// left out of the plot and named in a note, never dropped silently.
+func TestLogAxisSaysWhatItLeavesOut(t *testing.T) {
+	fig := figure{Name: "gain", Title: "gain", XLabel: "size (segments)", YLabel: "gain (%)", LogX: true, LogY: true, Series: []series{
+		{Name: "user-felt", Kind: kindLab, Points: []xyPoint{{3, 0, 1}, {10, 20, 2}, {100, 30, 1}}},
+		{Name: "CS244", Kind: kindPublished, Points: []xyPoint{{X: 3, Y: 8}, {X: 10, Y: -2}}},
+	}}
+	notes, err := fig.render(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(notes) != 2 || !strings.Contains(notes[0], `1 point(s) of "user-felt"`) || !strings.Contains(notes[0], "(3, 0)") ||
+		!strings.Contains(notes[1], `"CS244"`) || !strings.Contains(notes[1], "(10, -2)") {
+		t.Errorf("notes %q", notes)
+	}
 }

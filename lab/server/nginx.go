@@ -19,6 +19,8 @@ import (
 	"syscall"
 	"text/template"
 	"time"
+
+	"github.com/slowstart/slowstart/lab/netlab"
 )
 
 // NginxConfig configures a managed nginx. The lab needs Debian's `nginx` package (1.22 in
@@ -161,9 +163,9 @@ func StartNginx(ctx context.Context, cfg NginxConfig, wrap func(*exec.Cmd)) (*Ng
 		sslProtocol = "TLSv" + cfg.TLSVersion
 	}
 
-	// The owner's PID in the name (netlab.TempDirPattern) lets `slowstart lab
-	// clean` remove the directory of a run that was killed.
-	dir, err := os.MkdirTemp("", fmt.Sprintf("slowstart-%d-nginx-", os.Getpid()))
+	// Marked as this process's, so that `slowstart clean` can remove the
+	// directory of a run that was killed.
+	dir, err := netlab.MakeTempDir("nginx")
 	if err != nil {
 		return nil, fmt.Errorf("making nginx's temporary directory: %w", err)
 	}

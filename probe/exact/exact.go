@@ -113,8 +113,12 @@ type Options struct {
 	Logger *slog.Logger
 }
 
+// Schema names the JSON form of a Result (docs/schemas/exact.json).
+const Schema = "slowstart.exact/v1"
+
 // Result is the outcome of a measurement.
 type Result struct {
+	Schema string `json:"schema"` // Schema
 	URL    string `json:"url"`
 	Remote string `json:"remote"` // ip:port connected to
 	Phase  string `json:"phase"`  // PhaseHTTP or PhaseTLS

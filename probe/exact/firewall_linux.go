@@ -8,30 +8,77 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
-	"os"
 	"strconv"
 	"strings"
-	"syscall"
+	"sync"
+	"time"
 
 	"github.com/google/nftables"
 	"github.com/google/nftables/expr"
+	"github.com/google/nftables/userdata"
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
+
+	"github.com/slowstart/slowstart/internal/owner"
 )
 
+// The firewall: one nftables table per process and network namespace,
+// "slowstart_exact_<pid>", whose rules never change while it lives. They match
+// the connections being measured through sets of (remote address, remote port,
+// local port) elements:
+//
+//	mss4, mss6    maps each connection to the MSS its SYN announces (the rewrite)
+//	hold4, hold6  the connections whose pure ACKs are dropped (no ACK until the
+//	              server retransmits)
+//
+// A measurement adds its connection's elements and deletes them when it ends: one
+// netlink message each, however many measurements run at once, with no rule
+// rebuilt. Every element carries a timeout a little above the longest a
+// measurement can use it, so that a process killed mid-measurement leaves
+// elements that expire by themselves: the table then matches nothing. Its first
+// rule carries a comment with the owner's marker (package internal/owner), which
+// is how a later run proves the table is a dead process's before removing it:
+// every measurement removes such tables at its start (CleanNamespace), and so does
+// `slowstart clean`.
+
 // TablePrefix begins the name of every nftables table the package makes:
-// slowstart_exact_<pid>_<local port>.
+// slowstart_exact_<pid>.
 const TablePrefix = "slowstart_exact_"
 
-// firewall is the nftables table of one run: an output chain at mangle
-// priority with rules that match only the run's connection.
+// markerKind names the exact probe in its tables' markers.
+const markerKind = "slowstart-exact"
+
+// Element timeouts: how long past its last use an element of a killed process
+// still matches.
+const (
+	// elementSlack is added to the longest a measurement uses an element.
+	elementSlack = 5 * time.Second
+)
+
+// firewall is this process's table in one network namespace. It is shared by
+// every measurement of the process in that namespace (acquireFirewall) and
+// removed when the last one releases it.
 type firewall struct {
-	conn  *nftables.Conn
-	table *nftables.Table
-	chain *nftables.Chain
-	match []expr.Any // this connection's outgoing packets
-	ipv6  bool
+	netnsPath string
+	mu        sync.Mutex // serializes the netlink batches on conn
+	conn      *nftables.Conn
+	closeNs   func()
+	table     *nftables.Table
+	mss4      *nftables.Set
+	mss6      *nftables.Set
+	hold4     *nftables.Set
+	hold6     *nftables.Set
+	users     int // guarded by firewalls.mu
 }
+
+// firewalls are the process's tables, by namespace path ("" for its own).
+var firewalls = struct {
+	mu      sync.Mutex
+	byNetns map[string]*firewall
+}{byNetns: map[string]*firewall{}}
+
+// tableName names the table of process pid.
+func tableName(pid int) string { return TablePrefix + strconv.Itoa(pid) }
 
 // openNftables returns a connection to nf_tables in the namespace at netnsPath
 // (the process's own when empty) and a function that releases it.
@@ -55,25 +102,64 @@ func openNftables(netnsPath string) (*nftables.Conn, func(), error) {
 	return conn, func() { handle.Close() }, nil
 }
 
-// tableName names the table of the run of process pid on localPort.
-func tableName(pid int, localPort uint16) string {
-	return TablePrefix + strconv.Itoa(pid) + "_" + strconv.Itoa(int(localPort))
+// acquireFirewall returns this process's table in the namespace, making it (after
+// removing dead processes' tables there) when no measurement holds it. Release
+// it with release.
+func acquireFirewall(ctx context.Context, netnsPath string) (*firewall, []string, error) {
+	firewalls.mu.Lock()
+	defer firewalls.mu.Unlock()
+	if fw := firewalls.byNetns[netnsPath]; fw != nil {
+		fw.users++
+		return fw, nil, nil
+	}
+	conn, closeNs, err := openNftables(netnsPath)
+	if err != nil {
+		return nil, nil, err
+	}
+	removed, err := cleanStale(ctx, conn, false)
+	if err != nil {
+		closeNs()
+		return nil, nil, err
+	}
+	fw, err := installFirewall(conn, owner.This())
+	if err != nil {
+		closeNs()
+		return nil, removed, err
+	}
+	fw.netnsPath, fw.closeNs, fw.users = netnsPath, closeNs, 1
+	firewalls.byNetns[netnsPath] = fw
+	return fw, removed, nil
 }
 
-// installFirewall makes the run's table with its one rule for now: rewrite the
-// MSS option of the connection's SYN to mss.
-func installFirewall(conn *nftables.Conn, remote netip.AddrPort, localPort uint16, mss int) (*firewall, error) {
-	return installFirewallAs(conn, os.Getpid(), remote, localPort, mss)
+// release gives the table back; the last user removes it.
+func (fw *firewall) release() error {
+	firewalls.mu.Lock()
+	defer firewalls.mu.Unlock()
+	fw.users--
+	if fw.users > 0 {
+		return nil
+	}
+	delete(firewalls.byNetns, fw.netnsPath)
+	defer fw.closeNs()
+	return fw.remove()
 }
 
-// installFirewallAs is installFirewall with the table named after process pid.
-func installFirewallAs(conn *nftables.Conn, pid int, remote netip.AddrPort, localPort uint16, mss int) (*firewall, error) {
-	remoteAddr := remote.Addr().Unmap()
-	fw := &firewall{conn: conn, ipv6: remoteAddr.Is6()}
-	fw.table = &nftables.Table{Name: tableName(pid, localPort), Family: nftables.TableFamilyINet}
+// connectionKey types: (remote address, remote port, local port), each field
+// padded to 4 bytes as nf_tables concatenations are.
+var (
+	connectionKey4 = nftables.MustConcatSetType(nftables.TypeIPAddr, nftables.TypeInetService, nftables.TypeInetService)
+	connectionKey6 = nftables.MustConcatSetType(nftables.TypeIP6Addr, nftables.TypeInetService, nftables.TypeInetService)
+	// mssType is a 2-byte integer: the MSS option's value.
+	mssType = func() nftables.SetDatatype { t := nftables.TypeInteger; t.Bytes = 2; return t }()
+)
+
+// installFirewall makes the table of process o: its sets and its rules, in one
+// batch that applies whole or not at all.
+func installFirewall(conn *nftables.Conn, o owner.Process) (*firewall, error) {
+	fw := &firewall{conn: conn}
+	fw.table = conn.AddTable(&nftables.Table{Name: tableName(o.PID), Family: nftables.TableFamilyINet})
 	policy := nftables.ChainPolicyAccept
-	conn.AddTable(fw.table)
-	fw.chain = conn.AddChain(&nftables.Chain{
+	chain := conn.AddChain(&nftables.Chain{
 		Name:     "output",
 		Table:    fw.table,
 		Type:     nftables.ChainTypeFilter,
@@ -81,24 +167,78 @@ func installFirewallAs(conn *nftables.Conn, pid int, remote netip.AddrPort, loca
 		Priority: nftables.ChainPriorityMangle,
 		Policy:   &policy,
 	})
-	fw.match = matchConnection(remoteAddr, remote.Port(), localPort)
-
-	// tcp flags & (syn|ack) == syn: the SYN, not the SYN/ACK.
-	mssRule := append(cloneExprs(fw.match),
-		&expr.Payload{DestRegister: 1, Base: expr.PayloadBaseTransportHeader, Offset: 13, Len: 1},
-		&expr.Bitwise{SourceRegister: 1, DestRegister: 1, Len: 1, Mask: []byte{tcpSYN | tcpACK}, Xor: []byte{0}},
-		&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: []byte{tcpSYN}},
-		// tcp option maxseg size set mss (the kernel fixes the checksum, and
-		// only ever lowers the value).
-		&expr.Immediate{Register: 1, Data: binary.BigEndian.AppendUint16(nil, uint16(mss))},
-		&expr.Exthdr{SourceRegister: 1, Op: expr.ExthdrOpTcpopt, Type: tcpOptionMSS, Offset: 2, Len: 2},
-	)
-	conn.AddRule(&nftables.Rule{Table: fw.table, Chain: fw.chain, Exprs: mssRule})
+	newSet := func(name string, key nftables.SetDatatype, isMap bool) (*nftables.Set, error) {
+		s := &nftables.Set{Table: fw.table, Name: name, KeyType: key, Concatenation: true, HasTimeout: true}
+		if isMap {
+			s.IsMap, s.DataType = true, mssType
+		}
+		if err := conn.AddSet(s, nil); err != nil {
+			return nil, fmt.Errorf("nftables set %s: %w", name, err)
+		}
+		return s, nil
+	}
+	var err error
+	if fw.mss4, err = newSet("mss4", connectionKey4, true); err != nil {
+		return nil, err
+	}
+	if fw.mss6, err = newSet("mss6", connectionKey6, true); err != nil {
+		return nil, err
+	}
+	if fw.hold4, err = newSet("hold4", connectionKey4, false); err != nil {
+		return nil, err
+	}
+	if fw.hold6, err = newSet("hold6", connectionKey6, false); err != nil {
+		return nil, err
+	}
+	marker := userdata.AppendString(nil, userdata.TypeComment, o.Marker(markerKind))
+	for _, ipv6 := range []bool{false, true} {
+		mssMap := fw.mss4
+		if ipv6 {
+			mssMap = fw.mss6
+		}
+		// The SYN (tcp flags & (syn|ack) == syn, not the SYN/ACK) of a connection in
+		// the map: tcp option maxseg size set to the map's value (the kernel fixes
+		// the checksum, and only ever lowers the value).
+		rule := append(isTCP(ipv6),
+			&expr.Payload{DestRegister: 1, Base: expr.PayloadBaseTransportHeader, Offset: 13, Len: 1},
+			&expr.Bitwise{SourceRegister: 1, DestRegister: 1, Len: 1, Mask: []byte{tcpSYN | tcpACK}, Xor: []byte{0}},
+			&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: []byte{tcpSYN}},
+		)
+		rule = append(rule, loadConnectionKey(ipv6)...)
+		rule = append(rule,
+			&expr.Lookup{SourceRegister: unix.NFT_REG32_00, DestRegister: 1, IsDestRegSet: true, SetName: mssMap.Name, SetID: mssMap.ID},
+			&expr.Exthdr{SourceRegister: 1, Op: expr.ExthdrOpTcpopt, Type: tcpOptionMSS, Offset: 2, Len: 2},
+		)
+		r := &nftables.Rule{Table: fw.table, Chain: chain, Exprs: rule}
+		if !ipv6 {
+			r.UserData = marker // the first rule carries the owner's marker
+		}
+		conn.AddRule(r)
+	}
+	for _, ipv6 := range []bool{false, true} {
+		for _, rule := range dropPureACKRules(ipv6, fw.holdSet(ipv6)) {
+			conn.AddRule(&nftables.Rule{Table: fw.table, Chain: chain, Exprs: rule})
+		}
+	}
 	if err := conn.Flush(); err != nil {
 		// A failed batch is applied whole or not at all: nothing to remove.
 		return nil, fmt.Errorf("add nftables table %s (needs root and nf_tables): %w", fw.table.Name, err)
 	}
 	return fw, nil
+}
+
+func (fw *firewall) holdSet(ipv6 bool) *nftables.Set {
+	if ipv6 {
+		return fw.hold6
+	}
+	return fw.hold4
+}
+
+func (fw *firewall) mssMap(ipv6 bool) *nftables.Set {
+	if ipv6 {
+		return fw.mss6
+	}
+	return fw.mss4
 }
 
 const (
@@ -109,36 +249,54 @@ const (
 	tcpOptionMSS = 2
 )
 
-func cloneExprs(e []expr.Any) []expr.Any { return append([]expr.Any(nil), e...) }
-
-// matchConnection matches TCP packets from localPort to remote:remotePort.
-func matchConnection(remote netip.Addr, remotePort, localPort uint16) []expr.Any {
-	family, addressOffset := byte(unix.NFPROTO_IPV4), uint32(16)
-	if remote.Is6() {
-		family, addressOffset = unix.NFPROTO_IPV6, 24
+// isTCP matches TCP over IPv4 (or IPv6).
+func isTCP(ipv6 bool) []expr.Any {
+	family := byte(unix.NFPROTO_IPV4)
+	if ipv6 {
+		family = unix.NFPROTO_IPV6
 	}
-	ports := binary.BigEndian.AppendUint16(binary.BigEndian.AppendUint16(nil, localPort), remotePort)
 	return []expr.Any{
 		&expr.Meta{Key: expr.MetaKeyNFPROTO, Register: 1},
 		&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: []byte{family}},
 		&expr.Meta{Key: expr.MetaKeyL4PROTO, Register: 1},
 		&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: []byte{unix.IPPROTO_TCP}},
-		&expr.Payload{DestRegister: 1, Base: expr.PayloadBaseNetworkHeader, Offset: addressOffset, Len: uint32(remote.BitLen() / 8)},
-		&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: remote.AsSlice()},
-		&expr.Payload{DestRegister: 1, Base: expr.PayloadBaseTransportHeader, Offset: 0, Len: 4},
-		&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: ports},
 	}
 }
 
-// dropPureACKs adds the rules that drop the connection's outgoing segments with
-// no payload and none of SYN, FIN, RST: its pure ACKs. Segments with data (the
-// request, the ClientHello) still leave. The payload is empty when the IP
-// length is the IP header plus the TCP header (data offset × 4); one rule per
-// data offset, since nf_tables compares a field with constants, not with
-// another field.
-func (fw *firewall) dropPureACKs() error {
+// loadConnectionKey loads an outgoing packet's (destination address, destination
+// port, source port) into the 32-bit registers from NFT_REG32_00 on, as a
+// connection key's fields lie.
+func loadConnectionKey(ipv6 bool) []expr.Any {
+	addressOffset, addressLen := uint32(16), uint32(4)
+	if ipv6 {
+		addressOffset, addressLen = 24, 16
+	}
+	portRegister := unix.NFT_REG32_00 + addressLen/4
+	return []expr.Any{
+		&expr.Payload{DestRegister: unix.NFT_REG32_00, Base: expr.PayloadBaseNetworkHeader, Offset: addressOffset, Len: addressLen},
+		&expr.Payload{DestRegister: portRegister, Base: expr.PayloadBaseTransportHeader, Offset: 2, Len: 2},
+		&expr.Payload{DestRegister: portRegister + 1, Base: expr.PayloadBaseTransportHeader, Offset: 0, Len: 2},
+	}
+}
+
+// connectionKey is the key of the connection from localPort to remote.
+func connectionKey(remote netip.AddrPort, localPort uint16) []byte {
+	key := append([]byte(nil), remote.Addr().Unmap().AsSlice()...)
+	key = binary.BigEndian.AppendUint16(key, remote.Port())
+	key = append(key, 0, 0)
+	key = binary.BigEndian.AppendUint16(key, localPort)
+	return append(key, 0, 0)
+}
+
+// dropPureACKRules drop the outgoing segments of the connections in hold with no
+// payload and none of SYN, FIN, RST: their pure ACKs. Segments with data (the
+// request, the ClientHello) still leave. The payload is empty when the IP length
+// is the IP header plus the TCP header (data offset × 4); one rule per data
+// offset, since nf_tables compares a field with constants, not with another field.
+func dropPureACKRules(ipv6 bool, hold *nftables.Set) [][]expr.Any {
+	var rules [][]expr.Any
 	for dataOffset := 5; dataOffset <= 15; dataOffset++ {
-		rule := append(cloneExprs(fw.match),
+		rule := append(isTCP(ipv6),
 			&expr.Payload{DestRegister: 1, Base: expr.PayloadBaseTransportHeader, Offset: 13, Len: 1},
 			&expr.Bitwise{SourceRegister: 1, DestRegister: 1, Len: 1, Mask: []byte{tcpSYN | tcpFIN | tcpRST}, Xor: []byte{0}},
 			&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: []byte{0}},
@@ -146,7 +304,7 @@ func (fw *firewall) dropPureACKs() error {
 			&expr.Bitwise{SourceRegister: 1, DestRegister: 1, Len: 1, Mask: []byte{0xf0}, Xor: []byte{0}},
 			&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: []byte{byte(dataOffset << 4)}},
 		)
-		if fw.ipv6 {
+		if ipv6 {
 			// ip6 payload length (no extension headers on a local TCP segment).
 			rule = append(rule,
 				&expr.Payload{DestRegister: 1, Base: expr.PayloadBaseNetworkHeader, Offset: 4, Len: 2},
@@ -161,20 +319,106 @@ func (fw *firewall) dropPureACKs() error {
 				&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: binary.BigEndian.AppendUint16(nil, uint16(20+4*dataOffset))},
 			)
 		}
-		rule = append(rule, &expr.Verdict{Kind: expr.VerdictDrop})
-		fw.conn.AddRule(&nftables.Rule{Table: fw.table, Chain: fw.chain, Exprs: rule})
+		rule = append(rule, loadConnectionKey(ipv6)...)
+		rule = append(rule,
+			&expr.Lookup{SourceRegister: unix.NFT_REG32_00, SetName: hold.Name, SetID: hold.ID},
+			&expr.Verdict{Kind: expr.VerdictDrop},
+		)
+		rules = append(rules, rule)
 	}
-	if err := fw.conn.Flush(); err != nil {
-		return fmt.Errorf("add the rules that hold back ACKs to table %s: %w", fw.table.Name, err)
+	return rules
+}
+
+// connectionRules are one connection's elements in the firewall's sets.
+type connectionRules struct {
+	fw     *firewall
+	key    []byte
+	ipv6   bool
+	name   string // "remote from local port", for messages
+	inMSS  bool
+	inHold bool
+}
+
+// rewriteMSS adds the connection to the MSS map: its SYN will announce mss. The
+// element expires after ttl.
+func (fw *firewall) rewriteMSS(remote netip.AddrPort, localPort uint16, mss int, ttl time.Duration) (*connectionRules, error) {
+	c := &connectionRules{fw: fw, key: connectionKey(remote, localPort), ipv6: remote.Addr().Unmap().Is6(),
+		name: fmt.Sprintf("%s from local port %d", remote, localPort)}
+	element := nftables.SetElement{Key: c.key, Val: binary.BigEndian.AppendUint16(nil, uint16(mss)), Timeout: ttl}
+	if err := fw.addElement(fw.mssMap(c.ipv6), element); err != nil {
+		return nil, fmt.Errorf("rewrite the MSS of the connection to %s (nftables table %s): %w", c.name, fw.table.Name, err)
+	}
+	c.inMSS = true
+	return c, nil
+}
+
+// holdACKs adds the connection to the hold set: its pure ACKs are dropped from
+// now on, for at most ttl.
+func (c *connectionRules) holdACKs(ttl time.Duration) error {
+	if err := c.fw.addElement(c.fw.holdSet(c.ipv6), nftables.SetElement{Key: c.key, Timeout: ttl}); err != nil {
+		return fmt.Errorf("hold back the ACKs of the connection to %s (nftables table %s): %w", c.name, c.fw.table.Name, err)
+	}
+	c.inHold = true
+	return nil
+}
+
+// remove deletes the connection's elements (gone already is no error).
+func (c *connectionRules) remove() error {
+	var errs []error
+	if c.inHold {
+		errs = append(errs, c.fw.deleteElement(c.fw.holdSet(c.ipv6), c.key))
+		c.inHold = false
+	}
+	if c.inMSS {
+		errs = append(errs, c.fw.deleteElement(c.fw.mssMap(c.ipv6), c.key))
+		c.inMSS = false
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("remove the connection to %s from nftables table %s (its elements expire by themselves): %w", c.name, c.fw.table.Name, err)
 	}
 	return nil
 }
 
-// remove deletes the table with its chain and rules.
+// addElement adds (or replaces: a port reused within an element's life) one
+// element, in one netlink batch.
+func (fw *firewall) addElement(set *nftables.Set, element nftables.SetElement) error {
+	fw.mu.Lock()
+	defer fw.mu.Unlock()
+	if err := fw.conn.SetAddElements(set, []nftables.SetElement{element}); err != nil {
+		return err
+	}
+	err := fw.conn.Flush()
+	if errors.Is(err, unix.EEXIST) {
+		if err = fw.conn.SetDeleteElements(set, []nftables.SetElement{{Key: element.Key}}); err != nil {
+			return err
+		}
+		if err = fw.conn.SetAddElements(set, []nftables.SetElement{element}); err != nil {
+			return err
+		}
+		err = fw.conn.Flush()
+	}
+	return err
+}
+
+func (fw *firewall) deleteElement(set *nftables.Set, key []byte) error {
+	fw.mu.Lock()
+	defer fw.mu.Unlock()
+	if err := fw.conn.SetDeleteElements(set, []nftables.SetElement{{Key: key}}); err != nil {
+		return err
+	}
+	if err := fw.conn.Flush(); err != nil && !errors.Is(err, unix.ENOENT) {
+		return err
+	}
+	return nil
+}
+
+// remove deletes the table with its chain, rules and sets.
 func (fw *firewall) remove() error {
+	fw.mu.Lock()
+	defer fw.mu.Unlock()
 	fw.conn.DelTable(fw.table)
 	if err := fw.conn.Flush(); err != nil && !errors.Is(err, unix.ENOENT) {
-		return fmt.Errorf("delete nftables table %s (remove it with: nft delete table inet %s): %w", fw.table.Name, fw.table.Name, err)
+		return fmt.Errorf("delete nftables table %s (slowstart clean removes it): %w", fw.table.Name, err)
 	}
 	return nil
 }
@@ -188,17 +432,21 @@ func Clean(ctx context.Context) error {
 
 // CleanNamespace removes the package's tables left by dead processes in the
 // network namespace at netnsPath (the process's own when empty), and returns
-// their names.
+// their names. A table is removed only when its marker proves that a process of
+// this package made it and that the process is gone; any other table, whatever
+// its name, is left alone.
 func CleanNamespace(ctx context.Context, netnsPath string) (removed []string, err error) {
 	conn, release, err := openNftables(netnsPath)
 	if err != nil {
 		return nil, err
 	}
 	defer release()
-	return cleanStale(ctx, conn)
+	return cleanStale(ctx, conn, false)
 }
 
-func cleanStale(ctx context.Context, conn *nftables.Conn) ([]string, error) {
+// cleanStale removes the tables of dead owners (with all, of any owner but this
+// process, which removes its own when done).
+func cleanStale(ctx context.Context, conn *nftables.Conn, all bool) ([]string, error) {
 	tables, err := conn.ListTablesOfFamily(nftables.TableFamilyINet)
 	if err != nil {
 		return nil, fmt.Errorf("list nftables tables (needs root and nf_tables): %w", err)
@@ -208,8 +456,8 @@ func cleanStale(ctx context.Context, conn *nftables.Conn) ([]string, error) {
 		if err := ctx.Err(); err != nil {
 			return removed, err
 		}
-		pid, ok := tableOwner(table.Name)
-		if !ok || processAlive(pid) {
+		o, ok := tableOwner(conn, table)
+		if !ok || o == owner.This() || (!all && o.Alive()) {
 			continue
 		}
 		conn.DelTable(table)
@@ -221,20 +469,31 @@ func cleanStale(ctx context.Context, conn *nftables.Conn) ([]string, error) {
 	return removed, nil
 }
 
-// tableOwner returns the PID in a table name the package made.
-func tableOwner(name string) (int, bool) {
-	rest, ok := strings.CutPrefix(name, TablePrefix)
+// tableOwner returns the process a table's marker names, when the table is one
+// this package made: its name is tableName of that process and its output
+// chain's first rule carries the marker.
+func tableOwner(conn *nftables.Conn, table *nftables.Table) (owner.Process, bool) {
+	pidText, ok := strings.CutPrefix(table.Name, TablePrefix)
 	if !ok {
-		return 0, false
+		return owner.Process{}, false
 	}
-	pidText, _, _ := strings.Cut(rest, "_")
 	pid, err := strconv.Atoi(pidText)
-	return pid, err == nil && pid > 0
-}
-
-func processAlive(pid int) bool {
-	err := syscall.Kill(pid, 0)
-	return err == nil || errors.Is(err, syscall.EPERM)
+	if err != nil || pid <= 0 {
+		return owner.Process{}, false
+	}
+	rules, err := conn.GetRules(table, &nftables.Chain{Name: "output", Table: table})
+	if err != nil || len(rules) == 0 {
+		return owner.Process{}, false
+	}
+	comment, ok := userdata.GetString(rules[0].UserData, userdata.TypeComment)
+	if !ok {
+		return owner.Process{}, false
+	}
+	o, ok := owner.Parse(markerKind, comment)
+	if !ok || o.PID != pid {
+		return owner.Process{}, false
+	}
+	return o, true
 }
 
 // listOwnTables returns the names of the package's tables in the namespace.

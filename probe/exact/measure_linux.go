@@ -19,7 +19,6 @@ import (
 	"github.com/slowstart/slowstart/internal/netnsexec"
 	"github.com/slowstart/slowstart/tlsrec"
 
-	"github.com/google/nftables"
 	"golang.org/x/sys/unix"
 
 	"github.com/slowstart/slowstart/capture"
@@ -32,7 +31,7 @@ const captureSnaplen = 192
 // opts.Runs fresh connections. It returns an error when it cannot measure at
 // all (a bad option, no privileges, no nf_tables, a server that cannot be
 // reached); what each run saw is in Result.Runs.
-func Measure(ctx context.Context, opts Options) (*Result, error) {
+func Measure(ctx context.Context, opts Options) (_ *Result, err error) {
 	opts, tgt, err := opts.normalized()
 	if err != nil {
 		return nil, &OptionsError{Err: err}
@@ -41,11 +40,20 @@ func Measure(ctx context.Context, opts Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	if removed, err := CleanNamespace(ctx, opts.Netns); err != nil {
-		return nil, err
-	} else if len(removed) > 0 {
+	// The process's table in the namespace, made (after removing dead
+	// processes' tables there) by the first measurement that needs it.
+	fw, removed, err := acquireFirewall(ctx, opts.Netns)
+	if len(removed) > 0 {
 		opts.Logger.Info("removed nftables tables of processes that died", "tables", removed)
 	}
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if releaseErr := fw.release(); releaseErr != nil && err == nil {
+			err = releaseErr
+		}
+	}()
 	iface := opts.Interface
 	if iface == "" {
 		iface, _, err = capture.RouteInterfaceIn(opts.Netns, remote.Addr())
@@ -53,12 +61,12 @@ func Measure(ctx context.Context, opts Options) (*Result, error) {
 			return nil, fmt.Errorf("find the interface towards %s: %w", remote.Addr(), err)
 		}
 	}
-	res := &Result{URL: opts.URL, Remote: remote.String(), Phase: PhaseHTTP, AnnouncedMSS: opts.MSS, AfterHandshake: opts.AfterHandshake}
+	res := &Result{Schema: Schema, URL: opts.URL, Remote: remote.String(), Phase: PhaseHTTP, AnnouncedMSS: opts.MSS, AfterHandshake: opts.AfterHandshake}
 	if tgt.tls && !opts.AfterHandshake {
 		res.Phase = PhaseTLS
 	}
 	for i := 1; i <= opts.Runs; i++ {
-		run, err := measureRun(ctx, opts, tgt, remote, iface, res.Phase)
+		run, err := measureRun(ctx, opts, fw, tgt, remote, iface, res.Phase)
 		if err != nil {
 			return nil, fmt.Errorf("run %d of %s: %w", i, opts.URL, err)
 		}
@@ -94,6 +102,7 @@ func resolve(ctx context.Context, opts Options, tgt target) (netip.AddrPort, err
 // runState is what one run set up, for its teardown.
 type runState struct {
 	firewall    *firewall
+	rules       *connectionRules // the connection's elements in the firewall's sets
 	live        *capture.Live
 	tracker     *tracker
 	captureDone chan struct{}
@@ -102,17 +111,11 @@ type runState struct {
 
 // measureRun makes one connection and measures its flight. Errors are for
 // what makes measuring impossible; what the server did is in the Run.
-func measureRun(ctx context.Context, opts Options, tgt target, remote netip.AddrPort, iface, phase string) (run Run, err error) {
-	nft, releaseNft, err := openNftables(opts.Netns)
-	if err != nil {
-		return run, err
-	}
-	defer releaseNft()
-
-	st := &runState{}
+func measureRun(ctx context.Context, opts Options, fw *firewall, tgt target, remote netip.AddrPort, iface, phase string) (run Run, err error) {
+	st := &runState{firewall: fw}
 	defer func() {
-		if st.firewall != nil {
-			if removeErr := st.firewall.remove(); removeErr != nil {
+		if st.rules != nil {
+			if removeErr := st.rules.remove(); removeErr != nil {
 				err = errors.Join(err, removeErr)
 			}
 		}
@@ -132,7 +135,7 @@ func measureRun(ctx context.Context, opts Options, tgt target, remote netip.Addr
 		// Before the SYN: bind to learn the local port, then add the table that
 		// rewrites this connection's MSS, and start capturing it.
 		Control: func(network, address string, raw syscall.RawConn) error {
-			return st.prepare(ctx, opts, raw, nft, remote, iface, phase)
+			return st.prepare(ctx, opts, raw, remote, iface, phase)
 		},
 	}
 	var conn net.Conn
@@ -171,7 +174,7 @@ func measureRun(ctx context.Context, opts Options, tgt target, remote netip.Addr
 
 	switch {
 	case phase == PhaseHTTP && !tgt.tls:
-		if err := st.firewall.dropPureACKs(); err != nil {
+		if err := st.rules.holdACKs(holdTimeout(opts)); err != nil {
 			return run, err
 		}
 		requestAt = time.Now()
@@ -191,7 +194,7 @@ func measureRun(ctx context.Context, opts Options, tgt target, remote netip.Addr
 		run.TLSVersion = tlsrec.VersionString(tlsConn.ConnectionState().Version)
 		handshakeBytes := counting.readBytes()
 		st.tracker.setBase(handshakeBytes)
-		if err := st.firewall.dropPureACKs(); err != nil {
+		if err := st.rules.holdACKs(holdTimeout(opts)); err != nil {
 			return run, err
 		}
 		requestAt = time.Now()
@@ -203,7 +206,7 @@ func measureRun(ctx context.Context, opts Options, tgt target, remote netip.Addr
 			return counting.readBytes() - handshakeBytes
 		})
 	default: // the TLS handshake flight
-		if err := st.firewall.dropPureACKs(); err != nil {
+		if err := st.rules.holdACKs(holdTimeout(opts)); err != nil {
 			return run, err
 		}
 		counting.holdWrites(flightDone)
@@ -265,7 +268,7 @@ func measureRun(ctx context.Context, opts Options, tgt target, remote netip.Addr
 }
 
 // prepare runs in the dialer's Control hook, on the socket before connect.
-func (st *runState) prepare(ctx context.Context, opts Options, raw syscall.RawConn, nft *nftables.Conn, remote netip.AddrPort, iface, phase string) error {
+func (st *runState) prepare(ctx context.Context, opts Options, raw syscall.RawConn, remote netip.AddrPort, iface, phase string) error {
 	var local netip.AddrPort
 	var sockErr error
 	err := raw.Control(func(fd uintptr) {
@@ -293,7 +296,7 @@ func (st *runState) prepare(ctx context.Context, opts Options, raw syscall.RawCo
 		return err
 	}
 	st.local = local
-	st.firewall, err = installFirewall(nft, remote, local.Port(), opts.MSS)
+	st.rules, err = st.firewall.rewriteMSS(remote, local.Port(), opts.MSS, opts.Timeout+elementSlack)
 	if err != nil {
 		return err
 	}
@@ -318,6 +321,13 @@ func (st *runState) prepare(ctx context.Context, opts Options, raw syscall.RawCo
 		}
 	}()
 	return nil
+}
+
+// holdTimeout is how long a connection's ACKs may be held back: the longest wait
+// for the server's retransmission, the wait for the reader after it, and slack. A
+// killed process's connection gets its ACKs back after that.
+func holdTimeout(opts Options) time.Duration {
+	return opts.MaxWait + time.Second + elementSlack
 }
 
 // httpRequest is a GET of the URL's path that asks the server to close after it.

@@ -7,9 +7,13 @@ import (
 	"errors"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/google/nftables"
+	"github.com/slowstart/slowstart/internal/owner"
 )
 
 // gridEnv set to "full" runs the whole grid of bench/exact-grid.sh instead of
@@ -190,8 +194,9 @@ func TestExactCancel(t *testing.T) {
 	}
 }
 
-// TestCleanRemovesStaleTables: Clean removes a table named after a dead
-// process and keeps one of a live process.
+// TestCleanRemovesStaleTables: Clean removes a table whose marker names a dead
+// process, and keeps the table of a live process and a table that has the
+// package's name but no marker.
 func TestCleanRemovesStaleTables(t *testing.T) {
 	lt := startLab(t, labSpec{iw: 10, rttMs: 1})
 	conn, release, err := openNftables(lt.netns)
@@ -203,32 +208,48 @@ func TestCleanRemovesStaleTables(t *testing.T) {
 	if err := dead.Run(); err != nil {
 		t.Fatal(err)
 	}
-	deadPort, livePort := uint16(1), uint16(2)
-	remote := lt.server
-	stale, err := installFirewallAs(conn, dead.Process.Pid, remote, deadPort, 64)
+	live := exec.Command("sleep", "300")
+	if err := live.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { live.Process.Kill(); live.Wait() }()
+	liveStart, err := owner.StartTime(live.Process.Pid)
 	if err != nil {
 		t.Fatal(err)
 	}
-	live, err := installFirewallAs(conn, os.Getpid(), remote, livePort, 64)
+	stale, err := installFirewall(conn, owner.Process{PID: dead.Process.Pid, StartTime: 1})
 	if err != nil {
-		stale.remove()
 		t.Fatal(err)
 	}
-	defer live.remove()
+	defer stale.remove()
+	alive, err := installFirewall(conn, owner.Process{PID: live.Process.Pid, StartTime: liveStart})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer alive.remove()
+	// A table named as the package names them, without the marker: not proven ours.
+	unmarked := conn.AddTable(&nftables.Table{Name: tableName(1<<22 + 1), Family: nftables.TableFamilyINet})
+	if err := conn.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { conn.DelTable(unmarked); conn.Flush() }()
+
 	removed, err := CleanNamespace(context.Background(), lt.netns)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(removed) != 1 || removed[0] != stale.table.Name {
-		stale.remove()
 		t.Fatalf("removed %v, want only %s", removed, stale.table.Name)
 	}
 	left, err := listOwnTables(lt.netns)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(left) != 1 || left[0] != live.table.Name {
-		t.Errorf("tables left %v, want only %s", left, live.table.Name)
+	slices.Sort(left)
+	want := []string{alive.table.Name, unmarked.Name}
+	slices.Sort(want)
+	if !slices.Equal(left, want) {
+		t.Errorf("tables left %v, want %v", left, want)
 	}
 }
 

@@ -5,6 +5,8 @@ import (
 	"io"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/slowstart/slowstart/internal/textsafe"
 )
 
 // OptionsError is returned by Measure for options it cannot measure with (a
@@ -23,7 +25,7 @@ func WriteText(w io.Writer, r *Result) error {
 	} else if r.AfterHandshake {
 		what = "HTTP response after the TLS handshake"
 	}
-	fmt.Fprintf(w, "Exact initial window of %s (%s)\n", r.URL, r.Remote)
+	fmt.Fprintf(w, "Exact initial window of %s (%s)\n", textsafe.Escape(r.URL), r.Remote)
 	fmt.Fprintf(w, "  counted: the %s, with an announced MSS of %d bytes and no ACKs\n\n", what, r.AnnouncedMSS)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "run\toutcome\tsegments\tbytes\tsegment size\thandshake RTT\t")

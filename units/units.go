@@ -1,4 +1,9 @@
-package link
+// Package units reads and writes the quantities of the command line: durations,
+// rates, sizes and probabilities. Every verb takes its flags through it, so that
+// "42KB", "1.2mbit" and "70ms" mean the same everywhere.
+//
+// It is for the strings people type and read, not for any computation on them.
+package units
 
 import (
 	"fmt"
@@ -7,6 +12,13 @@ import (
 	"strings"
 	"time"
 )
+
+// Help is the one sentence on units that --help prints.
+const Help = `Units: sizes are bytes, with decimal or binary prefixes (1 KB = 1000 bytes,
+1 KiB = 1024 bytes, 1 MB = 1,000,000 bytes); rates are bits per second (1.2mbit =
+1.2 Mbit/s = 1,200,000 bit/s; 10MB/s with an upper-case B is bytes per second);
+durations need a unit (70ms, 1.5s). A size, rate or duration without a unit is
+refused, except 0.`
 
 // Units on the command line.
 //
@@ -35,8 +47,8 @@ func ParseDuration(s string) (int64, error) {
 }
 
 // ParseRate reads a rate such as "1.2mbit", "100Mbit/s", "15mbps", "800kbit", "1gbit",
-// "10MB/s" into bits per second (see the unit notes above). A bare number is bits per
-// second; "unlimited" (and "0") is 0.
+// "10MB/s" into bits per second (see the unit notes above). A number needs a unit
+// (is "1.2" bits, kilobits or megabits per second?); "unlimited" and "0" are 0.
 func ParseRate(s string) (int64, error) {
 	text := strings.TrimSpace(s)
 	if strings.EqualFold(text, "unlimited") {
@@ -45,6 +57,9 @@ func ParseRate(s string) (int64, error) {
 	value, unit, err := splitNumber(text)
 	if err != nil {
 		return 0, fmt.Errorf("rate %q: %w; write e.g. 10mbit, 1.2Mbit/s or 800kbit", s, err)
+	}
+	if unit == "" && value != 0 {
+		return 0, fmt.Errorf("rate %q has no unit: write e.g. %smbit (megabits per second) or %skbit", s, text, text)
 	}
 	originalUnit := unit
 	lowerUnit := strings.ToLower(unit)
@@ -78,13 +93,18 @@ func ParseRate(s string) (int64, error) {
 	return int64(math.Round(bitsPerSecond)), nil
 }
 
-// ParseSize reads a size such as "42KB", "64KiB", "1.5MB", "1500" or "1500B" into bytes,
-// or a count of segments as "29x1448" (29 times 1448 bytes).
+// ParseSize reads a size such as "42KB", "64KiB", "1.5MB" or "1500B" into bytes, or a
+// count of segments as "29x1448" (29 times 1448 bytes). A number needs a unit (is
+// "42" bytes or kilobytes?), except 0 and the segment size after the x.
 func ParseSize(s string) (int64, error) {
+	return parseSize(s, true)
+}
+
+func parseSize(s string, needUnit bool) (int64, error) {
 	text := strings.TrimSpace(s)
 	if count, size, found := strings.Cut(text, "x"); found {
 		n, errCount := strconv.ParseInt(strings.TrimSpace(count), 10, 64)
-		bytesEach, errSize := ParseSize(size)
+		bytesEach, errSize := parseSize(size, false)
 		if errCount != nil || errSize != nil || n < 0 {
 			return 0, fmt.Errorf("size %q: write COUNTxBYTES such as 29x1448", s)
 		}
@@ -96,6 +116,9 @@ func ParseSize(s string) (int64, error) {
 	value, unit, err := splitNumber(text)
 	if err != nil {
 		return 0, fmt.Errorf("size %q: %w; write e.g. 42KB, 64KiB, 1.5MB or 29x1448", s, err)
+	}
+	if unit == "" && value != 0 && needUnit {
+		return 0, fmt.Errorf("size %q has no unit: write e.g. %sB (bytes) or %sKB (1 KB = 1000 bytes)", s, text, text)
 	}
 	lowerUnit := strings.ToLower(unit)
 	switch {

@@ -1,4 +1,4 @@
-package link
+package units
 
 import (
 	"strings"
@@ -51,7 +51,9 @@ func TestParseRate(t *testing.T) {
 		{"10MB/s", 80_000_000, false},
 		{"10MBps", 80_000_000, false},
 		{"1Mibit", 1 << 20, false},
-		{"64000", 64_000, false},
+		{"64000", 0, true}, // no unit: bits, kilobits or megabits per second?
+		{"1.2", 0, true},
+		{"0", 0, false},
 		{"64kb/s", 64_000, false},
 		{"2 mbits", 2_000_000, false},
 		{"unlimited", 0, false},
@@ -79,7 +81,9 @@ func TestParseSize(t *testing.T) {
 		{"1.5MB", 1_500_000, false},
 		{"29x1448", 41_992, false},
 		{"10x1.5KB", 15_000, false},
-		{"1500", 1500, false},
+		{"1500", 0, true}, // no unit: bytes or kilobytes?
+		{"0", 0, false},
+		{"42", 0, true},
 		{"1500B", 1500, false},
 		{"1500 bytes", 1500, false},
 		{"64k", 64_000, false},

@@ -1,0 +1,118 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+
+	"github.com/slowstart/slowstart/lab/netlab"
+	"github.com/slowstart/slowstart/probe/exact"
+)
+
+func newCleanCommand() *cobra.Command {
+	var all bool
+	cmd := &cobra.Command{
+		Use:   "clean",
+		Short: "Remove what a killed slowstart left behind: lab namespaces, processes, directories, firewall tables",
+		Long: `Remove what slowstart runs that were killed (SIGKILL, a crash, a reboot of a
+container) left behind, and say what was removed:
+
+  - the lab's network namespaces (slowstart-PID-N-c/-s under /run/netns), with
+    the servers and clients still running inside them;
+  - the lab's temporary directories (slowstart-PID-WHAT-N in the temporary
+    directory: nginx configurations, curl CA files);
+  - the nftables tables of probe --exact and survey (slowstart_exact_PID), in
+    this network namespace and in every named one, which rewrite the MSS of
+    and hold back the ACKs of the connections they measure.
+
+Only what carries the marker slowstart writes into each (the PID and start
+time of the process that made it) is removed, and only when that process is
+gone: a file, namespace or table of yours with a similar name is never touched.
+An exact table's connections expire by themselves within seconds; the lab and
+every probe, survey and watch also clean up at their start.
+
+It needs root.`,
+		Example: `  sudo slowstart clean
+  sudo slowstart clean --all    # also the lab namespaces of runs still going`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runClean(cmd, all)
+		},
+	}
+	cmd.Flags().BoolVar(&all, "all", false, "also remove the lab namespaces of runs that are still going")
+	return cmd
+}
+
+// runClean removes every kind of leftover and prints one line per thing removed.
+func runClean(cmd *cobra.Command, all bool) error {
+	if os.Geteuid() != 0 {
+		return withCode(exitPermission, errors.New("removing network namespaces and nftables tables needs root: run sudo slowstart clean"))
+	}
+	ctx := cmd.Context()
+	out := cmd.OutOrStdout()
+	removed, err := netlab.Clean(ctx, all)
+	for _, r := range removed {
+		if filepath.IsAbs(r) {
+			fmt.Fprintf(out, "removed directory %s\n", r)
+		} else {
+			fmt.Fprintf(out, "removed network namespace %s\n", r)
+		}
+	}
+	tables, tablesErr := cleanExactTables(ctx, out)
+	if n := len(removed) + tables; n == 0 && err == nil && tablesErr == nil {
+		fmt.Fprintln(out, "nothing to remove")
+	}
+	return errors.Join(err, tablesErr)
+}
+
+// cleanExactTables removes the exact probe's tables of dead processes in this
+// network namespace and in every named one, printing each, and returns how many.
+func cleanExactTables(ctx context.Context, out io.Writer) (int, error) {
+	namespaces := []string{""}
+	entries, err := os.ReadDir(netlab.NetnsDir)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return 0, fmt.Errorf("list %s: %w", netlab.NetnsDir, err)
+	}
+	for _, e := range entries {
+		namespaces = append(namespaces, filepath.Join(netlab.NetnsDir, e.Name()))
+	}
+	count := 0
+	var errs []error
+	for _, ns := range namespaces {
+		removed, err := exact.CleanNamespace(ctx, ns)
+		if err != nil {
+			if ns != "" {
+				continue // not a namespace (a leftover mount point), or one being removed
+			}
+			errs = append(errs, err)
+		}
+		where := "this network namespace"
+		if ns != "" {
+			where = "network namespace " + filepath.Base(ns)
+		}
+		for _, name := range removed {
+			fmt.Fprintf(out, "removed nftables table inet %s in %s\n", name, where)
+			count++
+		}
+	}
+	return count, errors.Join(errs...)
+}
+
+// cleanStaleExact removes, before a probe, survey or watch starts, the exact
+// probe's tables that killed processes left in the namespace the run uses: their
+// rules would stall its connections from the same local ports. Without the
+// privilege to read nftables (a capture-only probe) it does nothing.
+func cleanStaleExact(cmd *cobra.Command, netnsPath string) {
+	removed, err := exact.CleanNamespace(cmd.Context(), netnsPath)
+	if err != nil {
+		return
+	}
+	for _, name := range removed {
+		fmt.Fprintf(cmd.ErrOrStderr(), "slowstart: removed the nftables table %s that a killed run left\n", name)
+	}
+}

@@ -1,0 +1,216 @@
+package netlab
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestOwnerMarker(t *testing.T) {
+	o := Owner{PID: 4242, StartTime: 987654}
+	back, ok := ParseOwner(o.Marker(markerKind))
+	if !ok || back != o {
+		t.Fatalf("ParseOwner(%q) = %+v, %v", o.Marker(markerKind), back, ok)
+	}
+	for _, bad := range []string{"", "slowstart-lab", "slowstart-lab pid=0 start=1", "slowstart-lab pid=12 start=1 extra",
+		"slowstart-lab pid=x start=1", "other pid=12 start=1", "slowstart-lab pid=-3 start=1"} {
+		if _, ok := ParseOwner(bad); ok {
+			t.Errorf("ParseOwner(%q) accepted", bad)
+		}
+	}
+	if !ThisProcess().Alive() {
+		t.Errorf("this process %+v is not alive", ThisProcess())
+	}
+	if (Owner{PID: os.Getpid(), StartTime: ThisProcess().StartTime + 1}).Alive() {
+		t.Errorf("an owner with this PID and another start time (a reused PID) is alive")
+	}
+	if (Owner{PID: deadPID(t), StartTime: 1}).Alive() {
+		t.Errorf("a dead process is alive")
+	}
+}
+
+// deadPID returns the PID of a process that has exited.
+func deadPID(t *testing.T) int {
+	t.Helper()
+	cmd := exec.Command("true")
+	if err := cmd.Run(); err != nil {
+		t.Fatal(err)
+	}
+	return cmd.Process.Pid
+}
+
+// running reports whether the process runs (exists and is not a zombie).
+func running(t *testing.T, pid int) bool {
+	t.Helper()
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	fields := strings.Fields(string(data[strings.LastIndexByte(string(data), ')')+1:]))
+	return len(fields) > 0 && fields[0] != "Z"
+}
+
+// sleeper starts a process that lives until the test ends, in the namespace
+// mounted at mountPoint when it is not empty.
+func sleeper(t *testing.T, name string) *exec.Cmd {
+	t.Helper()
+	var cmd *exec.Cmd
+	if name == "" {
+		cmd = exec.Command("sleep", "300")
+	} else {
+		cmd = exec.Command("ip", "netns", "exec", name, "sleep", "300")
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+	})
+	return cmd
+}
+
+// TestCleanNeedsProof: Clean removes a namespace, and kills what runs in it, only
+// when it carries the marker of its owner, named in its name, and that owner is
+// gone. A namespace with the lab's name pattern and no marker is left alone, even
+// with all.
+func TestCleanNeedsProof(t *testing.T) {
+	requireRoot(t)
+	dead := deadPID(t)
+	other := deadPID(t)
+	makeNamespace := func(name string, marker *Owner) {
+		t.Helper()
+		handle, err := inNewNamespace(name, func() error {
+			if marker == nil {
+				return nil
+			}
+			return markNamespaceAs(*marker)
+		})
+		handle.Close()
+		t.Cleanup(func() { removeNamedNamespace(name) })
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	unmarked := namespaceName(dead, 1, Client)
+	makeNamespace(unmarked, nil)
+	deadOwner := Owner{PID: dead, StartTime: 1}
+	mismatched := namespaceName(other, 1, Server) // a dead owner's marker, another PID in the name
+	makeNamespace(mismatched, &deadOwner)
+	proven := namespaceName(dead, 2, Server)
+	makeNamespace(proven, &deadOwner)
+
+	insideUnmarked := sleeper(t, unmarked)
+	insideProven := sleeper(t, proven)
+	provenExited := make(chan error, 1)
+	go func() { provenExited <- insideProven.Wait() }()
+
+	names := []string{unmarked, mismatched, proven}
+	removed, err := processTrials.clean(t.Context(), true, only(names...))
+	if err != nil {
+		t.Fatalf("Clean: %v", err)
+	}
+	if !slices.Equal(removed, []string{proven}) {
+		t.Errorf("Clean removed %v, want only %s", removed, proven)
+	}
+	for _, name := range []string{unmarked, mismatched} {
+		if !namespaceExists(t, name) {
+			t.Errorf("namespace %s without proof was removed", name)
+		}
+	}
+	if !running(t, insideUnmarked.Process.Pid) {
+		t.Errorf("the process in the unproven namespace %s was killed", unmarked)
+	}
+	select {
+	case <-provenExited:
+	case <-time.After(ioTimeout):
+		t.Errorf("the process in the removed namespace %s still runs", proven)
+	}
+}
+
+// TestCleanTempDirsNeedProof reproduces `mkdir /tmp/slowstart-424242-x; slowstart
+// lab clean`: the user's directory stays, as does one with the lab's name pattern
+// but no marker; only a marked directory of a dead owner goes (and of a live one
+// with all).
+func TestCleanTempDirsNeedProof(t *testing.T) {
+	dir := t.TempDir()
+	dead := deadPID(t)
+	live := sleeper(t, "")
+	liveStart, err := processStartTime(live.Process.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mk := func(name string, marker *Owner) string {
+		t.Helper()
+		path := filepath.Join(dir, name)
+		if err := os.Mkdir(path, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(path, "user-data"), []byte("keep me\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if marker != nil {
+			if err := os.WriteFile(filepath.Join(path, tempDirMarker), []byte(marker.Marker(markerKind)+"\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return path
+	}
+	deadOwner := Owner{PID: dead, StartTime: 1}
+	user := mk("slowstart-424242-x", nil)
+	userLike := mk(fmt.Sprintf("slowstart-%d-nginx-123", dead), nil)
+	forged := mk("slowstart-424242-nginx-7", &deadOwner) // marker and name disagree
+	deadOnes := mk(fmt.Sprintf("slowstart-%d-curl-99", dead), &deadOwner)
+	liveOwner := Owner{PID: live.Process.Pid, StartTime: liveStart}
+	liveOnes := mk(fmt.Sprintf("slowstart-%d-nginx-5", live.Process.Pid), &liveOwner)
+	reused := mk(fmt.Sprintf("slowstart-%d-nginx-6", live.Process.Pid), &Owner{PID: live.Process.Pid, StartTime: liveStart - 1})
+
+	removed, err := processTrials.cleanTempDirs(false, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(removed)
+	if want := slices.Sorted(slices.Values([]string{deadOnes, reused})); !slices.Equal(removed, want) {
+		t.Errorf("removed %v, want %v", removed, want)
+	}
+	for _, kept := range []string{user, userLike, forged, liveOnes} {
+		if _, err := os.Stat(filepath.Join(kept, "user-data")); err != nil {
+			t.Errorf("%s was touched: %v", kept, err)
+		}
+	}
+	removed, err = processTrials.cleanTempDirs(true, dir)
+	if err != nil || !slices.Equal(removed, []string{liveOnes}) {
+		t.Errorf("with all: removed %v (%v), want only %s", removed, err, liveOnes)
+	}
+	for _, kept := range []string{user, userLike, forged} {
+		if _, err := os.Stat(filepath.Join(kept, "user-data")); err != nil {
+			t.Errorf("with all, %s was touched: %v", kept, err)
+		}
+	}
+}
+
+// TestMakeTempDirIsCleanable: a directory MakeTempDir made carries the proof Clean
+// needs, and this process's own is never removed.
+func TestMakeTempDirIsCleanable(t *testing.T) {
+	path, err := MakeTempDir("test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(path)
+	if !tempDirPattern.MatchString(filepath.Base(path)) {
+		t.Errorf("%s does not match the pattern Clean looks for", path)
+	}
+	owner, err := tempDirOwner(path)
+	if err != nil || owner != ThisProcess() {
+		t.Errorf("marker %+v (%v), want %+v", owner, err, ThisProcess())
+	}
+	removed, err := processTrials.cleanTempDirs(true, filepath.Dir(path))
+	if err != nil || slices.Contains(removed, path) {
+		t.Errorf("Clean removed this process's own directory: %v %v", removed, err)
+	}
+}

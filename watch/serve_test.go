@@ -1,0 +1,199 @@
+package watch
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/slowstart/slowstart/probe"
+)
+
+func TestRedactURL(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{"https://example.com/", "https://example.com/"},
+		{"https://alice:s3cret@example.com:8443/a/b?token=abc&x=1&flag#frag", "https://REDACTED@example.com:8443/a/b?token=REDACTED&x=REDACTED&flag"},
+		{"https://alice@example.com/", "https://REDACTED@example.com/"},
+		{"http://[2001:db8::1]/p?q=", "http://[2001:db8::1]/p?q=REDACTED"},
+		{"::not a url", "REDACTED"},
+	} {
+		if got := RedactURL(c.in); got != c.want {
+			t.Errorf("RedactURL(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+}
+
+// TestSecretsStayOut: a watch of a URL with credentials and a token leaves them in
+// no row, no error message and no metric, and --label names the series instead.
+func TestSecretsStayOut(t *testing.T) {
+	const raw = "https://alice:s3cret@example.com/page?token=abc123"
+	store, err := OpenStore(filepath.Join(t.TempDir(), "w.db"), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	metrics := NewMetrics()
+	calls := 0
+	prober := func(_ context.Context, o probe.Options) (*probe.Result, error) {
+		calls++
+		return nil, fmt.Errorf("Get %q: dial tcp: lookup example.com: no such host (user %s)", o.URL, "alice:s3cret")
+	}
+	for _, label := range []string{"", "shop-front"} {
+		err := Run(context.Background(), Config{Probe: probe.Options{URL: raw}, Every: time.Millisecond, Count: 1,
+			Store: store, Metrics: metrics, Label: label, Prober: prober})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	rows, err := store.Rows(context.Background(), Query{URL: raw})
+	if err != nil || len(rows) != 2 {
+		t.Fatalf("rows %v (%v), want 2 found by the raw URL", rows, err)
+	}
+	var text strings.Builder
+	for _, r := range rows {
+		fmt.Fprintf(&text, "%+v\n", r)
+	}
+	if err := metrics.Write(&text); err != nil {
+		t.Fatal(err)
+	}
+	for _, secret := range []string{"s3cret", "abc123", "alice"} {
+		if strings.Contains(text.String(), secret) {
+			t.Errorf("%q is in the rows or metrics:\n%s", secret, text.String())
+		}
+	}
+	for _, want := range []string{`slowstart_watch_probes_total{url="https://REDACTED@example.com/page?token=REDACTED"} 1`,
+		`slowstart_watch_probes_total{label="shop-front"} 1`} {
+		if !strings.Contains(text.String(), want) {
+			t.Errorf("the metrics lack %s:\n%s", want, text.String())
+		}
+	}
+	if rows[1].Label != "shop-front" || rows[0].Label != "" {
+		t.Errorf("labels %q, %q", rows[0].Label, rows[1].Label)
+	}
+}
+
+// TestStoreIsPrivate: a new store, its journal files, and an old store opened
+// again are readable by their owner only.
+func TestStoreIsPrivate(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "new.db")
+	s, err := OpenStore(path, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Insert(context.Background(), Row{Time: time.Now(), URL: "https://example.com/"}); err != nil {
+		t.Fatal(err)
+	}
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		info, err := e.Info()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if info.Mode().Perm()&0o077 != 0 {
+			t.Errorf("%s has mode %v, want no access for group and others", e.Name(), info.Mode().Perm())
+		}
+	}
+	s.Close()
+	old := filepath.Join(dir, "old.db")
+	if err := os.WriteFile(old, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s, err = OpenStore(old, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	if st, _ := os.Stat(old); st.Mode().Perm() != 0o600 {
+		t.Errorf("an existing store keeps mode %v, want 0600", st.Mode().Perm())
+	}
+}
+
+// TestStoreMigratesVersion1: a store of version 1 (no label column) is read and
+// written after its upgrade.
+func TestStoreMigratesVersion1(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "v1.db")
+	db, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v1 := `CREATE TABLE probes (id INTEGER PRIMARY KEY AUTOINCREMENT, time_unix_ns INTEGER NOT NULL, url TEXT NOT NULL,
+		iw_segments INTEGER, iw_verdict TEXT, handshake_rtt_ms REAL, tls_ms REAL, first_byte_ms REAL, last_byte_ms REAL,
+		round_trips INTEGER, body_bytes INTEGER, error TEXT NOT NULL DEFAULT '');
+		INSERT INTO probes (time_unix_ns, url) VALUES (1, 'https://example.com/');
+		PRAGMA user_version = 1;`
+	if _, err := db.Exec(v1); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	s, err := OpenStore(path, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.Insert(context.Background(), Row{Time: time.Now(), URL: "https://example.com/", Label: "x"}); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := s.Rows(context.Background(), Query{})
+	if err != nil || len(rows) != 2 || rows[0].Label != "" || rows[1].Label != "x" {
+		t.Errorf("rows %+v (%v)", rows, err)
+	}
+}
+
+// TestMetricsServer: :PORT listens on loopback only; only GET and HEAD are
+// answered, and on loopback only with an IP address or localhost as Host.
+func TestMetricsServer(t *testing.T) {
+	if addr, err := MetricsAddress(":0"); err != nil || addr != "127.0.0.1:0" {
+		t.Errorf("MetricsAddress(:0) = %q, %v", addr, err)
+	}
+	if addr, err := MetricsAddress("0.0.0.0:9464"); err != nil || addr != "0.0.0.0:9464" {
+		t.Errorf("an explicit address is kept: %q, %v", addr, err)
+	}
+	if _, err := MetricsAddress("9464"); err == nil {
+		t.Errorf("a bare port is taken")
+	}
+	m := NewMetrics()
+	m.Observe(Row{Time: time.Now(), URL: "https://example.com/"})
+	stop, bound, err := ServeMetrics(":0", m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	host, port, _ := net.SplitHostPort(bound)
+	if host != "127.0.0.1" {
+		t.Errorf("bound to %s, want 127.0.0.1", bound)
+	}
+	request := func(method, hostHeader string) (int, string) {
+		req, err := http.NewRequest(method, "http://"+bound+"/metrics", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Host = hostHeader
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	if code, body := request(http.MethodGet, bound); code != http.StatusOK || !strings.Contains(body, "slowstart_watch_probes_total") {
+		t.Errorf("GET: %d %q", code, body)
+	}
+	if code, _ := request(http.MethodGet, "localhost:"+port); code != http.StatusOK {
+		t.Errorf("GET with Host localhost: %d", code)
+	}
+	if code, _ := request(http.MethodPost, bound); code != http.StatusMethodNotAllowed {
+		t.Errorf("POST: %d, want 405", code)
+	}
+	if code, _ := request(http.MethodGet, "attacker.example:"+port); code != http.StatusMisdirectedRequest {
+		t.Errorf("GET with a foreign Host: %d, want 421", code)
+	}
+}
