@@ -217,6 +217,11 @@ func WriteDemo(w io.Writer, d *DemoResult) error {
 			return fmt.Sprintf("%d, exact", iw.Segments)
 		case report.VerdictLowerBound:
 			return fmt.Sprintf("≥ %d, lower bound", iw.Segments)
+		case report.VerdictRange:
+			if iw.ExactIf != "" {
+				return fmt.Sprintf("%d-%d (%d if CUBIC)", iw.Segments, iw.SegmentsMax, iw.SegmentsMax)
+			}
+			return fmt.Sprintf("%d-%d", iw.Segments, iw.SegmentsMax)
 		default:
 			return iw.Verdict
 		}
@@ -289,9 +294,13 @@ func demoStory(d *DemoResult, conns []*report.Connection) string {
 		if iw == nil || iw.InitialWindow == nil || iw.InitialWindow.Verdict == report.VerdictExact || col.Exact == nil || col.Exact.Verdict != exact.VerdictExact {
 			continue
 		}
-		fmt.Fprintf(&b, "The page load alone shows IW %d only as at least %d segments (the TLS flight was shorter than the\n"+
-			"window, and the handshake's ACKs grew it before the page); the exact probe (--exact) counts %d.\n",
-			col.IW, iw.InitialWindow.Segments, col.Exact.IWSegments)
+		what := fmt.Sprintf("only as at least %d segments", iw.InitialWindow.Segments)
+		if iw.InitialWindow.Verdict == report.VerdictRange {
+			what = fmt.Sprintf("as %d to %d segments", iw.InitialWindow.Segments, iw.InitialWindow.SegmentsMax)
+		}
+		fmt.Fprintf(&b, "The page load alone shows IW %d %s (the TLS flight was shorter than the window, and\n"+
+			"the handshake's ACKs may have grown it before the page); the exact probe (--exact) counts %d.\n",
+			col.IW, what, col.Exact.IWSegments)
 		break
 	}
 	for _, col := range d.Columns {
