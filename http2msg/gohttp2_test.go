@@ -3,7 +3,6 @@ package http2msg
 import (
 	"bytes"
 	"context"
-	"crypto/tls"
 	"fmt"
 	"io"
 	"net"
@@ -12,8 +11,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"golang.org/x/net/http2"
 
 	"github.com/slowstart/slowstart/flow"
 )
@@ -70,7 +67,7 @@ func servedHandler(w http.ResponseWriter, r *http.Request) {
 	w.Write(bytes.Repeat([]byte("b"), s.bytes))
 }
 
-// runH2C runs x/net/http2's client and server over one loopback TCP
+// runH2C runs net/http's HTTP/2 client and server over one loopback TCP
 // connection in cleartext (prior knowledge), with requests sent concurrently so
 // that the streams interleave, and returns what each side wrote.
 func runH2C(t *testing.T, paths []string, postBytes int) (client, server []byte) {
@@ -81,22 +78,17 @@ func runH2C(t *testing.T, paths []string, postBytes int) (client, server []byte)
 	if err != nil {
 		t.Fatalf("listening on loopback: %v", err)
 	}
-	defer listener.Close()
-	serverDone := make(chan *recordingConn, 1)
-	go func() {
-		conn, err := listener.Accept()
-		if err != nil {
-			serverDone <- nil
-			return
-		}
-		recording := &recordingConn{Conn: conn}
-		(&http2.Server{}).ServeConn(recording, &http2.ServeConnOpts{Handler: http.HandlerFunc(servedHandler)})
-		serverDone <- recording
-	}()
+	var protocols http.Protocols
+	protocols.SetUnencryptedHTTP2(true)
+	recording := &recordingListener{Listener: listener}
+	httpServer := &http.Server{Handler: http.HandlerFunc(servedHandler), Protocols: &protocols}
+	go httpServer.Serve(recording)
+	defer httpServer.Close()
+
 	var clientConn *recordingConn
-	transport := &http2.Transport{
-		AllowHTTP: true,
-		DialTLSContext: func(ctx context.Context, network, addr string, _ *tls.Config) (net.Conn, error) {
+	transport := &http.Transport{
+		Protocols: &protocols,
+		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
 			if clientConn != nil {
 				return nil, fmt.Errorf("the test allows one connection")
 			}
@@ -117,6 +109,9 @@ func runH2C(t *testing.T, paths []string, postBytes int) (client, server []byte)
 			return err
 		}
 		defer resp.Body.Close()
+		if resp.ProtoMajor != 2 {
+			return fmt.Errorf("%s answered over %s", path, resp.Proto)
+		}
 		_, err = io.Copy(io.Discard, resp.Body)
 		return err
 	}
@@ -151,11 +146,37 @@ func runH2C(t *testing.T, paths []string, postBytes int) (client, server []byte)
 		}
 	}
 	transport.CloseIdleConnections()
-	recording := <-serverDone
-	if recording == nil || clientConn == nil {
+	httpServer.Close()
+	serverConn := recording.conn()
+	if serverConn == nil || clientConn == nil {
 		t.Fatal("no connection was made")
 	}
-	return clientConn.bytes(), recording.bytes()
+	return clientConn.bytes(), serverConn.bytes()
+}
+
+// recordingListener records the one connection it accepts.
+type recordingListener struct {
+	net.Listener
+	mu       sync.Mutex
+	accepted *recordingConn
+}
+
+func (l *recordingListener) Accept() (net.Conn, error) {
+	conn, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	recording := &recordingConn{Conn: conn}
+	l.mu.Lock()
+	l.accepted = recording
+	l.mu.Unlock()
+	return recording, nil
+}
+
+func (l *recordingListener) conn() *recordingConn {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.accepted
 }
 
 func TestGoHTTP2Exchange(t *testing.T) {
