@@ -1,0 +1,366 @@
+package tlshttp
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"net/netip"
+	"os"
+	"os/exec"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/slowstart/slowstart/capture"
+	"github.com/slowstart/slowstart/flow"
+	"github.com/slowstart/slowstart/keylog"
+)
+
+// connResult is one TCP connection of a capture and what tlshttp found in it.
+type connResult struct {
+	client, server netip.AddrPort
+	result         Result
+}
+
+// feeder is the flow.Handler the analysis will be: it hands each segment's new
+// bytes to a Conn, as tlsrec gets them.
+type feeder struct {
+	conn *Conn
+	out  *[]connResult
+}
+
+func (f *feeder) Segment(c *flow.Conn, s *flow.Segment) {
+	if s.NewLen == 0 {
+		return
+	}
+	data := s.Payload
+	if skip := int(s.NewOffset - s.Offset); skip >= len(data) {
+		data = nil
+	} else {
+		data = data[skip:]
+	}
+	f.conn.Write(s.Dir, s.NewOffset, data, s.NewLen, s.TimeNs)
+}
+
+func (f *feeder) Close(c *flow.Conn) {
+	*f.out = append(*f.out, connResult{client: c.Client, server: c.Server, result: f.conn.Close()})
+}
+
+// decodeCapture reads a capture file and returns every TCP connection's Result.
+func decodeCapture(path string, keys *keylog.Log) ([]connResult, error) {
+	r, err := capture.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	var out []connResult
+	tracker := flow.NewTracker(func(c *flow.Conn) flow.Handler { return &feeder{conn: New(keys), out: &out} }, flow.ServerHint{})
+	var p capture.Packet
+	for {
+		err := r.Next(&p)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		tracker.Add(&p)
+	}
+	tracker.Flush()
+	return out, nil
+}
+
+// accessEntry is one line of the nginx access log format the tests configure:
+// '$server_port $remote_port "$request" $status $bytes_sent $body_bytes_sent'.
+type accessEntry struct {
+	serverPort, remotePort int
+	method, path, proto    string
+	status                 int
+	bytesSent, bodySent    int64
+}
+
+var accessLine = regexp.MustCompile(`^(\d+) (\d+) "(\S+) (\S+) (\S+)" (\d+) (\d+) (\d+)$`)
+
+func parseAccessLog(text string) ([]accessEntry, error) {
+	var out []accessEntry
+	sc := bufio.NewScanner(strings.NewReader(text))
+	for sc.Scan() {
+		line := sc.Text()
+		if line == "" {
+			continue
+		}
+		m := accessLine.FindStringSubmatch(line)
+		if m == nil {
+			return nil, fmt.Errorf("access log line %q does not match the configured format", line)
+		}
+		e := accessEntry{method: m[3], path: m[4], proto: m[5]}
+		e.serverPort, _ = strconv.Atoi(m[1])
+		e.remotePort, _ = strconv.Atoi(m[2])
+		e.status, _ = strconv.Atoi(m[6])
+		e.bytesSent, _ = strconv.ParseInt(m[7], 10, 64)
+		e.bodySent, _ = strconv.ParseInt(m[8], 10, 64)
+		out = append(out, e)
+	}
+	return out, sc.Err()
+}
+
+// compareWithAccessLog checks that the decrypted exchanges are exactly the
+// requests nginx logged, connection by connection (the log has the client's
+// port): same method, path and status, the response's body bytes equal to
+// $body_bytes_sent, and its bytes equal to $bytes_sent (HTTP/1.x: the whole
+// message; HTTP/2: nginx counts the stream's HEADERS and DATA frames, frame
+// headers included).
+func compareWithAccessLog(t *testing.T, conns []connResult, entries []accessEntry) {
+	t.Helper()
+	byPort := make(map[int][]accessEntry)
+	for _, e := range entries {
+		byPort[e.remotePort] = append(byPort[e.remotePort], e)
+	}
+	matched := 0
+	for _, c := range conns {
+		logged := byPort[int(c.client.Port())]
+		res := c.result
+		if len(logged) == 0 {
+			// A connection nginx logged nothing on: a browser's spare preconnect.
+			for _, x := range res.Exchanges {
+				t.Errorf("connection from port %d: exchange %s %s found, nginx logged none", c.client.Port(), x.Method, x.Path)
+			}
+			continue
+		}
+		if !res.Decrypted {
+			t.Errorf("connection from port %d: not decrypted (%s; %v)", c.client.Port(), res.NoKeysReason, res.Decryption.Problems)
+			continue
+		}
+		if len(res.Decryption.Problems) != 0 {
+			t.Errorf("connection from port %d: problems %v", c.client.Port(), res.Decryption.Problems)
+		}
+		if len(res.Exchanges) != len(logged) {
+			t.Errorf("connection from port %d: %d exchanges, nginx logged %d", c.client.Port(), len(res.Exchanges), len(logged))
+		}
+		wantProtocol := ProtocolHTTP1
+		if logged[0].proto == "HTTP/2.0" {
+			wantProtocol = ProtocolHTTP2
+		}
+		if res.Protocol != wantProtocol {
+			t.Errorf("connection from port %d: protocol %q, nginx logged %s", c.client.Port(), res.Protocol, logged[0].proto)
+		}
+		// Match in log order: nginx logs a request when it ends, so for HTTP/2
+		// match by method and path, the first unused one.
+		used := make([]bool, len(res.Exchanges))
+		for _, e := range logged {
+			found := -1
+			for i, x := range res.Exchanges {
+				if !used[i] && x.Method == e.method && x.Path == e.path {
+					found = i
+					break
+				}
+			}
+			if found < 0 {
+				t.Errorf("connection from port %d: nginx logged %s %s, not among the exchanges", c.client.Port(), e.method, e.path)
+				continue
+			}
+			used[found] = true
+			matched++
+			x := res.Exchanges[found]
+			if x.Status != e.status || x.BodyBytes != e.bodySent || x.Bytes != e.bytesSent || !x.Complete || x.Incomplete {
+				t.Errorf("port %d %s %s: status %d, body %d, bytes %d (complete %t, incomplete %t %s); nginx logged %d, %d, %d",
+					c.client.Port(), e.method, e.path, x.Status, x.BodyBytes, x.Bytes, x.Complete, x.Incomplete, x.Reason, e.status, e.bodySent, e.bytesSent)
+			}
+			if x.RequestOffset < res.HandshakeEnd[flow.ToServer] || x.ResponseStart < res.HandshakeEnd[flow.ToClient] ||
+				x.ResponseEnd <= x.ResponseStart || x.FirstByteNs < x.RequestNs || x.LastByteNs < x.FirstByteNs {
+				t.Errorf("port %d %s %s: request at %d, response %d..%d, times %d %d %d: out of order with the handshake end %v",
+					c.client.Port(), e.method, e.path, x.RequestOffset, x.ResponseStart, x.ResponseEnd, x.RequestNs, x.FirstByteNs, x.LastByteNs, res.HandshakeEnd)
+			}
+		}
+	}
+	if matched != len(entries) {
+		t.Errorf("%d of the %d requests nginx logged were found", matched, len(entries))
+	}
+}
+
+// tsharkFields runs tshark on a capture with the key log and returns the rows
+// of the fields asked for, tab-separated (multiple values of a field in a
+// packet are comma-separated).
+func tsharkFields(t *testing.T, pcap, keys, filter string, fields ...string) [][]string {
+	t.Helper()
+	if _, err := exec.LookPath("tshark"); err != nil {
+		t.Skip("tshark is not installed (Debian package tshark)")
+	}
+	args := []string{"-r", pcap, "-o", "tls.keylog_file:" + keys, "-Y", filter, "-T", "fields", "-E", "separator=/t"}
+	for _, f := range fields {
+		args = append(args, "-e", f)
+	}
+	cmd := exec.Command("tshark", args...)
+	cmd.Env = append(os.Environ(), "HOME="+t.TempDir()) // no user profile
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("tshark %s: %v", strings.Join(args, " "), err)
+	}
+	var rows [][]string
+	for _, line := range strings.Split(strings.TrimRight(string(out), "\n"), "\n") {
+		if line != "" {
+			rows = append(rows, strings.Split(line, "\t"))
+		}
+	}
+	return rows
+}
+
+func splitValues(field string) []string {
+	if field == "" {
+		return nil
+	}
+	return strings.Split(field, ",")
+}
+
+// tsharkExchange is what tshark's dissectors showed of one request.
+type tsharkExchange struct {
+	method, path string
+	status       int
+	dataBytes    int64 // HTTP/2: DATA frame payloads of the response
+}
+
+// tsharkExchanges reads the requests of every connection, keyed by the client
+// port, in order, as tshark decrypts and dissects them (HTTP/1.x and HTTP/2).
+func tsharkExchanges(t *testing.T, pcap, keys string, serverPort int) map[int][]tsharkExchange {
+	t.Helper()
+	out := make(map[int][]tsharkExchange)
+	// HTTP/2: per packet, the frames' stream ids and types, and the :method,
+	// :path and :status of its HEADERS frames in order.
+	type streamKey struct {
+		port   int
+		stream string
+	}
+	streams := make(map[streamKey]*tsharkExchange)
+	var order []streamKey
+	for _, row := range tsharkFields(t, pcap, keys, "http2", "tcp.srcport", "tcp.dstport", "http2.streamid", "http2.type", "http2.length",
+		"http2.headers.method", "http2.headers.path", "http2.headers.status") {
+		src, _ := strconv.Atoi(row[0])
+		dst, _ := strconv.Atoi(row[1])
+		ids, types, lengths := splitValues(row[2]), splitValues(row[3]), splitValues(row[4])
+		methods, paths, statuses := splitValues(row[5]), splitValues(row[6]), splitValues(row[7])
+		toServer := dst == serverPort
+		port := src
+		if !toServer {
+			port = dst
+		}
+		headers := 0
+		for i := range min(len(ids), len(types), len(lengths)) {
+			key := streamKey{port, ids[i]}
+			x := streams[key]
+			if x == nil && ids[i] != "0" {
+				x = &tsharkExchange{}
+				streams[key] = x
+				order = append(order, key)
+			}
+			switch types[i] {
+			case "1": // HEADERS: requests carry :method and :path, responses :status
+				if toServer && headers < len(paths) && headers < len(methods) {
+					x.method, x.path = methods[headers], paths[headers]
+				}
+				if !toServer && headers < len(statuses) {
+					x.status, _ = strconv.Atoi(statuses[headers])
+				}
+				headers++
+			case "0":
+				if !toServer {
+					n, _ := strconv.ParseInt(lengths[i], 10, 64)
+					x.dataBytes += n
+				}
+			}
+		}
+	}
+	for _, key := range order {
+		out[key.port] = append(out[key.port], *streams[key])
+	}
+	// HTTP/1.x: requests and responses in order per connection.
+	type pending struct{ requests, responses []tsharkExchange }
+	h1 := make(map[int]*pending)
+	for _, row := range tsharkFields(t, pcap, keys, "http", "tcp.srcport", "tcp.dstport", "http.request.method", "http.request.uri", "http.response.code") {
+		src, _ := strconv.Atoi(row[0])
+		dst, _ := strconv.Atoi(row[1])
+		port := src
+		if src == serverPort {
+			port = dst
+		}
+		p := h1[port]
+		if p == nil {
+			p = &pending{}
+			h1[port] = p
+		}
+		for i, method := range splitValues(row[2]) {
+			if uris := splitValues(row[3]); i < len(uris) {
+				p.requests = append(p.requests, tsharkExchange{method: method, path: uris[i]})
+			}
+		}
+		for _, code := range splitValues(row[4]) {
+			status, _ := strconv.Atoi(code)
+			p.responses = append(p.responses, tsharkExchange{status: status})
+		}
+	}
+	for port, p := range h1 {
+		for i, q := range p.requests {
+			if i < len(p.responses) {
+				q.status = p.responses[i].status
+			}
+			out[port] = append(out[port], q)
+		}
+	}
+	return out
+}
+
+// compareWithTshark checks the exchanges against tshark's decryption of the
+// same capture with the same key log: the same requests in the same order per
+// connection (HTTP/2: in order of stream id), statuses, and HTTP/2 DATA bytes;
+// and each side's handshake end inside the packet tshark shows its Finished in.
+func compareWithTshark(t *testing.T, pcap, keys string, serverPort int, conns []connResult) {
+	t.Helper()
+	want := tsharkExchanges(t, pcap, keys, serverPort)
+	for _, c := range conns {
+		port := int(c.client.Port())
+		var got []tsharkExchange
+		for _, x := range c.result.Exchanges {
+			e := tsharkExchange{method: x.Method, path: x.Path, status: x.Status}
+			if x.Protocol == ProtocolHTTP2 {
+				e.dataBytes = x.BodyBytes // no padding from nginx
+			}
+			got = append(got, e)
+		}
+		if fmt.Sprint(got) != fmt.Sprint(want[port]) {
+			t.Errorf("connection from port %d:\n got %v\ntshark %v", port, got, want[port])
+		}
+	}
+	// Handshake ends: tshark shows each Finished in the packet its record ended
+	// in; relative sequence numbers count the first payload byte as 1.
+	finished := make(map[[2]int][2]int64) // (client port, dir) -> payload range of the first packet with a Finished
+	for _, row := range tsharkFields(t, pcap, keys, "tls.handshake.type == 20", "tcp.srcport", "tcp.dstport", "tcp.seq", "tcp.len") {
+		src, _ := strconv.Atoi(row[0])
+		dst, _ := strconv.Atoi(row[1])
+		seq, _ := strconv.ParseInt(row[2], 10, 64)
+		length, _ := strconv.ParseInt(row[3], 10, 64)
+		key := [2]int{src, int(flow.ToServer)}
+		if src == serverPort {
+			key = [2]int{dst, int(flow.ToClient)}
+		}
+		if _, seen := finished[key]; !seen {
+			finished[key] = [2]int64{seq - 1, seq - 1 + length}
+		}
+	}
+	for _, c := range conns {
+		for dir := range 2 {
+			r, ok := finished[[2]int{int(c.client.Port()), dir}]
+			end := c.result.HandshakeEnd[dir]
+			if !ok {
+				if end >= 0 {
+					t.Errorf("connection from port %d dir %d: handshake end %d, tshark shows no Finished", c.client.Port(), dir, end)
+				}
+				continue
+			}
+			if end <= r[0] || end > r[1] {
+				t.Errorf("connection from port %d dir %d: handshake end %d outside the packet with tshark's Finished (%d..%d]",
+					c.client.Port(), dir, end, r[0], r[1])
+			}
+		}
+	}
+}
