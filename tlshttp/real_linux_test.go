@@ -58,6 +58,13 @@ func TestRealClientsAgainstNginx(t *testing.T) {
 		{scenario: chromiumScenario("chromium-tls13-h2", portTLS13H2, "/page/index.html", 4), version: tls.VersionTLS13, connections: 1},
 		{scenario: chromiumScenario("chromium-tls12-h2", portTLS12H2, "/page/index.html", 4), version: tls.VersionTLS12, connections: 1},
 		{scenario: chromiumScenario("chromium-tls12-h1", portTLS12H1, "/page/index.html", 4), version: tls.VersionTLS12},
+		// Small ones, kept in testdata/ for the tests without root (see its README).
+		{scenario: curlScenario("tiny-curl-tls13-h2", portTLS13H2, []string{"--http2", "--tlsv1.3"}, "/small.txt", "/tiny/app.js", "/missing"),
+			version: tls.VersionTLS13, connections: 1},
+		{scenario: curlScenario("tiny-curl-tls12-h1-cbc", portTLS12H1, with(tls12, "--http1.1", "--ciphers", "ECDHE-RSA-AES128-SHA"), "/small.txt", "/tiny/style.css"),
+			version: tls.VersionTLS12, suite: tls.TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA, connections: 1},
+		{scenario: chromiumScenario("tiny-chromium-tls13-h2", portTLS13H2, "/tiny/index.html", 4), version: tls.VersionTLS13, connections: 1},
+		{scenario: keyUpdateScenario("tiny-openssl-tls13-h1-keyupdate", portTLS13H1), version: tls.VersionTLS13, connections: 1, keyUpdate: true},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
