@@ -48,6 +48,7 @@ const (
 	portTLS12H2  = 8445 // TLS 1.2, HTTP/2
 	portTLS12H1  = 8446 // TLS 1.2, HTTP/1.1 (encrypt-then-MAC on for CBC suites)
 	portTLS12MtE = 8447 // TLS 1.2, HTTP/1.1, encrypt-then-MAC off
+	portTLS13HRR = 8448 // TLS 1.3, HTTP/2, only P-384 key shares: clients that offer X25519 get a HelloRetryRequest
 )
 
 // waitLimit bounds waits for things that should happen at once (nginx up, its
@@ -193,6 +194,7 @@ http {
   server { listen 127.0.0.1:8445 ssl http2; ssl_protocols TLSv1.2; }
   server { listen 127.0.0.1:8446 ssl; ssl_protocols TLSv1.2; }
   server { listen 127.0.0.1:8447 ssl; ssl_protocols TLSv1.2; ssl_conf_command Options -EncryptThenMac; }
+  server { listen 127.0.0.1:8448 ssl http2; ssl_protocols TLSv1.3; ssl_ecdh_curve secp384r1; }
 }
 `))
 
@@ -258,7 +260,7 @@ func (l *lab) startNginx(t *testing.T) {
 	go func() { l.waited <- l.nginx.Wait() }()
 	// Ready when every port accepts a connection.
 	deadline := time.Now().Add(waitLimit)
-	for _, port := range []int{portTLS13H2, portTLS13H1, portTLS12H2, portTLS12H1, portTLS12MtE} {
+	for _, port := range []int{portTLS13H2, portTLS13H1, portTLS12H2, portTLS12H1, portTLS12MtE, portTLS13HRR} {
 		for {
 			err := netnsexec.Run(l.netns, func() error {
 				conn, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", port), time.Second)

@@ -24,6 +24,8 @@ type realCase struct {
 	connections int
 	resumed     bool
 	keyUpdate   bool
+	// helloRetry: the server asked for another key share (two ClientHellos).
+	helloRetry bool
 }
 
 func TestRealClientsAgainstNginx(t *testing.T) {
@@ -55,6 +57,9 @@ func TestRealClientsAgainstNginx(t *testing.T) {
 		{scenario: curlScenario("curl-tls13-h1-resumed", portTLS13H1, []string{"--http1.1", "--tlsv1.3", "-H", "Connection: close"}, "/small.txt", "/a.bin"),
 			version: tls.VersionTLS13, connections: 2, resumed: true},
 		{scenario: keyUpdateScenario("openssl-tls13-h1-keyupdate", portTLS13H1), version: tls.VersionTLS13, connections: 1, keyUpdate: true},
+		{scenario: curlScenario("curl-tls13-h2-hello-retry", portTLS13HRR, []string{"--http2", "--tlsv1.3", "--curves", "X25519:secp384r1"}, "/a.bin", "/small.txt"),
+			version: tls.VersionTLS13, connections: 1, helloRetry: true},
+		{scenario: chromiumScenario("chromium-tls13-h2-hello-retry", portTLS13HRR, "/tiny/index.html", 4), version: tls.VersionTLS13, helloRetry: true},
 		{scenario: chromiumScenario("chromium-tls13-h2", portTLS13H2, "/page/index.html", 4), version: tls.VersionTLS13, connections: 1},
 		{scenario: chromiumScenario("chromium-tls12-h2", portTLS12H2, "/page/index.html", 4), version: tls.VersionTLS12, connections: 1},
 		{scenario: chromiumScenario("chromium-tls12-h1", portTLS12H1, "/page/index.html", 4), version: tls.VersionTLS12},
@@ -142,6 +147,19 @@ func checkRealCase(t *testing.T, c realCase, files scenarioFiles) {
 	}
 	if c.connections > 0 && len(used) != c.connections {
 		t.Errorf("%d connections carried requests, want %d", len(used), c.connections)
+	}
+	if c.helloRetry {
+		// Independent reading: tshark shows two ClientHellos on the connection.
+		hellos := make(map[int]int)
+		for _, row := range tsharkFields(t, files.pcap, files.keys, "tls.handshake.type == 1", "tcp.srcport") {
+			port, _ := strconv.Atoi(row[0])
+			hellos[port]++
+		}
+		for _, conn := range used {
+			if hellos[int(conn.client.Port())] != 2 {
+				t.Errorf("port %d: %d ClientHellos, want 2 (a HelloRetryRequest)", conn.client.Port(), hellos[int(conn.client.Port())])
+			}
+		}
 	}
 	if c.resumed {
 		// Independent reading: tshark shows a Certificate message only on the
