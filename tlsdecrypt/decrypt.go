@@ -837,6 +837,11 @@ func (d *Decryptor) decrypt(s *side, r *rawRecord) {
 				}
 			}
 		})
+	} else if d.summary.Version == tlsrec.VersionTLS12 && s.handshakeDone && contentType == tlsrec.ContentChangeCipherSpec {
+		// A renegotiation's new keys are not followed.
+		d.emit(out)
+		d.stop(s, r.end(), "TLS 1.2 renegotiation: the records after this side's second ChangeCipherSpec use keys that are not followed")
+		return
 	} else if d.summary.Version == tlsrec.VersionTLS12 && !s.handshakeDone {
 		// The first protected record must be the Finished.
 		d.endHandshake(s, r.end(), false)
