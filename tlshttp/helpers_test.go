@@ -168,7 +168,7 @@ func compareWithAccessLog(t *testing.T, conns []connResult, entries []accessEntr
 				t.Errorf("port %d %s %s: status %d, body %d, bytes %d (complete %t, incomplete %t %s); nginx logged %d, %d, %d",
 					c.client.Port(), e.method, e.path, x.Status, x.BodyBytes, x.Bytes, x.Complete, x.Incomplete, x.Reason, e.status, e.bodySent, e.bytesSent)
 			}
-			if x.RequestOffset < res.HandshakeEnd[flow.ToServer] || x.ResponseStart < res.HandshakeEnd[flow.ToClient] ||
+			if (x.RequestOffset < res.HandshakeEnd[flow.ToServer]) != x.EarlyData || x.ResponseStart < res.HandshakeEnd[flow.ToClient] ||
 				x.ResponseEnd <= x.ResponseStart || x.FirstByteNs < x.RequestNs || x.LastByteNs < x.FirstByteNs {
 				t.Errorf("port %d %s %s: request at %d, response %d..%d, times %d %d %d: out of order with the handshake end %v",
 					c.client.Port(), e.method, e.path, x.RequestOffset, x.ResponseStart, x.ResponseEnd, x.RequestNs, x.FirstByteNs, x.LastByteNs, res.HandshakeEnd)

@@ -49,6 +49,7 @@ const (
 	portTLS12H1  = 8446 // TLS 1.2, HTTP/1.1 (encrypt-then-MAC on for CBC suites)
 	portTLS12MtE = 8447 // TLS 1.2, HTTP/1.1, encrypt-then-MAC off
 	portTLS13HRR = 8448 // TLS 1.3, HTTP/2, only P-384 key shares: clients that offer X25519 get a HelloRetryRequest
+	portTLS13RTT = 8449 // TLS 1.3, HTTP/1.1, 0-RTT data accepted
 )
 
 // waitLimit bounds waits for things that should happen at once (nginx up, its
@@ -195,6 +196,7 @@ http {
   server { listen 127.0.0.1:8446 ssl; ssl_protocols TLSv1.2; }
   server { listen 127.0.0.1:8447 ssl; ssl_protocols TLSv1.2; ssl_conf_command Options -EncryptThenMac; }
   server { listen 127.0.0.1:8448 ssl http2; ssl_protocols TLSv1.3; ssl_ecdh_curve secp384r1; }
+  server { listen 127.0.0.1:8449 ssl; ssl_protocols TLSv1.3; ssl_early_data on; }
 }
 `))
 
@@ -260,7 +262,7 @@ func (l *lab) startNginx(t *testing.T) {
 	go func() { l.waited <- l.nginx.Wait() }()
 	// Ready when every port accepts a connection.
 	deadline := time.Now().Add(waitLimit)
-	for _, port := range []int{portTLS13H2, portTLS13H1, portTLS12H2, portTLS12H1, portTLS12MtE, portTLS13HRR} {
+	for _, port := range []int{portTLS13H2, portTLS13H1, portTLS12H2, portTLS12H1, portTLS12MtE, portTLS13HRR, portTLS13RTT} {
 		for {
 			err := netnsexec.Run(l.netns, func() error {
 				conn, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", port), time.Second)
@@ -476,53 +478,99 @@ func chromiumScenario(name string, port int, page string, requests int) scenario
 	}}
 }
 
+// sClient drives openssl s_client inside the lab: script writes to its stdin and
+// waits for markers in what it prints (stdout and stderr).
+type sClient struct {
+	t     *testing.T
+	cmd   *exec.Cmd
+	stdin io.WriteCloser
+	lines *bufio.Reader
+	out   *os.File
+}
+
+func (l *lab) startSClient(t *testing.T, args ...string) *sClient {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	t.Cleanup(cancel)
+	cmd := exec.CommandContext(ctx, "ip", append([]string{"netns", "exec", l.name, "openssl", "s_client"}, args...)...)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// s_client prints responses on stdout and notes such as KEYUPDATE on stderr.
+	out, output, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stdout, cmd.Stderr = output, output
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	output.Close()
+	return &sClient{t: t, cmd: cmd, stdin: stdin, lines: bufio.NewReader(out), out: out}
+}
+
+func (c *sClient) send(text string) { io.WriteString(c.stdin, text) }
+
+func (c *sClient) waitFor(marker string) {
+	c.t.Helper()
+	for {
+		line, err := c.lines.ReadString('\n')
+		if strings.Contains(line, marker) {
+			return
+		}
+		if err != nil {
+			c.t.Fatalf("s_client ended before %q: %v", marker, err)
+		}
+	}
+}
+
+func (c *sClient) finish() {
+	c.t.Helper()
+	c.stdin.Close()
+	io.Copy(io.Discard, c.lines)
+	c.out.Close()
+	if err := c.cmd.Wait(); err != nil {
+		c.t.Fatalf("openssl s_client: %v", err)
+	}
+}
+
 // keyUpdateScenario sends two requests with openssl s_client on one TLS 1.3
 // connection, with a KeyUpdate (update_requested, so the server updates too)
 // between them.
 func keyUpdateScenario(name string, port int) scenario {
 	return scenario{name: name, port: port, requests: 2, run: func(t *testing.T, l *lab, keys string) {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		cmd := exec.CommandContext(ctx, "ip", "netns", "exec", l.name, "openssl", "s_client", "-connect", fmt.Sprintf("127.0.0.1:%d", port),
-			"-tls1_3", "-keylogfile", keys, "-servername", "server.test")
-		stdin, err := cmd.StdinPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		// s_client prints responses on stdout and KEYUPDATE on stderr: read both.
-		stdout, output, err := os.Pipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer stdout.Close()
-		cmd.Stdout, cmd.Stderr = output, output
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		output.Close()
-		lines := bufio.NewReader(stdout)
-		waitFor := func(marker string) {
-			for {
-				line, err := lines.ReadString('\n')
-				if strings.Contains(line, marker) {
-					return
-				}
-				if err != nil {
-					t.Fatalf("s_client ended before %q: %v", marker, err)
-				}
-			}
-		}
-		io.WriteString(stdin, "GET /one.txt HTTP/1.1\r\nHost: server.test\r\n\r\n")
-		waitFor("END-ONE")
+		c := l.startSClient(t, "-connect", fmt.Sprintf("127.0.0.1:%d", port), "-tls1_3", "-keylogfile", keys, "-servername", "server.test")
+		c.send("GET /one.txt HTTP/1.1\r\nHost: server.test\r\n\r\n")
+		c.waitFor("END-ONE")
 		// A line starting with K makes s_client send a KeyUpdate asking for one back.
-		io.WriteString(stdin, "K\n")
-		waitFor("KEYUPDATE")
-		io.WriteString(stdin, "GET /two.txt HTTP/1.1\r\nHost: server.test\r\nConnection: close\r\n\r\n")
-		waitFor("END-TWO")
-		stdin.Close()
-		io.Copy(io.Discard, stdout)
-		if err := cmd.Wait(); err != nil {
-			t.Fatalf("openssl s_client: %v", err)
+		c.send("K\n")
+		c.waitFor("KEYUPDATE")
+		c.send("GET /two.txt HTTP/1.1\r\nHost: server.test\r\nConnection: close\r\n\r\n")
+		c.waitFor("END-TWO")
+		c.finish()
+	}}
+}
+
+// earlyDataScenario makes two TLS 1.3 connections with openssl s_client: the
+// first gets a session ticket, the second resumes it and sends its request as
+// 0-RTT data, which the server accepts.
+func earlyDataScenario(name string, port int) scenario {
+	return scenario{name: name, port: port, requests: 2, run: func(t *testing.T, l *lab, keys string) {
+		dir := t.TempDir()
+		session, early := filepath.Join(dir, "session.pem"), filepath.Join(dir, "early.txt")
+		if err := os.WriteFile(early, []byte("GET /two.txt HTTP/1.1\r\nHost: server.test\r\nConnection: close\r\n\r\n"), 0o600); err != nil {
+			t.Fatal(err)
 		}
+		address := fmt.Sprintf("127.0.0.1:%d", port)
+		first := l.startSClient(t, "-connect", address, "-tls1_3", "-keylogfile", keys, "-servername", "server.test", "-sess_out", session)
+		first.send("GET /one.txt HTTP/1.1\r\nHost: server.test\r\nConnection: close\r\n\r\n")
+		first.waitFor("END-ONE")
+		first.finish()
+		second := l.startSClient(t, "-connect", address, "-tls1_3", "-keylogfile", keys, "-servername", "server.test",
+			"-sess_in", session, "-early_data", early)
+		second.waitFor("Early data was accepted")
+		second.waitFor("END-TWO")
+		second.finish()
 	}}
 }

@@ -26,6 +26,8 @@ type realCase struct {
 	keyUpdate   bool
 	// helloRetry: the server asked for another key share (two ClientHellos).
 	helloRetry bool
+	// earlyData: the last connection's request went as 0-RTT data.
+	earlyData bool
 }
 
 func TestRealClientsAgainstNginx(t *testing.T) {
@@ -57,6 +59,7 @@ func TestRealClientsAgainstNginx(t *testing.T) {
 		{scenario: curlScenario("curl-tls13-h1-resumed", portTLS13H1, []string{"--http1.1", "--tlsv1.3", "-H", "Connection: close"}, "/small.txt", "/a.bin"),
 			version: tls.VersionTLS13, connections: 2, resumed: true},
 		{scenario: keyUpdateScenario("openssl-tls13-h1-keyupdate", portTLS13H1), version: tls.VersionTLS13, connections: 1, keyUpdate: true},
+		{scenario: earlyDataScenario("tiny-openssl-tls13-h1-early-data", portTLS13RTT), version: tls.VersionTLS13, connections: 2, resumed: true, earlyData: true},
 		{scenario: curlScenario("curl-tls13-h2-hello-retry", portTLS13HRR, []string{"--http2", "--tlsv1.3", "--curves", "X25519:secp384r1"}, "/a.bin", "/small.txt"),
 			version: tls.VersionTLS13, connections: 1, helloRetry: true},
 		{scenario: chromiumScenario("chromium-tls13-h2-hello-retry", portTLS13HRR, "/tiny/index.html", 4), version: tls.VersionTLS13, helloRetry: true},
@@ -106,6 +109,7 @@ func checkRealCase(t *testing.T, c realCase, files scenarioFiles) {
 		if len(conn.result.Exchanges) > 0 {
 			used = append(used, conn)
 		}
+		first := len(used) == 1 && len(conn.result.Exchanges) > 0
 		res := conn.result
 		if !res.Decrypted {
 			continue
@@ -120,9 +124,9 @@ func checkRealCase(t *testing.T, c realCase, files scenarioFiles) {
 					conn.client.Port(), dir, res.HandshakeEnd[dir], res.HandshakeEndInferred[dir])
 			}
 		}
-		// What follows a TLS 1.3 server's handshake and is not HTTP: its session
-		// tickets (nginx sends two, OpenSSL's default).
-		if res.Version == tls.VersionTLS13 {
+		// What follows a TLS 1.3 server's full handshake and is not HTTP: its
+		// session tickets (nginx sends two, OpenSSL's default).
+		if res.Version == tls.VersionTLS13 && first {
 			tickets := 0
 			for _, r := range res.NonApplication {
 				if r.Dir == flow.ToClient && slices.Contains(r.HandshakeTypes, 4) {
@@ -147,6 +151,15 @@ func checkRealCase(t *testing.T, c realCase, files scenarioFiles) {
 	}
 	if c.connections > 0 && len(used) != c.connections {
 		t.Errorf("%d connections carried requests, want %d", len(used), c.connections)
+	}
+	if c.earlyData {
+		// The request decrypted from 0-RTT data: its record was sent before the
+		// client's Finished.
+		last := used[len(used)-1].result
+		if len(last.Exchanges) != 1 || !last.Exchanges[0].EarlyData || last.Exchanges[0].RequestOffset >= last.HandshakeEnd[flow.ToServer] {
+			t.Errorf("early-data connection: exchanges %+v, client handshake end %d; want one request before it",
+				last.Exchanges, last.HandshakeEnd[flow.ToServer])
+		}
 	}
 	if c.helloRetry {
 		// Independent reading: tshark shows two ClientHellos on the connection.

@@ -59,6 +59,9 @@ type Exchange struct {
 	// that record's first byte was seen.
 	RequestOffset int64
 	RequestNs     int64
+	// EarlyData reports that the request's first byte went as TLS 1.3 0-RTT
+	// data, before the client's handshake ended.
+	EarlyData bool
 	// ResponseStart is the server stream offset where the record carrying the
 	// response's first byte starts, ResponseEnd where the record carrying its last
 	// byte ends (-1 when not seen). FirstByteNs and LastByteNs are when those
@@ -127,6 +130,7 @@ type recordSpan struct {
 	plainStart, plainEnd int64
 	tcpStart, tcpEnd     int64
 	firstNs, lastNs      int64
+	early                bool // 0-RTT data
 }
 
 // direction is one side's plaintext bookkeeping.
@@ -168,13 +172,18 @@ func (c *Conn) Write(dir flow.Dir, offset int64, data []byte, length int, timeNs
 // onRecord routes one protected record.
 func (c *Conn) onRecord(r *tlsdecrypt.Record) {
 	d := &c.dirs[r.Dir]
-	if !r.AfterHandshake {
+	// Application data comes after a side's handshake, or as the client's 0-RTT
+	// data before it.
+	early := r.Epoch == tlsdecrypt.EpochEarly
+	if !r.AfterHandshake && !early {
 		return
 	}
 	application := r.ContentType == tlsrec.ContentApplicationData
 	if r.Lost && r.PlaintextLength < 0 {
 		// TLS 1.3 (or CBC): neither the type nor the length is known.
-		c.nonApp = append(c.nonApp, RecordSpan{Dir: r.Dir, Offset: r.Offset, End: r.End})
+		if r.AfterHandshake {
+			c.nonApp = append(c.nonApp, RecordSpan{Dir: r.Dir, Offset: r.Offset, End: r.End})
+		}
 		c.h2.Lose(r.Dir, ReasonRecordLost)
 		if !d.h1Lost {
 			d.h1Lost, d.lostAt, d.lostTCP = true, d.plain, r.Offset
@@ -182,8 +191,10 @@ func (c *Conn) onRecord(r *tlsdecrypt.Record) {
 		return
 	}
 	if !application {
-		c.nonApp = append(c.nonApp, RecordSpan{Dir: r.Dir, Offset: r.Offset, End: r.End, ContentType: r.ContentType,
-			HandshakeTypes: append([]uint8(nil), r.HandshakeTypes...)})
+		if r.AfterHandshake {
+			c.nonApp = append(c.nonApp, RecordSpan{Dir: r.Dir, Offset: r.Offset, End: r.End, ContentType: r.ContentType,
+				HandshakeTypes: append([]uint8(nil), r.HandshakeTypes...)})
+		}
 		return
 	}
 	n := int64(r.PlaintextLength)
@@ -191,7 +202,7 @@ func (c *Conn) onRecord(r *tlsdecrypt.Record) {
 		return
 	}
 	d.spans = append(d.spans, recordSpan{plainStart: d.plain, plainEnd: d.plain + n, tcpStart: r.Offset, tcpEnd: r.End,
-		firstNs: r.FirstNs, lastNs: r.LastNs})
+		firstNs: r.FirstNs, lastNs: r.LastNs, early: early})
 	// A lost record of known length is a hole of that size: bodies are skipped by
 	// count, boundaries in it lose sync.
 	c.h2.Write(r.Dir, d.plain, r.Plaintext, int(n))
@@ -288,7 +299,7 @@ func (c *Conn) placeResponse(x *Exchange, start, end int64) {
 
 func (c *Conn) placeRequest(x *Exchange, dir flow.Dir, at int64) {
 	if r, ok := c.dirs[dir].locate(at); ok {
-		x.RequestOffset, x.RequestNs = r.tcpStart, r.firstNs
+		x.RequestOffset, x.RequestNs, x.EarlyData = r.tcpStart, r.firstNs, r.early
 	}
 }
 
