@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -221,35 +222,63 @@ type tsharkExchange struct {
 	dataBytes    int64 // HTTP/2: DATA frame payloads of the response
 }
 
-// tsharkExchanges reads the requests of every connection, keyed by the client
-// port, in order, as tshark decrypts and dissects them (HTTP/1.x and HTTP/2).
-func tsharkExchanges(t *testing.T, pcap, keys string, serverPort int) map[int][]tsharkExchange {
+// tsharkReading is what tshark's decryption of a capture shows: the requests of
+// every connection, keyed by the client port, in order (HTTP/1.x and HTTP/2),
+// and the payload range of the first packet with each side's Finished, keyed by
+// client port and direction.
+type tsharkReading struct {
+	exchanges map[int][]tsharkExchange
+	finished  map[[2]int][2]int64
+}
+
+// readWithTshark runs tshark once over the capture with the key log.
+func readWithTshark(t *testing.T, pcap, keys string, serverPort int) tsharkReading {
 	t.Helper()
-	out := make(map[int][]tsharkExchange)
-	// HTTP/2: per packet, the frames' stream ids and types, and the :method,
-	// :path and :status of its HEADERS frames in order.
+	reading := tsharkReading{exchanges: make(map[int][]tsharkExchange), finished: make(map[[2]int][2]int64)}
 	type streamKey struct {
 		port   int
 		stream string
 	}
 	streams := make(map[streamKey]*tsharkExchange)
 	var order []streamKey
-	for _, row := range tsharkFields(t, pcap, keys, "http2", "tcp.srcport", "tcp.dstport", "http2.streamid", "http2.type", "http2.length",
-		"http2.headers.method", "http2.headers.path", "http2.headers.status") {
+	type pending struct{ requests, responses []tsharkExchange }
+	h1 := make(map[int]*pending)
+	var h1Order []int
+	rows := tsharkFields(t, pcap, keys, "http || http2 || tls.handshake.type == 20",
+		"tcp.srcport", "tcp.dstport", "tcp.seq", "tcp.len", "tls.handshake.type",
+		"http2.streamid", "http2.type", "http2.length", "http2.headers.method", "http2.headers.path", "http2.headers.status",
+		"http.request.method", "http.request.uri", "http.response.code")
+	for _, row := range rows {
+		for len(row) < 14 {
+			row = append(row, "")
+		}
 		src, _ := strconv.Atoi(row[0])
 		dst, _ := strconv.Atoi(row[1])
-		ids, types, lengths := splitValues(row[2]), splitValues(row[3]), splitValues(row[4])
-		methods, paths, statuses := splitValues(row[5]), splitValues(row[6]), splitValues(row[7])
 		toServer := dst == serverPort
-		port := src
+		port, dir := src, int(flow.ToServer)
 		if !toServer {
-			port = dst
+			port, dir = dst, int(flow.ToClient)
 		}
+		// Finished: relative sequence numbers count the first payload byte as 1.
+		if slices.Contains(splitValues(row[4]), "20") {
+			if _, seen := reading.finished[[2]int{port, dir}]; !seen {
+				seq, _ := strconv.ParseInt(row[2], 10, 64)
+				length, _ := strconv.ParseInt(row[3], 10, 64)
+				reading.finished[[2]int{port, dir}] = [2]int64{seq - 1, seq - 1 + length}
+			}
+		}
+		// HTTP/2: the frames' stream ids and types, and the :method, :path and
+		// :status of the packet's HEADERS frames in order.
+		ids, types, lengths := splitValues(row[5]), splitValues(row[6]), splitValues(row[7])
+		methods, paths, statuses := splitValues(row[8]), splitValues(row[9]), splitValues(row[10])
 		headers := 0
 		for i := range min(len(ids), len(types), len(lengths)) {
+			if ids[i] == "0" {
+				continue
+			}
 			key := streamKey{port, ids[i]}
 			x := streams[key]
-			if x == nil && ids[i] != "0" {
+			if x == nil {
 				x = &tsharkExchange{}
 				streams[key] = x
 				order = append(order, key)
@@ -270,53 +299,49 @@ func tsharkExchanges(t *testing.T, pcap, keys string, serverPort int) map[int][]
 				}
 			}
 		}
-	}
-	for _, key := range order {
-		out[key.port] = append(out[key.port], *streams[key])
-	}
-	// HTTP/1.x: requests and responses in order per connection.
-	type pending struct{ requests, responses []tsharkExchange }
-	h1 := make(map[int]*pending)
-	for _, row := range tsharkFields(t, pcap, keys, "http", "tcp.srcport", "tcp.dstport", "http.request.method", "http.request.uri", "http.response.code") {
-		src, _ := strconv.Atoi(row[0])
-		dst, _ := strconv.Atoi(row[1])
-		port := src
-		if src == serverPort {
-			port = dst
+		// HTTP/1.x: requests and responses in order per connection.
+		if row[11] == "" && row[13] == "" {
+			continue
 		}
 		p := h1[port]
 		if p == nil {
 			p = &pending{}
 			h1[port] = p
+			h1Order = append(h1Order, port)
 		}
-		for i, method := range splitValues(row[2]) {
-			if uris := splitValues(row[3]); i < len(uris) {
+		uris := splitValues(row[12])
+		for i, method := range splitValues(row[11]) {
+			if i < len(uris) {
 				p.requests = append(p.requests, tsharkExchange{method: method, path: uris[i]})
 			}
 		}
-		for _, code := range splitValues(row[4]) {
+		for _, code := range splitValues(row[13]) {
 			status, _ := strconv.Atoi(code)
 			p.responses = append(p.responses, tsharkExchange{status: status})
 		}
 	}
-	for port, p := range h1 {
+	for _, key := range order {
+		reading.exchanges[key.port] = append(reading.exchanges[key.port], *streams[key])
+	}
+	for _, port := range h1Order {
+		p := h1[port]
 		for i, q := range p.requests {
 			if i < len(p.responses) {
 				q.status = p.responses[i].status
 			}
-			out[port] = append(out[port], q)
+			reading.exchanges[port] = append(reading.exchanges[port], q)
 		}
 	}
-	return out
+	return reading
 }
 
 // compareWithTshark checks the exchanges against tshark's decryption of the
 // same capture with the same key log: the same requests in the same order per
-// connection (HTTP/2: in order of stream id), statuses, and HTTP/2 DATA bytes;
-// and each side's handshake end inside the packet tshark shows its Finished in.
+// connection, statuses, and HTTP/2 DATA bytes; and each side's handshake end
+// inside the packet tshark shows its Finished in.
 func compareWithTshark(t *testing.T, pcap, keys string, serverPort int, conns []connResult) {
 	t.Helper()
-	want := tsharkExchanges(t, pcap, keys, serverPort)
+	want := readWithTshark(t, pcap, keys, serverPort)
 	for _, c := range conns {
 		port := int(c.client.Port())
 		var got []tsharkExchange
@@ -327,39 +352,21 @@ func compareWithTshark(t *testing.T, pcap, keys string, serverPort int, conns []
 			}
 			got = append(got, e)
 		}
-		if fmt.Sprint(got) != fmt.Sprint(want[port]) {
-			t.Errorf("connection from port %d:\n got %v\ntshark %v", port, got, want[port])
+		if fmt.Sprint(got) != fmt.Sprint(want.exchanges[port]) {
+			t.Errorf("connection from port %d:\n got %v\ntshark %v", port, got, want.exchanges[port])
 		}
-	}
-	// Handshake ends: tshark shows each Finished in the packet its record ended
-	// in; relative sequence numbers count the first payload byte as 1.
-	finished := make(map[[2]int][2]int64) // (client port, dir) -> payload range of the first packet with a Finished
-	for _, row := range tsharkFields(t, pcap, keys, "tls.handshake.type == 20", "tcp.srcport", "tcp.dstport", "tcp.seq", "tcp.len") {
-		src, _ := strconv.Atoi(row[0])
-		dst, _ := strconv.Atoi(row[1])
-		seq, _ := strconv.ParseInt(row[2], 10, 64)
-		length, _ := strconv.ParseInt(row[3], 10, 64)
-		key := [2]int{src, int(flow.ToServer)}
-		if src == serverPort {
-			key = [2]int{dst, int(flow.ToClient)}
-		}
-		if _, seen := finished[key]; !seen {
-			finished[key] = [2]int64{seq - 1, seq - 1 + length}
-		}
-	}
-	for _, c := range conns {
 		for dir := range 2 {
-			r, ok := finished[[2]int{int(c.client.Port()), dir}]
+			r, ok := want.finished[[2]int{port, dir}]
 			end := c.result.HandshakeEnd[dir]
 			if !ok {
 				if end >= 0 {
-					t.Errorf("connection from port %d dir %d: handshake end %d, tshark shows no Finished", c.client.Port(), dir, end)
+					t.Errorf("connection from port %d dir %d: handshake end %d, tshark shows no Finished", port, dir, end)
 				}
 				continue
 			}
 			if end <= r[0] || end > r[1] {
 				t.Errorf("connection from port %d dir %d: handshake end %d outside the packet with tshark's Finished (%d..%d]",
-					c.client.Port(), dir, end, r[0], r[1])
+					port, dir, end, r[0], r[1])
 			}
 		}
 	}
