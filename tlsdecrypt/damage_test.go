@@ -142,6 +142,29 @@ func TestCaptureHoles(t *testing.T) {
 				t.Error("plaintext before the stop is not the response's start")
 			}
 		})
+		t.Run(tls.VersionName(version)+"/hole filled late", func(t *testing.T) {
+			// The segment over a record header arrives after the segments that
+			// follow it, as a retransmission would: it fills the hole, and the
+			// connection decrypts as if nothing had happened.
+			header := starts[len(starts)-3]
+			kept, dropped := withoutSegment(pieces, flow.ToClient, header)
+			late := append(append([]piece(nil), kept...), dropped)
+			// Retransmitted copies of bytes already handed over are ignored.
+			late = append(late, kept[len(kept)/2], kept[len(kept)/3])
+			checkSession(t, session, runDecryptor(session.keys, late))
+
+			// With no room to wait, the hole stays a hole.
+			var stopped Summary
+			d := New(Config{Keys: session.keys, MaxPendingBytes: 2000})
+			for _, p := range late {
+				d.Write(p.dir, p.offset, p.data, p.length, 0)
+			}
+			d.Close()
+			stopped = d.Summary()
+			if stopped.Dirs[flow.ToClient].StoppedAt < 0 {
+				t.Errorf("2000 bytes of room: the hole over the header at %d was waited for: %+v", header, stopped.Dirs[flow.ToClient])
+			}
+		})
 		t.Run(tls.VersionName(version)+"/snaplen", func(t *testing.T) {
 			var cut []piece
 			for _, p := range pieces {

@@ -5,7 +5,9 @@
 // suites, key updates and 0-RTT data included.
 //
 // It is fed what tlsrec is fed: each direction's new in-order bytes with their
-// stream offset and true length (captures cut by a snaplen, holes). It gives every
+// stream offset and true length (captures cut by a snaplen, holes); bytes that
+// fill a hole later (a retransmission seen after the bytes above it) are taken
+// too, within a bounded wait. It gives every
 // protected record with the TCP stream offsets its ciphertext lay at, its inner
 // content type and plaintext, and it knows exactly where each side's handshake
 // ended (the record that carried its Finished), so that session tickets, key
@@ -25,9 +27,12 @@
 package tlsdecrypt
 
 import (
+	"bytes"
 	"encoding/binary"
 	"encoding/hex"
 	"fmt"
+	"slices"
+	"sort"
 
 	"github.com/slowstart/slowstart/flow"
 	"github.com/slowstart/slowstart/keylog"
@@ -116,7 +121,14 @@ type Config struct {
 	// within each direction. The Record and its plaintext are reused after it
 	// returns.
 	OnRecord func(*Record)
+	// MaxPendingBytes bounds the bytes of one direction that wait for a hole
+	// before them to be filled (see Write): 0 means DefaultMaxPendingBytes, a
+	// negative value no waiting.
+	MaxPendingBytes int
 }
+
+// DefaultMaxPendingBytes is the default of Config.MaxPendingBytes.
+const DefaultMaxPendingBytes = 1 << 20
 
 // Problem is something that kept records from being decrypted.
 type Problem struct {
@@ -222,6 +234,10 @@ type side struct {
 	queue      []rawRecord
 	queueBytes int
 
+	// pending pieces wait for a hole before them to be filled, by offset.
+	pending      []pendingPiece
+	pendingBytes int
+
 	summary   DirSummary
 	stopped   bool
 	plaintext []byte
@@ -231,8 +247,9 @@ type side struct {
 // Decryptor decrypts one connection. The zero value is not ready: use New. A
 // Decryptor is not safe for concurrent use.
 type Decryptor struct {
-	cfg   Config
-	sides [2]side
+	cfg        Config
+	sides      [2]side
+	maxPending int
 
 	// Set up once the ServerHello is known.
 	setup   bool
@@ -253,7 +270,10 @@ type Decryptor struct {
 
 // New returns a Decryptor for one connection.
 func New(cfg Config) *Decryptor {
-	d := &Decryptor{cfg: cfg}
+	d := &Decryptor{cfg: cfg, maxPending: cfg.MaxPendingBytes}
+	if d.maxPending == 0 {
+		d.maxPending = DefaultMaxPendingBytes
+	}
 	for dir := range d.sides {
 		s := &d.sides[dir]
 		s.dir = flow.Dir(dir)
@@ -273,11 +293,15 @@ func (d *Decryptor) Summary() Summary {
 	return out
 }
 
-// Write hands over the next new bytes of direction dir, in order: offset is the
-// stream offset of data[0], length the true length of the piece (len(data) <=
-// length; the rest was not captured), timeNs when it was seen (0 if unknown).
-// Offsets past the end of the previous piece are a hole; bytes already handed
-// over are ignored.
+// Write hands over bytes of direction dir: offset is the stream offset of
+// data[0], length the true length of the piece (len(data) <= length; the rest
+// was not captured), timeNs when it was seen (0 if unknown).
+//
+// Pieces are best handed over in order, as tlsrec takes them. Bytes already
+// handed over are ignored, so retransmissions may be handed over too. A piece
+// that starts beyond the bytes handed over waits, with the pieces after it, for
+// the missing bytes (a retransmission that fills the hole), up to
+// Config.MaxPendingBytes; bytes still missing then, or at Close, are a hole.
 func (d *Decryptor) Write(dir flow.Dir, offset int64, data []byte, length int, timeNs int64) {
 	if length < len(data) {
 		length = len(data)
@@ -286,6 +310,52 @@ func (d *Decryptor) Write(dir flow.Dir, offset int64, data []byte, length int, t
 		return
 	}
 	s := &d.sides[dir]
+	if offset > s.next && d.maxPending > 0 {
+		s.addPending(offset, data, length, timeNs)
+		for len(s.pending) > 0 && s.pendingBytes > d.maxPending {
+			// No room to wait longer: the oldest hole stays a hole.
+			d.processPending(s, 1)
+		}
+		return
+	}
+	d.process(s, offset, data, length, timeNs)
+	d.processPending(s, 0)
+}
+
+// pendingPiece is a piece waiting for the bytes before it.
+type pendingPiece struct {
+	offset int64
+	data   []byte
+	length int
+	timeNs int64
+}
+
+func (s *side) addPending(offset int64, data []byte, length int, timeNs int64) {
+	i := sort.Search(len(s.pending), func(i int) bool { return s.pending[i].offset > offset })
+	s.pending = slices.Insert(s.pending, i, pendingPiece{offset, bytes.Clone(data), length, timeNs})
+	s.pendingBytes += len(data)
+}
+
+// processPending hands over the waiting pieces that now follow the bytes handed
+// over, and at least the first force of them whatever the hole before it.
+func (d *Decryptor) processPending(s *side, force int) {
+	for len(s.pending) > 0 && (force > 0 || s.pending[0].offset <= s.next) {
+		p := s.pending[0]
+		s.pending = s.pending[1:]
+		s.pendingBytes -= len(p.data)
+		force--
+		d.process(s, p.offset, p.data, p.length, p.timeNs)
+	}
+	if len(s.pending) == 0 {
+		s.pending = nil
+	}
+}
+
+// process hands a piece to the hello parser and the record framing, in order.
+func (d *Decryptor) process(s *side, offset int64, data []byte, length int, timeNs int64) {
+	if d.failed {
+		return
+	}
 	if !d.setup {
 		s.hello.Write(offset, data, length)
 	}
@@ -315,6 +385,9 @@ func (d *Decryptor) Write(dir flow.Dir, offset int64, data []byte, length int, t
 // Close ends both directions: a record cut by the end of the stream is lost, and
 // records still waiting for the server's hello are given up.
 func (d *Decryptor) Close() {
+	for dir := range d.sides {
+		d.processPending(&d.sides[dir], len(d.sides[dir].pending))
+	}
 	for dir := range d.sides {
 		s := &d.sides[dir]
 		if s.framing == framingBody && !s.stopped && !d.failed {

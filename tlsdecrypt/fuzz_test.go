@@ -86,9 +86,10 @@ func loadFuzzSessions(t testing.TB) []fuzzSession {
 
 // fuzzPieces hands both streams over in alternating pieces following plan: each
 // plan byte gives a length (low 6 bits, times 16, plus one) and a mode (high 2
-// bits): 0 captured, 1 half captured, 2 not captured, 3 a hole.
+// bits): 0 captured, 1 half captured, 2 not captured, 3 late (handed over after
+// all the others, as a retransmission filling a hole).
 func fuzzPieces(client, server, plan []byte) []piece {
-	var pieces []piece
+	var pieces, late []piece
 	streams := [2][]byte{client, server}
 	var at [2]int
 	for i, step := range plan {
@@ -105,6 +106,7 @@ func fuzzPieces(client, server, plan []byte) []piece {
 		case 2:
 			p.data = nil
 		case 3:
+			late = append(late, p)
 			at[dir] += length
 			continue
 		}
@@ -116,7 +118,7 @@ func fuzzPieces(client, server, plan []byte) []piece {
 			pieces = append(pieces, piece{flow.Dir(dir), int64(at[dir]), streams[dir][at[dir]:], len(streams[dir]) - at[dir]})
 		}
 	}
-	return pieces
+	return append(pieces, late...)
 }
 
 // FuzzDecryptRecords feeds real connections' streams, mutated and cut, with

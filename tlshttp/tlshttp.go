@@ -163,8 +163,9 @@ func New(keys *keylog.Log) *Conn {
 	return c
 }
 
-// Write hands over the next new bytes of direction dir, as tlsrec.Stream.Write
-// takes them, with the time they were seen.
+// Write hands over bytes of direction dir with the time they were seen: the new
+// bytes of each segment, as tlsrec.Stream.Write takes them, and if the caller
+// has them, retransmitted bytes that fill a hole (see tlsdecrypt.Decryptor.Write).
 func (c *Conn) Write(dir flow.Dir, offset int64, data []byte, length int, timeNs int64) {
 	c.decryptor.Write(dir, offset, data, length, timeNs)
 }
