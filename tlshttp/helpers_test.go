@@ -25,24 +25,18 @@ type connResult struct {
 	result         Result
 }
 
-// feeder is the flow.Handler the analysis will be: it hands each segment's new
-// bytes to a Conn, as tlsrec gets them.
+// feeder is the flow.Handler the analysis will be: it hands each data segment
+// to a Conn, retransmissions included (bytes seen before are ignored; ones that
+// fill a hole are used).
 type feeder struct {
 	conn *Conn
 	out  *[]connResult
 }
 
 func (f *feeder) Segment(c *flow.Conn, s *flow.Segment) {
-	if s.NewLen == 0 {
-		return
+	if s.Len > 0 {
+		f.conn.Write(s.Dir, s.Offset, s.Payload, s.Len, s.TimeNs)
 	}
-	data := s.Payload
-	if skip := int(s.NewOffset - s.Offset); skip >= len(data) {
-		data = nil
-	} else {
-		data = data[skip:]
-	}
-	f.conn.Write(s.Dir, s.NewOffset, data, s.NewLen, s.TimeNs)
 }
 
 func (f *feeder) Close(c *flow.Conn) {
