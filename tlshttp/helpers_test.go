@@ -23,35 +23,74 @@ import (
 type connResult struct {
 	client, server netip.AddrPort
 	result         Result
+	// holes counts the server's segments that began beyond the bytes before
+	// them; filled counts the later segments that filled such holes.
+	holes, filled int
 }
 
 // feeder is the flow.Handler the analysis will be: it hands each data segment
 // to a Conn, retransmissions included (bytes seen before are ignored; ones that
 // fill a hole are used).
 type feeder struct {
-	conn *Conn
-	out  *[]connResult
+	conn          *Conn
+	out           *[]connResult
+	holes, filled int
+	highest       int64
+	open          []Span // server stream ranges skipped over, not yet filled
+	// newBytesOnly hands over only each segment's new bytes, as tlsrec gets them.
+	newBytesOnly bool
 }
 
 func (f *feeder) Segment(c *flow.Conn, s *flow.Segment) {
-	if s.Len > 0 {
-		f.conn.Write(s.Dir, s.Offset, s.Payload, s.Len, s.TimeNs)
+	if s.Len == 0 {
+		return
 	}
+	if s.Dir == flow.ToClient {
+		end := s.Offset + int64(s.Len)
+		kept := f.open[:0]
+		for _, hole := range f.open {
+			if s.Offset < hole.End && end > hole.Start {
+				f.filled++ // a later segment brought bytes of the hole
+				continue
+			}
+			kept = append(kept, hole)
+		}
+		f.open = kept
+		if s.Offset > f.highest {
+			f.holes++
+			f.open = append(f.open, Span{f.highest, s.Offset})
+		}
+		f.highest = max(f.highest, end)
+	}
+	if f.newBytesOnly {
+		if s.NewLen > 0 {
+			f.conn.Write(s.Dir, s.NewOffset, s.Payload[min(int(s.NewOffset-s.Offset), len(s.Payload)):], s.NewLen, s.TimeNs)
+		}
+		return
+	}
+	f.conn.Write(s.Dir, s.Offset, s.Payload, s.Len, s.TimeNs)
 }
 
 func (f *feeder) Close(c *flow.Conn) {
-	*f.out = append(*f.out, connResult{client: c.Client, server: c.Server, result: f.conn.Close()})
+	*f.out = append(*f.out, connResult{client: c.Client, server: c.Server, result: f.conn.Close(), holes: f.holes, filled: f.filled})
 }
 
 // decodeCapture reads a capture file and returns every TCP connection's Result.
 func decodeCapture(path string, keys *keylog.Log) ([]connResult, error) {
+	return decodeCaptureFed(path, keys, false)
+}
+
+// decodeCaptureFed is decodeCapture, handing over only new bytes if asked.
+func decodeCaptureFed(path string, keys *keylog.Log, newBytesOnly bool) ([]connResult, error) {
 	r, err := capture.Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer r.Close()
 	var out []connResult
-	tracker := flow.NewTracker(func(c *flow.Conn) flow.Handler { return &feeder{conn: New(keys), out: &out} }, flow.ServerHint{})
+	tracker := flow.NewTracker(func(c *flow.Conn) flow.Handler {
+		return &feeder{conn: New(keys), out: &out, newBytesOnly: newBytesOnly}
+	}, flow.ServerHint{})
 	var p capture.Packet
 	for {
 		err := r.Next(&p)
@@ -183,7 +222,9 @@ func tsharkFields(t *testing.T, pcap, keys, filter string, fields ...string) [][
 	if _, err := exec.LookPath("tshark"); err != nil {
 		t.Skip("tshark is not installed (Debian package tshark)")
 	}
-	args := []string{"-r", pcap, "-o", "tls.keylog_file:" + keys, "-Y", filter, "-T", "fields", "-E", "separator=/t"}
+	// Out-of-order reassembly: holes filled by later retransmissions (off by default).
+	args := []string{"-r", pcap, "-o", "tls.keylog_file:" + keys, "-o", "tcp.reassemble_out_of_order:TRUE",
+		"-Y", filter, "-T", "fields", "-E", "separator=/t"}
 	for _, f := range fields {
 		args = append(args, "-e", f)
 	}

@@ -12,6 +12,7 @@ import (
 	"crypto/rsa"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/binary"
 	"encoding/pem"
 	"errors"
 	"fmt"
@@ -30,6 +31,11 @@ import (
 	"text/template"
 	"time"
 
+	"github.com/google/nftables"
+	"github.com/google/nftables/expr"
+	"github.com/vishvananda/netns"
+	"golang.org/x/sys/unix"
+
 	"github.com/slowstart/slowstart/capture"
 	"github.com/slowstart/slowstart/internal/netnsexec"
 	"github.com/slowstart/slowstart/internal/testroot"
@@ -38,8 +44,11 @@ import (
 // The lab of these tests: a network namespace of its own with only its loopback
 // (MTU 1500, so responses span many segments), Debian's nginx serving TLS 1.2
 // and 1.3 with HTTP/1.1 and HTTP/2 on several ports, and clients (curl,
-// Chromium, openssl s_client) run inside it with a key log. Everything is made
-// by the test and removed by t.Cleanup.
+// Chromium, openssl s_client) run inside it with a key log. For the lossy
+// scenarios a client namespace reaches it through a router namespace that drops
+// some of the server's packets, and the capture is taken at the client, so it
+// shows holes that retransmissions fill later. Everything is made by the test
+// and removed by t.Cleanup.
 
 // Ports and what nginx serves on them.
 const (
@@ -50,6 +59,20 @@ const (
 	portTLS12MtE = 8447 // TLS 1.2, HTTP/1.1, encrypt-then-MAC off
 	portTLS13HRR = 8448 // TLS 1.3, HTTP/2, only P-384 key shares: clients that offer X25519 get a HelloRetryRequest
 	portTLS13RTT = 8449 // TLS 1.3, HTTP/1.1, 0-RTT data accepted
+	// The router drops one in lossEvery of the server's packets from these ports
+	// on their way to the client namespace, where the capture is taken.
+	portTLS13Loss = 8450 // TLS 1.3, HTTP/2
+	portTLS12Loss = 8451 // TLS 1.2, HTTP/1.1
+	lossEvery     = 7
+)
+
+// Addresses of the lossy path: the lab (server) namespace, the router, the client.
+const (
+	lossServerAddress = "10.77.1.1"
+	lossRouterServer  = "10.77.1.2"
+	lossRouterClient  = "10.77.2.2"
+	lossClientAddress = "10.77.2.1"
+	lossClientIf      = "tlsc0"
 )
 
 // waitLimit bounds waits for things that should happen at once (nginx up, its
@@ -78,12 +101,14 @@ const pageHTML = `<!doctype html>
 `
 
 type lab struct {
-	name    string // network namespace
-	netns   string // its file
-	dir     string
-	nginx   *exec.Cmd
-	waited  chan error
-	logPath string
+	name  string // network namespace
+	netns string // its file
+	// The lossy path's client and router namespaces.
+	clientName, clientNetns, routerName string
+	dir                                 string
+	nginx                               *exec.Cmd
+	waited                              chan error
+	logPath                             string
 }
 
 func labSuffix(t *testing.T) string {
@@ -129,7 +154,71 @@ func startLab(t *testing.T) *lab {
 	run(t, "ip", "-n", l.name, "link", "set", "lo", "mtu", "1500")
 	l.writeFiles(t)
 	l.startNginx(t)
+	l.makeLossyPath(t)
 	return l
+}
+
+// makeLossyPath joins a client namespace to the lab through a router namespace
+// (veth pairs, forwarding on) whose nftables forward chain drops one in
+// lossEvery of the packets from the loss ports.
+func (l *lab) makeLossyPath(t *testing.T) {
+	t.Helper()
+	suffix := labSuffix(t)
+	l.clientName, l.routerName = "tlshttpc-"+suffix, "tlshttpr-"+suffix
+	l.clientNetns = filepath.Join("/run/netns", l.clientName)
+	for _, name := range []string{l.clientName, l.routerName} {
+		run(t, "ip", "netns", "add", name)
+		t.Cleanup(func() {
+			if out, err := exec.Command("ip", "netns", "del", name).CombinedOutput(); err != nil {
+				t.Errorf("removing network namespace %s: %v %s", name, err, out)
+			}
+		})
+	}
+	run(t, "ip", "-n", l.name, "link", "add", "tlss0", "type", "veth", "peer", "name", "tlsr0", "netns", l.routerName)
+	run(t, "ip", "-n", l.routerName, "link", "add", "tlsr1", "type", "veth", "peer", "name", lossClientIf, "netns", l.clientName)
+	for _, step := range [][]string{
+		{l.name, "addr", "add", lossServerAddress + "/24", "dev", "tlss0"},
+		{l.name, "link", "set", "tlss0", "up"},
+		{l.name, "route", "add", "10.77.2.0/24", "via", lossRouterServer},
+		{l.routerName, "addr", "add", lossRouterServer + "/24", "dev", "tlsr0"},
+		{l.routerName, "addr", "add", lossRouterClient + "/24", "dev", "tlsr1"},
+		{l.routerName, "link", "set", "tlsr0", "up"},
+		{l.routerName, "link", "set", "tlsr1", "up"},
+		{l.clientName, "addr", "add", lossClientAddress + "/24", "dev", lossClientIf},
+		{l.clientName, "link", "set", lossClientIf, "up"},
+		{l.clientName, "link", "set", "lo", "up"},
+		{l.clientName, "route", "add", "10.77.1.0/24", "via", lossRouterClient},
+	} {
+		run(t, "ip", append([]string{"-n", step[0]}, step[1:]...)...)
+	}
+	run(t, "ip", "netns", "exec", l.routerName, "sysctl", "-q", "-w", "net.ipv4.ip_forward=1")
+	handle, err := netns.GetFromPath(filepath.Join("/run/netns", l.routerName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer handle.Close()
+	conn, err := nftables.New(nftables.WithNetNSFd(int(handle)))
+	if err != nil {
+		t.Fatalf("nf_tables in the router namespace: %v", err)
+	}
+	table := conn.AddTable(&nftables.Table{Name: "tlshttp_loss", Family: nftables.TableFamilyINet})
+	policy := nftables.ChainPolicyAccept
+	chain := conn.AddChain(&nftables.Chain{Name: "forward", Table: table, Type: nftables.ChainTypeFilter,
+		Hooknum: nftables.ChainHookForward, Priority: nftables.ChainPriorityFilter, Policy: &policy})
+	for _, port := range []uint16{portTLS13Loss, portTLS12Loss} {
+		conn.AddRule(&nftables.Rule{Table: table, Chain: chain, Exprs: []expr.Any{
+			&expr.Meta{Key: expr.MetaKeyL4PROTO, Register: 1},
+			&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: []byte{unix.IPPROTO_TCP}},
+			&expr.Payload{DestRegister: 1, Base: expr.PayloadBaseTransportHeader, Offset: 0, Len: 2},
+			&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: binary.BigEndian.AppendUint16(nil, port)},
+			&expr.Numgen{Register: 1, Modulus: lossEvery, Type: unix.NFT_NG_INCREMENTAL},
+			&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: binary.NativeEndian.AppendUint32(nil, lossEvery-1)},
+			&expr.Verdict{Kind: expr.VerdictDrop},
+		}})
+	}
+	if err := conn.Flush(); err != nil {
+		t.Fatalf("installing the loss rule in the router namespace: %v", err)
+	}
 }
 
 // killLeftovers ends processes still in the namespace: ones the test started
@@ -197,6 +286,8 @@ http {
   server { listen 127.0.0.1:8447 ssl; ssl_protocols TLSv1.2; ssl_conf_command Options -EncryptThenMac; }
   server { listen 127.0.0.1:8448 ssl http2; ssl_protocols TLSv1.3; ssl_ecdh_curve secp384r1; }
   server { listen 127.0.0.1:8449 ssl; ssl_protocols TLSv1.3; ssl_early_data on; }
+  server { listen 8450 ssl http2; ssl_protocols TLSv1.3; }
+  server { listen 8451 ssl; ssl_protocols TLSv1.2; }
 }
 `))
 
@@ -262,7 +353,7 @@ func (l *lab) startNginx(t *testing.T) {
 	go func() { l.waited <- l.nginx.Wait() }()
 	// Ready when every port accepts a connection.
 	deadline := time.Now().Add(waitLimit)
-	for _, port := range []int{portTLS13H2, portTLS13H1, portTLS12H2, portTLS12H1, portTLS12MtE, portTLS13HRR, portTLS13RTT} {
+	for _, port := range []int{portTLS13H2, portTLS13H1, portTLS12H2, portTLS12H1, portTLS12MtE, portTLS13HRR, portTLS13RTT, portTLS13Loss, portTLS12Loss} {
 		for {
 			err := netnsexec.Run(l.netns, func() error {
 				conn, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", port), time.Second)
@@ -348,11 +439,11 @@ type recording struct {
 	path string
 }
 
-func (l *lab) startCapture(t *testing.T, path string) *recording {
+func (l *lab) startCapture(t *testing.T, path, netnsPath, iface string) *recording {
 	t.Helper()
-	live, err := capture.OpenLive(context.Background(), capture.LiveOptions{Interface: "lo", Netns: l.netns})
+	live, err := capture.OpenLive(context.Background(), capture.LiveOptions{Interface: iface, Netns: netnsPath})
 	if err != nil {
-		t.Fatalf("live capture on the lab's loopback: %v", err)
+		t.Fatalf("live capture on %s in %s: %v", iface, netnsPath, err)
 	}
 	file, err := os.Create(path)
 	if err != nil {
@@ -398,12 +489,12 @@ func (r *recording) stop(t *testing.T) {
 	}
 }
 
-// client runs a command inside the lab's namespace with SSLKEYLOGFILE set.
-func (l *lab) client(t *testing.T, keys string, stdin io.Reader, name string, args ...string) []byte {
+// client runs a command inside a namespace with SSLKEYLOGFILE set.
+func (l *lab) client(t *testing.T, namespace, keys string, stdin io.Reader, name string, args ...string) []byte {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "ip", append([]string{"netns", "exec", l.name, name}, args...)...)
+	cmd := exec.CommandContext(ctx, "ip", append([]string{"netns", "exec", namespace, name}, args...)...)
 	cmd.Env = append(os.Environ(), "SSLKEYLOGFILE="+keys, "HOME="+t.TempDir())
 	cmd.Stdin = stdin
 	var stderr bytes.Buffer
@@ -420,7 +511,10 @@ type scenario struct {
 	name     string
 	port     int
 	requests int // requests the client makes (nginx logs each)
-	run      func(t *testing.T, l *lab, keys string)
+	// lossy: the client runs in the client namespace, across the router that
+	// drops packets, and the capture is taken on its interface.
+	lossy bool
+	run   func(t *testing.T, l *lab, keys string)
 }
 
 // scenarioFiles are where one scenario's capture and logs go.
@@ -440,7 +534,11 @@ func (l *lab) runScenario(t *testing.T, s scenario) scenarioFiles {
 	files := scenarioFiles{pcap: filepath.Join(dir, s.name+".pcap"), keys: filepath.Join(dir, s.name+".keys")}
 	os.Remove(files.keys)
 	offset := l.logSize(t)
-	rec := l.startCapture(t, files.pcap)
+	captureNetns, captureIf := l.netns, "lo"
+	if s.lossy {
+		captureNetns, captureIf = l.clientNetns, lossClientIf
+	}
+	rec := l.startCapture(t, files.pcap, captureNetns, captureIf)
 	s.run(t, l, files.keys)
 	files.access = l.waitLog(t, offset, s.requests)
 	rec.stop(t)
@@ -450,10 +548,10 @@ func (l *lab) runScenario(t *testing.T, s scenario) scenarioFiles {
 	return files
 }
 
-func urls(port int, paths ...string) []string {
+func urls(host string, port int, paths ...string) []string {
 	var out []string
 	for _, p := range paths {
-		out = append(out, "-o", "/dev/null", fmt.Sprintf("https://127.0.0.1:%d%s", port, p))
+		out = append(out, "-o", "/dev/null", fmt.Sprintf("https://%s:%d%s", host, port, p))
 	}
 	return out
 }
@@ -462,14 +560,22 @@ func urls(port int, paths ...string) []string {
 // arguments close it).
 func curlScenario(name string, port int, args []string, paths ...string) scenario {
 	return scenario{name: name, port: port, requests: len(paths), run: func(t *testing.T, l *lab, keys string) {
-		l.client(t, keys, nil, "curl", append(append([]string{"-sS", "-k"}, args...), urls(port, paths...)...)...)
+		l.client(t, l.name, keys, nil, "curl", append(append([]string{"-sS", "-k"}, args...), urls("127.0.0.1", port, paths...)...)...)
+	}}
+}
+
+// lossyCurlScenario is curlScenario from the client namespace, across the router
+// that drops some of the server's packets.
+func lossyCurlScenario(name string, port int, args []string, paths ...string) scenario {
+	return scenario{name: name, port: port, requests: len(paths), lossy: true, run: func(t *testing.T, l *lab, keys string) {
+		l.client(t, l.clientName, keys, nil, "curl", append(append([]string{"-sS", "-k"}, args...), urls(lossServerAddress, port, paths...)...)...)
 	}}
 }
 
 // chromiumScenario loads a page in headless Chromium with a fresh profile.
 func chromiumScenario(name string, port int, page string, requests int) scenario {
 	return scenario{name: name, port: port, requests: requests, run: func(t *testing.T, l *lab, keys string) {
-		out := l.client(t, keys, nil, "chromium", "--headless", "--no-sandbox", "--disable-quic", "--ignore-certificate-errors",
+		out := l.client(t, l.name, keys, nil, "chromium", "--headless", "--no-sandbox", "--disable-quic", "--ignore-certificate-errors",
 			"--disable-gpu", "--no-first-run", "--user-data-dir="+t.TempDir(), "--ssl-key-log-file="+keys,
 			"--dump-dom", fmt.Sprintf("https://127.0.0.1:%d%s", port, page))
 		if !bytes.Contains(out, []byte("<p>page</p>")) {

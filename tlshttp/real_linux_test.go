@@ -28,6 +28,8 @@ type realCase struct {
 	helloRetry bool
 	// earlyData: the last connection's request went as 0-RTT data.
 	earlyData bool
+	// holes: the capture has holes in the server's stream, filled later.
+	holes bool
 }
 
 func TestRealClientsAgainstNginx(t *testing.T) {
@@ -60,6 +62,10 @@ func TestRealClientsAgainstNginx(t *testing.T) {
 			version: tls.VersionTLS13, connections: 2, resumed: true},
 		{scenario: keyUpdateScenario("openssl-tls13-h1-keyupdate", portTLS13H1), version: tls.VersionTLS13, connections: 1, keyUpdate: true},
 		{scenario: earlyDataScenario("tiny-openssl-tls13-h1-early-data", portTLS13RTT), version: tls.VersionTLS13, connections: 2, resumed: true, earlyData: true},
+		{scenario: lossyCurlScenario("curl-tls13-h2-lossy", portTLS13Loss, []string{"--http2", "--tlsv1.3"}, "/b.bin", "/a.bin", "/small.txt"),
+			version: tls.VersionTLS13, connections: 1, holes: true},
+		{scenario: lossyCurlScenario("curl-tls12-h1-lossy", portTLS12Loss, with(tls12, "--http1.1"), "/b.bin", "/a.bin"),
+			version: tls.VersionTLS12, connections: 1, holes: true},
 		{scenario: curlScenario("curl-tls13-h2-hello-retry", portTLS13HRR, []string{"--http2", "--tlsv1.3", "--curves", "X25519:secp384r1"}, "/a.bin", "/small.txt"),
 			version: tls.VersionTLS13, connections: 1, helloRetry: true},
 		{scenario: chromiumScenario("chromium-tls13-h2-hello-retry", portTLS13HRR, "/tiny/index.html", 4), version: tls.VersionTLS13, helloRetry: true},
@@ -73,6 +79,8 @@ func TestRealClientsAgainstNginx(t *testing.T) {
 			version: tls.VersionTLS12, suite: tls.TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA, connections: 1},
 		{scenario: chromiumScenario("tiny-chromium-tls13-h2", portTLS13H2, "/tiny/index.html", 4), version: tls.VersionTLS13, connections: 1},
 		{scenario: keyUpdateScenario("tiny-openssl-tls13-h1-keyupdate", portTLS13H1), version: tls.VersionTLS13, connections: 1, keyUpdate: true},
+		{scenario: lossyCurlScenario("tiny-curl-tls13-h2-lossy", portTLS13Loss, []string{"--http2", "--tlsv1.3"}, "/tiny/img.png", "/tiny/app.js", "/small.txt"),
+			version: tls.VersionTLS13, connections: 1, holes: true},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -151,6 +159,24 @@ func checkRealCase(t *testing.T, c realCase, files scenarioFiles) {
 	}
 	if c.connections > 0 && len(used) != c.connections {
 		t.Errorf("%d connections carried requests, want %d", len(used), c.connections)
+	}
+	if c.holes {
+		for _, conn := range used {
+			if conn.holes == 0 || conn.filled == 0 {
+				t.Errorf("port %d: %d holes in the server's stream, %d filled later; want both (the loss rule did not act)", conn.client.Port(), conn.holes, conn.filled)
+			}
+		}
+		// Handed only the new bytes of each segment, the holes stay holes: records
+		// are lost, and said to be.
+		newOnly, err := decodeCaptureFed(files.pcap, keys, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, conn := range newOnly {
+			if len(conn.result.Exchanges) > 0 && len(conn.result.Decryption.Problems) == 0 {
+				t.Errorf("port %d: the holes left no trace when only new bytes were handed over", conn.client.Port())
+			}
+		}
 	}
 	if c.earlyData {
 		// The request decrypted from 0-RTT data: its record was sent before the

@@ -64,8 +64,10 @@ type Exchange struct {
 	EarlyData bool
 	// ResponseStart is the server stream offset where the record carrying the
 	// response's first byte starts, ResponseEnd where the record carrying its last
-	// byte ends (-1 when not seen). FirstByteNs and LastByteNs are when those
-	// records' first and last bytes were seen.
+	// byte ends (-1 when not seen). FirstByteNs is when the first record's first
+	// byte was seen; LastByteNs when the last byte of any record that carried the
+	// response was seen: when the whole response had arrived (a hole filled late
+	// makes that later than the last record's arrival).
 	ResponseStart, ResponseEnd int64
 	FirstByteNs, LastByteNs    int64
 	// ResponseSpans are the server stream ranges of the records that carried the
@@ -264,21 +266,22 @@ func (d *direction) locate(at int64) (recordSpan, bool) {
 }
 
 // tcpSpans maps plaintext ranges to the ranges of the records that carried them,
-// merging adjacent ones.
-func (d *direction) tcpSpans(plain []http2msg.Span) []Span {
-	var out []Span
+// merging adjacent ones, and returns when the last byte of any of those records
+// was seen.
+func (d *direction) tcpSpans(plain []http2msg.Span) (spans []Span, lastNs int64) {
 	for _, p := range plain {
 		i := sort.Search(len(d.spans), func(i int) bool { return d.spans[i].plainEnd > p.Start })
 		for ; i < len(d.spans) && d.spans[i].plainStart < p.End; i++ {
 			r := d.spans[i]
-			if n := len(out); n > 0 && out[n-1].End >= r.tcpStart {
-				out[n-1].End = max(out[n-1].End, r.tcpEnd)
+			lastNs = max(lastNs, r.lastNs)
+			if n := len(spans); n > 0 && spans[n-1].End >= r.tcpStart {
+				spans[n-1].End = max(spans[n-1].End, r.tcpEnd)
 				continue
 			}
-			out = append(out, Span{r.tcpStart, r.tcpEnd})
+			spans = append(spans, Span{r.tcpStart, r.tcpEnd})
 		}
 	}
-	return out
+	return spans, lastNs
 }
 
 func newExchange(protocol string) Exchange {
@@ -321,9 +324,9 @@ func (c *Conn) http2Exchanges() []Exchange {
 		}
 		if s.ResponseOffset >= 0 {
 			c.placeResponse(&x, s.ResponseOffset, s.ResponseEnd)
-			plain := make([]http2msg.Span, len(s.ResponseSpans))
-			copy(plain, s.ResponseSpans)
-			x.ResponseSpans = server.tcpSpans(plain)
+			var lastNs int64
+			x.ResponseSpans, lastNs = server.tcpSpans(s.ResponseSpans)
+			x.LastByteNs = max(x.LastByteNs, lastNs)
 		}
 		x.Bytes = s.ResponseHeaderBytes + s.ResponseDataBytes
 		x.BodyBytes = s.ResponseBodyBytes
@@ -379,7 +382,9 @@ func (c *Conn) http1Exchanges() []Exchange {
 				x.Incomplete, x.Reason = true, ReasonRecordLost
 			}
 			c.placeResponse(&x, r.Offset, end)
-			x.ResponseSpans = server.tcpSpans([]http2msg.Span{{Start: r.Offset, End: end}})
+			var lastNs int64
+			x.ResponseSpans, lastNs = server.tcpSpans([]http2msg.Span{{Start: r.Offset, End: end}})
+			x.LastByteNs = max(x.LastByteNs, lastNs)
 			x.Bytes = end - r.Offset
 			if r.HeaderEnd >= 0 {
 				x.BodyBytes = end - r.HeaderEnd
