@@ -83,8 +83,10 @@ type Record struct {
 	// Offset is the TCP stream offset of the record header's first byte, End the
 	// offset just after its last byte.
 	Offset, End int64
-	// FirstNs and LastNs are the times given with the pieces that carried the
-	// record's first and last bytes.
+	// FirstNs is the time given with the piece that carried the record's first
+	// byte, LastNs the latest time of the pieces that carried any of it: when the
+	// record was complete (pieces filling a hole late can carry its first bytes
+	// after its last ones).
 	FirstNs, LastNs int64
 	// Epoch is the keys the record was protected with; KeyPhase counts the TLS
 	// 1.3 key updates of this direction before it. For a lost TLS 1.3 record they
@@ -392,7 +394,6 @@ func (d *Decryptor) Close() {
 		s := &d.sides[dir]
 		if s.framing == framingBody && !s.stopped && !d.failed {
 			s.rec.whole = false
-			s.rec.lastNs = s.timeNs
 			d.lostRecord(s, &s.rec, ReasonStreamEnded)
 		}
 		s.framing = framingLost
@@ -465,8 +466,9 @@ func (d *Decryptor) consume(s *side, data []byte) {
 		case framingHeader:
 			if s.headerN == 0 {
 				s.rec.offset = s.next
-				s.rec.firstNs = s.timeNs
+				s.rec.firstNs, s.rec.lastNs = s.timeNs, s.timeNs
 			}
+			s.rec.lastNs = max(s.rec.lastNs, s.timeNs)
 			n := copy(s.rec.header[s.headerN:], data)
 			s.headerN += n
 			s.next += int64(n)
@@ -480,6 +482,7 @@ func (d *Decryptor) consume(s *side, data []byte) {
 			}
 		case framingBody:
 			n := int(min(s.rec.end()-s.next, int64(len(data))))
+			s.rec.lastNs = max(s.rec.lastNs, s.timeNs)
 			if s.rec.whole {
 				s.rec.body = append(s.rec.body, data[:n]...)
 			}
@@ -514,6 +517,7 @@ func (d *Decryptor) skip(s *side, n int64) {
 		case framingBody:
 			step := min(s.rec.end()-s.next, n)
 			s.rec.whole = false
+			s.rec.lastNs = max(s.rec.lastNs, s.timeNs)
 			s.next += step
 			n -= step
 			if s.next == s.rec.end() {
@@ -557,7 +561,7 @@ func (d *Decryptor) startRecord(s *side) bool {
 // endRecord handles a framed record.
 func (d *Decryptor) endRecord(s *side) {
 	s.framing = framingHeader
-	s.rec.lastNs = s.timeNs
+	s.rec.lastNs = max(s.rec.lastNs, s.timeNs)
 	if !s.rec.whole {
 		s.rec.body = s.rec.body[:0]
 	}

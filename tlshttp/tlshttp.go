@@ -65,8 +65,8 @@ type Exchange struct {
 	// ResponseStart is the server stream offset where the record carrying the
 	// response's first byte starts, ResponseEnd where the record carrying its last
 	// byte ends (-1 when not seen). FirstByteNs is when the first record's first
-	// byte was seen; LastByteNs when the last byte of any record that carried the
-	// response was seen: when the whole response had arrived (a hole filled late
+	// byte was seen; LastByteNs when the whole response had arrived: the latest
+	// time any byte of the records that carried it was seen (a hole filled late
 	// makes that later than the last record's arrival).
 	ResponseStart, ResponseEnd int64
 	FirstByteNs, LastByteNs    int64
