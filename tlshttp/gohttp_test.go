@@ -260,3 +260,64 @@ func TestGoHTTPS(t *testing.T) {
 		}
 	}
 }
+
+// TestLostRecords drops one 1448-byte segment in the middle of a response's
+// body (its record is not captured whole). TLS 1.2 with AES-GCM fixes the lost
+// plaintext's length, so HTTP/1.1 framing survives and every exchange is whole;
+// TLS 1.3 hides it, so the exchange it cut, and those after it, say so.
+func TestLostRecords(t *testing.T) {
+	paths := []string{"/", "/app.js", "/logo.png"}
+	for _, version := range []uint16{tls.VersionTLS12, tls.VersionTLS13} {
+		t.Run(tls.VersionName(version), func(t *testing.T) {
+			w, keys := runGoHTTPS(t, version, false, paths)
+			whole := w.feed(keys)
+			if len(whole.Exchanges) != len(paths) {
+				t.Fatalf("%d exchanges in the whole capture", len(whole.Exchanges))
+			}
+			// The segment 30 000 bytes into /app.js's response: inside its body.
+			target := whole.Exchanges[1].ResponseStart + 30000
+			c := New(keys)
+			var offsets [2]int64
+			dropped := false
+			for i, x := range w.writes {
+				for at := 0; at < len(x.data); at += 1448 {
+					segment := x.data[at:min(at+1448, len(x.data))]
+					offset := offsets[x.dir]
+					offsets[x.dir] += int64(len(segment))
+					if x.dir == flow.ToClient && !dropped && offset <= target && target < offset+int64(len(segment)) {
+						dropped = true
+						continue
+					}
+					c.Write(x.dir, offset, segment, len(segment), int64(i+1))
+				}
+			}
+			if !dropped {
+				t.Fatal("no segment dropped")
+			}
+			res := c.Close()
+			if len(res.Decryption.Problems) == 0 {
+				t.Error("a record was lost without a problem reported")
+			}
+			if len(res.Exchanges) != len(paths) {
+				t.Fatalf("%d exchanges, want %d", len(res.Exchanges), len(paths))
+			}
+			for i, x := range res.Exchanges {
+				want := servedBody[paths[i]]
+				if x.Path != paths[i] || (x.Status != 0 && x.Status != want.status) {
+					t.Errorf("exchange %d: %s %d, want %s %d", i, x.Path, x.Status, paths[i], want.status)
+				}
+				cut := version == tls.VersionTLS13 && i >= 1
+				if cut {
+					if !x.Incomplete || x.Reason != ReasonRecordLost || x.Complete {
+						t.Errorf("exchange %d after a lost TLS 1.3 record: complete %t incomplete %t %q", i, x.Complete, x.Incomplete, x.Reason)
+					}
+					continue
+				}
+				if !x.Complete || x.Incomplete || x.BodyBytes != int64(want.bytes) || x.Bytes != whole.Exchanges[i].Bytes {
+					t.Errorf("exchange %d: complete %t incomplete %t (%s), body %d bytes %d; want whole, %d and %d",
+						i, x.Complete, x.Incomplete, x.Reason, x.BodyBytes, x.Bytes, want.bytes, whole.Exchanges[i].Bytes)
+				}
+			}
+		})
+	}
+}

@@ -137,12 +137,11 @@ type recordSpan struct {
 
 // direction is one side's plaintext bookkeeping.
 type direction struct {
-	plain   int64 // plaintext offset of the next application byte
-	spans   []recordSpan
-	h1      *httpmsg.Parser
-	h1Lost  bool  // a lost record of unknown length cut this direction's HTTP/1 stream
-	lostAt  int64 // plaintext offset of that cut
-	lostTCP int64 // TCP offset of the record that was lost
+	plain  int64 // plaintext offset of the next application byte
+	spans  []recordSpan
+	h1     *httpmsg.Parser
+	h1Lost bool  // a lost record of unknown length cut this direction's HTTP/1 stream
+	lostAt int64 // plaintext offset of that cut
 }
 
 // Conn finds the HTTP exchanges of one TLS connection. The zero value is not
@@ -189,7 +188,7 @@ func (c *Conn) onRecord(r *tlsdecrypt.Record) {
 		}
 		c.h2.Lose(r.Dir, ReasonRecordLost)
 		if !d.h1Lost {
-			d.h1Lost, d.lostAt, d.lostTCP = true, d.plain, r.Offset
+			d.h1Lost, d.lostAt = true, d.plain
 		}
 		return
 	}
