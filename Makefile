@@ -14,7 +14,7 @@ build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o slowstart ./cmd/slowstart
 
 # Debian packages the tests drive for real (servers, clients) and the benchmarks use (peers, tools).
-DEB_PACKAGES := tcpdump tshark tcptrace nginx-light curl iproute2 iputils-ping util-linux chromium ethtool apache2-utils iperf3 jq time
+DEB_PACKAGES := tcpdump tshark tcptrace nginx-light curl openssl iproute2 iputils-ping util-linux chromium ethtool apache2-utils iperf3 jq time
 setup:
 	@if [ "$$(id -u)" != 0 ]; then echo "make setup installs Debian packages: run it as root" >&2; exit 1; fi
 	DEBIAN_FRONTEND=noninteractive apt-get update -qq
