@@ -6,9 +6,10 @@
 // handshake ended and which records after it were not application data (TLS 1.3
 // session tickets, key updates, alerts).
 //
-// It is the one call the analysis makes per TLS connection: feed it what tlsrec
-// is fed, with the segment times, and read the Result at the end. Without keys
-// for the connection the Result says so and holds nothing else.
+// It is the one call the analysis makes per TLS connection: feed it each data
+// segment with its time (the new bytes tlsrec is fed will do; whole segments,
+// retransmissions included, also fill holes), and read the Result at the end.
+// Without keys for the connection the Result says so and holds nothing else.
 //
 // It does not decide rounds or round trips (package rounds does, from the
 // offsets given here), decode bodies, or follow HTTP/1.1 upgrades.
