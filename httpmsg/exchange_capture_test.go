@@ -86,6 +86,7 @@ type exchange struct {
 func testHandler(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case r.URL.Path == "/bytes":
+		w.Header().Set("Content-Type", "application/octet-stream")
 		w.Header().Set("Content-Length", "3000")
 		w.Write(bytes.Repeat([]byte("b"), 3000))
 	case r.URL.Path == "/chunked":

@@ -9,8 +9,9 @@
 // conservative resynchronization at the start of a later segment is marked on the
 // message it finds.
 //
-// It is not an HTTP implementation: it keeps no header values beyond those, decodes
-// no bodies, and knows nothing of HTTP/2 or of TLS (see package tlsrec).
+// It is not an HTTP implementation: it keeps no header values beyond those and the
+// Host and Content-Type a report names a request by, decodes no bodies, and knows
+// nothing of HTTP/2 or of TLS (see packages http2msg and tlsrec).
 package httpmsg
 
 import (
@@ -27,6 +28,8 @@ const (
 	MaxStoredMessages = 1 << 16
 	// MaxTargetBytes bounds the request target kept in a Message.
 	MaxTargetBytes = 2048
+	// MaxFieldValueBytes bounds the Host and Content-Type values kept in a Message.
+	MaxFieldValueBytes = 256
 )
 
 // Reasons a Message is incomplete.
@@ -62,6 +65,9 @@ type Message struct {
 	Version string
 	// Status is the response status code, 0 if unknown or for requests.
 	Status int
+	// Host is a request's Host header, ContentType a message's Content-Type (cut
+	// to MaxFieldValueBytes); "" when absent or not captured.
+	Host, ContentType string
 	// ContentLength is the Content-Length header's value, -1 if absent or unknown.
 	ContentLength int64
 	// Chunked reports Transfer-Encoding: chunked.

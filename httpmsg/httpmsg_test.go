@@ -107,6 +107,12 @@ func TestNetHTTPExchange(t *testing.T) {
 		if want.wantLength != -2 && response.ContentLength != want.wantLength {
 			t.Errorf("response %d: Content-Length %d, want %d", i, response.ContentLength, want.wantLength)
 		}
+		if request.Host != "server.test" {
+			t.Errorf("request %d: Host %q, want server.test", i, request.Host)
+		}
+		if want.target == "/bytes" && response.ContentType != "application/octet-stream" {
+			t.Errorf("response %d: Content-Type %q, want the one the handler set", i, response.ContentType)
+		}
 		if want.method == "HEAD" && response.End != response.HeaderEnd {
 			t.Errorf("response %d to HEAD has a body of %d bytes", i, response.End-response.HeaderEnd)
 		}

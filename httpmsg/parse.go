@@ -215,6 +215,10 @@ func (p *Parser) headerField(line []byte) {
 		last := trimSpace(codings)
 		p.message.Chunked = bytes.EqualFold(last, []byte("chunked"))
 		p.otherCoding = !p.message.Chunked
+	case bytes.EqualFold(name, []byte("host")):
+		p.message.Host = fieldValue(value)
+	case bytes.EqualFold(name, []byte("content-type")):
+		p.message.ContentType = fieldValue(value)
 	case bytes.EqualFold(name, []byte("connection")):
 		for value := value; len(value) > 0; {
 			token := value
@@ -232,6 +236,11 @@ func (p *Parser) headerField(line []byte) {
 			}
 		}
 	}
+}
+
+// fieldValue keeps a header value, cut to MaxFieldValueBytes.
+func fieldValue(value []byte) string {
+	return string(value[:min(len(value), MaxFieldValueBytes)])
 }
 
 // parseContentLength reads a Content-Length value; a list of equal values

@@ -289,7 +289,9 @@ func parseClientHello(message []byte, info *HelloInfo) {
 	if version := c.uint16(); !c.short {
 		info.LegacyVersion = version
 	}
-	c.take(32)   // random
+	if random := c.take(32); random != nil {
+		info.Random = append([]byte(nil), random...)
+	}
 	c.vector8()  // legacy_session_id
 	c.vector16() // cipher_suites
 	c.vector8()  // legacy_compression_methods
@@ -343,8 +345,11 @@ func parseServerHello(message []byte, info *HelloInfo, truncated bool) {
 		return
 	}
 	info.LegacyVersion = legacyVersion
-	if random := c.take(32); random != nil && bytes.Equal(random, helloRetryRandom[:]) {
-		info.HelloRetryRequest = true
+	if random := c.take(32); random != nil {
+		info.Random = append([]byte(nil), random...)
+		if bytes.Equal(random, helloRetryRandom[:]) {
+			info.HelloRetryRequest = true
+		}
 	}
 	c.vector8() // legacy_session_id_echo
 	if suite := c.uint16(); !c.short {

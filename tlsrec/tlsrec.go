@@ -138,6 +138,10 @@ type HelloInfo struct {
 	Versions []uint16
 	// LegacyVersion is the hello's legacy_version field.
 	LegacyVersion uint16
+	// Random is the hello's 32-byte random (the last hello's, after a
+	// HelloRetryRequest), nil when it was not captured. Key logs are keyed by the
+	// ClientHello's; TLS 1.2 key derivation needs both.
+	Random []byte
 	// NegotiatedVersion is the version the server chose (ServerHello): the
 	// supported_versions extension when present, else the legacy version; 0 when
 	// the part of the ServerHello that decides it was not captured.
