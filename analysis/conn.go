@@ -2,11 +2,13 @@ package analysis
 
 import (
 	"fmt"
+	"sort"
 
 	"github.com/slowstart/slowstart/flow"
 	"github.com/slowstart/slowstart/httpmsg"
 	"github.com/slowstart/slowstart/report"
 	"github.com/slowstart/slowstart/rounds"
+	"github.com/slowstart/slowstart/tlshttp"
 	"github.com/slowstart/slowstart/tlsrec"
 )
 
@@ -31,7 +33,10 @@ type connAnalyzer struct {
 	rttNs  int64 // the RTT the rounds tracker was last given
 	proto  int
 
-	tls     [2]*tlsrec.Stream
+	tls [2]*tlsrec.Stream
+	// decrypt decrypts a TLS connection with the key log's secrets (nil without a
+	// key log) and finds the HTTP exchanges inside.
+	decrypt *tlshttp.Conn
 	http    [2]*httpmsg.Parser
 	msgTime [2][]timedMessage
 	// next stream offset handed to the scanners, per direction
@@ -79,6 +84,11 @@ func (ca *connAnalyzer) Segment(c *flow.Conn, s *flow.Segment) {
 	}
 	if s.NewLen > 0 && s.NewOffset >= 0 {
 		ca.feed(s)
+	}
+	if ca.decrypt != nil && s.Len > 0 && s.Offset >= 0 {
+		// Whole segments, retransmissions too: bytes that fill a hole late still
+		// complete a record.
+		ca.decrypt.Write(s.Dir, s.Offset, s.Payload, s.Len, s.TimeNs)
 	}
 	if ca.env.opts.Packets {
 		ca.recordPacket(c, s)
@@ -133,6 +143,9 @@ func (ca *connAnalyzer) feed(s *flow.Segment) {
 		switch ca.proto {
 		case protoTLS:
 			ca.tls[0], ca.tls[1] = tlsrec.NewStream(), tlsrec.NewStream()
+			if ca.env.opts.KeyLog != nil {
+				ca.decrypt = tlshttp.New(ca.env.opts.KeyLog)
+			}
 		case protoHTTP:
 			ca.http[flow.ToServer] = httpmsg.NewRequestParser()
 			ca.http[flow.ToClient] = httpmsg.NewResponseParser(ca.http[flow.ToServer])
@@ -252,6 +265,24 @@ func (ca *connAnalyzer) build(c *flow.Conn, final bool) report.Connection {
 	if ca.proto == protoTLS {
 		tlsInfo = ca.summarizeTLS(c)
 	}
+	var decrypted *tlshttp.Result
+	if ca.decrypt != nil && final {
+		res := ca.decrypt.Close()
+		ca.decrypt = nil
+		if res.Decrypted {
+			decrypted = &res
+			for _, x := range res.Exchanges {
+				if x.ResponseEnd > 0 {
+					msgEnds = append(msgEnds, x.ResponseEnd)
+				}
+			}
+			for _, p := range res.Decryption.Problems {
+				rc.Notes = append(rc.Notes, "decryption: "+p.String())
+			}
+		} else if res.NoKeysReason != "" {
+			rc.Notes = append(rc.Notes, "not decrypted: "+res.NoKeysReason)
+		}
+	}
 	var raw []rounds.Round
 	if ca.rounds != nil {
 		rc.RoundMethod = ca.rounds.Method()
@@ -265,6 +296,11 @@ func (ca *connAnalyzer) build(c *flow.Conn, final bool) report.Connection {
 		if tlsInfo != nil {
 			tlsInfo.fullSegment = ca.rounds.FullSegmentBytes()
 			tlsInfo.locate(raw)
+			if decrypted != nil && decrypted.HandshakeEnd[flow.ToClient] > 0 {
+				// The server's Finished, decrypted: where its handshake ends exactly.
+				tlsInfo.handshakeEnd = decrypted.HandshakeEnd[flow.ToClient]
+				tlsInfo.http = tlsInfo.http || decrypted.Protocol != ""
+			}
 			msgEnds = append(msgEnds, tlsInfo.flightEnd, tlsInfo.handshakeEnd)
 		}
 		msgEnds = append(msgEnds, ca.responseEnds()...)
@@ -314,7 +350,11 @@ func (ca *connAnalyzer) build(c *flow.Conn, final bool) report.Connection {
 		}
 	}
 	rc.InitialWindow = ca.initialWindow(c, raw, tlsInfo)
-	rc.HTTP = ca.httpMessages(ms)
+	if decrypted != nil {
+		rc.HTTP = exchangeMessages(decrypted, raw, ms)
+	} else {
+		rc.HTTP = ca.httpMessages(ms, raw)
+	}
 	packets := ca.packets
 	if !final {
 		packets = append([]report.Packet(nil), packets...)
@@ -476,7 +516,59 @@ func (ca *connAnalyzer) phase(r rounds.Round, t *tlsSummary) string {
 	return report.PhaseData
 }
 
-func (ca *connAnalyzer) httpMessages(ms func(int64) float64) []report.HTTPMessage {
+// exchangeMessages turns a decrypted connection's exchanges into the report's,
+// with the rounds their response records arrived in.
+func exchangeMessages(res *tlshttp.Result, raw []rounds.Round, ms func(int64) float64) []report.HTTPMessage {
+	out := []report.HTTPMessage{}
+	at := func(ns int64) *float64 {
+		if ns <= 0 {
+			return nil
+		}
+		v := ms(ns)
+		return &v
+	}
+	for _, x := range res.Exchanges {
+		m := report.HTTPMessage{Method: x.Method, Path: x.Path, Authority: x.Authority, Protocol: x.Protocol,
+			Stream: x.StreamID, Pushed: x.Pushed, EarlyData: x.EarlyData, Status: x.Status, ContentType: x.ContentType,
+			RequestMs: at(x.RequestNs), FirstByteMs: at(x.FirstByteNs), LastByteMs: at(x.LastByteNs),
+			Bytes: x.Bytes, BodyBytes: x.BodyBytes, Incomplete: x.Incomplete || !x.Complete, IncompleteReason: x.Reason}
+		for _, sp := range x.ResponseSpans {
+			m.Rounds = appendRoundsOf(m.Rounds, raw, sp.Start, sp.End)
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// appendRoundsOf adds the (1-based) indexes of the rounds that carried any byte of
+// [start, end) to list, keeping it sorted and without repeats.
+func appendRoundsOf(list []int, raw []rounds.Round, start, end int64) []int {
+	for i := range raw {
+		r := &raw[i]
+		if r.EndOffset <= start || r.StartOffset >= end {
+			continue
+		}
+		k := i + 1
+		if n := len(list); n == 0 || list[n-1] < k {
+			list = append(list, k)
+		} else if !containsInt(list, k) {
+			list = append(list, k)
+			sort.Ints(list)
+		}
+	}
+	return list
+}
+
+func containsInt(list []int, k int) bool {
+	for _, x := range list {
+		if x == k {
+			return true
+		}
+	}
+	return false
+}
+
+func (ca *connAnalyzer) httpMessages(ms func(int64) float64, raw []rounds.Round) []report.HTTPMessage {
 	out := []report.HTTPMessage{}
 	req, resp := ca.http[flow.ToServer], ca.http[flow.ToClient]
 	if req == nil {
@@ -484,7 +576,8 @@ func (ca *connAnalyzer) httpMessages(ms func(int64) float64) []report.HTTPMessag
 	}
 	reqs, resps := req.Messages(), resp.Messages()
 	for i, q := range reqs {
-		m := report.HTTPMessage{Method: q.Method, Path: q.Target, Incomplete: q.Incomplete}
+		m := report.HTTPMessage{Method: q.Method, Path: q.Target, Authority: q.Host, Protocol: "http/1.1",
+			Incomplete: q.Incomplete, IncompleteReason: q.IncompleteReason}
 		if i < len(ca.msgTime[flow.ToServer]) {
 			v := ms(ca.msgTime[flow.ToServer][i].firstNs)
 			m.RequestMs = &v
@@ -492,8 +585,12 @@ func (ca *connAnalyzer) httpMessages(ms func(int64) float64) []report.HTTPMessag
 		if i < len(resps) {
 			r := resps[i]
 			m.Status = r.Status
+			m.ContentType = r.ContentType
 			m.Chunked = r.Chunked
 			m.Incomplete = m.Incomplete || r.Incomplete
+			if m.IncompleteReason == "" {
+				m.IncompleteReason = r.IncompleteReason
+			}
 			if r.End >= 0 {
 				m.Bytes = r.End - r.Offset
 				if r.HeaderEnd >= 0 {
@@ -510,6 +607,7 @@ func (ca *connAnalyzer) httpMessages(ms func(int64) float64) []report.HTTPMessag
 				}
 				m.Incomplete = true
 			}
+			m.Rounds = appendRoundsOf(nil, raw, r.Offset, r.Offset+m.Bytes)
 			if i < len(ca.msgTime[flow.ToClient]) {
 				t := ca.msgTime[flow.ToClient][i]
 				v := ms(t.firstNs)

@@ -209,9 +209,24 @@ type Round struct {
 
 // HTTPMessage is one request and its response.
 type HTTPMessage struct {
-	Method      string   `json:"method"`
-	Path        string   `json:"path"`
-	Status      int      `json:"status"` // 0 if no response was seen
+	Method string `json:"method"`
+	Path   string `json:"path"`
+	// Authority is the request's Host header or HTTP/2 :authority; empty when
+	// not captured.
+	Authority string `json:"authority,omitempty"`
+	// Protocol is "http/1.1" or "h2"; Stream the HTTP/2 stream (0 for HTTP/1.x);
+	// Pushed a response the server pushed; EarlyData a request sent as TLS 1.3
+	// 0-RTT data.
+	Protocol  string `json:"protocol,omitempty"`
+	Stream    uint32 `json:"stream,omitempty"`
+	Pushed    bool   `json:"pushed,omitempty"`
+	EarlyData bool   `json:"early_data,omitempty"`
+	Status    int    `json:"status"` // 0 if no response was seen
+	// ContentType is the response's Content-Type.
+	ContentType string `json:"content_type,omitempty"`
+	// Rounds are the indexes of the rounds the response's bytes arrived in (over
+	// TLS, the rounds of the records that carried them).
+	Rounds []int `json:"rounds,omitempty"`
 	RequestMs   *float64 `json:"request_ms"`
 	FirstByteMs *float64 `json:"first_byte_ms"`
 	LastByteMs  *float64 `json:"last_byte_ms"`
@@ -219,6 +234,8 @@ type HTTPMessage struct {
 	BodyBytes   int64    `json:"body_bytes"`
 	Chunked     bool     `json:"chunked"`
 	Incomplete  bool     `json:"incomplete"` // the capture or the snaplen cut what was needed
+	// IncompleteReason says what was missing, when known.
+	IncompleteReason string `json:"incomplete_reason,omitempty"`
 }
 
 // ClientTiming is what a probing client measured of one request over one

@@ -197,6 +197,11 @@ func writeConnection(bw *ErrWriter, c *Connection) {
 		if m.FirstByteMs != nil && m.LastByteMs != nil {
 			line += fmt.Sprintf(", first byte at %.1f ms, last at %.1f ms", *m.FirstByteMs, *m.LastByteMs)
 		}
+		if n := len(m.Rounds); n == 1 {
+			line += fmt.Sprintf(", round %d", m.Rounds[0])
+		} else if n > 1 {
+			line += fmt.Sprintf(", rounds %d-%d", m.Rounds[0], m.Rounds[n-1])
+		}
 		if m.Incomplete {
 			line += " (partly outside the capture)"
 		}

@@ -11,6 +11,7 @@ import (
 	"github.com/slowstart/slowstart/analysis"
 	"github.com/slowstart/slowstart/capture"
 	"github.com/slowstart/slowstart/internal/textsafe"
+	"github.com/slowstart/slowstart/keylog"
 	"github.com/slowstart/slowstart/report"
 )
 
@@ -20,6 +21,7 @@ func newAnalyzeCommand() *cobra.Command {
 		server     string
 		connection int
 		htmlOut    string
+		keylogPath string
 	)
 	cmd := &cobra.Command{
 		Use:   "analyze FILE",
@@ -52,8 +54,12 @@ waits a round trip; it decides how many round trips a page costs.`,
 			if err := checkOutputFile("html", htmlOut); err != nil {
 				return err
 			}
+			keys, err := loadKeyLog(keylogPath)
+			if err != nil {
+				return err
+			}
 			defer tuneGCForBatch()()
-			rep, err := analysis.File(cmd.Context(), args[0], analysis.Options{Server: hint, Tool: "slowstart " + version, Packets: htmlOut != ""})
+			rep, err := analysis.File(cmd.Context(), args[0], analysis.Options{Server: hint, Tool: "slowstart " + version, Packets: htmlOut != "", KeyLog: keys})
 			if err != nil {
 				return withCode(inputExitCode(err), err)
 			}
@@ -85,7 +91,30 @@ waits a round trip; it decides how many round trips a page costs.`,
 	cmd.Flags().StringVar(&server, "server", "", "the server's HOST[:PORT] (or :PORT): only its connections, and its side where the SYN was not captured")
 	cmd.Flags().IntVar(&connection, "connection", 0, "only the N-th connection (1-based, in order of first packet)")
 	cmd.Flags().StringVar(&htmlOut, "html", "", "also write a self-contained HTML report (works offline) to this file")
+	cmd.Flags().StringVar(&keylogPath, "keylog", "", "decrypt TLS and QUIC with the secrets of this key log (the NSS format browsers and curl write with SSLKEYLOGFILE, which is read when this flag is not given): the HTTP requests inside, each with its rounds")
 	return cmd
+}
+
+// loadKeyLog reads the key log of --keylog, or of $SSLKEYLOGFILE when the flag
+// is empty; nil when there is none.
+func loadKeyLog(path string) (*keylog.Log, error) {
+	if path == "" {
+		path = os.Getenv("SSLKEYLOGFILE")
+		if path == "" {
+			return nil, nil
+		}
+		if _, err := os.Stat(path); err != nil {
+			return nil, nil // an exported variable for clients to write to: nothing there yet
+		}
+	}
+	keys, err := keylog.ParseFile(path)
+	if err != nil {
+		return nil, fileError(fmt.Errorf("--keylog: %w", err))
+	}
+	if keys.Len() == 0 {
+		return nil, fileError(fmt.Errorf("--keylog %s holds no secrets (%d lines skipped): give the file SSLKEYLOGFILE named when the client ran", path, keys.Skipped))
+	}
+	return keys, nil
 }
 
 func inputExitCode(err error) int {
