@@ -30,9 +30,25 @@ type Options struct {
 	Tool string
 	// Packets asks for every packet of every connection in the Report (for timelines).
 	Packets bool
-	// KeyLog holds TLS secrets (an NSS key log, SSLKEYLOGFILE) to decrypt with: QUIC
-	// Handshake and 1-RTT packets. Nil: only what is in the clear.
+	// KeyLog holds TLS secrets (an NSS key log, SSLKEYLOGFILE) to decrypt with: TLS
+	// records (HTTP requests inside, with their rounds) and QUIC Handshake and 1-RTT
+	// packets. Nil: only what is in the clear.
 	KeyLog *keylog.Log
+	// PacketCap bounds each connection's packet list (with Packets): past it the
+	// list keeps one packet in two, then four..., spread over the connection
+	// (Connection.PacketStride says which). 0: DefaultPacketCap.
+	PacketCap int
+}
+
+// DefaultPacketCap is the per-connection packet list's default bound: enough for
+// a time-sequence graph of a 30 MB transfer packet by packet.
+const DefaultPacketCap = 20000
+
+func (o *Options) packetCap() int {
+	if o.PacketCap > 0 {
+		return o.PacketCap
+	}
+	return DefaultPacketCap
 }
 
 // ParseServer parses "HOST", "HOST:PORT", ":PORT" or "[V6]:PORT" into a hint.

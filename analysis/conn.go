@@ -51,6 +51,10 @@ type connAnalyzer struct {
 	truncatedPayload bool
 	// packets, when the Report should list them; times are absolute until build.
 	packets []report.Packet
+	// packetStride: one packet in packetStride is kept once the list reached the
+	// cap (Options.PacketCap): a list of at most the cap, spread over the whole
+	// connection. packetsSeen counts the packets offered.
+	packetStride, packetsSeen int64
 }
 
 func newConnAnalyzer(env *connEnv, c *flow.Conn) *connAnalyzer {
@@ -98,6 +102,25 @@ func (ca *connAnalyzer) Segment(c *flow.Conn, s *flow.Segment) {
 // recordPacket lists a packet for the Report; its time is kept in ns from the
 // connection's first packet until build knows the connection's start.
 func (ca *connAnalyzer) recordPacket(c *flow.Conn, s *flow.Segment) {
+	ca.packetsSeen++
+	if ca.packetStride == 0 {
+		ca.packetStride = 1
+	}
+	if (ca.packetsSeen-1)%ca.packetStride != 0 {
+		return
+	}
+	if limit := ca.env.opts.packetCap(); len(ca.packets) >= limit {
+		// Full: keep every other one, and from now on one in twice as many.
+		kept := ca.packets[:0]
+		for i := 0; i < len(ca.packets); i += 2 {
+			kept = append(kept, ca.packets[i])
+		}
+		ca.packets = kept
+		ca.packetStride *= 2
+		if (ca.packetsSeen-1)%ca.packetStride != 0 {
+			return
+		}
+	}
 	p := report.Packet{TimeMs: float64(s.TimeNs - c.FirstNs), Dir: "c2s", Seq: s.Offset, Len: s.Len, Ack: -1,
 		Win: s.WindowBytes, Flags: flagString(s.Flags), Retx: s.Retransmission, OOO: s.OutOfOrder}
 	if s.Dir == flow.ToClient {
@@ -363,6 +386,9 @@ func (ca *connAnalyzer) build(c *flow.Conn, final bool) report.Connection {
 		packets[i].TimeMs = ms(int64(packets[i].TimeMs) + c.FirstNs)
 	}
 	rc.Packets = packets
+	if ca.packetStride > 1 {
+		rc.PacketStride = int(ca.packetStride)
+	}
 	if final {
 		ca.packets = nil
 	}

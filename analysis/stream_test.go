@@ -77,3 +77,34 @@ func TestStreamCompactSYNsChangeNothing(t *testing.T) {
 		}
 	}
 }
+
+// TestPacketListBounded: a connection with more packets than the cap keeps one
+// list of at most the cap, spread over the whole connection (its first packet,
+// then every stride-th), and says the stride.
+func TestPacketListBounded(t *testing.T) {
+	pkts := simulate(t, simPath{iw: 10, rttMs: 20, responseBytes: 3_000_000, vantage: "client"})
+	full, err := Run(context.Background(), &sliceSource{pkts: pkts}, Options{Packets: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const limit = 300
+	capped, err := Run(context.Background(), &sliceSource{pkts: pkts}, Options{Packets: true, PacketCap: limit})
+	if err != nil {
+		t.Fatal(err)
+	}
+	all, some := full.Connections[0], capped.Connections[0]
+	if len(all.Packets) != len(pkts) || all.PacketStride != 0 {
+		t.Fatalf("uncapped: %d packets (stride %d) of %d", len(all.Packets), all.PacketStride, len(pkts))
+	}
+	if len(some.Packets) > limit || some.PacketStride < 2 {
+		t.Fatalf("capped at %d: %d packets, stride %d", limit, len(some.Packets), some.PacketStride)
+	}
+	for i, p := range some.Packets {
+		if want := all.Packets[i*some.PacketStride]; p != want {
+			t.Fatalf("packet %d of the capped list is %+v, want packet %d of the whole: %+v", i, p, i*some.PacketStride, want)
+		}
+	}
+	if n := (len(pkts) + some.PacketStride - 1) / some.PacketStride; len(some.Packets) != n {
+		t.Errorf("%d packets kept, want every %d-th of %d: %d", len(some.Packets), some.PacketStride, len(pkts), n)
+	}
+}

@@ -60,8 +60,11 @@ type Report struct {
 
 // Source describes where the packets came from.
 type Source struct {
-	Kind        string   `json:"kind"` // "file", "live" or "lab"
-	Path        string   `json:"path,omitempty"`
+	Kind string `json:"kind"` // "file", "live" or "lab"
+	Path string `json:"path,omitempty"`
+	// Paths lists the files when several were read as one capture (merged in time
+	// order); Path is then the first.
+	Paths       []string `json:"paths,omitempty"`
 	Format      string   `json:"format,omitempty"`     // "pcap" or "pcapng"
 	LinkTypes   []string `json:"link_types,omitempty"` // e.g. "Ethernet", "Raw"
 	Packets     int64    `json:"packets"`              // records read
@@ -122,6 +125,10 @@ type Connection struct {
 	// Packets lists every packet of the connection, for timelines and
 	// time-sequence graphs; present only when asked for (view, --packets).
 	Packets []Packet `json:"packets,omitempty"`
+	// PacketStride, when above 1, says packets lists one packet in that many: the
+	// connection had more than the list's bound (its first packet, then every
+	// PacketStride-th).
+	PacketStride int `json:"packet_stride,omitempty"`
 	// ClientTiming is what the client that opened the connection measured (probe
 	// only); absent when the Report comes from a capture file.
 	ClientTiming *ClientTiming `json:"client_timing,omitempty"`
@@ -226,7 +233,7 @@ type HTTPMessage struct {
 	ContentType string `json:"content_type,omitempty"`
 	// Rounds are the indexes of the rounds the response's bytes arrived in (over
 	// TLS, the rounds of the records that carried them).
-	Rounds []int `json:"rounds,omitempty"`
+	Rounds      []int    `json:"rounds,omitempty"`
 	RequestMs   *float64 `json:"request_ms"`
 	FirstByteMs *float64 `json:"first_byte_ms"`
 	LastByteMs  *float64 `json:"last_byte_ms"`

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -137,15 +136,8 @@ func plural(n int, one, many string) string {
 // WriteText writes the Report for people.
 func WriteText(w io.Writer, r *Report) error {
 	bw := &ErrWriter{W: w}
-	src := r.Source
-	if src.Kind == "file" {
-		bits := []string{src.Format}
-		bits = append(bits, src.LinkTypes...)
-		bits = append(bits, plural(int(src.Packets), "packet", "packets"))
-		if src.Snaplen > 0 && src.Snaplen < 65535 {
-			bits = append(bits, fmt.Sprintf("snaplen %d", src.Snaplen))
-		}
-		bw.Printf("%s (%s)\n", filepath.Base(src.Path), strings.Join(bits, ", "))
+	if line := sourceLine(r.Source); line != "" {
+		bw.Printf("%s\n", line)
 	}
 	for _, warn := range r.Warnings {
 		bw.Printf("warning: %s\n", warn)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -15,31 +16,47 @@ import (
 	"github.com/slowstart/slowstart/report"
 )
 
+// htmlBudgetBytes bounds the connections a page holds (their JSON), so that the
+// page of any capture opens in a browser: docs/view.md.
+const htmlBudgetBytes = 20 << 20
+
 func newAnalyzeCommand() *cobra.Command {
 	var (
-		asJSON     bool
-		server     string
-		connection int
-		htmlOut    string
-		keylogPath string
+		asJSON, asJSONL, asCSV bool
+		server                 string
+		connection             int
+		htmlOut                string
+		keylogPath             string
+		idle                   time.Duration
 	)
 	cmd := &cobra.Command{
-		Use:   "analyze FILE",
+		Use:   "analyze FILE|-",
 		Short: "Rounds, initial window and verdict for every TCP connection in a pcap or pcapng file",
-		Long: `Analyze a capture (pcap or pcapng, taken at the client, the server or in between)
-and report, for every TCP connection, its round trips: the bytes and segments the
-server sent in each, why each round ended (cwnd, rwnd, app, loss, end), and the
-server's initial congestion window (IW) with a verdict:
+		Long: `Analyze a capture (pcap or pcapng, gzip or not, taken at the client, the server
+or in between; - reads standard input) and report, for every TCP (and QUIC)
+connection, its round trips: the bytes and segments the server sent in each, why each
+round ended (cwnd, rwnd, app, rate, loss, end, incomplete), and the server's initial
+congestion window (IW) with a verdict:
 
   exact         round 1 was cut by the congestion window: this is the IW
-  lower_bound   the data (or the TLS flight) ended inside round 1: the IW is at least this
+  range         the IW lies between two numbers the packets allow (and why)
+  lower_bound   the data (or the TLS flight) ended inside round 1, or the round was
+                not cut by the window: the IW is at least this
   rwnd_limited  the client's receive window capped round 1
-  ambiguous     loss or reordering in round 1
+  ambiguous     loss, reordering or a capture gap in round 1
 
 The initial window (IW) is what a server may send on a new connection before it
-waits a round trip; it decides how many round trips a page costs.`,
+waits a round trip; it decides how many round trips a page costs.
+
+Connections are reported as they finish (both sides closed, or idle for
+--idle-timeout, or the capture's end), so any capture size runs in the memory of its
+open connections; each is numbered in the order of its first packet. The capture's
+summary and its warnings come last.`,
 		Example: `  slowstart analyze page.pcap
   slowstart analyze page.pcap --json | jq '.connections[].initial_window'
+  slowstart analyze big.pcap.gz --jsonl > conns.jsonl
+  tcpdump -i eth0 -w - port 443 | slowstart analyze - --csv > rounds.csv
+  slowstart analyze page.pcap --keylog keys.txt     # HTTP requests inside TLS, each with its rounds
   slowstart analyze trace.pcapng --server 203.0.113.7:443 --connection 2`,
 		Args:        cobra.ExactArgs(1),
 		Annotations: abandonOnInterrupt,
@@ -51,6 +68,18 @@ waits a round trip; it decides how many round trips a page costs.`,
 			if connection < 0 {
 				return withCode(exitUsage, fmt.Errorf("--connection must be 1 or more"))
 			}
+			formats := 0
+			for _, on := range []bool{asJSON, asJSONL, asCSV} {
+				if on {
+					formats++
+				}
+			}
+			if formats > 1 {
+				return withCode(exitUsage, errors.New("--json, --jsonl and --csv are one output each: pick one"))
+			}
+			if idle < 0 {
+				return withCode(exitUsage, errors.New("--idle-timeout must be positive (0: never)"))
+			}
 			if err := checkOutputFile("html", htmlOut); err != nil {
 				return err
 			}
@@ -58,41 +87,120 @@ waits a round trip; it decides how many round trips a page costs.`,
 			if err != nil {
 				return err
 			}
-			defer tuneGCForBatch()()
-			rep, err := analysis.File(cmd.Context(), args[0], analysis.Options{Server: hint, Tool: "slowstart " + version, Packets: htmlOut != "", KeyLog: keys})
+			reader, err := openCaptureArg(args[0])
 			if err != nil {
 				return withCode(inputExitCode(err), err)
 			}
-			if connection > 0 {
-				if connection > len(rep.Connections) {
-					return withCode(exitUsage, fmt.Errorf("--connection %d: the capture has %d connection(s)", connection, len(rep.Connections)))
-				}
-				rep.Connections = rep.Connections[connection-1 : connection]
+			defer reader.Close()
+
+			out := cmd.OutOrStdout()
+			var w report.StreamWriter
+			switch {
+			case asJSON:
+				w = report.NewJSONStream(out)
+			case asJSONL:
+				w = report.NewJSONLStream(out)
+			case asCSV:
+				w = report.NewRoundsCSVStream(out)
+			default:
+				w = report.NewTextStream(textsafe.Writer(out))
 			}
-			for _, w := range rep.Warnings {
-				fmt.Fprintf(os.Stderr, "slowstart: warning: %s\n", textsafe.Escape(w))
-			}
+			var page *report.Collector
 			if htmlOut != "" {
-				if err := writeHTMLFile(cmd, htmlOut, rep); err != nil {
+				page = report.NewCollector(htmlBudgetBytes)
+			}
+			found := false
+			tool := "slowstart " + version
+			opts := analysis.StreamOptions{
+				Options: analysis.Options{Server: hint, Tool: tool, Packets: htmlOut != "", KeyLog: keys},
+				IdleNs:  idleNs(idle),
+				Emit: func(c *report.Connection) error {
+					if connection > 0 && c.Index != connection {
+						return nil
+					}
+					found = true
+					if page != nil {
+						if err := page.Add(c); err != nil {
+							return err
+						}
+						c.Packets, c.PacketStride = nil, 0
+					}
+					return w.Connection(c)
+				},
+			}
+			if err := w.Begin(tool); err != nil {
+				return err
+			}
+			defer tuneGCForBatch()()
+			st := analysis.NewStream(cmd.Context(), opts)
+			feedErr := analysis.Feed(cmd.Context(), reader, st)
+			stats, closeErr := st.Close()
+			if feedErr == nil {
+				feedErr = closeErr
+			}
+			source := analysis.FileSource(args[0], reader.Stats())
+			if args[0] == "-" {
+				source.Path = "standard input"
+			}
+			warnings := append(analysis.CaptureWarnings(reader.Stats(), int(stats.Connections)), analysis.StreamWarnings(stats, opts.IdleNs)...)
+			if feedErr != nil && !errors.Is(feedErr, capture.ErrDamaged) {
+				return withCode(inputExitCode(feedErr), feedErr)
+			}
+			if feedErr != nil {
+				warnings = append(warnings, feedErr.Error())
+			}
+			// Warnings go to standard error in every format, so a pipe reading
+			// standard output sees only the report; the JSON document keeps them too.
+			for _, warn := range warnings {
+				fmt.Fprintf(cmd.ErrOrStderr(), "slowstart: warning: %s\n", textsafe.Escape(warn))
+			}
+			endWarnings := warnings
+			if !asJSON && !asJSONL && !asCSV {
+				endWarnings = nil
+			}
+			if err := w.End(source, endWarnings); err != nil {
+				return err
+			}
+			if connection > 0 && !found {
+				return withCode(exitUsage, fmt.Errorf("--connection %d: the capture has %d connection(s)", connection, stats.Connections))
+			}
+			if page != nil {
+				if err := writeHTMLFile(cmd, htmlOut, page.Report(tool, source, warnings)); err != nil {
 					return err
 				}
-				for i := range rep.Connections {
-					rep.Connections[i].Packets = nil
-				}
 			}
-			if asJSON {
-				return report.WriteJSON(cmd.OutOrStdout(), rep)
+			if feedErr != nil {
+				// A damaged record: everything readable was analyzed and reported.
+				return withCode(exitFile, feedErr)
 			}
-			rep.Warnings = nil // already on stderr
-			return report.WriteText(cmd.OutOrStdout(), rep)
+			return nil
 		},
 	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the Report as JSON (schema slowstart.report/v1, see docs/report.md)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the Report as one JSON document (schema slowstart.report/v1, see docs/report.md), connections written as they finish")
+	cmd.Flags().BoolVar(&asJSONL, "jsonl", false, "print one JSON line per connection (schema slowstart.connection/v1), as they finish")
+	cmd.Flags().BoolVar(&asCSV, "csv", false, "print the rounds as CSV: one row per round, with its connection and IW reading")
 	cmd.Flags().StringVar(&server, "server", "", "the server's HOST[:PORT] (or :PORT): only its connections, and its side where the SYN was not captured")
 	cmd.Flags().IntVar(&connection, "connection", 0, "only the N-th connection (1-based, in order of first packet)")
 	cmd.Flags().StringVar(&htmlOut, "html", "", "also write a self-contained HTML report (works offline) to this file")
 	cmd.Flags().StringVar(&keylogPath, "keylog", "", "decrypt TLS and QUIC with the secrets of this key log (the NSS format browsers and curl write with SSLKEYLOGFILE, which is read when this flag is not given): the HTTP requests inside, each with its rounds")
+	cmd.Flags().DurationVar(&idle, "idle-timeout", time.Duration(analysis.DefaultIdleNs), "report a connection idle this long (capture time) as it stands, and count its later packets only (0: never; memory then holds every idle connection)")
 	return cmd
+}
+
+// idleNs turns --idle-timeout into StreamOptions.IdleNs (negative: never).
+func idleNs(d time.Duration) int64 {
+	if d == 0 {
+		return -1
+	}
+	return int64(d)
+}
+
+// openCaptureArg opens a capture file, or standard input for "-".
+func openCaptureArg(path string) (*capture.Reader, error) {
+	if path == "-" {
+		return capture.NewReader(os.Stdin, capture.WithUDP())
+	}
+	return capture.Open(path, capture.WithUDP())
 }
 
 // loadKeyLog reads the key log of --keylog, or of $SSLKEYLOGFILE when the flag

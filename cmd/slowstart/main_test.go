@@ -254,7 +254,9 @@ func TestExitCodesPerKind(t *testing.T) {
 		if code != c.code || !strings.Contains(errOut, c.says) {
 			t.Errorf("%v: exit %d, stderr %q; want %d and %q", c.args, code, errOut, c.code, c.says)
 		}
-		if out != "" && c.code != exitOK {
+		// A damaged record mid-file is the one failure that still prints the
+		// report of everything readable (issue: analyze what the format allows).
+		if out != "" && c.code != exitOK && !(c.args[0] == "analyze" && c.says == "damaged") {
 			t.Errorf("%v: printed a result before failing: %q", c.args, out)
 		}
 	}

@@ -1,0 +1,79 @@
+package report
+
+import (
+	"container/heap"
+	"fmt"
+	"sort"
+
+	gojson "github.com/goccy/go-json"
+)
+
+// Collector keeps connections for a Report that must stay small enough to open in
+// a browser (the view's page): the connections that come first (by number), as
+// many as fit in a budget of encoded bytes, whatever order they are added in.
+// The rest are counted, and Report says so in a warning.
+type Collector struct {
+	budget  int64
+	used    int64
+	kept    keptHeap
+	dropped int
+	total   int
+}
+
+// NewCollector keeps connections up to budgetBytes of JSON.
+func NewCollector(budgetBytes int64) *Collector { return &Collector{budget: budgetBytes} }
+
+type keptConn struct {
+	c    Connection
+	size int64
+}
+
+// keptHeap is a max-heap by connection number: the last to drop is on top.
+type keptHeap []keptConn
+
+func (h keptHeap) Len() int           { return len(h) }
+func (h keptHeap) Less(i, j int) bool { return h[i].c.Index > h[j].c.Index }
+func (h keptHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *keptHeap) Push(x any)        { *h = append(*h, x.(keptConn)) }
+func (h *keptHeap) Pop() any {
+	old := *h
+	e := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return e
+}
+
+// Add offers a connection; it is copied.
+func (k *Collector) Add(c *Connection) error {
+	k.total++
+	b, err := gojson.Marshal(c)
+	if err != nil {
+		return err
+	}
+	size := int64(len(b))
+	heap.Push(&k.kept, keptConn{c: *c, size: size})
+	k.used += size
+	for k.used > k.budget && len(k.kept) > 1 {
+		e := heap.Pop(&k.kept).(keptConn)
+		k.used -= e.size
+		k.dropped++
+	}
+	return nil
+}
+
+// Report returns the kept connections in order of number, in a Report of the
+// given tool, source and warnings (plus one if connections were left out).
+func (k *Collector) Report(tool string, source Source, warnings []string) *Report {
+	conns := make([]Connection, len(k.kept))
+	for i, e := range k.kept {
+		conns[i] = e.c
+	}
+	sort.Slice(conns, func(i, j int) bool { return conns[i].Index < conns[j].Index })
+	if warnings == nil {
+		warnings = []string{}
+	}
+	if k.dropped > 0 {
+		warnings = append(warnings, fmt.Sprintf("the page shows the first %d of %d connections (by first packet), what fits in %d MB; analyze --json or --jsonl gives them all",
+			len(conns), k.total, k.budget>>20))
+	}
+	return &Report{Schema: Schema, Tool: tool, Source: source, Connections: conns, Warnings: warnings}
+}
