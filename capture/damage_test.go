@@ -147,6 +147,8 @@ func TestDamagedPcapReadsOn(t *testing.T) {
 			Damage{Record: int64(k + 1), Offset: int64(starts[k]), Places: 2, Bytes: int64(size(k) + size(k+10))}},
 		{"the first record", setLE32(file, starts[0]+8, 0xffffffff), without(file, cut(0)),
 			Damage{Record: 1, Offset: pcapFileHeaderBytes, Places: 1, Bytes: int64(size(0))}},
+		{"a length past the end of the file", setLE32(setLE32(file, starts[n-2]+8, 10000), starts[n-2]+12, 10000), without(file, cut(n-2)),
+			Damage{Record: int64(n - 1), Offset: int64(starts[n-2]), Places: 1, Bytes: int64(size(n - 2))}},
 		{"the last record", setLE32(file, starts[n-1]+8, 0x7fffffff), without(file, cut(n-1)),
 			Damage{Record: int64(n), Offset: int64(starts[n-1]), Places: 1, Bytes: int64(size(n - 1)), ToEnd: true}},
 	}
@@ -219,6 +221,8 @@ func TestDamagedPcapngReadsOn(t *testing.T) {
 		{"block length impossible", setLE32(file, b.start+4, 0x7fffff01), without(file, whole), damage},
 		{"length fields disagree", setLE32(file, b.start+b.length-4, uint32(b.length+4)), without(file, whole), damage},
 		{"an interface that does not exist", setLE32(file, b.start+8, 5), without(file, whole), damage},
+		{"a length past the end of the file", setLE32(file, packets[12].start+4, 4000), without(file, [2]int{packets[12].start, packets[12].start + packets[12].length}),
+			Damage{Record: 13, Offset: int64(packets[12].start), Places: 1, Bytes: int64(packets[12].length)}},
 		{"two places", setLE32(setLE32(file, b.start+4, 3), packets[k+3].start+8, 1), without(file, whole, [2]int{packets[k+3].start, packets[k+3].start + packets[k+3].length}),
 			Damage{Record: int64(k + 1), Offset: int64(b.start), Places: 2, Bytes: int64(b.length + packets[k+3].length)}},
 	}

@@ -187,12 +187,14 @@ func (r *pcapReader) next(rec *record) error {
 		var data []byte
 		if total+pcapRecordHeaderBytes <= r.s.window() {
 			b, err = r.s.peek(total + pcapRecordHeaderBytes)
-			if len(b) < total {
-				return endOfInput(len(b), err)
+			cut := len(b) < total
+			if cut && !errors.Is(err, io.EOF) {
+				return err
 			}
-			if len(b) == total+pcapRecordHeaderBytes && !r.readable(r.header(b[total:])) {
-				// The next header cannot be one: this record's length may be
-				// wrong, which records starting inside it would show.
+			if cut || len(b) == total+pcapRecordHeaderBytes && !r.readable(r.header(b[total:])) {
+				// The input ends inside the record, or the next header cannot
+				// be one: this record's length may be wrong, which records
+				// starting inside it would show.
 				if skip := r.runInside(total); skip > 0 {
 					r.damage.place(r.records+1, r.s.offset)
 					r.damage.Bytes += int64(skip)
@@ -200,6 +202,9 @@ func (r *pcapReader) next(rec *record) error {
 						return err
 					}
 					continue
+				}
+				if cut { // the file was cut inside its last record
+					return io.ErrUnexpectedEOF
 				}
 				b, _ = r.s.peek(total) // runInside may have moved the buffer
 			}

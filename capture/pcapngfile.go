@@ -318,6 +318,18 @@ func (r *pcapngReader) nextBlock() (blockType uint32, body []byte, err error) {
 		if int(length)+ngBlockOverheadBytes <= r.s.window() {
 			block, err := r.s.peek(int(length) + ngBlockOverheadBytes)
 			if len(block) < int(length) {
+				// The input ends inside the block: cut short, or its length is
+				// wrong, which a good block starting inside it would show.
+				if errors.Is(err, io.EOF) {
+					if skip := r.blockInside(int(length)); skip > 0 {
+						r.damage.place(r.records+1, r.s.offset)
+						r.damage.Bytes += int64(skip)
+						if err := r.s.discard(skip); err != nil {
+							return 0, nil, err
+						}
+						continue
+					}
+				}
 				return 0, nil, endOfInput(len(block), err)
 			}
 			if ngU32(bigEndian, block[length-4:]) != length {
