@@ -654,8 +654,17 @@ func BenchmarkReaderNextTunnels(b *testing.B) {
 	benchmarkReaderNext(b, "vxlan4789-ipv4", "pppoe-qinq-ipv6", "mpls-stack-ipv4", "gre-key-seq-6in4")
 }
 
+// BenchmarkReaderNextPcapng is BenchmarkReaderNext from a pcapng file.
+func BenchmarkReaderNextPcapng(b *testing.B) {
+	benchmarkReaderNextFormat(b, fileFormats[4], "ethernet-ipv4", "vlan-ipv6")
+}
+
 func benchmarkReaderNext(b *testing.B, framings ...string) {
-	file := allocTestFile(b, fileFormats[0], framingNamed(b, framings...), 10000)
+	benchmarkReaderNextFormat(b, fileFormats[0], framings...)
+}
+
+func benchmarkReaderNextFormat(b *testing.B, format fileFormat, framings ...string) {
+	file := allocTestFile(b, format, framingNamed(b, framings...), 10000)
 	newReader := func() *Reader {
 		r, err := NewReader(bytes.NewReader(file))
 		if err != nil {
