@@ -14,18 +14,23 @@
 //		if err := r.Next(&p); err == io.EOF {
 //			break
 //		} else if err != nil {
-//			return err // the file is damaged; the packets before were good
+//			// errors.Is(err, capture.ErrDamaged): damaged records were
+//			// skipped, every readable one was read (see Damaged files)
+//			return err
 //		}
 //		use(&p) // p.Payload points into the reader's buffer: copy what you keep
 //	}
-//	stats := r.Stats() // records, TCP, skipped, truncated, link types, time span
+//	stats := r.Stats() // records, TCP, skipped, truncated, damage, link types, time span
 //
 // # What it reads
 //
-// Formats: pcap with microsecond or nanosecond timestamps in either byte order,
-// pcapng (several interfaces, each with its own link type, and several
-// sections), and either of them gzip-compressed. Timestamps become Unix
-// nanoseconds whatever the file's resolution.
+// Formats: pcap with microsecond or nanosecond timestamps in either byte order
+// (versions 2.0 to 2.4: before 2.3 the record lengths are read swapped, as
+// libpcap and Wireshark read them), pcapng (several interfaces, each with its
+// own link type and timestamp resolution, and several sections), and either of
+// them gzip-compressed. Timestamps become Unix nanoseconds whatever the
+// file's resolution. A Reader only reads its input, never seeks: NewReader
+// reads a pipe or os.Stdin as well as a file.
 //
 // Link types: Ethernet (802.1Q, 802.1ad/QinQ and 0x9100 VLAN tags, 802.3
 // frames with LLC/SNAP, 802.1ah PBB, VN-Tag, E-Tag, FabricPath), raw IP
@@ -78,12 +83,44 @@
 // it goes (options that were cut off stay absent); a record without the whole
 // fixed 20-byte TCP header counts as undecodable.
 //
+// # Several files
+//
+// OpenFiles reads several capture files as one capture: the files of a
+// rotated capture (tcpdump -W, -C), or captures taken at several points.
+// Each may be pcap or pcapng, gzip-compressed or not, of any link type. Next
+// hands out their records in time order, as mergecap merges them: a k-way
+// merge that holds one record per file (memory grows with the number of
+// files, not their size). Records of the same time come in the order the
+// files were given. Packet.File says which file a packet came from;
+// Stats sums the files' counts and Stats.Files gives each one's.
+//
+//	r, err := capture.OpenFiles([]string{"trace0.pcap", "trace1.pcap.gz"})
+//
+// # Damaged files
+//
+// A record that cannot be read (a length no capture can have: longer than
+// the snaplen allows or than the packet was; a pcapng block whose two length
+// fields disagree, or of an interface that does not exist) does not end the
+// reading. The Reader skips to the next place where records can be read
+// again: for pcap, two record headers in a row that are plausible (lengths
+// within the snaplen and each other, a fraction of a second below one, times
+// within a day of the last record read and of each other; three in a row
+// before any record was read); for pcapng, a block of a known type whose two
+// length fields agree. It also looks at the header after each record: when
+// that cannot be one, the record's own length may be wrong, and a run of
+// good records starting inside it says so (the record is then skipped too).
+// Stats.Damaged says where the first damaged record was (its number and
+// byte offset), how many damaged places and bytes were skipped; after the
+// last packet Next returns a *DamageError, which wraps ErrDamaged, in place
+// of io.EOF. How many records the skipped bytes held is not known.
+//
 // # Decoding
 //
-// Link, tunnel and IP layers are decoded by gopacket's DecodingLayerParser
-// into layer structs the Reader owns (one sparse container of them for every
-// link type), and records are read with pcapgo's ZeroCopyReadPacketData, so
-// the steady state allocates nothing per packet. Headers gopacket has no
+// Records are read by this package's pcap and pcapng readers in place from
+// their read buffer (a record is not copied), and their link, tunnel and IP
+// layers are decoded by gopacket's DecodingLayerParser into layer structs the
+// Reader owns (one sparse container of them for every link type), so the
+// steady state allocates nothing per packet. Headers gopacket has no
 // allocation-free DecodingLayer for (PPP, PPPoE, MPLS, FDDI, Cisco HDLC,
 // radiotap, 802.11, NFLOG, PKTAP, ERSPAN III) are decoded by small layers in
 // encap.go that read only the fields that locate the next header.
@@ -92,9 +129,8 @@
 // MPTCP options; the fields used are at fixed offsets and the five options
 // read (MSS, window scale, SACK-permitted, timestamps, SACK) are simple.
 // Known exceptions to "no allocation per packet", all inside gopacket:
-// pcapng records of a link type numbered above 255 (SLL2, PKTAP) box the link
-// type, IPv6 hop-by-hop options, Geneve options and GTP-U extension headers
-// are allocated one by one.
+// IPv6 hop-by-hop options, Geneve options and GTP-U extension headers are
+// allocated one by one.
 //
 // # Live capture
 //
@@ -115,9 +151,14 @@
 // # Errors
 //
 // A file that is not a capture gives ErrNotCapture, a 0-byte file ErrEmpty (a
-// capture with a header and no records is valid and simply has no packets). A
-// file that ends inside a record (a capture still being written, or cut by a
-// copy) is not an error: Next returns io.EOF after the last whole record and
-// Stats.Truncated is set. A record that cannot be read (an impossible length,
-// an unknown pcapng interface) gives ErrDamaged; the reader stops there.
+// capture with a header and no records is valid and simply has no packets),
+// a file header that cannot be read ErrDamaged; Open and OpenFiles name the
+// file. A file that ends inside a record (a capture still being written, or
+// cut by a copy) is not an error: Next returns io.EOF after the last whole
+// record and Stats.Truncated is set. Damaged records are skipped (see Damaged
+// files): after the last packet Next returns a *DamageError wrapping
+// ErrDamaged. A compressed stream that cannot be decompressed further ends
+// its file the same way, with the read error as DamageError.Cause. With
+// several files, the errors of each are joined (errors.Join). Test the kinds
+// with errors.Is.
 package capture

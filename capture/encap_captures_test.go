@@ -152,6 +152,12 @@ var encapCaptures = []struct {
 	{file: "nd__capwap_data.pcapng", tcp: 14, tunnels: EncapCAPWAP, first: &firstSegment{"10.1.3.68", "74.125.130.188", 47025, 443, 0}},
 	// UDP 3 (wlan:llc:ip(v6):udp, LINKTYPE_IEEE802_11).
 	{file: "zk__wlanmon.pcap", udp: 3},
+	// pcap version 2.1 headers (see TestOldPcapVersions). -Y tcp: 0; UDP 156
+	// and 128 (eth:ip:udp:rpc, NFS v2 and v3), none fragmented.
+	{file: "nd__nfsv2.pcap", udp: 156},
+	{file: "nd__nfsv3.pcap", udp: 128},
+	// pcap version 2.0, one NULL record of "data" (see TestOldPcapVersions).
+	{file: "nd__fuzz-2021-10-13.pcap"},
 }
 
 // TestEncapsulatedCaptures reads public captures of each link type and

@@ -58,6 +58,17 @@ func fuzzSeeds(t testing.TB) map[string][]byte {
 	}
 	nflog := []testRecord{record(0, linkTypeNFLOG, frameNFLOG, synSegment(client4, server4))}
 	vxlan := []testRecord{record(0, layers.LinkTypeEthernet, frameVXLAN(portVXLAN), sackSegment(client4, server4))}
+	three := []testRecord{
+		record(0, layers.LinkTypeEthernet, frameEthernet, synSegment(client4, server4)),
+		record(1, layers.LinkTypeEthernet, frameVLAN, dataSegment(server4, client4, 40)),
+		record(2, layers.LinkTypeEthernet, frameEthernet, finSegment(server4, client4)),
+	}
+	threePcap := writePcapByHand(t, binary.LittleEndian, false, 65535, three)
+	second := pcapFileHeaderBytes + pcapRecordHeaderBytes + len(three[0].data)
+	damagedPcap := setLE32(threePcap, second+8, 0xfffffff0)
+	threePcapng := writePcapng(t, 65535, three)
+	blocks := pcapngBlocks(t, threePcapng)
+	cutPcapng := without(threePcapng, [2]int{blocks[len(blocks)-2].start + 36, blocks[len(blocks)-2].start + 44})
 	junk := make([]byte, 64)
 	for i := range junk {
 		junk[i] = byte(i*37 + 11)
@@ -79,6 +90,9 @@ func fuzzSeeds(t testing.TB) map[string][]byte {
 		"pcap-radiotap-fcs":            writePcapByHand(t, binary.LittleEndian, false, 65535, radiotap),
 		"pcap-nflog":                   writePcapByHand(t, binary.LittleEndian, false, 65535, nflog),
 		"pcap-vxlan-snaplen80":         writePcapByHand(t, binary.LittleEndian, false, 80, cutTo(vxlan, 80)),
+		"pcap-damaged-length":          damagedPcap,
+		"pcap-version-2.1":             patch(threePcap, 6, 1),
+		"pcapng-block-cut-short":       cutPcapng,
 	}
 }
 
@@ -180,6 +194,17 @@ func FuzzReader(f *testing.F) {
 		}
 		if s.Records != s.TCP+s.UDP+s.NonTCP+s.Undecodable || s.Fragments+skipped > s.NonTCP || s.FirstNs > s.LastNs {
 			t.Fatalf("inconsistent stats %+v", s)
+		}
+		var damageErr *DamageError
+		damaged := errors.As(err, &damageErr)
+		if damaged != (s.Damaged.Places > 0) || damaged && damageErr.Damage != s.Damaged {
+			t.Fatalf("error %v with damage %+v", err, s.Damaged)
+		}
+		if s.Damaged.Places > 0 && (s.Damaged.Record < 1 || s.Damaged.Record > s.Records+1 || s.Damaged.Bytes < 0 || s.Damaged.Offset < 0) {
+			t.Fatalf("damage %+v after %d records", s.Damaged, s.Records)
+		}
+		if !bytes.HasPrefix(data, magicGzip) && (s.Damaged.Bytes > int64(len(data)) || s.Damaged.Offset > int64(len(data))) {
+			t.Fatalf("damage %+v in a %d-byte file", s.Damaged, len(data))
 		}
 	})
 }

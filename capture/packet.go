@@ -44,7 +44,10 @@ const (
 type Packet struct {
 	TimestampNs int64 // capture time, nanoseconds since the Unix epoch
 	Interface   int   // pcapng interface index (0 for pcap)
-	Src, Dst    netip.Addr
+	// File is the index of the file the packet was read from, among those
+	// given to OpenFiles (0 for a Reader of one file).
+	File     int
+	Src, Dst netip.Addr
 	// IPID is the IPv4 identification field (0 for IPv6): a frame captured twice
 	// carries the same one, a retransmission (on most stacks) a new one.
 	IPID     uint16

@@ -11,9 +11,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/gopacket/gopacket"
 	"github.com/gopacket/gopacket/layers"
-	"github.com/gopacket/gopacket/pcapgo"
 )
 
 // Errors the Reader returns, wrapped with context; test them with errors.Is.
@@ -22,8 +20,10 @@ var (
 	ErrNotCapture = errors.New("not a pcap or pcapng file")
 	// ErrEmpty: the input has no bytes at all.
 	ErrEmpty = errors.New("empty file (0 bytes)")
-	// ErrDamaged: a record could not be read (an impossible length, a reference
-	// to an interface that does not exist, a bad compressed stream).
+	// ErrDamaged: a file header or record could not be read (an impossible
+	// length, lengths that disagree, a reference to an interface that does not
+	// exist, a bad compressed stream). Damaged records are skipped: Next
+	// returns a *DamageError wrapping ErrDamaged after the last good record.
 	ErrDamaged = errors.New("damaged capture file")
 )
 
@@ -33,9 +33,13 @@ const (
 	FormatPcapng = "pcapng"
 )
 
-// Stats describes what a Reader has read so far.
+// Stats describes what a Reader has read so far. For a Reader of several
+// files (OpenFiles) the counts are sums, the time span and Snaplen cover all
+// of them, and Files says what each one held.
 type Stats struct {
-	Format    string   // FormatPcap or FormatPcapng
+	// Format is FormatPcap or FormatPcapng; for several files, the formats
+	// they are in joined by "+" (e.g. "pcap+pcapng").
+	Format    string
 	LinkTypes []string // link types seen, in order of first appearance (e.g. "Ethernet", "Raw")
 	// Snaplen is the largest snapshot length the file declares (pcapng: over its
 	// interfaces; 0 there means unlimited).
@@ -57,10 +61,23 @@ type Stats struct {
 	// Truncated is set when the file ended inside a record (or a pcapng block):
 	// the records before it were read, the partial one was dropped.
 	Truncated bool
+	// Damaged says where the file was damaged and what was skipped to read on
+	// (Damaged.Places is 0 when nothing was).
+	Damaged Damage
 
 	// FirstNs and LastNs are the earliest and latest record timestamps, in
 	// nanoseconds since the Unix epoch (0 when there were no records).
 	FirstNs, LastNs int64
+
+	// Files says what each file of a Reader of several files held, in the
+	// order they were given (nil for a Reader of one).
+	Files []FileStats
+}
+
+// FileStats is what a Reader read from one of its inputs.
+type FileStats struct {
+	Name  string // the path given to Open or OpenFiles ("" for NewReader)
+	Stats        // what was read from this input alone (its Files is nil)
 }
 
 // SkippedRecords counts the records of one link type or encapsulation that
@@ -78,38 +95,85 @@ type Option func(*Reader)
 // encapsulations. Without it a Reader returns TCP only.
 func WithUDP() Option { return func(r *Reader) { r.dec.udp = true } }
 
-// recordSource is what pcapgo.Reader and pcapgo.NgReader have in common.
-type recordSource interface {
-	ZeroCopyReadPacketData() ([]byte, gopacket.CaptureInfo, error)
+// record is one record as a file format's reader hands it over. Its data
+// stays valid until the next record of the same input is read.
+type record struct {
+	data        []byte
+	timestampNs int64
+	wireBytes   int // the packet's length on the wire
+	linkType    layers.LinkType
+	iface       int // pcapng interface index (0 for pcap)
 }
 
-// Reader reads TCP segments from a pcap or pcapng stream. It is not safe for
+// recordReader reads the records of one file format (pcapReader,
+// pcapngReader). next returns io.EOF after the last record,
+// io.ErrUnexpectedEOF when the input ends inside a record, and another error
+// when the input cannot be read further (a bad compressed stream). Damaged
+// places it skips are counted in the Damage it was given.
+type recordReader interface {
+	next(rec *record) error
+}
+
+// Reader reads TCP segments from a pcap or pcapng stream, or from several
+// capture files merged in time order (OpenFiles). It is not safe for
 // concurrent use.
 type Reader struct {
-	file    io.Closer // the file Open opened; nil for NewReader
-	source  recordSource
-	ng      *pcapgo.NgReader // non-nil for pcapng
-	pcapLT  layers.LinkType  // the link type of a pcap file
+	inputs  []*input
+	merging bool     // several inputs: records are handed out in time order
+	heap    []*input // merging: the inputs with a record at hand, earliest on top
+	top     *input   // merging: the input whose record was handed out last
 	dec     *decoder
+	err     error // sticky: once set, Next returns it
+}
+
+// input is one capture file of a Reader.
+type input struct {
+	name    string
+	index   int       // its place among the Reader's inputs (Packet.File)
+	file    io.Closer // the file Open or OpenFiles opened; nil for NewReader
+	stream  *byteStream
+	records recordReader
+	rec     record // the record at hand
 	stats   Stats
 	seenLTs []layers.LinkType // link types named in stats.LinkTypes
 	skipLTs []string          // for each of seenLTs, its name in Stats.Skipped ("" if decoded)
-	seenIfs int               // pcapng interfaces already looked at
-	err     error             // sticky: once set, Next returns it
+	lastLT  layers.LinkType   // the link type of the last record (noted)
+	sawLT   bool              // lastLT is set
+	done    bool              // its records are over
+	err     error             // the read error that ended it, if any
 }
 
 // Open opens a capture file. Close it when done.
 func Open(path string, opts ...Option) (*Reader, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("capture: opening the capture file: %w", err)
+	return OpenFiles([]string{path}, opts...)
+}
+
+// OpenFiles opens capture files to read as one capture: Next hands out their
+// records in time order, as mergecap merges them (each file's records in
+// their order, the earliest of the files' next records first, the first
+// file's on a tie). Each file may be pcap or pcapng, gzip-compressed or not,
+// of any link type; Packet.File says which one a packet came from. One record
+// per file is held at a time. Close it when done.
+func OpenFiles(paths []string, opts ...Option) (*Reader, error) {
+	if len(paths) == 0 {
+		return nil, errors.New("capture: no capture file given")
 	}
-	r, err := newReader(f, opts...)
-	if err != nil {
-		f.Close()
-		return nil, fmt.Errorf("capture: %s: %w", path, err)
+	r := newEmptyReader(opts)
+	for _, path := range paths {
+		f, err := os.Open(path)
+		if err != nil {
+			r.Close()
+			return nil, fmt.Errorf("capture: opening the capture file: %w", err)
+		}
+		in, err := r.addInput(path, f)
+		if err != nil {
+			f.Close()
+			r.Close()
+			return nil, fmt.Errorf("capture: %s: %w", path, err)
+		}
+		in.file = f
 	}
-	r.file = f
+	r.startMerge()
 	return r, nil
 }
 
@@ -123,21 +187,33 @@ var (
 	magicGzip        = []byte{0x1f, 0x8b}
 )
 
-// readBufferBytes is the size of the buffer between the input and the decoder.
-const readBufferBytes = 256 << 10
+// readBufferBytes is the size of the buffer records are read from in place:
+// libpcap's largest snaplen and a pcapng block's framing fit in it.
+const readBufferBytes = 256<<10 + 4<<10
 
 // NewReader reads a capture from in, which it does not close. It reads the file
-// header at once and tells pcap from pcapng (gzip-compressed or not).
+// header at once and tells pcap from pcapng (gzip-compressed or not). It only
+// reads in (never seeks), so in may be a pipe or os.Stdin.
 func NewReader(in io.Reader, opts ...Option) (*Reader, error) {
-	r, err := newReader(in, opts...)
-	if err != nil {
+	r := newEmptyReader(opts)
+	if _, err := r.addInput("", in); err != nil {
 		return nil, fmt.Errorf("capture: %w", err)
 	}
+	r.startMerge()
 	return r, nil
 }
 
-// newReader is NewReader with errors that do not name the package.
-func newReader(in io.Reader, opts ...Option) (*Reader, error) {
+func newEmptyReader(opts []Option) *Reader {
+	r := &Reader{dec: newDecoder()}
+	for _, opt := range opts {
+		opt(r)
+	}
+	return r
+}
+
+// addInput reads the header of one more input; its errors do not name the
+// package.
+func (r *Reader) addInput(name string, in io.Reader) (*input, error) {
 	br := bufio.NewReaderSize(in, readBufferBytes)
 	head, err := br.Peek(4)
 	if len(head) == 0 && err == io.EOF {
@@ -158,34 +234,33 @@ func newReader(in io.Reader, opts ...Option) (*Reader, error) {
 		return nil, fmt.Errorf("%w: only %d bytes; give a file written by tcpdump -w, dumpcap or Wireshark", ErrNotCapture, len(head))
 	}
 
-	r := &Reader{dec: newDecoder()}
-	for _, opt := range opts {
-		opt(r)
-	}
+	i := &input{name: name, index: len(r.inputs), stream: &byteStream{br: br}}
 	switch {
 	case bytes.Equal(head, magicPcapMicroLE), bytes.Equal(head, magicPcapMicroBE),
 		bytes.Equal(head, magicPcapNanoLE), bytes.Equal(head, magicPcapNanoBE):
-		pr, err := pcapgo.NewReader(br)
+		pr, err := newPcapReader(i.stream, &i.stats.Damaged)
 		if err != nil {
 			return nil, fmt.Errorf("reading the pcap file header: %w", headerError(err))
 		}
-		r.source = pr
-		r.pcapLT = pr.LinkType()
-		r.stats.Format = FormatPcap
-		r.stats.Snaplen = int(pr.Snaplen())
-		r.noteLinkType(r.pcapLT)
+		i.records = pr
+		i.stats.Format = FormatPcap
+		i.stats.Snaplen = int(min(pr.snaplen, 1<<31-1))
+		i.noteLinkType(pr.linkType, r.dec)
 	case bytes.Equal(head, magicPcapng):
-		nr, err := pcapgo.NewNgReader(br, pcapgo.NgReaderOptions{WantMixedLinkType: true})
+		nr, err := newPcapngReader(i.stream, &i.stats.Damaged, func(linkType layers.LinkType, snaplen uint32) {
+			i.noteLinkType(linkType, r.dec)
+			i.stats.Snaplen = max(i.stats.Snaplen, int(min(snaplen, 1<<31-1)))
+		})
 		if err != nil {
 			return nil, fmt.Errorf("reading the pcapng section header: %w", headerError(err))
 		}
-		r.source = nr
-		r.ng = nr
-		r.stats.Format = FormatPcapng
+		i.records = nr
+		i.stats.Format = FormatPcapng
 	default:
 		return nil, fmt.Errorf("%w (it starts with % x); give a file written by tcpdump -w, dumpcap or Wireshark", ErrNotCapture, head)
 	}
-	return r, nil
+	r.inputs = append(r.inputs, i)
+	return i, nil
 }
 
 // headerError explains a failure to read a file header.
@@ -196,151 +271,288 @@ func headerError(err error) error {
 	return fmt.Errorf("%w: %w", ErrDamaged, err)
 }
 
-// Close closes the file Open opened. For a Reader from NewReader it does
-// nothing: the caller owns the io.Reader.
+// Close closes the files Open or OpenFiles opened. For a Reader from
+// NewReader it does nothing: the caller owns the io.Reader.
 func (r *Reader) Close() error {
-	if r.file == nil {
-		return nil
+	var first error
+	for _, in := range r.inputs {
+		if in.file == nil {
+			continue
+		}
+		if err := in.file.Close(); err != nil && first == nil {
+			first = fmt.Errorf("capture: closing the capture file %s: %w", in.name, err)
+		}
+		in.file = nil
 	}
-	err := r.file.Close()
-	r.file = nil
-	if err != nil {
-		return fmt.Errorf("capture: closing the capture file: %w", err)
-	}
-	return nil
+	return first
 }
 
 // Next fills p with the next TCP segment (or UDP datagram, with WithUDP) and
 // returns nil, or returns io.EOF after the last one. Other records are skipped
-// and counted (see Stats). Payload points into the Reader's buffer and is valid until the next
-// call. After an error other than io.EOF the file is damaged; Next keeps
-// returning that error.
+// and counted (see Stats). Payload points into the Reader's buffer and is
+// valid until the next call.
+//
+// Damaged records are skipped where the format allows reading on (see
+// Damage): then after the last packet Next returns a *DamageError (wrapping
+// ErrDamaged) in place of io.EOF. A read error that ends an input (a bad
+// gzip stream) ends it the same way, after the packets of the other inputs.
+// Next keeps returning its last error.
 func (r *Reader) Next(p *Packet) error {
 	if r.err != nil {
 		return r.err
 	}
 	for {
-		data, ci, err := r.source.ZeroCopyReadPacketData()
-		if err != nil {
-			r.err = r.endOfRecords(err)
+		in := r.nextRecord()
+		if in == nil {
+			r.err = r.endError()
 			return r.err
 		}
-		r.stats.Records++
-		timestampNs := ci.Timestamp.UnixNano()
-		if r.stats.Records == 1 || timestampNs < r.stats.FirstNs {
-			r.stats.FirstNs = timestampNs
+		rec := &in.rec
+		st := &in.stats
+		st.Records++
+		if st.Records == 1 || rec.timestampNs < st.FirstNs {
+			st.FirstNs = rec.timestampNs
 		}
-		if r.stats.Records == 1 || timestampNs > r.stats.LastNs {
-			r.stats.LastNs = timestampNs
+		if st.Records == 1 || rec.timestampNs > st.LastNs {
+			st.LastNs = rec.timestampNs
 		}
-		linkType := r.pcapLT
-		if r.ng != nil {
-			r.noteInterfaces()
-			if len(ci.AncillaryData) > 0 {
-				linkType, _ = ci.AncillaryData[0].(layers.LinkType)
-			}
-			r.noteLinkType(linkType)
+		if !in.sawLT || rec.linkType != in.lastLT {
+			in.noteLinkType(rec.linkType, r.dec)
+			in.lastLT, in.sawLT = rec.linkType, true
 		}
 
-		switch r.dec.decode(data, ci.Length, linkType, p) {
+		switch r.dec.decode(rec.data, rec.wireBytes, rec.linkType, p) {
 		case decodedTCP:
-			r.stats.TCP++
-			r.stats.Tunnels |= p.Tunnel
-			p.TimestampNs = timestampNs
-			p.Interface = ci.InterfaceIndex
+			st.TCP++
+			st.Tunnels |= p.Tunnel
+			p.TimestampNs = rec.timestampNs
+			p.Interface = rec.iface
+			p.File = in.index
 			return nil
 		case decodedUDP:
-			r.stats.UDP++
-			r.stats.Tunnels |= p.Tunnel
-			p.TimestampNs = timestampNs
-			p.Interface = ci.InterfaceIndex
+			st.UDP++
+			st.Tunnels |= p.Tunnel
+			p.TimestampNs = rec.timestampNs
+			p.Interface = rec.iface
+			p.File = in.index
 			return nil
 		case decodedFragment:
-			r.stats.Fragments++
-			r.stats.NonTCP++
+			st.Fragments++
+			st.NonTCP++
 		case decodedOther:
-			r.stats.NonTCP++
+			st.NonTCP++
 		case decodedSkipped:
-			r.stats.NonTCP++
+			st.NonTCP++
 			name := r.dec.skipped
-			if i := slices.Index(r.seenLTs, linkType); i >= 0 && r.skipLTs[i] != "" {
-				name = r.skipLTs[i]
+			if i := slices.Index(in.seenLTs, rec.linkType); i >= 0 && in.skipLTs[i] != "" {
+				name = in.skipLTs[i]
 			}
-			r.countSkipped(name)
+			in.countSkipped(name)
 		default:
-			r.stats.Undecodable++
+			st.Undecodable++
 		}
 	}
 }
 
-// endOfRecords turns the error that ended the records into what Next returns.
-func (r *Reader) endOfRecords(err error) error {
-	if r.ng != nil {
-		r.noteInterfaces()
+// nextRecord reads the next record, in time order over the inputs when
+// merging, and returns its input (nil after the last record).
+func (r *Reader) nextRecord() *input {
+	if !r.merging {
+		in := r.inputs[0]
+		if in.done {
+			return nil
+		}
+		if err := in.records.next(&in.rec); err != nil {
+			in.end(err)
+			return nil
+		}
+		return in
 	}
-	switch {
-	case err == io.EOF:
-		return io.EOF
-	case errors.Is(err, io.ErrUnexpectedEOF):
-		r.stats.Truncated = true
-		return io.EOF
-	default:
-		return fmt.Errorf("capture: reading record %d: %w: %w (the %d records before it were read)",
-			r.stats.Records+1, ErrDamaged, err, r.stats.Records)
+	if r.top != nil { // the record handed out last is used: read that input's next
+		if err := r.top.records.next(&r.top.rec); err != nil {
+			r.top.end(err)
+			r.popTop()
+		} else {
+			r.siftDown(0)
+		}
+		r.top = nil
 	}
+	if len(r.heap) == 0 {
+		return nil
+	}
+	r.top = r.heap[0]
+	return r.top
 }
 
-// noteInterfaces records the link types and snaplens of pcapng interfaces that
-// appeared since the last call. A new section starts its interfaces afresh.
-func (r *Reader) noteInterfaces() {
-	n := r.ng.NInterfaces()
-	if n == r.seenIfs {
+// startMerge readies a Reader of several inputs: each one's first record is
+// read, and the inputs that have one are ordered by it.
+func (r *Reader) startMerge() {
+	if len(r.inputs) < 2 {
 		return
 	}
-	if n < r.seenIfs {
-		r.seenIfs = 0
-	}
-	for i := r.seenIfs; i < n; i++ {
-		iface, err := r.ng.Interface(i)
-		if err != nil {
+	r.merging = true
+	for _, in := range r.inputs {
+		if err := in.records.next(&in.rec); err != nil {
+			in.end(err)
 			continue
 		}
-		r.noteLinkType(iface.LinkType)
-		r.stats.Snaplen = max(r.stats.Snaplen, int(min(iface.SnapLength, 1<<31-1)))
+		r.heap = append(r.heap, in)
 	}
-	r.seenIfs = n
+	for i := len(r.heap)/2 - 1; i >= 0; i-- {
+		r.siftDown(i)
+	}
+}
+
+// earlier orders the inputs' records at hand: by time, then by input.
+func earlier(a, b *input) bool {
+	return a.rec.timestampNs < b.rec.timestampNs || a.rec.timestampNs == b.rec.timestampNs && a.index < b.index
+}
+
+// siftDown moves the heap's element i down to its place.
+func (r *Reader) siftDown(i int) {
+	h := r.heap
+	for {
+		least := i
+		if left := 2*i + 1; left < len(h) && earlier(h[left], h[least]) {
+			least = left
+		}
+		if right := 2*i + 2; right < len(h) && earlier(h[right], h[least]) {
+			least = right
+		}
+		if least == i {
+			return
+		}
+		h[i], h[least] = h[least], h[i]
+		i = least
+	}
+}
+
+// popTop removes the heap's top.
+func (r *Reader) popTop() {
+	last := len(r.heap) - 1
+	r.heap[0] = r.heap[last]
+	r.heap[last] = nil
+	r.heap = r.heap[:last]
+	r.siftDown(0)
+}
+
+// end records why an input's records are over.
+func (in *input) end(err error) {
+	in.done = true
+	switch {
+	case err == io.EOF:
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		in.stats.Truncated = true
+	default:
+		in.stats.Damaged.place(in.stats.Records+1, in.stream.offset)
+		in.stats.Damaged.ToEnd = true
+		in.err = err
+	}
+}
+
+// endError is what Next returns after the last record: io.EOF, or what was
+// damaged in each input.
+func (r *Reader) endError() error {
+	var errs []error
+	for _, in := range r.inputs {
+		if in.stats.Damaged.Places == 0 && in.err == nil {
+			continue
+		}
+		d := in.stats.Damaged
+		d.Input = in.name
+		errs = append(errs, &DamageError{Damage: d, Cause: in.err})
+	}
+	switch len(errs) {
+	case 0:
+		return io.EOF
+	case 1:
+		return errs[0]
+	}
+	return errors.Join(errs...)
 }
 
 // noteLinkType adds a link type to Stats.LinkTypes the first time it is seen.
-func (r *Reader) noteLinkType(linkType layers.LinkType) {
-	if slices.Contains(r.seenLTs, linkType) {
+func (in *input) noteLinkType(linkType layers.LinkType, dec *decoder) {
+	if slices.Contains(in.seenLTs, linkType) {
 		return
 	}
-	r.seenLTs = append(r.seenLTs, linkType)
-	r.stats.LinkTypes = append(r.stats.LinkTypes, linkTypeName(linkType))
+	in.seenLTs = append(in.seenLTs, linkType)
+	in.stats.LinkTypes = append(in.stats.LinkTypes, linkTypeName(linkType))
 	skipName := ""
-	if parser, known := r.dec.parserFor(linkType, nil); parser == nil && !known {
+	if parser, known := dec.parserFor(linkType, nil); parser == nil && !known {
 		skipName = unsupportedLinkTypeName(linkType)
 	}
-	r.skipLTs = append(r.skipLTs, skipName)
+	in.skipLTs = append(in.skipLTs, skipName)
 }
 
 // countSkipped counts one skipped record under name.
-func (r *Reader) countSkipped(name string) {
-	for i := range r.stats.Skipped {
-		if r.stats.Skipped[i].Name == name {
-			r.stats.Skipped[i].Records++
-			return
+func (in *input) countSkipped(name string) {
+	in.stats.Skipped = addSkipped(in.stats.Skipped, SkippedRecords{Name: name, Records: 1})
+}
+
+// addSkipped adds counted records to the list, under their name.
+func addSkipped(list []SkippedRecords, add SkippedRecords) []SkippedRecords {
+	for i := range list {
+		if list[i].Name == add.Name {
+			list[i].Records += add.Records
+			return list
 		}
 	}
-	r.stats.Skipped = append(r.stats.Skipped, SkippedRecords{Name: name, Records: 1})
+	return append(list, add)
+}
+
+// snapshot is a copy of the input's Stats that shares nothing with it.
+func (in *input) snapshot() Stats {
+	s := in.stats
+	s.LinkTypes = slices.Clone(in.stats.LinkTypes)
+	s.Skipped = slices.Clone(in.stats.Skipped)
+	if s.Damaged.Places > 0 {
+		s.Damaged.Input = in.name
+	}
+	return s
 }
 
 // Stats returns what the Reader has read so far.
 func (r *Reader) Stats() Stats {
-	s := r.stats
-	s.LinkTypes = slices.Clone(r.stats.LinkTypes)
-	s.Skipped = slices.Clone(r.stats.Skipped)
+	if len(r.inputs) == 1 {
+		return r.inputs[0].snapshot()
+	}
+	var s Stats
+	var formats []string
+	for _, in := range r.inputs {
+		f := in.snapshot()
+		s.Files = append(s.Files, FileStats{Name: in.name, Stats: f})
+		if !slices.Contains(formats, f.Format) {
+			formats = append(formats, f.Format)
+		}
+		for _, name := range f.LinkTypes {
+			if !slices.Contains(s.LinkTypes, name) {
+				s.LinkTypes = append(s.LinkTypes, name)
+			}
+		}
+		s.Snaplen = max(s.Snaplen, f.Snaplen)
+		if f.Records > 0 {
+			if s.Records == 0 || f.FirstNs < s.FirstNs {
+				s.FirstNs = f.FirstNs
+			}
+			if s.Records == 0 || f.LastNs > s.LastNs {
+				s.LastNs = f.LastNs
+			}
+		}
+		s.Records += f.Records
+		s.TCP += f.TCP
+		s.UDP += f.UDP
+		s.NonTCP += f.NonTCP
+		s.Fragments += f.Fragments
+		s.Undecodable += f.Undecodable
+		for _, k := range f.Skipped {
+			s.Skipped = addSkipped(s.Skipped, k)
+		}
+		s.Tunnels |= f.Tunnels
+		s.Truncated = s.Truncated || f.Truncated
+		s.Damaged.add(f.Damaged)
+	}
+	s.Format = strings.Join(formats, "+")
 	return s
 }
 

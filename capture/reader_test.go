@@ -378,6 +378,8 @@ func TestNewReaderErrors(t *testing.T) {
 		{"pcap header cut", validPcap[:10], io.ErrUnexpectedEOF, "ends inside its header"},
 		{"pcapng header cut", validPcapng[:20], io.ErrUnexpectedEOF, "ends inside its header"},
 		{"pcap with unknown version", patch(validPcap, 4, 9), ErrDamaged, "version"},
+		{"pcap with unknown minor version", patch(validPcap, 6, 5), ErrDamaged, "version 2.5"},
+		{"pcapng with unknown version", patch(validPcapng, 12, 2), ErrDamaged, "version 2.0"},
 		{"gzip of nothing", gzipBytes(t, nil), ErrEmpty, "empty"},
 		{"gzip of text", gzipBytes(t, []byte("hello, world")), ErrNotCapture, "not a pcap or pcapng file"},
 	}
@@ -608,9 +610,9 @@ func TestNextAllocatesNothing(t *testing.T) {
 		{"pcap tunnels", fileFormats[0], []string{"vxlan4789-ipv4", "pppoe-qinq-ipv6", "mpls-stack-ipv6", "gre-key-seq-6in4", "erspan3-ipv4", "aruba-gre-ipv4", "6in4-ipv6"}, 0},
 		{"pcap radiotap", fileFormats[0], []string{"radiotap127-fcs-ipv4", "radiotap127-fcs-datapad-ipv6"}, 0},
 		{"pcap nflog", fileFormats[0], []string{"nflog239-ipv4", "nflog239-ipv6"}, 0},
-		// pcapgo.NgReader boxes each record's link type into an interface;
-		// link type numbers above 255 (SLL2 is 276) cost an allocation there.
-		{"pcapng sll2 (known exception inside pcapgo)", fileFormats[4], []string{"sll2-ipv4"}, 1},
+		// Link type numbers above 255 (SLL2 is 276) in pcapng: pcapgo's
+		// reader boxed them into an interface, an allocation per record.
+		{"pcapng sll2", fileFormats[4], []string{"sll2-ipv4"}, 0},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -652,8 +654,17 @@ func BenchmarkReaderNextTunnels(b *testing.B) {
 	benchmarkReaderNext(b, "vxlan4789-ipv4", "pppoe-qinq-ipv6", "mpls-stack-ipv4", "gre-key-seq-6in4")
 }
 
+// BenchmarkReaderNextPcapng is BenchmarkReaderNext from a pcapng file.
+func BenchmarkReaderNextPcapng(b *testing.B) {
+	benchmarkReaderNextFormat(b, fileFormats[4], "ethernet-ipv4", "vlan-ipv6")
+}
+
 func benchmarkReaderNext(b *testing.B, framings ...string) {
-	file := allocTestFile(b, fileFormats[0], framingNamed(b, framings...), 10000)
+	benchmarkReaderNextFormat(b, fileFormats[0], framings...)
+}
+
+func benchmarkReaderNextFormat(b *testing.B, format fileFormat, framings ...string) {
+	file := allocTestFile(b, format, framingNamed(b, framings...), 10000)
 	newReader := func() *Reader {
 		r, err := NewReader(bytes.NewReader(file))
 		if err != nil {
@@ -683,4 +694,84 @@ func benchmarkReaderNext(b *testing.B, framings ...string) {
 	if b.N >= 10 && payloadBytes == 0 {
 		b.Fatal("no payload was decoded")
 	}
+}
+
+// TestOldPcapVersions reads pcap files with version 2.0 and 2.1 headers
+// (pcapgo refuses them). Expected values from tshark 4.0: frames, the first
+// and last frame.time_epoch, and the first datagram (-T fields -e ip.src -e
+// udp.srcport -e ip.dst -e udp.dstport -e udp.length). The 2.0 file comes
+// from a fuzzer: its record header has the captured and original lengths
+// swapped, as libpcap and Wireshark read them before version 2.3 (frame.len
+// 524501, frame.cap_len 197), and 2 bytes after the record.
+func TestOldPcapVersions(t *testing.T) {
+	cases := []struct {
+		file            string
+		records, udp    int64
+		firstNs, lastNs int64
+		src, dst        string
+		sport, dport    uint16
+		payloadBytes    int
+		truncated       bool
+		linkType        string
+	}{
+		{"nd__nfsv2.pcap", 156, 156, 944207338_400000000, 944207338_890000000, "139.25.22.2", "139.25.22.102", 3289, 111, 72 - 8, false, "Ethernet"},
+		{"nd__nfsv3.pcap", 128, 128, 944207397_280000000, 944207397_750000000, "139.25.22.2", "139.25.22.102", 3295, 111, 72 - 8, false, "Ethernet"},
+		{"nd__fuzz-2021-10-13.pcap", 1, 0, 980658802_000000000 + 1882137472, 980658802_000000000 + 1882137472, "", "", 0, 0, 0, true, "Null"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.file, func(t *testing.T) {
+			r, err := Open(filepath.Join(encapCapturesDir, tc.file), WithUDP())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer r.Close()
+			var p, first Packet
+			n := 0
+			for err = r.Next(&p); err == nil; err = r.Next(&p) {
+				if n++; n == 1 {
+					first = p
+				}
+			}
+			if err != io.EOF {
+				t.Fatal(err)
+			}
+			s := r.Stats()
+			if s.Records != tc.records || s.UDP != tc.udp || s.FirstNs != tc.firstNs || s.LastNs != tc.lastNs || s.Truncated != tc.truncated ||
+				!slices.Equal(s.LinkTypes, []string{tc.linkType}) {
+				t.Errorf("stats %+v; want %d records, %d UDP, time %d to %d, truncated %v, %s", s, tc.records, tc.udp, tc.firstNs, tc.lastNs, tc.truncated, tc.linkType)
+			}
+			if tc.udp > 0 && (first.Src.String() != tc.src || first.Dst.String() != tc.dst || first.SrcPort != tc.sport || first.DstPort != tc.dport || first.PayloadLen != tc.payloadBytes) {
+				t.Errorf("first datagram %v:%d > %v:%d, %d bytes", first.Src, first.SrcPort, first.Dst, first.DstPort, first.PayloadLen)
+			}
+		})
+	}
+	t.Run("version 2.3 with swapped lengths", func(t *testing.T) {
+		// libpcap 0.3 wrote the lengths swapped: a captured length above the
+		// original one is read swapped in version 2.3, an error in 2.4.
+		rec := testRecord{data: buildIP(t, finSegment(server4, client4)), linkType: layers.LinkTypeRaw, timestampNs: recordTime(0)}
+		rec.wireBytes = len(rec.data) + 100
+		file := writePcapByHand(t, binary.LittleEndian, false, 65535, []testRecord{rec, rec})
+		for _, at := range []int{24, 24 + 16 + len(rec.data)} {
+			captured, wire := binary.LittleEndian.Uint32(file[at+8:]), binary.LittleEndian.Uint32(file[at+12:])
+			binary.LittleEndian.PutUint32(file[at+8:], wire)
+			binary.LittleEndian.PutUint32(file[at+12:], captured)
+		}
+		recs, _, err := readRawRecords(t, patch(file, 6, 3))
+		if err != io.EOF || len(recs) != 2 || len(recs[1].data) != len(rec.data) || recs[1].wireBytes != rec.wireBytes {
+			t.Errorf("version 2.3: %d records, %v; want 2 of %d bytes, %d on the wire", len(recs), err, len(rec.data), rec.wireBytes)
+		}
+		if _, _, err := readRawRecords(t, file); !errors.Is(err, ErrDamaged) {
+			t.Errorf("version 2.4: %v, want ErrDamaged", err)
+		}
+	})
+	t.Run("the lengths of the 2.0 record", func(t *testing.T) {
+		file, err := os.ReadFile(filepath.Join(encapCapturesDir, "nd__fuzz-2021-10-13.pcap"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		recs, _, err := readRawRecords(t, file)
+		if err != io.EOF || len(recs) != 1 || len(recs[0].data) != 197 || recs[0].wireBytes != 524501 {
+			t.Errorf("records %v, %v; want one of 197 bytes, 524501 on the wire", len(recs), err)
+		}
+	})
 }

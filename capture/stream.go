@@ -1,0 +1,79 @@
+package capture
+
+import (
+	"bufio"
+	"errors"
+	"io"
+)
+
+// byteStream is the (decompressed) byte stream of one capture file. Records
+// are read in place from its buffer with peek and consumed with discard, so a
+// record's bytes are not copied; offset counts the bytes consumed, so that a
+// damaged place can be named by its position in the file.
+type byteStream struct {
+	br     *bufio.Reader
+	offset int64  // bytes consumed since the start of the file
+	large  []byte // a record too long for br's buffer, read by readLarge
+}
+
+// window is the most bytes peek can return at once.
+func (s *byteStream) window() int { return s.br.Size() }
+
+// peek returns the next n bytes without consuming them, or fewer and the
+// error that cut them (io.EOF at the end of the input). n must not exceed
+// the window. The bytes are valid until the next peek, discard or readLarge.
+func (s *byteStream) peek(n int) ([]byte, error) { return s.br.Peek(n) }
+
+// discard consumes n bytes, or as many as remain.
+func (s *byteStream) discard(n int) error {
+	m, err := s.br.Discard(n)
+	s.offset += int64(m)
+	return err
+}
+
+// largeChunkBytes is how far s.large grows ahead of the bytes read into it: a
+// length field cannot make the reader allocate more than the file holds plus
+// this.
+const largeChunkBytes = 1 << 20
+
+// readLarge consumes n bytes into a buffer the stream owns (valid until the
+// next readLarge). At the end of the input it returns the bytes read and
+// io.ErrUnexpectedEOF.
+func (s *byteStream) readLarge(n int) ([]byte, error) {
+	s.large = s.large[:0]
+	for len(s.large) < n {
+		chunk := min(n-len(s.large), largeChunkBytes)
+		have := len(s.large)
+		if cap(s.large) < have+chunk {
+			grown := make([]byte, have, have+chunk)
+			copy(grown, s.large)
+			s.large = grown
+		}
+		m, err := io.ReadFull(s.br, s.large[have:have+chunk])
+		s.large = s.large[:have+m]
+		s.offset += int64(m)
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				err = io.ErrUnexpectedEOF
+			}
+			return s.large, err
+		}
+	}
+	return s.large, nil
+}
+
+// endOfInput turns what a peek of n bytes returned into the error that ends
+// the records: io.EOF when nothing was left, io.ErrUnexpectedEOF when the
+// input ended inside the n bytes, or the read error itself.
+func endOfInput(got int, err error) error {
+	switch {
+	case err == nil:
+		return io.ErrUnexpectedEOF // not reached: peek returns n bytes or an error
+	case errors.Is(err, io.EOF) && got == 0:
+		return io.EOF
+	case errors.Is(err, io.EOF):
+		return io.ErrUnexpectedEOF
+	default:
+		return err
+	}
+}
