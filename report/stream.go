@@ -199,7 +199,7 @@ func sourceLine(src Source) string {
 	}
 	name := filepath.Base(src.Path)
 	if len(src.Paths) > 1 {
-		name = fmt.Sprintf("%s and %d more files", filepath.Base(src.Paths[0]), len(src.Paths)-1)
+		name = filepath.Base(src.Paths[0]) + " and " + plural(len(src.Paths)-1, "more file", "more files")
 	}
 	return fmt.Sprintf("%s (%s)", name, strings.Join(bits, ", "))
 }

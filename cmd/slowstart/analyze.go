@@ -30,7 +30,7 @@ func newAnalyzeCommand() *cobra.Command {
 		idle                   time.Duration
 	)
 	cmd := &cobra.Command{
-		Use:   "analyze FILE|-",
+		Use:   "analyze FILE... | -",
 		Short: "Rounds, initial window and verdict for every TCP connection in a pcap or pcapng file",
 		Long: `Analyze a capture (pcap or pcapng, gzip or not, taken at the client, the server
 or in between; - reads standard input) and report, for every TCP (and QUIC)
@@ -51,14 +51,18 @@ waits a round trip; it decides how many round trips a page costs.
 Connections are reported as they finish (both sides closed, or idle for
 --idle-timeout, or the capture's end), so any capture size runs in the memory of its
 open connections; each is numbered in the order of its first packet. The capture's
-summary and its warnings come last.`,
+summary and its warnings come last. Several files (a rotated capture, a shell
+glob) are read as one capture, merged in time order. A damaged record mid-file is
+skipped where the format allows reading on: the report of everything readable is
+printed, the warning names the record, and the exit code is 3.`,
 		Example: `  slowstart analyze page.pcap
   slowstart analyze page.pcap --json | jq '.connections[].initial_window'
   slowstart analyze big.pcap.gz --jsonl > conns.jsonl
+  slowstart analyze ring-*.pcap                      # rotated files, merged in time order
   tcpdump -i eth0 -w - port 443 | slowstart analyze - --csv > rounds.csv
   slowstart analyze page.pcap --keylog keys.txt     # HTTP requests inside TLS, each with its rounds
   slowstart analyze trace.pcapng --server 203.0.113.7:443 --connection 2`,
-		Args:        cobra.ExactArgs(1),
+		Args:        cobra.MinimumNArgs(1),
 		Annotations: abandonOnInterrupt,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			hint, err := analysis.ParseServer(server)
@@ -87,8 +91,12 @@ summary and its warnings come last.`,
 			if err != nil {
 				return err
 			}
-			reader, err := openCaptureArg(args[0])
+			reader, err := openCaptureArgs(args)
 			if err != nil {
+				var coded *exitError
+				if errors.As(err, &coded) {
+					return err
+				}
 				return withCode(inputExitCode(err), err)
 			}
 			defer reader.Close()
@@ -138,10 +146,7 @@ summary and its warnings come last.`,
 			if feedErr == nil {
 				feedErr = closeErr
 			}
-			source := analysis.FileSource(args[0], reader.Stats())
-			if args[0] == "-" {
-				source.Path = "standard input"
-			}
+			source := captureSource(args, reader.Stats())
 			warnings := append(analysis.CaptureWarnings(reader.Stats(), int(stats.Connections)), analysis.StreamWarnings(stats, opts.IdleNs)...)
 			if feedErr != nil && !errors.Is(feedErr, capture.ErrDamaged) {
 				return withCode(inputExitCode(feedErr), feedErr)
@@ -195,12 +200,38 @@ func idleNs(d time.Duration) int64 {
 	return int64(d)
 }
 
-// openCaptureArg opens a capture file, or standard input for "-".
-func openCaptureArg(path string) (*capture.Reader, error) {
-	if path == "-" {
+// openCaptureArgs opens the capture files given (several are merged in time
+// order, as one capture), or standard input for a lone "-".
+func openCaptureArgs(paths []string) (*capture.Reader, error) {
+	if len(paths) == 1 && paths[0] == "-" {
 		return capture.NewReader(os.Stdin, capture.WithUDP())
 	}
-	return capture.Open(path, capture.WithUDP())
+	for _, p := range paths {
+		if p == "-" {
+			return nil, withCode(exitUsage, errors.New("\"-\" (standard input) is read alone, not with other files"))
+		}
+	}
+	if len(paths) == 1 {
+		return capture.Open(paths[0], capture.WithUDP())
+	}
+	return capture.OpenFiles(paths, capture.WithUDP())
+}
+
+// captureSource describes the files read (Path is the first, or "standard
+// input"; Paths lists them all when there were several).
+func captureSource(paths []string, st capture.Stats) report.Source {
+	source := analysis.FileSource(paths[0], st)
+	switch {
+	case len(paths) == 1 && paths[0] == "-":
+		source.Path = "standard input"
+	case len(paths) > 1:
+		source.Path = fmt.Sprintf("%s and %d more", paths[0], len(paths)-1)
+		if len(paths) == 2 {
+			source.Path = paths[0] + " and " + paths[1]
+		}
+		source.Paths = append([]string(nil), paths...)
+	}
+	return source
 }
 
 // loadKeyLog reads the key log of --keylog, or of $SSLKEYLOGFILE when the flag

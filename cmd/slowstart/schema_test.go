@@ -148,6 +148,19 @@ func TestJSONOutputsFollowTheirSchemas(t *testing.T) {
 		return out
 	}
 	check("report", "analyze --json", "analyze", "--json", iw3Capture)
+	check("report", "analyze --json of two files", "analyze", "--json", iw3Capture, "../../testdata/captures/rtt150-iw10-h1-100000.client.pcap")
+	code, out, errOut := runCLI(t, "analyze", "--jsonl", "../../testdata/realworld/pp__tls2.pcap")
+	if code != exitOK {
+		t.Fatalf("analyze --jsonl: exit %d: %s", code, errOut)
+	}
+	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+	if len(lines) < 100 {
+		t.Fatalf("analyze --jsonl printed %d lines, want one per connection", len(lines))
+	}
+	for i, line := range lines {
+		checkSchema(t, "connection", fmt.Sprintf("analyze --jsonl line %d", i+1), line)
+	}
+	covered["connection"] = true
 	check("model", "model --json", "model", "--size", "160KB", "--rtt", "130ms", "--rate", "15mbit", "--iw", "3,10,32", "--tls", "1.3", "--json")
 
 	testroot.Require(t, "the other formats need namespaces, captures and nftables")
