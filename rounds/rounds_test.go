@@ -192,6 +192,70 @@ func TestInitialWindow(t *testing.T) {
 			verdict: report.VerdictLowerBound, segments: 1, limit1: report.LimitApp,
 		},
 		{
+			// A header segment, then full segments as the application writes them
+			// with Nagle on: the short rest of a write waits for the header's
+			// acknowledgement (Linux's Minshall variant), which looks like a window
+			// cut at 1 + 25.
+			name: "Nagle holds a short segment until the short one before is acknowledged",
+			cfg:  serverCfg(),
+			build: func(s *script) {
+				s.request(0, 0, 100).data(1, 150).burst(1.01, 25, mss, 1)
+				s.ack(101, 150).data(101.05, 1000).burst(102, 10, mss, 1)
+				s.ack(202, 150+26*mss).burst(202.01, 20, mss, 0.01)
+			},
+			verdict: report.VerdictLowerBound, segments: 26, limit1: report.LimitApp, reason: "Nagle",
+		},
+		{
+			// An application writing at its own pace, below the window: every round
+			// the same size, each boundary where an acknowledgement came.
+			name: "the next round no larger",
+			cfg:  serverCfg(),
+			build: func(s *script) {
+				s.request(0, 0, 100).burst(1, 8, mss, 1)
+				s.ack(101, mss).burst(101.01, 8, mss, 1)
+				s.ack(201, 9*mss).burst(201.01, 8, mss, 1)
+			},
+			verdict: report.VerdictLowerBound, segments: 8, limit1: report.LimitApp, reason: "no more than the first",
+		},
+		{
+			// The second round is twice the first, but half of it went out after a
+			// pause with nothing acknowledged: the application's pace.
+			name: "the next round paused with nothing acknowledged",
+			cfg:  serverCfg(),
+			build: func(s *script) {
+				s.request(0, 0, 100).burst(1, 5, mss, 0.01)
+				s.ack(101, mss).burst(101.01, 5, mss, 0.01).burst(141, 5, mss, 0.01)
+				s.ack(201, 6*mss).burst(201.01, 5, mss, 0.01)
+			},
+			verdict: report.VerdictLowerBound, segments: 5, limit1: report.LimitApp, reason: "paused and sent again",
+		},
+		{
+			// The same at the server's pace, evenly spaced (BBR pacing out a
+			// doubled window): no pause stands out, the window cut stands.
+			name: "the next round paced out",
+			cfg:  serverCfg(),
+			build: func(s *script) {
+				s.request(0, 0, 100).burst(1, 5, mss, 0.01)
+				s.ack(101, 5*mss).burst(101.01, 10, mss, 3)
+				s.ack(201, 15*mss).burst(201.01, 5, mss, 0.01)
+			},
+			verdict: report.VerdictExact, segments: 5, limit1: report.LimitCwnd,
+		},
+		{
+			// Ten segments, then two more a round trip later with no acknowledgement
+			// captured in between: the capture missed the one that released them (or
+			// the application paused). Not a round of twelve.
+			name: "a pause inside the first round",
+			cfg:  serverCfg(),
+			build: func(s *script) {
+				s.request(0, 0, 100).burst(1, 10, mss, 0.01)
+				s.burst(101, 2, mss, 0.01)
+				s.ack(101.5, 2*mss).burst(101.6, 4, mss, 0.01)
+				s.ack(102, 4*mss).burst(102.1, 20, mss, 0.01)
+			},
+			verdict: report.VerdictLowerBound, segments: 10, limit1: report.LimitApp, reason: "paused in the first round",
+		},
+		{
 			name: "the transfer stalled",
 			cfg:  serverCfg(),
 			build: func(s *script) {
