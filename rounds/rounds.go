@@ -20,6 +20,7 @@ package rounds
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/slowstart/slowstart/flow"
 	"github.com/slowstart/slowstart/report"
@@ -120,6 +121,8 @@ type Round struct {
 	// start, so the sender ran short of data there, and a steady application pace
 	// explains this round's end as well as the window does.
 	Undergrown bool
+	// undergrownWhy says which sign showed it, for the reason.
+	undergrownWhy string
 	// NagleHeld: the next round began with a segment shorter than a full one, sent
 	// when an earlier short segment still unacknowledged at this round's end was
 	// acknowledged: Nagle's algorithm (Linux's Minshall variant) holds such a segment
@@ -681,9 +684,9 @@ func (t *Tracker) serverGapNs(s *flow.Segment) int64 {
 }
 
 // pause reports whether new-data segment s came after a pause in the server's
-// sending: at least max(2 ms, RTT/16) after its previous segment, and four times the
-// gap before that one (a sender pacing segments out spaces them evenly; an
-// application's writes come in bursts with pauses between); long reports a pause of
+// sending: at least 1 ms after its previous segment (the segments of one burst leave
+// within microseconds), and twice the gap before that one (a sender pacing segments
+// out one at a time spaces them evenly); long reports a pause of
 // a quarter of a round trip or more as well, longer than a sender pacing a window out
 // in slow start waits between segments (BBR paces 2.89 windows per round trip). It is
 // timed where the server's sending can be timed: at the server; elsewhere only where
@@ -691,7 +694,7 @@ func (t *Tracker) serverGapNs(s *flow.Segment) int64 {
 // rounding) show it (a bottleneck spreads one burst over time, a queue can hide a
 // pause).
 func (t *Tracker) pause(s *flow.Segment) (paused, long bool) {
-	minGapNs := max(int64(2e6), t.cfg.RTTNs/16)
+	const minGapNs = 1e6
 	gapNs := s.TimeNs - t.lastDataNs
 	var prevNs int64
 	if t.prevData {
@@ -714,7 +717,7 @@ func (t *Tracker) pause(s *flow.Segment) (paused, long bool) {
 			}
 		}
 	}
-	paused = gapNs >= minGapNs && gapNs >= 4*prevNs
+	paused = gapNs >= minGapNs && gapNs >= 2*prevNs
 	return paused, paused && gapNs >= t.cfg.RTTNs/4
 }
 
@@ -853,8 +856,8 @@ func (t *Tracker) Label(messageEnds []int64, ending Ending) []Round {
 	// above has settled.
 	for i := 0; i+2 < len(t.rounds); i++ {
 		r, next := &t.rounds[i], &t.rounds[i+1]
-		if r.Limit == report.LimitCwnd && undergrown(r, next) {
-			r.Undergrown = true
+		if why := undergrown(r, next); r.Limit == report.LimitCwnd && why != "" {
+			r.Undergrown, r.undergrownWhy = true, why
 			r.Limit = report.LimitApp
 		}
 	}
@@ -871,15 +874,20 @@ func (t *Tracker) Label(messageEnds []int64, ending Ending) []Round {
 //     application's pace;
 //   - or it sent unclocked after a shorter pause and carried less than one and a
 //     half times r: slow start doubles a window in a round trip, and a sender pacing
-//     a doubled window out (BBR) pauses only briefly.
+//     a doubled window out (BBR) pauses only briefly;
+//   - or it ended in a partial segment (PartialEnd): the sender had nothing more
+//     queued then (one with more queued sends full segments), and its data went on
+//     later.
 //
 // A sender short of data in the next round may have been short at r's end too: an
 // application writing at its own pace makes rounds whose ends the ACK clock cannot
 // tell from window cuts (its next write may come as the first acknowledgement does),
 // so r's end is not shown to be the window's.
-func undergrown(r, next *Round) bool {
+//
+// It returns a clause saying which sign showed it, or "".
+func undergrown(r, next *Round) string {
 	if next.Limit != report.LimitCwnd && next.Limit != report.LimitApp || next.Retransmissions > 0 || next.Holes > 0 {
-		return false
+		return ""
 	}
 	unclocked, long := next.UnclockedSends, next.UnclockedLong
 	if next.ProbeSegments > 0 && next.unclockedProbe {
@@ -890,7 +898,15 @@ func undergrown(r, next *Round) bool {
 		}
 	}
 	w, n := r.WindowSegments(), next.WindowSegments()
-	return n <= w || long > 0 || unclocked > 0 && 2*n < 3*w
+	switch {
+	case n <= w:
+		return fmt.Sprintf("the next round carried %d segments, no more than the %d of the round before, and the data went on after it: a full window would have grown, so the server was short of data there", n, w)
+	case long > 0 || unclocked > 0 && 2*n < 3*w:
+		return fmt.Sprintf("in the next round (%d segments) the server paused and sent again with nothing acknowledged, as an application writing at its own pace does, not a sender waiting for its window", n)
+	case next.PartialEnd:
+		return "the next round ended in a segment shorter than a full one and the data went on later: the server had nothing more queued then"
+	}
+	return ""
 }
 
 // nagleHeld reports whether Nagle's algorithm explains why the data after round r
@@ -1069,12 +1085,7 @@ func InitialWindow(rs []Round, source string, full int) *report.InitialWindow {
 		iw.Reason = "the second round began with a segment shorter than a full one, sent when an earlier short segment was acknowledged: Nagle's algorithm holds such a segment exactly that long, so the first round may have ended for want of a full segment to send, not for want of window; the window is at least this large"
 	case r.Undergrown:
 		iw.Verdict = report.VerdictLowerBound
-		if n := rs[1].WindowSegments(); n <= r.WindowSegments() {
-			iw.Reason = fmt.Sprintf("the second round carried %d segments, no more than the first, and the data went on after it: a full window would have grown, so the server was short of data there", n)
-		} else {
-			iw.Reason = fmt.Sprintf("in the second round (%d segments) the server paused and sent again with nothing acknowledged, as an application writing at its own pace does, not a sender waiting for its window", n)
-		}
-		iw.Reason += "; such an application ends the first round the same way, so the window is at least this large"
+		iw.Reason = strings.Replace(r.undergrownWhy, "the next round", "the second round", 1) + "; an application short of data ends the first round the same way, so the window is at least this large"
 	case r.Outgrown:
 		iw.Verdict = report.VerdictLowerBound
 		iw.Reason = fmt.Sprintf("the second round carried %d segments, more than slow start can grow a full first window of %d to (one segment per segment acknowledged): the first round did not fill the window, which is at least this large", rs[1].WindowSegments(), r.WindowSegments())

@@ -215,7 +215,7 @@ func TestInitialWindow(t *testing.T) {
 				s.ack(101, mss).burst(101.01, 8, mss, 1)
 				s.ack(201, 9*mss).burst(201.01, 8, mss, 1)
 			},
-			verdict: report.VerdictLowerBound, segments: 8, limit1: report.LimitApp, reason: "no more than the first",
+			verdict: report.VerdictLowerBound, segments: 8, limit1: report.LimitApp, reason: "no more than the 8 of the round before",
 		},
 		{
 			// The second round is twice the first, but half of it went out after a
@@ -228,6 +228,39 @@ func TestInitialWindow(t *testing.T) {
 				s.ack(201, 6*mss).burst(201.01, 5, mss, 0.01)
 			},
 			verdict: report.VerdictLowerBound, segments: 5, limit1: report.LimitApp, reason: "paused and sent again",
+		},
+		{
+			// The second round ran dry: its last segment is short, and the data went
+			// on only later. An application's write met the first acknowledgement.
+			name: "the next round ran dry",
+			cfg:  serverCfg(),
+			build: func(s *script) {
+				s.request(0, 0, 100).burst(1, 5, mss, 0.01)
+				s.ack(101, 5*mss).burst(101.01, 5, mss, 0.01).data(101.06, 968)
+				s.ack(201, 10*mss+968).burst(201.01, 5, mss, 0.01)
+			},
+			verdict: report.VerdictLowerBound, segments: 5, limit1: report.LimitApp, reason: "nothing more queued",
+		},
+		{
+			// An application writing a segment 1.1 ms, then 2.2 ms, after the last
+			// (a timer's granularity), an acknowledgement before every other write:
+			// the second round grew by a few segments only, and half of them left
+			// after a pause with nothing acknowledged.
+			name: "the next round paced by the application",
+			cfg:  serverCfg(),
+			build: func(s *script) {
+				s.request(0, 0, 100).burst(1, 20, mss, 1.65)
+				at := 101.05
+				s.ack(101, mss).data(at, mss)
+				for i := range 11 {
+					at += 1.1
+					s.ack(at-0.05, int64(2*i+2)*mss).data(at, mss)
+					at += 2.2
+					s.data(at, mss)
+				}
+				s.ack(202, 30*mss).burst(202.01, 20, mss, 0.01)
+			},
+			verdict: report.VerdictLowerBound, segments: 20, limit1: report.LimitApp, reason: "paused and sent again",
 		},
 		{
 			// The same at the server's pace, evenly spaced (BBR pacing out a
