@@ -140,7 +140,9 @@ func TestGroundTruthSituations(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	env := NewEnv()
-	rows, err := env.RunJobs(ctx, jobs, RunOptions{Parallel: 8, CaptureDir: dir})
+	// Four at a time: nginx, TLS and the emulators of eight trials at once stall one
+	// another's handshakes on two busy cores.
+	rows, err := env.RunJobs(ctx, jobs, RunOptions{Parallel: 4, CaptureDir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,7 +163,7 @@ func TestGroundTruthSituations(t *testing.T) {
 			t.Logf("%s: upset by the host's timing; trial %d", sits[i].name, attempt)
 			again = append(again, Job{Spec: sits[i].spec, Trial: attempt, Name: sits[i].name})
 		}
-		retried, err := env.RunJobs(ctx, again, RunOptions{Parallel: 8, CaptureDir: dir})
+		retried, err := env.RunJobs(ctx, again, RunOptions{Parallel: 4, CaptureDir: dir})
 		if err != nil {
 			t.Fatal(err)
 		}
