@@ -686,13 +686,14 @@ func (t *Tracker) serverGapNs(s *flow.Segment) int64 {
 // pause reports whether new-data segment s came after a pause in the server's
 // sending: at least 1 ms after its previous segment (the segments of one burst leave
 // within microseconds), and twice the gap before that one (a sender pacing segments
-// out one at a time spaces them evenly); long reports a pause of
-// a quarter of a round trip or more as well, longer than a sender pacing a window out
-// in slow start waits between segments (BBR paces 2.89 windows per round trip). It is
-// timed where the server's sending can be timed: at the server; elsewhere only where
-// both the capture and the server's TCP timestamp clock (less one tick, for its
-// rounding) show it (a bottleneck spreads one burst over time, a queue can hide a
-// pause).
+// out one at a time spaces them evenly); long reports a pause of a quarter of a round
+// trip or more as well, longer than a sender pacing a window out in slow start waits
+// between segments (BBR paces 2.89 windows per round trip). The pause must show where
+// the server's sending can be timed: in the capture at the server, and on the server's
+// TCP timestamp clock (less one tick, for its rounding) where it has one. Away from the
+// server a bottleneck spreads one burst over time and a queue can hide a pause, so
+// there the clock is required; at the server it tells a pause of the server's from one
+// of the capture (a stalled capture process reads a burst late).
 func (t *Tracker) pause(s *flow.Segment) (paused, long bool) {
 	const minGapNs = 1e6
 	gapNs := s.TimeNs - t.lastDataNs
@@ -700,15 +701,15 @@ func (t *Tracker) pause(s *flow.Segment) (paused, long bool) {
 	if t.prevData {
 		prevNs = t.lastDataNs - t.prevDataNs
 	}
-	if t.cfg.Vantage != flow.VantageServer {
-		if !s.HasTS || !t.lastDataTSSet || t.prevData && !t.prevDataTSSet {
-			return false, false
-		}
+	clock := s.HasTS && t.lastDataTSSet && (!t.prevData || t.prevDataTSSet)
+	if clock {
 		serverGapNs, ok := t.serverClock.GapNs(t.lastDataTS, s.TSVal, s.TimeNs)
-		if !ok {
+		switch {
+		case ok:
+			gapNs = min(gapNs, serverGapNs-1e6)
+		case t.cfg.Vantage != flow.VantageServer:
 			return false, false
 		}
-		gapNs = min(gapNs, serverGapNs-1e6)
 		if t.prevData {
 			// Early on the server's clock may not be readable yet: the capture's gap
 			// stands alone then.
@@ -716,6 +717,8 @@ func (t *Tracker) pause(s *flow.Segment) (paused, long bool) {
 				prevNs = max(prevNs, serverPrevNs)
 			}
 		}
+	} else if t.cfg.Vantage != flow.VantageServer {
+		return false, false
 	}
 	paused = gapNs >= minGapNs && gapNs >= 2*prevNs
 	return paused, paused && gapNs >= t.cfg.RTTNs/4

@@ -375,3 +375,40 @@ func dump(rs []Round) string {
 	}
 	return b.String()
 }
+
+// TestStalledCaptureIsNoPause: at the server, a burst of ten whose second half the
+// capture read 39 ms late (a stalled capture process) while the server's timestamps
+// show it sent them at once is one window's worth, not a pause; the same gap on the
+// server's clock is a pause.
+func TestStalledCaptureIsNoPause(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		secondTS uint32 // the server's timestamp on the burst's second half
+		verdict  string
+		segments int
+	}{
+		{"capture stalled", 1101, report.VerdictExact, 10},
+		{"server paused", 1140, report.VerdictLowerBound, 5},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := serverCfg()
+			cfg.SYNACKNs, cfg.SYNACKTSVal = 1, 1000 // the server's clock: 1000 + ms
+			s := &script{}
+			s.request(0, 0, 100).burst(101, 5, mss, 0.01).burst(140, 5, mss, 0.01)
+			s.ack(201, 2*mss).burst(201.01, 20, mss, 0.01)
+			s.ack(301, 22*mss).burst(301.01, 10, mss, 0.01)
+			for i := range s.segs {
+				seg := &s.segs[i]
+				seg.HasTS = true
+				seg.TSVal = 1000 + uint32(seg.TimeNs/msNs)
+				if seg.Dir == flow.ToClient && seg.TimeNs >= 140*msNs && seg.TimeNs < 141*msNs {
+					seg.TSVal = tc.secondTS
+				}
+			}
+			rs, iw, _ := s.run(cfg, EndingComplete)
+			if iw.Verdict != tc.verdict || iw.Segments != tc.segments {
+				t.Errorf("IW %d %s (%s), want %d %s\n%s", iw.Segments, iw.Verdict, iw.Reason, tc.segments, tc.verdict, dump(rs))
+			}
+		})
+	}
+}
