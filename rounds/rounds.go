@@ -688,28 +688,34 @@ func (t *Tracker) serverGapNs(s *flow.Segment) int64 {
 // within microseconds), and twice the gap before that one (a sender pacing segments
 // out one at a time spaces them evenly); long reports a pause of a quarter of a round
 // trip or more as well, longer than a sender pacing a window out in slow start waits
-// between segments (BBR paces 2.89 windows per round trip). The pause must show where
-// the server's sending can be timed: in the capture at the server, and on the server's
-// TCP timestamp clock (less one tick, for its rounding) where it has one. Away from the
-// server a bottleneck spreads one burst over time and a queue can hide a pause, so
-// there the clock is required; at the server it tells a pause of the server's from one
-// of the capture (a stalled capture process reads a burst late).
+// between segments (BBR paces 2.89 windows per round trip).
+//
+// At the server the capture times the sending, but a capture process that stalls reads
+// a burst late: where the server stamps its segments, its TCP timestamp clock caps the
+// gap (plus one tick for its rounding). Away from the server a bottleneck spreads one
+// burst over time and a queue can hide a pause: the pause must show both in the
+// capture and on the server's clock (less one tick), and nothing is read without it.
 func (t *Tracker) pause(s *flow.Segment) (paused, long bool) {
-	const minGapNs = 1e6
+	const minGapNs, tickNs = 1e6, 1e6
 	gapNs := s.TimeNs - t.lastDataNs
 	var prevNs int64
 	if t.prevData {
 		prevNs = t.lastDataNs - t.prevDataNs
 	}
-	clock := s.HasTS && t.lastDataTSSet && (!t.prevData || t.prevDataTSSet)
+	var serverGapNs int64
+	clock := s.HasTS && t.lastDataTSSet
 	if clock {
-		serverGapNs, ok := t.serverClock.GapNs(t.lastDataTS, s.TSVal, s.TimeNs)
-		switch {
-		case ok:
-			gapNs = min(gapNs, serverGapNs-1e6)
-		case t.cfg.Vantage != flow.VantageServer:
+		serverGapNs, clock = t.serverClock.GapNs(t.lastDataTS, s.TSVal, s.TimeNs)
+	}
+	if t.cfg.Vantage == flow.VantageServer {
+		if clock {
+			gapNs = min(gapNs, serverGapNs+tickNs)
+		}
+	} else {
+		if !clock || t.prevData && !t.prevDataTSSet {
 			return false, false
 		}
+		gapNs = min(gapNs, serverGapNs-tickNs)
 		if t.prevData {
 			// Early on the server's clock may not be readable yet: the capture's gap
 			// stands alone then.
@@ -717,8 +723,6 @@ func (t *Tracker) pause(s *flow.Segment) (paused, long bool) {
 				prevNs = max(prevNs, serverPrevNs)
 			}
 		}
-	} else if t.cfg.Vantage != flow.VantageServer {
-		return false, false
 	}
 	paused = gapNs >= minGapNs && gapNs >= 2*prevNs
 	return paused, paused && gapNs >= t.cfg.RTTNs/4
