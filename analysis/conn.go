@@ -63,13 +63,18 @@ func newConnAnalyzer(env *connEnv, c *flow.Conn) *connAnalyzer {
 
 func (ca *connAnalyzer) Segment(c *flow.Conn, s *flow.Segment) {
 	if ca.rounds == nil && (s.Len > 0 || c.HandshakeACKNs != 0) {
-		ca.rounds = rounds.New(rounds.Config{
+		cfg := rounds.Config{
 			Vantage:    c.Vantage(),
 			RTTNs:      c.RTTNs(),
 			MSS:        c.MSS(),
 			MSSCap:     c.MSSCap(),
 			Timestamps: c.Dirs[flow.ToServer].SYN.HasTimestamps && c.Dirs[flow.ToClient].SYN.HasTimestamps,
-		})
+		}
+		if sa := c.Dirs[flow.ToClient]; sa.SYNSeen && sa.SYNCount == 1 && sa.SYN.HasTimestamps && c.SYNACKNs != 0 {
+			// One SYN/ACK: its timestamp and capture time start the server's clock.
+			cfg.SYNACKTSVal, cfg.SYNACKNs = sa.SYN.TSVal, c.SYNACKNs
+		}
+		ca.rounds = rounds.New(cfg)
 	}
 	if ca.rounds != nil {
 		if rtt := c.RTTNs(); rtt != ca.rttNs {

@@ -135,12 +135,23 @@ func (t *tlsSummary) report(labeled []rounds.Round) *report.TLS {
 	}
 	if first > 0 && len(fr) > 0 {
 		// After a HelloRetryRequest the flight went out a round later, when the
-		// window may have grown by what the retry request's acknowledgement allowed.
-		if later := laterRound(t.iw, fr[0], t.retrySegments, max(t.retrySegments, 1),
+		// window may have grown by one segment per retry segment acknowledged.
+		floor := max(t.retrySegments, 1)
+		if t.iw.Verdict == report.VerdictLowerBound {
+			// The flight fit in a window that was at most retrySegments larger than
+			// the initial one: the initial window held at least the flight less
+			// that growth (Linux grows a window under slow start whenever it is less
+			// than twice what is in flight: a retry request of two segments grows an
+			// initial window of 3 to 5, and a flight of 4 then fits).
+			fit := t.iw.Segments
+			segs := max(floor, fit-t.retrySegments)
+			t.iw = &report.InitialWindow{Segments: segs, Bytes: min(segs*t.fullSegment, t.iw.Bytes), Verdict: report.VerdictLowerBound, Source: "tls",
+				Reason: fmt.Sprintf("the HelloRetryRequest (%d segments) fit in the first round, and %d segments of the server's flight after it fit in a window that the retry request's acknowledgement may have grown by %d, so the window is at least %d", t.retrySegments, fit, t.retrySegments, segs)}
+		} else if later := laterRound(t.iw, fr[0], t.retrySegments, floor,
 			"the server's flight after its HelloRetryRequest"); later != nil {
 			t.iw = later
 		} else {
-			t.iw = &report.InitialWindow{Segments: max(t.retrySegments, 1), Verdict: report.VerdictLowerBound, Source: "tls",
+			t.iw = &report.InitialWindow{Segments: floor, Verdict: report.VerdictLowerBound, Source: "tls",
 				Reason: "the HelloRetryRequest fit in the first round"}
 		}
 	}

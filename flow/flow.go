@@ -87,10 +87,11 @@ type SYNOptions struct {
 	WindowScale   int8   // -1 when the option is absent
 	SACKPermitted bool
 	HasTimestamps bool
+	TSVal         uint32 // the SYN's timestamp value (valid with HasTimestamps)
 }
 
 func synOptions(o *capture.TCPOptions) SYNOptions {
-	return SYNOptions{MSS: o.MSS, WindowScale: o.WindowScale, SACKPermitted: o.SACKPermitted, HasTimestamps: o.HasTimestamps}
+	return SYNOptions{MSS: o.MSS, WindowScale: o.WindowScale, SACKPermitted: o.SACKPermitted, HasTimestamps: o.HasTimestamps, TSVal: o.TSVal}
 }
 
 // DirState is what is known of one direction of a connection.

@@ -9,6 +9,7 @@ package lab
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -57,6 +58,20 @@ type Spec struct {
 	SlowStartAfterIdle bool    `json:"slow_start_after_idle"`
 	IPv6               bool    `json:"ipv6"`
 	Seed               uint64  `json:"seed"`
+	// HelloRetry makes a TLS 1.3 handshake take a HelloRetryRequest: the server accepts
+	// only P-256 while the client's key share is X25519 (the built-in client's and
+	// curl's first choice), so it asks for another key share, one more round trip.
+	HelloRetry bool `json:"hello_retry,omitempty"`
+	// DropSYNs drops the client's first DropSYNs SYNs on the way to the server: each
+	// costs the client a retransmission timeout (1 s, then 2 s, ...) before its next.
+	DropSYNs int `json:"drop_syns,omitempty"`
+	// WriteChunkBytes, WritePauseNs and Nagle make the built-in server write like a
+	// streaming application (see server.Config): the header alone, then the body in
+	// writes of WriteChunkBytes with WritePauseNs between them, and Nagle's algorithm
+	// on or off.
+	WriteChunkBytes int   `json:"write_chunk_bytes,omitempty"`
+	WritePauseNs    int64 `json:"write_pause_ns,omitempty"`
+	Nagle           bool  `json:"nagle,omitempty"`
 }
 
 // Normalize fills defaults and checks the values.
@@ -88,6 +103,14 @@ func (s *Spec) Normalize() error {
 		return fmt.Errorf("server %q: use builtin or nginx", s.Server)
 	case s.Client != ClientBuiltin && s.Client != ClientCurl:
 		return fmt.Errorf("client %q: use builtin or curl", s.Client)
+	case s.HelloRetry && s.TLS != "1.3":
+		return errors.New("a HelloRetryRequest needs TLS 1.3")
+	case s.DropSYNs < 0 || s.DropSYNs > 3:
+		return fmt.Errorf("dropping %d SYNs: use 0 to 3 (each costs a timeout of 1, 2, then 4 s)", s.DropSYNs)
+	case s.WriteChunkBytes < 0 || s.WritePauseNs < 0:
+		return errors.New("the write chunk size and pause can't be negative")
+	case (s.WriteChunkBytes > 0 || s.Nagle) && s.Server != ServerBuiltin:
+		return errors.New("chunked writes and Nagle's algorithm are options of the built-in server")
 	}
 	if err := netlab.CheckCongestionControl(s.CC); err != nil {
 		return fmt.Errorf("%w: use cubic, bbr or reno", err)
@@ -116,6 +139,9 @@ func (s *Spec) linkConfigs(mtu int) (clientToServer, serverToClient link.Config,
 		return c
 	}
 	clientToServer, serverToClient = mk(1), mk(2)
+	if s.DropSYNs > 0 {
+		clientToServer.Drop = link.DropConfig{Count: s.DropSYNs, Match: link.MatchSYN}
+	}
 	if s.LossRate > 0 {
 		serverToClient.Loss = link.LossConfig{Model: link.LossBernoulli, Probability: s.LossRate}
 	}
@@ -315,11 +341,21 @@ func (e *Env) runTrial(ctx context.Context, spec Spec, index int, captureDir, pr
 			HTTP2:           spec.HTTP2,
 			ThinkAfterBytes: spec.ThinkAfterBytes,
 			ThinkDuration:   time.Duration(spec.ThinkNs),
+			WriteChunkBytes: spec.WriteChunkBytes,
+			WritePause:      time.Duration(spec.WritePauseNs),
+			Nagle:           spec.Nagle,
+		}
+		if spec.HelloRetry {
+			cfg.CurvePreferences = []tls.CurveID{tls.CurveP256}
 		}
 		served := make(chan error, 1)
 		go func() { served <- server.Serve(serveCtx, ln, cfg) }()
 		defer func() { stopServe(); <-served }()
 	case ServerNginx:
+		curves := "" // nginx's default list
+		if spec.HelloRetry {
+			curves = "prime256v1"
+		}
 		ng, err := server.StartNginx(serveCtx, server.NginxConfig{
 			Address:     addrPort.String(),
 			TLSVersion:  spec.TLS,
@@ -327,6 +363,7 @@ func (e *Env) runTrial(ctx context.Context, spec Spec, index int, captureDir, pr
 			HTTP2:       spec.HTTP2,
 			BodySizes:   []int64{spec.SizeBytes},
 			Dial:        fetch.Dial,
+			ECDHCurves:  curves,
 		}, trial.WrapCommand(netlab.Server))
 		if err != nil {
 			return res, err
@@ -376,6 +413,21 @@ func (s Spec) Label() string {
 	if s.HTTP2 {
 		l += "-h2"
 	}
+	if s.HelloRetry {
+		l += "-hrr"
+	}
+	if s.DropSYNs > 0 {
+		l += fmt.Sprintf("-synloss%d", s.DropSYNs)
+	}
+	if s.WriteChunkBytes > 0 {
+		l += fmt.Sprintf("-chunk%d", s.WriteChunkBytes)
+		if s.WritePauseNs > 0 {
+			l += "-pause" + strconv.FormatFloat(float64(s.WritePauseNs)/1e6, 'f', -1, 64) + "ms"
+		}
+	}
+	if s.Nagle {
+		l += "-nagle"
+	}
 	return l
 }
 
@@ -407,5 +459,21 @@ func Describe(s Spec) string {
 	if s.IW > 0 {
 		iw = fmt.Sprintf("IW %d", s.IW)
 	}
-	return fmt.Sprintf("%s\nserver: %s, %s, %s; client: %s; %s of body over %s", path, s.Server, iw, s.CC, s.Client, units.FormatSize(s.SizeBytes), proto)
+	if s.DropSYNs > 0 {
+		path += fmt.Sprintf(", the client's first %d SYN(s) dropped", s.DropSYNs)
+	}
+	if s.HelloRetry {
+		proto += " with a HelloRetryRequest"
+	}
+	writes := ""
+	if s.WriteChunkBytes > 0 {
+		writes = fmt.Sprintf(", writes of %s", units.FormatSize(int64(s.WriteChunkBytes)))
+		if s.WritePauseNs > 0 {
+			writes += fmt.Sprintf(" %v apart", time.Duration(s.WritePauseNs))
+		}
+	}
+	if s.Nagle {
+		writes += ", Nagle on"
+	}
+	return fmt.Sprintf("%s\nserver: %s, %s, %s%s; client: %s; %s of body over %s", path, s.Server, iw, s.CC, writes, s.Client, units.FormatSize(s.SizeBytes), proto)
 }

@@ -53,6 +53,10 @@ func NewRow(s Spec, r TrialResult) Row {
 type Job struct {
 	Spec  Spec
 	Trial int // 1-based
+	// Name, when set, names the trial's captures ("NAME-trialN") instead of the
+	// spec's label, for jobs whose specs differ only in what Label leaves out
+	// (server, client, congestion control).
+	Name string
 }
 
 // Key identifies a job across runs (for resuming).
@@ -82,7 +86,11 @@ func (e *Env) RunJobs(ctx context.Context, jobs []Job, opts RunOptions) ([]Row, 
 				j := jobs[i]
 				spec := j.Spec
 				spec.Seed += uint64(j.Trial)
-				prefix := fmt.Sprintf("%s-trial%d", j.Spec.Label(), j.Trial)
+				name := j.Name
+				if name == "" {
+					name = j.Spec.Label()
+				}
+				prefix := fmt.Sprintf("%s-trial%d", name, j.Trial)
 				res, err := e.runTrial(ctx, spec, j.Trial, opts.CaptureDir, prefix, par == 1)
 				if err != nil && res.Error == "" {
 					res.Error = err.Error()

@@ -20,6 +20,7 @@ package rounds
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/slowstart/slowstart/flow"
 	"github.com/slowstart/slowstart/report"
@@ -48,6 +49,10 @@ type Config struct {
 	// Timestamps: both SYNs carried the timestamp option, so TSecr can be used (if
 	// the client's timestamp clock ticks fast enough to resolve the round trip).
 	Timestamps bool
+	// SYNACKTSVal, captured at SYNACKNs, is the timestamp of the server's one
+	// SYN/ACK (SYNACKNs 0: none known): the server's clock is read from there on.
+	SYNACKTSVal uint32
+	SYNACKNs    int64
 }
 
 // Round is one round trip of the server's sending, before labeling.
@@ -111,7 +116,48 @@ type Round struct {
 	// Outgrown: the next round was more than twice this one, which slow start cannot
 	// do from a full window: this round did not fill the window.
 	Outgrown bool
-	Limit    string
+	// Undergrown: the next round was no larger than this one and the data went on
+	// after it, without loss or a full receive window: a window never shrinks in slow
+	// start, so the sender ran short of data there, and a steady application pace
+	// explains this round's end as well as the window does.
+	Undergrown bool
+	// undergrownWhy says which sign showed it, for the reason.
+	undergrownWhy string
+	// NagleHeld: the next round began with a segment shorter than a full one, sent
+	// when an earlier short segment still unacknowledged at this round's end was
+	// acknowledged: Nagle's algorithm (Linux's Minshall variant) holds such a segment
+	// exactly that long, so the window is not shown to have held it.
+	NagleHeld bool
+	Limit     string
+	// FirstFrameBytes is the new bytes of the round's first new-data frame.
+	FirstFrameBytes int
+	// UnclockedSends counts the round's new-data frames after its first that the
+	// server sent after a pause in its sending (Tracker.pause) with no client packet
+	// reaching it in between: nothing opened the window for them, so the sender had
+	// had room and nothing to send (the application's pace), or was pacing.
+	// UnclockedLong counts those after a pause of a quarter of a round trip or more,
+	// longer than a sender paces a window out in slow start.
+	UnclockedSends, UnclockedLong int
+	// unclockedProbe: the last unclocked send is the round's tail loss probe so far
+	// (probeLong: after a long pause).
+	unclockedProbe, probeLong bool
+	// Paused: the round holds a long unclocked pause (not a tail loss probe): the
+	// application paused in it, or the capture missed the acknowledgement that
+	// released the rest (then the round is two). Only the segments before the pause,
+	// SegmentsBeforePause and BytesBeforePause, went out in one stretch.
+	Paused                                bool
+	SegmentsBeforePause, BytesBeforePause int
+	// shortBefore and shortBeforeOther are the last new-data frame shorter than the
+	// MSS sent before the round's first frame, and the last one of another size (one
+	// of them is a partial segment when the path's full segment is below the MSS).
+	shortBefore, shortBeforeOther shortFrame
+}
+
+// shortFrame is a new-data frame shorter than the MSS: its size and end offset
+// (end 0: none).
+type shortFrame struct {
+	bytes int
+	end   int64
 }
 
 // WindowSegments is the round's segments less a tail loss probe: what the congestion
@@ -178,6 +224,10 @@ type Tracker struct {
 	rounds []Round
 	// learnedSinceData: a client packet became known since the last new-data segment.
 	learnedSinceData bool
+	// openedSinceData: one of those told the server something new (a higher
+	// acknowledgement, a larger window, new client data) that could have released
+	// data; a packet it had long seen (learned late by the timestamps) could not.
+	openedSinceData bool
 	// The server's TCP timestamp clock and the last new-data segment's timestamp,
 	// to time a silence on the server's own clock.
 	serverClock   flow.SenderClock
@@ -185,7 +235,11 @@ type Tracker struct {
 	lastDataTSSet bool
 	firstAckIdx   int // first round whose FirstAckNs is not yet set
 	lastDataNs    int64
-	mssLearned    int
+	// The new-data segment before the last one, to tell a pause from a pace.
+	prevDataNs              int64
+	prevDataTS              uint32
+	prevDataTSSet, prevData bool
+	mssLearned              int
 	// largestSegment is the largest new-data frame no larger than the MSS (or the
 	// cap), and how many frames had that size: what a full segment carries on this
 	// path.
@@ -200,11 +254,17 @@ type Tracker struct {
 	// holeBeforeData: the client acknowledged bytes the capture never saw before any
 	// round began.
 	holeBeforeData bool
+	// lastShort is the latest new-data frame shorter than the MSS, lastShortOther
+	// the latest one of another size than lastShort.
+	lastShort, lastShortOther shortFrame
 }
 
 // New makes a Tracker.
 func New(cfg Config) *Tracker {
 	t := &Tracker{cfg: cfg}
+	if cfg.SYNACKNs != 0 {
+		t.serverClock.Observe(cfg.SYNACKTSVal, cfg.SYNACKNs)
+	}
 	switch {
 	case cfg.Vantage == flow.VantageServer:
 		t.method = MethodACKClock
@@ -331,11 +391,18 @@ func (t *Tracker) addClient(s *flow.Segment) {
 func (t *Tracker) learn(p *clientPacket) {
 	t.knownLatestNs = p.timeNs
 	t.learnedSinceData = true
-	t.knownDataEnd = max(t.knownDataEnd, p.dataEnd)
+	if p.dataEnd > t.knownDataEnd {
+		t.knownDataEnd = p.dataEnd
+		t.openedSinceData = true
+	}
 	if !p.hasAck {
 		return
 	}
+	if p.ack >= t.knownAck && p.window > t.knownWindow {
+		t.openedSinceData = true
+	}
 	if !t.knownAckSet || p.ack > t.knownAck {
+		t.openedSinceData = true
 		t.knownAck, t.knownAckSet = p.ack, true
 		for t.firstAckIdx < len(t.rounds) && p.ack > t.rounds[t.firstAckIdx].StartOffset {
 			t.rounds[t.firstAckIdx].FirstAckNs = p.timeNs
@@ -476,7 +543,21 @@ func (t *Tracker) addServer(s *flow.Segment) {
 	if r == len(t.rounds) {
 		last := &t.rounds[len(t.rounds)-1]
 		last.ProbeSegments, last.ProbeBytes, last.ProbeGapNs = 0, 0, 0
+		last.unclockedProbe, last.probeLong = false, false
 		probeGapNs, isProbe = t.probeGap(s)
+		if !t.openedSinceData {
+			if paused, long := t.pause(s); paused {
+				last.UnclockedSends++
+				last.unclockedProbe = isProbe
+				if long {
+					if last.UnclockedLong == 0 {
+						last.SegmentsBeforePause, last.BytesBeforePause = last.Segments, last.Bytes
+					}
+					last.UnclockedLong++
+					last.probeLong = isProbe
+				}
+			}
+		}
 	}
 	if r > len(t.rounds) {
 		if s.Hole && len(t.rounds) > 0 {
@@ -494,6 +575,9 @@ func (t *Tracker) addServer(s *flow.Segment) {
 			FirstNs:           s.TimeNs,
 			ReleaseNs:         t.knownLatestNs,
 			ClientDataAtStart: t.knownDataEnd,
+			FirstFrameBytes:   s.NewLen,
+			shortBefore:       t.lastShort,
+			shortBeforeOther:  t.lastShortOther,
 		})
 		if t.holeBeforeData && len(t.rounds) == 1 {
 			t.rounds[0].Holes++
@@ -536,10 +620,17 @@ func (t *Tracker) addServer(s *flow.Segment) {
 		rd.InFlightBytes = end - rd.StartOffset
 		rd.WindowRoomBytes = 1 << 40
 	}
+	if s.NewLen < t.mss() {
+		if s.NewLen != t.lastShort.bytes {
+			t.lastShortOther = t.lastShort
+		}
+		t.lastShort = shortFrame{bytes: s.NewLen, end: end}
+	}
 	t.sndNxt = end
+	t.prevDataNs, t.prevDataTS, t.prevDataTSSet, t.prevData = t.lastDataNs, t.lastDataTS, t.lastDataTSSet, true
 	t.lastDataNs = s.TimeNs
 	t.lastDataTS, t.lastDataTSSet = s.TSVal, s.HasTS
-	t.learnedSinceData = false
+	t.learnedSinceData, t.openedSinceData = false, false
 }
 
 // segmentLimit is the largest frame that can be one segment: the MSS, else the cap
@@ -590,6 +681,51 @@ func (t *Tracker) serverGapNs(s *flow.Segment) int64 {
 		}
 	}
 	return gapNs
+}
+
+// pause reports whether new-data segment s came after a pause in the server's
+// sending: at least 1 ms after its previous segment (the segments of one burst leave
+// within microseconds), and twice the gap before that one (a sender pacing segments
+// out one at a time spaces them evenly); long reports a pause of a quarter of a round
+// trip or more as well, longer than a sender pacing a window out in slow start waits
+// between segments (BBR paces 2.89 windows per round trip).
+//
+// At the server the capture times the sending, but a capture process that stalls reads
+// a burst late: where the server stamps its segments, its TCP timestamp clock caps the
+// gap (plus one tick for its rounding). Away from the server a bottleneck spreads one
+// burst over time and a queue can hide a pause: the pause must show both in the
+// capture and on the server's clock (less one tick), and nothing is read without it.
+func (t *Tracker) pause(s *flow.Segment) (paused, long bool) {
+	const minGapNs, tickNs = 1e6, 1e6
+	gapNs := s.TimeNs - t.lastDataNs
+	var prevNs int64
+	if t.prevData {
+		prevNs = t.lastDataNs - t.prevDataNs
+	}
+	var serverGapNs int64
+	clock := s.HasTS && t.lastDataTSSet
+	if clock {
+		serverGapNs, clock = t.serverClock.GapNs(t.lastDataTS, s.TSVal, s.TimeNs)
+	}
+	if t.cfg.Vantage == flow.VantageServer {
+		if clock {
+			gapNs = min(gapNs, serverGapNs+tickNs)
+		}
+	} else {
+		if !clock || t.prevData && !t.prevDataTSSet {
+			return false, false
+		}
+		gapNs = min(gapNs, serverGapNs-tickNs)
+		if t.prevData {
+			// Early on the server's clock may not be readable yet: the capture's gap
+			// stands alone then.
+			if serverPrevNs, ok := t.serverClock.GapNs(t.prevDataTS, t.lastDataTS, t.lastDataNs); ok {
+				prevNs = max(prevNs, serverPrevNs)
+			}
+		}
+	}
+	paused = gapNs >= minGapNs && gapNs >= 2*prevNs
+	return paused, paused && gapNs >= t.cfg.RTTNs/4
 }
 
 // probeGap reports whether new-data segment s, in the same round as the last one
@@ -720,8 +856,93 @@ func (t *Tracker) label(rounds []Round, messageEnds []int64, ending Ending) []Ro
 			r.Outgrown = true
 			r.Limit = report.LimitApp
 		}
+		if r.UnclockedLong > 1 || r.UnclockedLong == 1 && !(r.ProbeSegments > 0 && r.probeLong) {
+			// A sender limited by its window sends after a pause with nothing
+			// acknowledged only a tail loss probe.
+			r.Paused = true
+			if r.Limit == report.LimitCwnd {
+				r.Limit = report.LimitApp
+			}
+		}
+		if r.Limit == report.LimitCwnd && nagleHeld(r, &t.rounds[i+1], full) {
+			r.NagleHeld = true
+			r.Limit = report.LimitApp
+		}
+	}
+	// A round is undergrown by the label of the round after it, which the loop
+	// above has settled.
+	for i := 0; i+2 < len(t.rounds); i++ {
+		r, next := &t.rounds[i], &t.rounds[i+1]
+		if why := undergrown(r, next); r.Limit == report.LimitCwnd && why != "" {
+			r.Undergrown, r.undergrownWhy = true, why
+			r.Limit = report.LimitApp
+		}
 	}
 	return rounds
+}
+
+// undergrown reports whether the round after r, itself followed by more data and cut
+// neither by loss, nor the receive window, nor the end of a message, shows the sender
+// short of data:
+//   - it was no larger than r: a window that r filled would have grown as r was
+//     acknowledged (slow start; CUBIC and Reno never shrink it without loss);
+//   - or it sent unclocked after a long pause (UnclockedLong): the sender stopped
+//     with room in its window and resumed with nothing acknowledged, at the
+//     application's pace;
+//   - or it sent unclocked after a shorter pause and carried less than one and a
+//     half times r: slow start doubles a window in a round trip, and a sender pacing
+//     a doubled window out (BBR) pauses only briefly;
+//   - or it ended in a partial segment (PartialEnd): the sender had nothing more
+//     queued then (one with more queued sends full segments), and its data went on
+//     later.
+//
+// A sender short of data in the next round may have been short at r's end too: an
+// application writing at its own pace makes rounds whose ends the ACK clock cannot
+// tell from window cuts (its next write may come as the first acknowledgement does),
+// so r's end is not shown to be the window's.
+//
+// It returns a clause saying which sign showed it, or "".
+func undergrown(r, next *Round) string {
+	if next.Limit != report.LimitCwnd && next.Limit != report.LimitApp || next.Retransmissions > 0 || next.Holes > 0 {
+		return ""
+	}
+	unclocked, long := next.UnclockedSends, next.UnclockedLong
+	if next.ProbeSegments > 0 && next.unclockedProbe {
+		// A tail loss probe is sent by a timer, not the application.
+		unclocked--
+		if next.probeLong {
+			long--
+		}
+	}
+	w, n := r.WindowSegments(), next.WindowSegments()
+	switch {
+	case n <= w:
+		return fmt.Sprintf("the next round carried %d segments, no more than the %d of the round before, and the data went on after it: a full window would have grown, so the server was short of data there", n, w)
+	case long > 0 || unclocked > 0 && 2*n < 3*w:
+		return fmt.Sprintf("in the next round (%d segments) the server paused and sent again with nothing acknowledged, as an application writing at its own pace does, not a sender waiting for its window", n)
+	case next.PartialEnd:
+		return "the next round ended in a segment shorter than a full one and the data went on later: the server had nothing more queued then"
+	}
+	return ""
+}
+
+// nagleHeld reports whether Nagle's algorithm explains why the data after round r
+// waited: the next round began with a partial segment, and some earlier partial
+// segment, still unacknowledged when r ended, was acknowledged by the packet that
+// released it. Linux holds a partial segment while an earlier one is
+// unacknowledged (Minshall's variant of Nagle), whatever the window; a sender cut by
+// its window with a segment's worth or more queued sends a full one first.
+func nagleHeld(r, next *Round, full int) bool {
+	if full <= 0 || next.FirstFrameBytes%full == 0 || next.ReleaseAck < 0 {
+		return false
+	}
+	ackAtEnd := r.EndOffset - r.InFlightBytes
+	for _, short := range []shortFrame{next.shortBefore, next.shortBeforeOther} {
+		if short.end > 0 && short.bytes%full != 0 && short.end > ackAtEnd && short.end <= next.ReleaseAck {
+			return true
+		}
+	}
+	return false
 }
 
 // ratePaced reports whether, at the client without timestamps, round r's data and
@@ -851,6 +1072,10 @@ func InitialWindow(rs []Round, source string, full int) *report.InitialWindow {
 	case r.Retransmissions > 0 || r.OutOfOrder > 0 || r.Lost > 0:
 		iw.Verdict = report.VerdictAmbiguous
 		iw.Reason = "loss, a retransmission or reordering in the first round blurs it"
+	case r.Paused:
+		iw.Verdict = report.VerdictLowerBound
+		iw.Segments, iw.Bytes = max(r.SegmentsBeforePause, 1), r.BytesBeforePause
+		iw.Reason = fmt.Sprintf("the server paused in the first round and sent more with nothing acknowledged that the capture saw: the application paused, or the capture missed the acknowledgement that released the rest; the %d segments before the pause went out in one stretch, so the window is at least that", r.SegmentsBeforePause)
 	case r.Limit == report.LimitCwnd && r.PartialInside(full) && r.WindowBytes()/full < r.WindowSegments():
 		// Packets and bytes disagree: a sender counting its window in packets
 		// (Linux) had as many as it sent; one counting bytes (RFC 5681) had room
@@ -872,6 +1097,12 @@ func InitialWindow(rs []Round, source string, full int) *report.InitialWindow {
 	case r.Limit == report.LimitIncomplete:
 		iw.Verdict = report.VerdictLowerBound
 		iw.Reason = "the transfer stopped before the response was complete (stalled, or the capture ended), so the window is at least this large"
+	case r.NagleHeld:
+		iw.Verdict = report.VerdictLowerBound
+		iw.Reason = "the second round began with a segment shorter than a full one, sent when an earlier short segment was acknowledged: Nagle's algorithm holds such a segment exactly that long, so the first round may have ended for want of a full segment to send, not for want of window; the window is at least this large"
+	case r.Undergrown:
+		iw.Verdict = report.VerdictLowerBound
+		iw.Reason = strings.Replace(r.undergrownWhy, "the next round", "the second round", 1) + "; an application short of data ends the first round the same way, so the window is at least this large"
 	case r.Outgrown:
 		iw.Verdict = report.VerdictLowerBound
 		iw.Reason = fmt.Sprintf("the second round carried %d segments, more than slow start can grow a full first window of %d to (one segment per segment acknowledged): the first round did not fill the window, which is at least this large", rs[1].WindowSegments(), r.WindowSegments())

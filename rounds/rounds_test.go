@@ -192,6 +192,103 @@ func TestInitialWindow(t *testing.T) {
 			verdict: report.VerdictLowerBound, segments: 1, limit1: report.LimitApp,
 		},
 		{
+			// A header segment, then full segments as the application writes them
+			// with Nagle on: the short rest of a write waits for the header's
+			// acknowledgement (Linux's Minshall variant), which looks like a window
+			// cut at 1 + 25.
+			name: "Nagle holds a short segment until the short one before is acknowledged",
+			cfg:  serverCfg(),
+			build: func(s *script) {
+				s.request(0, 0, 100).data(1, 150).burst(1.01, 25, mss, 1)
+				s.ack(101, 150).data(101.05, 1000).burst(102, 10, mss, 1)
+				s.ack(202, 150+26*mss).burst(202.01, 20, mss, 0.01)
+			},
+			verdict: report.VerdictLowerBound, segments: 26, limit1: report.LimitApp, reason: "Nagle",
+		},
+		{
+			// An application writing at its own pace, below the window: every round
+			// the same size, each boundary where an acknowledgement came.
+			name: "the next round no larger",
+			cfg:  serverCfg(),
+			build: func(s *script) {
+				s.request(0, 0, 100).burst(1, 8, mss, 1)
+				s.ack(101, mss).burst(101.01, 8, mss, 1)
+				s.ack(201, 9*mss).burst(201.01, 8, mss, 1)
+			},
+			verdict: report.VerdictLowerBound, segments: 8, limit1: report.LimitApp, reason: "no more than the 8 of the round before",
+		},
+		{
+			// The second round is twice the first, but half of it went out after a
+			// pause with nothing acknowledged: the application's pace.
+			name: "the next round paused with nothing acknowledged",
+			cfg:  serverCfg(),
+			build: func(s *script) {
+				s.request(0, 0, 100).burst(1, 5, mss, 0.01)
+				s.ack(101, mss).burst(101.01, 5, mss, 0.01).burst(141, 5, mss, 0.01)
+				s.ack(201, 6*mss).burst(201.01, 5, mss, 0.01)
+			},
+			verdict: report.VerdictLowerBound, segments: 5, limit1: report.LimitApp, reason: "paused and sent again",
+		},
+		{
+			// The second round ran dry: its last segment is short, and the data went
+			// on only later. An application's write met the first acknowledgement.
+			name: "the next round ran dry",
+			cfg:  serverCfg(),
+			build: func(s *script) {
+				s.request(0, 0, 100).burst(1, 5, mss, 0.01)
+				s.ack(101, 5*mss).burst(101.01, 5, mss, 0.01).data(101.06, 968)
+				s.ack(201, 10*mss+968).burst(201.01, 5, mss, 0.01)
+			},
+			verdict: report.VerdictLowerBound, segments: 5, limit1: report.LimitApp, reason: "nothing more queued",
+		},
+		{
+			// An application writing a segment 1.1 ms, then 2.2 ms, after the last
+			// (a timer's granularity), an acknowledgement before every other write:
+			// the second round grew by a few segments only, and half of them left
+			// after a pause with nothing acknowledged.
+			name: "the next round paced by the application",
+			cfg:  serverCfg(),
+			build: func(s *script) {
+				s.request(0, 0, 100).burst(1, 20, mss, 1.65)
+				at := 101.05
+				s.ack(101, mss).data(at, mss)
+				for i := range 11 {
+					at += 1.1
+					s.ack(at-0.05, int64(2*i+2)*mss).data(at, mss)
+					at += 2.2
+					s.data(at, mss)
+				}
+				s.ack(202, 30*mss).burst(202.01, 20, mss, 0.01)
+			},
+			verdict: report.VerdictLowerBound, segments: 20, limit1: report.LimitApp, reason: "paused and sent again",
+		},
+		{
+			// The same at the server's pace, evenly spaced (BBR pacing out a
+			// doubled window): no pause stands out, the window cut stands.
+			name: "the next round paced out",
+			cfg:  serverCfg(),
+			build: func(s *script) {
+				s.request(0, 0, 100).burst(1, 5, mss, 0.01)
+				s.ack(101, 5*mss).burst(101.01, 10, mss, 3)
+				s.ack(201, 15*mss).burst(201.01, 5, mss, 0.01)
+			},
+			verdict: report.VerdictExact, segments: 5, limit1: report.LimitCwnd,
+		},
+		{
+			// Ten segments, then two more a round trip later with no acknowledgement
+			// captured in between: the capture missed the one that released them (or
+			// the application paused). Not a round of twelve.
+			name: "a pause inside the first round",
+			cfg:  serverCfg(),
+			build: func(s *script) {
+				s.request(0, 0, 100).burst(1, 10, mss, 0.01)
+				s.burst(101, 2, mss, 0.01)
+				s.ack(101.5, 2*mss).burst(101.6, 4, mss, 0.01)
+				s.ack(102, 4*mss).burst(102.1, 20, mss, 0.01)
+			},
+			verdict: report.VerdictLowerBound, segments: 10, limit1: report.LimitApp, reason: "paused in the first round",
+		},
+		{
 			name: "the transfer stalled",
 			cfg:  serverCfg(),
 			build: func(s *script) {
@@ -277,4 +374,41 @@ func dump(rs []Round) string {
 		fmt.Fprintf(&b, "  round %d: %d segs %d bytes %s (holes %d)\n", r.Index, r.Segments, r.Bytes, r.Limit, r.Holes)
 	}
 	return b.String()
+}
+
+// TestStalledCaptureIsNoPause: at the server, a burst of ten whose second half the
+// capture read 39 ms late (a stalled capture process) while the server's timestamps
+// show it sent them at once is one window's worth, not a pause; the same gap on the
+// server's clock is a pause.
+func TestStalledCaptureIsNoPause(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		secondTS uint32 // the server's timestamp on the burst's second half
+		verdict  string
+		segments int
+	}{
+		{"capture stalled", 1101, report.VerdictExact, 10},
+		{"server paused", 1140, report.VerdictLowerBound, 5},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := serverCfg()
+			cfg.SYNACKNs, cfg.SYNACKTSVal = 1, 1000 // the server's clock: 1000 + ms
+			s := &script{}
+			s.request(0, 0, 100).burst(101, 5, mss, 0.01).burst(140, 5, mss, 0.01)
+			s.ack(201, 2*mss).burst(201.01, 20, mss, 0.01)
+			s.ack(301, 22*mss).burst(301.01, 10, mss, 0.01)
+			for i := range s.segs {
+				seg := &s.segs[i]
+				seg.HasTS = true
+				seg.TSVal = 1000 + uint32(seg.TimeNs/msNs)
+				if seg.Dir == flow.ToClient && seg.TimeNs >= 140*msNs && seg.TimeNs < 141*msNs {
+					seg.TSVal = tc.secondTS
+				}
+			}
+			rs, iw, _ := s.run(cfg, EndingComplete)
+			if iw.Verdict != tc.verdict || iw.Segments != tc.segments {
+				t.Errorf("IW %d %s (%s), want %d %s\n%s", iw.Segments, iw.Verdict, iw.Reason, tc.segments, tc.verdict, dump(rs))
+			}
+		})
+	}
 }

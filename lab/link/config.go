@@ -31,6 +31,9 @@ type Config struct {
 	Queue QueueConfig
 	// Loss is the random loss process; the zero value loses nothing.
 	Loss LossConfig
+	// Drop drops the first packets of a kind (the first SYN, say) before any other
+	// stage sees them; the zero value drops nothing.
+	Drop DropConfig
 	// Seed seeds the random stages; the same seed replays the same losses and jitter.
 	Seed uint64
 }
@@ -70,6 +73,9 @@ func (c Config) Validate() error {
 	if err := c.Loss.Validate(); err != nil {
 		problems = append(problems, err)
 	}
+	if err := c.Drop.Validate(); err != nil {
+		problems = append(problems, err)
+	}
 	if err := errors.Join(problems...); err != nil {
 		return fmt.Errorf("link config: %w", err)
 	}
@@ -100,6 +106,9 @@ func (c Config) String() string {
 	}
 	if c.Loss.Model != LossNone {
 		parts = append(parts, "loss "+c.Loss.String())
+	}
+	if c.Drop.Count > 0 {
+		parts = append(parts, c.Drop.String())
 	}
 	return strings.Join(parts, ", ")
 }

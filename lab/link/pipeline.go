@@ -11,7 +11,7 @@ type DropReason int
 const (
 	// DropQueue: the queue in front of the bottleneck was full (congestion).
 	DropQueue DropReason = iota
-	// DropLoss: the random loss process chose the packet.
+	// DropLoss: the random loss process, or a Drop stage, chose the packet.
 	DropLoss
 )
 
@@ -40,8 +40,10 @@ func (c Counters) PacketsInside() int64 {
 
 // Pipeline is one direction of a path: its stages chained in the order
 //
-//	Loss → Queue + (Rate or Trace) → Delay
+//	Drop → Loss → Queue + (Rate or Trace) → Delay
 //
+// Drop, when configured, removes the first packets of a kind before the random loss
+// sees them, so that the seeded loss sequence is the same with or without it.
 // Loss comes first, as netem applies loss on enqueue: a lost packet takes no room in the
 // queue and no time on the link, and the seeded loss sequence depends only on the packets
 // entering, not on the queue's state, so the same seed loses the same packets whatever the
@@ -75,6 +77,9 @@ func NewPipeline(config Config, startNs int64, recycle func(*Packet)) (*Pipeline
 		return nil, err
 	}
 	var stages []pipelineStage
+	if config.Drop.Count > 0 {
+		stages = append(stages, pipelineStage{stage: NewDrop(config.Drop), dropReason: DropLoss})
+	}
 	if config.Loss.Model != LossNone {
 		stages = append(stages, pipelineStage{stage: NewLoss(config.Loss, config.Seed), dropReason: DropLoss})
 	}

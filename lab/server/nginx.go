@@ -44,6 +44,10 @@ type NginxConfig struct {
 	BodySizes []int64
 	// DisableKeepAlives sets keepalive_timeout 0.
 	DisableKeepAlives bool
+	// ECDHCurves is ssl_ecdh_curve, the key exchanges nginx accepts over TLS in its
+	// order; "X25519:prime256v1" when empty. "prime256v1" alone makes a TLS 1.3 client
+	// that sends an X25519 key share (curl with OpenSSL) take a HelloRetryRequest.
+	ECDHCurves string
 	// Dial connects to Address to see whether nginx is up, from wherever the clients are
 	// (e.g. a client namespace); a plain net.Dialer when nil.
 	Dial func(ctx context.Context, network, address string) (net.Conn, error)
@@ -111,7 +115,7 @@ http {
         ssl_certificate {{.Dir}}/chain.pem;
         ssl_certificate_key {{.Dir}}/key.pem;
         ssl_protocols {{.SSLProtocol}};
-        ssl_ecdh_curve X25519:prime256v1;
+        ssl_ecdh_curve {{.ECDHCurves}};
         ssl_session_tickets off;
 {{- end}}
 
@@ -183,6 +187,7 @@ func StartNginx(ctx context.Context, cfg NginxConfig, wrap func(*exec.Cmd)) (*Ng
 		HTTP2:             cfg.HTTP2,
 		HTTP2InListen:     http2InListen,
 		DisableKeepAlives: cfg.DisableKeepAlives,
+		ECDHCurves:        cfg.ECDHCurves,
 	}); err != nil {
 		return nil, err
 	}
@@ -229,9 +234,16 @@ type nginxTemplateData struct {
 	Dir, Address, SSLProtocol string
 	TLS, HTTP2, HTTP2InListen bool
 	DisableKeepAlives         bool
+	ECDHCurves                string
 }
 
 func writeNginxFiles(dir string, cfg NginxConfig, data nginxTemplateData) error {
+	if data.ECDHCurves == "" {
+		data.ECDHCurves = "X25519:prime256v1"
+	}
+	if strings.ContainsAny(data.ECDHCurves, " \t\n;{}") {
+		return fmt.Errorf("nginx ssl_ecdh_curve %q: give curve names joined by colons, such as X25519:prime256v1", data.ECDHCurves)
+	}
 	for _, sub := range []string{"docroot", "tmp"} {
 		if err := os.Mkdir(filepath.Join(dir, sub), 0o755); err != nil {
 			return fmt.Errorf("making nginx's %s directory: %w", sub, err)

@@ -62,7 +62,14 @@ func TestNginxFiles(t *testing.T) {
 			name:      "TLS 1.3 and HTTP/2 on nginx 1.25.1 and later",
 			cfg:       NginxConfig{Certificate: chain.Certificate},
 			data:      nginxTemplateData{Address: "10.0.0.2:443", TLS: true, SSLProtocol: "TLSv1.3", HTTP2: true},
-			want:      []string{"listen 10.0.0.2:443 ssl;", "http2 on;", "ssl_protocols TLSv1.3;"},
+			want:      []string{"listen 10.0.0.2:443 ssl;", "http2 on;", "ssl_protocols TLSv1.3;", "ssl_ecdh_curve X25519:prime256v1;"},
+			wantFiles: []string{"chain.pem", "key.pem"},
+		},
+		{
+			name:      "TLS 1.3 with P-256 only",
+			cfg:       NginxConfig{Certificate: chain.Certificate},
+			data:      nginxTemplateData{Address: "10.0.0.2:443", TLS: true, SSLProtocol: "TLSv1.3", ECDHCurves: "prime256v1"},
+			want:      []string{"ssl_ecdh_curve prime256v1;"},
 			wantFiles: []string{"chain.pem", "key.pem"},
 		},
 	}
@@ -103,5 +110,8 @@ func TestNginxFiles(t *testing.T) {
 
 	if err := writeNginxFiles(t.TempDir(), NginxConfig{BodySizes: []int64{MaxBodyBytes + 1}}, nginxTemplateData{}); err == nil {
 		t.Error("writeNginxFiles accepted a body larger than MaxBodyBytes")
+	}
+	if err := writeNginxFiles(t.TempDir(), NginxConfig{Certificate: chain.Certificate}, nginxTemplateData{TLS: true, ECDHCurves: "X25519; include /etc/passwd"}); err == nil {
+		t.Error("writeNginxFiles accepted a curve list that breaks out of its directive")
 	}
 }

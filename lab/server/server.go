@@ -45,6 +45,11 @@ type Config struct {
 	// adds about 1.1 KB to the ServerHello. Off by default, so the server's first flight has
 	// the size a classic (X25519/P-256) server such as nginx with OpenSSL 3.0 sends.
 	PostQuantumKeyExchange bool
+	// CurvePreferences, when set, are the only key exchanges the server accepts, in its
+	// order of preference (it overrides PostQuantumKeyExchange). With only tls.CurveP256,
+	// a TLS 1.3 client whose key share is X25519 (the built-in client, curl with
+	// OpenSSL) is answered with a HelloRetryRequest: one more round trip.
+	CurvePreferences []tls.CurveID
 	// ThinkAfterBytes and ThinkDuration emulate a front end that sends the first
 	// ThinkAfterBytes of the body, flushes them, and then waits ThinkDuration for a back end
 	// before sending the rest. No pause when ThinkDuration is 0 or the body is not longer
@@ -58,6 +63,17 @@ type Config struct {
 	// tcp_nopush), so headers and body leave in full segments: a short segment in the
 	// middle of a flight would take a whole packet of the congestion window.
 	DisableCork bool
+	// WriteChunkBytes, when positive, makes the server write like a streaming
+	// application instead: the response header goes to the socket alone, then the body
+	// in writes of this many bytes, each handed to the socket at once (no cork, so a
+	// write that is not a multiple of the segment size leaves a short segment), with
+	// WritePause between writes. ThinkAfterBytes and ThinkDuration do not apply.
+	WriteChunkBytes int
+	WritePause      time.Duration
+	// Nagle leaves Nagle's algorithm on (TCP_NODELAY off, which Go sets on by
+	// default) for the whole connection, TLS handshake included: the kernel then holds
+	// a short segment while an earlier short one is unacknowledged (Linux's variant).
+	Nagle bool
 	// Logger receives diagnostics; nil discards them.
 	Logger *slog.Logger
 	// InitialPacketBytes is the size of the HTTP/3 server's first packets (ServeHTTP3;
@@ -79,6 +95,11 @@ func Serve(ctx context.Context, ln net.Listener, cfg Config) error {
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelDebug),
 		BaseContext:       func(net.Listener) context.Context { return ctx },
 		ConnContext: func(ctx context.Context, conn net.Conn) context.Context {
+			if cfg.Nagle {
+				if err := setNoDelay(conn, false); err != nil {
+					logger.Debug("turning Nagle's algorithm on", "error", err)
+				}
+			}
 			return context.WithValue(ctx, connContextKey{}, conn)
 		},
 	}
@@ -134,7 +155,10 @@ func serverTLSConfig(cfg Config) (*tls.Config, error) {
 		// Every lab fetch is a first visit: tickets would only add records to the flights.
 		SessionTicketsDisabled: true,
 	}
-	if !cfg.PostQuantumKeyExchange {
+	switch {
+	case len(cfg.CurvePreferences) > 0:
+		tlsConfig.CurvePreferences = cfg.CurvePreferences
+	case !cfg.PostQuantumKeyExchange:
 		tlsConfig.CurvePreferences = []tls.CurveID{tls.X25519, tls.CurveP256}
 	}
 	return tlsConfig, nil
@@ -169,7 +193,9 @@ func Handler(cfg Config) http.Handler {
 		pattern:         pattern,
 		thinkAfterBytes: cfg.ThinkAfterBytes,
 		thinkDuration:   cfg.ThinkDuration,
-		cork:            !cfg.DisableCork,
+		cork:            !cfg.DisableCork && cfg.WriteChunkBytes <= 0,
+		chunkBytes:      int64(cfg.WriteChunkBytes),
+		chunkPause:      cfg.WritePause,
 		logger:          cfg.Logger,
 	}
 }
@@ -181,6 +207,8 @@ type bytesHandler struct {
 	thinkAfterBytes int64
 	thinkDuration   time.Duration
 	cork            bool
+	chunkBytes      int64 // > 0: write the header alone, then chunks of this size
+	chunkPause      time.Duration
 	logger          *slog.Logger // nil discards
 }
 
@@ -210,6 +238,10 @@ func (h *bytesHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	header["Cache-Control"] = []string{"no-store"}
 	w.WriteHeader(http.StatusOK)
 	if r.Method == http.MethodHead {
+		return
+	}
+	if h.chunkBytes > 0 {
+		h.writeChunks(w, r, bodyBytes)
 		return
 	}
 	if corker.corked {
@@ -250,9 +282,46 @@ func (h *bytesHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// writeChunks sends the header alone, then the body in writes of h.chunkBytes, each
+// flushed to the socket, with h.chunkPause between them.
+func (h *bytesHandler) writeChunks(w http.ResponseWriter, r *http.Request, bodyBytes int64) {
+	flusher := http.NewResponseController(w)
+	if err := flusher.Flush(); err != nil {
+		return // the client went away
+	}
+	var sentBytes int64
+	for sentBytes < bodyBytes {
+		if sentBytes > 0 && h.chunkPause > 0 {
+			if err := pause(r, h.chunkPause); err != nil {
+				return
+			}
+		}
+		chunkBytes := min(bodyBytes-sentBytes, h.chunkBytes)
+		for written := int64(0); written < chunkBytes; {
+			// The pattern's offset follows sentBytes, so the body is the same as
+			// ServeHTTP's: byte i is i mod 256.
+			start := (sentBytes + written) % 256
+			n := min(chunkBytes-written, int64(len(h.pattern))-start)
+			if _, err := w.Write(h.pattern[start : start+n]); err != nil {
+				return
+			}
+			written += n
+		}
+		if err := flusher.Flush(); err != nil {
+			return
+		}
+		sentBytes += chunkBytes
+	}
+}
+
 // think waits the think duration.
 func (h *bytesHandler) think(r *http.Request) error {
-	timer := time.NewTimer(h.thinkDuration)
+	return pause(r, h.thinkDuration)
+}
+
+// pause waits d, or until the request is over.
+func pause(r *http.Request, d time.Duration) error {
+	timer := time.NewTimer(d)
 	defer timer.Stop()
 	select {
 	case <-timer.C:
@@ -315,4 +384,16 @@ func (c *responseCorker) release(w http.ResponseWriter) {
 		c.logger.Debug("flushing the response", "error", err)
 	}
 	c.set(false)
+}
+
+// setNoDelay sets TCP_NODELAY on the TCP socket under conn (through TLS, if any); off
+// turns Nagle's algorithm on. Connections that are not TCP are left alone.
+func setNoDelay(conn net.Conn, on bool) error {
+	if tlsConn, ok := conn.(*tls.Conn); ok {
+		conn = tlsConn.NetConn()
+	}
+	if tcpConn, ok := conn.(*net.TCPConn); ok {
+		return tcpConn.SetNoDelay(on)
+	}
+	return nil
 }
