@@ -419,3 +419,30 @@ func compareWithProbe(vantage string, probed, captured *report.Connection) (wron
 	}
 	return wrong
 }
+
+// TestMakeQUICTestdata writes the capture and key log of testdata/quic (see its
+// README): one probe of the built-in HTTP/3 server through a 40 ms emulated path,
+// captured by the link emulator at the client's TUN device. It runs only when
+// SLOWSTART_QUIC_TESTDATA names the directory to write to.
+func TestMakeQUICTestdata(t *testing.T) {
+	dir := os.Getenv("SLOWSTART_QUIC_TESTDATA")
+	if dir == "" {
+		t.Skip("set SLOWSTART_QUIC_TESTDATA=DIR to write testdata/quic's capture and key log")
+	}
+	testroot.Require(t, "network namespaces")
+	t.Cleanup(func() { netlab.CloseAll() })
+	const name = "h3-builtin-rtt40-chain6000-60000"
+	run := probeLab(t, false, 6000, 40, 60_000)
+	for src, dst := range map[string]string{run.pcaps[0]: name + ".client.pcap", run.keylogPath: name + ".keys"} {
+		data, err := os.ReadFile(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, dst), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var text strings.Builder
+	report.WriteText(&text, run.res.Report)
+	t.Log("\n" + text.String())
+}
