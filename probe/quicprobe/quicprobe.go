@@ -89,6 +89,19 @@ type Result struct {
 	// Status and BodyBytes of the response.
 	Status    int
 	BodyBytes int64
+	// Timeline is when each step of the fetch happened on the client.
+	Timeline Timeline
+}
+
+// Timeline holds the times of a fetch's steps on the client's monotonic clock, in
+// nanoseconds since the dial began (the client's first Initial about to leave); 0 for
+// a step not reached.
+type Timeline struct {
+	// HandshakeNs: the QUIC handshake (transport and TLS in one) was complete.
+	HandshakeNs int64
+	// FirstByteNs: the response's headers had arrived (its first bytes); LastByteNs:
+	// the body's last byte had been read.
+	FirstByteNs, LastByteNs int64
 }
 
 // Final returns the probe's connection.
@@ -184,16 +197,20 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 		Protocol: "HTTP/3", TLSVersion: "1.3", ServerName: serverName, DNSMs: dnsMs}
 	since := func(t time.Time) float64 { return float64(t.Sub(start).Nanoseconds()) / 1e6 }
 	var conn *quicgo.Conn
+	var dialStart time.Time
+	sinceDial := func() int64 { return time.Since(dialStart).Nanoseconds() }
+	var timeline Timeline
 	h3 := &http3.Transport{
 		TLSClientConfig: tlsConf,
 		QUICConfig:      quicConf,
 		Dial: func(ctx context.Context, _ string, tlsCfg *tls.Config, cfg *quicgo.Config) (*quicgo.Conn, error) {
-			dialStart := time.Now()
+			dialStart = time.Now()
 			c, err := transport.Dial(ctx, net.UDPAddrFromAddrPort(remote), tlsCfg, cfg)
 			if err != nil {
 				return nil, err
 			}
 			done := time.Now()
+			timeline.HandshakeNs = done.Sub(dialStart).Nanoseconds()
 			conn = c
 			timing.ConnectAtMs, timing.ConnectMs = since(done), float64(done.Sub(dialStart).Nanoseconds())/1e6
 			tlsAt, tlsMs := timing.ConnectAtMs, timing.ConnectMs
@@ -224,6 +241,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	resp, fetchErr := h3.RoundTrip(req)
 	res := &Result{}
 	if fetchErr == nil {
+		timeline.FirstByteNs = sinceDial()
 		timing.FirstByteAtMs = since(time.Now())
 		res.Status = resp.StatusCode
 		timing.Status = resp.StatusCode
@@ -244,6 +262,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 			}
 		}
 		resp.Body.Close()
+		timeline.LastByteNs = sinceDial()
 		timing.LastByteAtMs = since(time.Now())
 		timing.BodyBytes = res.BodyBytes
 	}
@@ -255,6 +274,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	transport.Close()
 	rec.stop()
 
+	res.Timeline = timeline
 	res.Datagrams = rec.datagrams()
 	res.Trace = tr.Packets()
 	keysMu.Lock()
