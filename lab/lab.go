@@ -83,7 +83,7 @@ func (s *Spec) Normalize() error {
 		s.CC = netlab.CongestionCubic
 	}
 	if s.ChainBytes == 0 && s.TLS != "" {
-		s.ChainBytes = 4000
+		s.ChainBytes = defaultChainBytes
 	}
 	switch {
 	case s.RTTNs < 0:
@@ -112,7 +112,7 @@ func (s *Spec) Normalize() error {
 	if s.HTTP3 {
 		s.TLS, s.HTTP2 = "1.3", false
 		if s.ChainBytes == 0 {
-			s.ChainBytes = 4000
+			s.ChainBytes = defaultChainBytes
 		}
 	}
 	if err := netlab.CheckCongestionControl(s.CC); err != nil {
@@ -548,7 +548,8 @@ func (e *Env) fetchHTTP3(ctx context.Context, trial *netlab.Trial, spec Spec, ad
 // ProtocolHTTP3 is TrialResult.Protocol for HTTP/3.
 const ProtocolHTTP3 = "HTTP/3"
 
-// Label names a spec in file names: "rtt70-rate1.2mbit-iw10-size42000-trial3".
+// Label names a spec in file names: "rtt70-rate1.2mbit-iw10-size42000-trial3"; a TLS
+// chain other than the default is named ("-tls1.3-chain9000"), and HTTP/3 ("-h3").
 func (s Spec) Label() string {
 	l := "rtt" + strconv.FormatFloat(float64(s.RTTNs)/1e6, 'f', -1, 64)
 	if s.RateBitsPerSecond > 0 {
@@ -560,6 +561,9 @@ func (s Spec) Label() string {
 	}
 	if s.TLS != "" {
 		l += "-tls" + s.TLS
+		if s.ChainBytes != 0 && s.ChainBytes != defaultChainBytes {
+			l += fmt.Sprintf("-chain%d", s.ChainBytes)
+		}
 	}
 	if s.HTTP2 {
 		l += "-h2"
@@ -569,6 +573,9 @@ func (s Spec) Label() string {
 	}
 	return l
 }
+
+// defaultChainBytes is the certificate chain of a TLS point that names none.
+const defaultChainBytes = 4000
 
 // QueueDescription says which bottleneck buffer the point uses.
 func QueueDescription(s Spec) string {
