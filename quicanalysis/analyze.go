@@ -208,9 +208,9 @@ func analyze(c *conn, captureStartNs int64, opts Options) report.Connection {
 	if rd.excess > 0 {
 		rc.Notes = append(rc.Notes, fmt.Sprintf("the server sent %d bytes to the client's unvalidated address, %d more than three times the %d it had received then (RFC 9000 §8.1)", rd.excessAt, rd.excess, (rd.excessAt-rd.excess)/3))
 	}
-	if n := initialsBeforeAnswer(c); n > 1 {
-		rc.Notes = append(rc.Notes, fmt.Sprintf("the client sent its Initial %d times before the server's first datagram arrived (probe timeouts): the server took %.1f ms to answer, and each copy raised its amplification budget",
-			n, float64(c.serverDgrams[0].timeNs-c.clientDgrams[0].timeNs)/1e6))
+	if n := initialsBeforeAnswer(c); n > 0 {
+		rc.Notes = append(rc.Notes, fmt.Sprintf("the client sent its Initial again %s before the server's first datagram arrived (probe timeouts): the server took %.1f ms to answer, and each copy raised its amplification budget",
+			plural(n, "time", "times"), float64(c.serverDgrams[0].timeNs-c.clientDgrams[0].timeNs)/1e6))
 	}
 
 	rounds, indexOf := rd.rounds, rd.indexOf
@@ -356,22 +356,35 @@ func handshakeRoundTrips(r *clockReading) int {
 	return n
 }
 
-// initialsBeforeAnswer counts the client's datagrams with an Initial packet sent
-// before the server's first datagram was captured (copies sent on probe timeouts).
+// initialsBeforeAnswer counts the client's Initial datagrams that only repeated
+// CRYPTO data it had sent before (copies sent on probe timeouts), captured before the
+// server's first datagram. A ClientHello that takes two datagrams (a post-quantum key
+// share) is not a copy.
 func initialsBeforeAnswer(c *conn) int {
-	n := 0
+	copies := 0
+	var sent uint64
 	for _, d := range c.clientDgrams {
 		if d.timeNs >= c.serverDgrams[0].timeNs {
 			break
 		}
+		initial, fresh := false, false
 		for _, pi := range d.packets {
-			if c.packets[pi].Type == quic.PacketInitial {
-				n++
-				break
+			p := &c.packets[pi]
+			if p.Type != quic.PacketInitial {
+				continue
+			}
+			initial = true
+			for _, f := range p.Frames {
+				if f.Type == quic.FrameCrypto && f.Offset+f.Length > sent {
+					sent, fresh = f.Offset+f.Length, true
+				}
 			}
 		}
+		if initial && !fresh {
+			copies++
+		}
 	}
-	return n
+	return copies
 }
 
 // sentPacket is a server packet in its space's packet number order.

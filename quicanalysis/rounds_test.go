@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/slowstart/slowstart/quic"
 	"github.com/slowstart/slowstart/report"
 )
 
@@ -163,4 +164,39 @@ func checkWindow(t *testing.T, what string, cfg simConfig, truth *simTruth, c *r
 		t.Errorf("the simulated server's window did not grow during the first response round with a late acknowledgement")
 	}
 	t.Logf("%s: IW %s %d-%d (%s)", what, iw.Verdict, iw.Bytes, iw.BytesMax, iw.Reason)
+}
+
+// TestInitialCopiesNoted: a client Initial sent again before the server answered
+// (a probe timeout) is noted with the time the server took; a ClientHello in two
+// datagrams (new CRYPTO bytes in each) is not a copy.
+func TestInitialCopiesNoted(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		copy  bool
+		notes bool
+	}{{"a copy", true, true}, {"a ClientHello in two datagrams", false, false}} {
+		t.Run(c.name, func(t *testing.T) {
+			w := newWire(t)
+			hello := w.clientHello()
+			var view []Datagram
+			first, _ := w.packet(true, quic.SpaceInitial, cryptoFrame(0, hello[:20]), 1200)
+			view = append(view, w.datagram(0, true, first))
+			second := cryptoFrame(0, hello[:20]) // the same bytes again
+			if !c.copy {
+				second = cryptoFrame(20, hello[20:])
+			}
+			p, _ := w.packet(true, quic.SpaceInitial, second, 1200)
+			view = append(view, w.datagram(200_000_000, true, p))
+			sh, _ := w.packet(false, quic.SpaceInitial, append(ackFrame(0, 1, 0), cryptoFrame(0, serverHello())...), 0)
+			view = append(view, w.datagram(240_000_000, false, sh))
+			conn := analyzeView(t, w, view)
+			noted := false
+			for _, n := range conn.Notes {
+				noted = noted || strings.Contains(n, "sent its Initial again 1 time before")
+			}
+			if noted != c.notes {
+				t.Errorf("noted %v, want %v: %q", noted, c.notes, conn.Notes)
+			}
+		})
+	}
 }

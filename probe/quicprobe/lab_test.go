@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -14,6 +15,7 @@ import (
 	"github.com/gopacket/gopacket"
 	"github.com/gopacket/gopacket/layers"
 	"github.com/gopacket/gopacket/pcapgo"
+	"golang.org/x/net/dns/dnsmessage"
 
 	"github.com/slowstart/slowstart/internal/hoststeal"
 	"github.com/slowstart/slowstart/internal/testroot"
@@ -268,7 +270,7 @@ func checkPrediction(c *report.Connection, chainBytes int) (wrong, timing []stri
 	}
 	q := c.QUIC
 	for _, n := range c.Notes {
-		if strings.Contains(n, "the client sent its Initial") {
+		if strings.Contains(n, "the client sent its Initial again") {
 			return nil, []string{"the server answered after the client's Initial timed out: " + n}
 		}
 	}
@@ -445,4 +447,84 @@ func TestMakeQUICTestdata(t *testing.T) {
 	var text strings.Builder
 	report.WriteText(&text, run.res.Report)
 	t.Log("\n" + text.String())
+}
+
+// TestChooseLab probes lab servers with --protocols h3,h2,h1 as a browser goes:
+// Caddy advertises HTTP/3 in an Alt-Svc header, so the page comes over TCP and then
+// again over QUIC, both reported, TCP first; the built-in server advertises nothing,
+// so the probe stays on TCP; and when the name's HTTPS record (from a name server on
+// loopback) lists h3, the first visit goes over QUIC.
+func TestChooseLab(t *testing.T) {
+	testroot.Require(t, "network namespaces")
+	t.Cleanup(func() { netlab.CloseAll() })
+	const body = 50_000
+	cases := []struct {
+		name       string
+		caddy      bool
+		record     bool
+		advertised string
+		transports []string
+	}{
+		{"builtin, no Alt-Svc", false, false, "", []string{"tcp"}},
+		{"builtin, HTTPS record", false, true, "https-record", []string{report.TransportQUIC}},
+		{"caddy, Alt-Svc", true, false, "alt-svc", []string{"tcp", report.TransportQUIC}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if c.caddy {
+				if _, err := os.Stat("/usr/bin/caddy"); err != nil {
+					t.Skip("caddy is not installed (apt-get install caddy)")
+				}
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			s, err := probe.StartLabServer(ctx, probe.LabServerConfig{RTT: 20 * time.Millisecond, TLSVersion: "1.3",
+				HTTP3: !c.caddy, Caddy: c.caddy, NginxBodySizes: []int64{body}, ChainBytes: 2000, Keys: labKeys})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			url := s.URL(fmt.Sprintf("/bytes/%d", body))
+			opts := ChooseOptions{Protocols: []string{ProtocolH3, ProtocolH2, ProtocolH1},
+				TCP:   probe.Options{URL: url, Netns: s.Netns, Resolve: s.Resolve(), RootCAs: s.RootCAs, Tool: "test"},
+				HTTP3: Options{Netns: s.Netns, Resolve: s.Resolve(), RootCAs: s.RootCAs, Tool: "test"}}
+			if c.record {
+				opts.Resolver = fakeDNS(t, probe.LabServerName, []dnsmessage.HTTPSResource{httpsRecord(1, ".", []string{"h3", "h2"}, 0)})
+			} else {
+				opts.NoHTTPSRecord = true
+			}
+			ch, err := Choose(ctx, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var text strings.Builder
+			if err := WriteChoiceText(&text, ch); err != nil {
+				t.Fatal(err)
+			}
+			t.Log("\n" + text.String())
+			if ch.Advertised != c.advertised {
+				t.Errorf("advertised %q, want %q", ch.Advertised, c.advertised)
+			}
+			var transports []string
+			for _, conn := range ch.Report.Connections {
+				tr := conn.Transport
+				if tr == "" {
+					tr = "tcp"
+				}
+				transports = append(transports, tr)
+				if conn.ClientTiming == nil || conn.ClientTiming.BodyBytes != body || conn.ClientTiming.Status != 200 {
+					t.Errorf("connection %d: timing %+v", conn.Index, conn.ClientTiming)
+				}
+			}
+			if !slices.Equal(transports, c.transports) {
+				t.Errorf("connections over %v, want %v", transports, c.transports)
+			}
+			if (ch.HTTP3 != nil) != (c.advertised != "") {
+				t.Errorf("HTTP/3 fetch %v with %q advertised", ch.HTTP3 != nil, c.advertised)
+			}
+			if c.advertised == "alt-svc" && !strings.Contains(ch.TCP.Final(0).ClientTiming.AltSvc, "h3=") {
+				t.Errorf("Alt-Svc %q", ch.TCP.Final(0).ClientTiming.AltSvc)
+			}
+		})
+	}
 }

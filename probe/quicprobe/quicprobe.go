@@ -46,6 +46,9 @@ type Options struct {
 	URL string
 	// Resolve maps "host:port" to an address (curl's --resolve); otherwise DNS.
 	Resolve map[string]netip.Addr
+	// Connect, when set, is the host:port to reach instead of the URL's (an
+	// alternative service, RFC 7838: the request and TLS name stay the URL's).
+	Connect string
 	// RootCAs verify the server's chain; the system's roots when nil.
 	RootCAs *x509.CertPool
 	// Insecure skips verifying the server's chain.
@@ -123,6 +126,17 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 		port = "443"
 	}
 	host := u.Hostname()
+	urlHost := host
+	if opts.Connect != "" {
+		h, p, err := net.SplitHostPort(opts.Connect)
+		if err != nil {
+			return nil, fmt.Errorf("the address to connect to, %q, is not host:port: %w", opts.Connect, err)
+		}
+		if h != "" {
+			host = h
+		}
+		port = p
+	}
 	if opts.Timeout <= 0 {
 		opts.Timeout = 30 * time.Second
 	}
@@ -173,7 +187,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	})
 	serverName := opts.ServerName
 	if serverName == "" {
-		serverName = host
+		serverName = urlHost
 	}
 	tlsConf := &tls.Config{
 		ServerName:         serverName,
