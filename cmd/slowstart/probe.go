@@ -94,8 +94,8 @@ sudo setcap cap_net_raw,cap_net_admin+ep $(which slowstart)); the demo and
 				hasH3, hasH2 := slices.Contains(list, quicprobe.ProtocolH3), slices.Contains(list, quicprobe.ProtocolH2)
 				hasTCP := hasH2 || slices.Contains(list, quicprobe.ProtocolH1)
 				switch {
-				case hasH3 && exactMode:
-					return withCode(exitUsage, errors.New("--exact measures over TCP only (see docs/quic.md): leave h3 out of --protocols"))
+				case hasH3 && hasTCP && exactMode:
+					return withCode(exitUsage, errors.New("--exact measures over one protocol: give --protocols h3 (or --http3) for QUIC, h2,h1 for TCP"))
 				case hasH3 && !hasTCP:
 					http3 = true
 				case hasH3:
@@ -105,7 +105,7 @@ sudo setcap cap_net_raw,cap_net_admin+ep $(which slowstart)); the demo and
 				}
 			}
 			if http3 {
-				return runHTTP3(cmd, args[0], http3Options{asJSON: asJSON, exact: exactMode, resolves: resolves, insecure: insecure,
+				return runHTTP3(cmd, args[0], http3Options{asJSON: asJSON, exact: exactMode, exactRuns: exactRuns, resolves: resolves, insecure: insecure,
 					sni: serverName, netns: netns, timeout: timeout, keylogPath: keylogPath, packets: htmlOut != "", userAgent: userAgent})
 			}
 			if exactMode {

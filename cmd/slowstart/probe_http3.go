@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"net/netip"
 	"os"
@@ -17,6 +16,7 @@ import (
 
 type http3Options struct {
 	asJSON, exact, insecure, packets  bool
+	exactRuns                         int
 	resolves                          []string
 	sni, netns, keylogPath, userAgent string
 	timeout                           time.Duration
@@ -24,14 +24,14 @@ type http3Options struct {
 
 // runHTTP3 runs probe --http3: the QUIC probe of package probe/quicprobe.
 func runHTTP3(cmd *cobra.Command, rawURL string, o http3Options) error {
-	if o.exact {
-		return withCode(exitUsage, errors.New("--exact --http3 is not available: see docs/quic.md for why the exact measurement is not done over QUIC"))
-	}
 	opts, closeKeylog, err := o.quicOptions(rawURL)
 	if err != nil {
 		return err
 	}
 	defer closeKeylog()
+	if o.exact {
+		return runExactHTTP3(cmd, rawURL, opts, o)
+	}
 	res, err := quicprobe.Run(cmd.Context(), opts)
 	if res != nil && res.Report != nil && len(res.Report.Connections) > 0 {
 		var werr error
@@ -127,4 +127,47 @@ func runChoice(cmd *cobra.Command, protocols []string, tcp probe.Options, o http
 		}
 	}
 	return withCode(probeExitCode(err), err)
+}
+
+// runExactHTTP3 measures the initial window actively over HTTP/3 (quicprobe.Exact),
+// o.exactRuns times over fresh connections.
+func runExactHTTP3(cmd *cobra.Command, rawURL string, opts quicprobe.Options, o http3Options) error {
+	runs := max(o.exactRuns, 1)
+	if !o.asJSON {
+		fmt.Fprintf(cmd.ErrOrStderr(), "Measuring the initial window of %s over HTTP/3, %d fresh connections (nothing acknowledged after the request)...\n", rawURL, runs)
+	}
+	var results []*quicprobe.ExactResult
+	rep := &report.Report{Schema: report.Schema, Tool: "slowstart " + version, Source: report.Source{Kind: "live", LinkTypes: []string{"socket"}},
+		Connections: []report.Connection{}, Warnings: []string{}}
+	var lastErr error
+	for range runs {
+		r, err := quicprobe.Exact(cmd.Context(), opts)
+		if cmd.Context().Err() != nil {
+			return interrupted("interrupted; nothing left behind")
+		}
+		if err != nil {
+			lastErr = err
+		}
+		if r == nil {
+			continue
+		}
+		results = append(results, r)
+		if r.Probe != nil && r.Probe.Report != nil {
+			for _, c := range r.Probe.Report.Connections {
+				c.Index = len(rep.Connections) + 1
+				c.InitialWindow = r.InitialWindow()
+				rep.Connections = append(rep.Connections, c)
+			}
+			if rep.Source.StartUnixNs == 0 {
+				rep.Source.StartUnixNs = r.Probe.Report.Source.StartUnixNs
+			}
+		}
+	}
+	if len(results) == 0 {
+		return withCode(exitNetwork, lastErr)
+	}
+	if o.asJSON {
+		return report.WriteJSON(cmd.OutOrStdout(), rep)
+	}
+	return quicprobe.WriteExactText(cmd.OutOrStdout(), rawURL, results)
 }

@@ -74,6 +74,11 @@ type Options struct {
 	// UserAgent of the request; a browser's by default.
 	UserAgent string
 	Tool      string
+
+	// exact holds back the datagrams after the request (Exact); onHandshake is told
+	// the handshake's duration.
+	exact       *exactState
+	onHandshake func(time.Duration)
 }
 
 // DefaultUserAgent is sent when Options.UserAgent is empty.
@@ -171,7 +176,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	if err != nil {
 		return nil, fmt.Errorf("opening a UDP socket: %w", err)
 	}
-	rec := &recordingConn{PacketConn: udp, udp: udp, remote: remote, kernelTimes: enableTimestamps(udp)}
+	rec := &recordingConn{PacketConn: udp, udp: udp, remote: remote, kernelTimes: enableTimestamps(udp), exact: opts.exact}
 	defer rec.Close()
 
 	var keys bytes.Buffer
@@ -225,6 +230,9 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 			}
 			done := time.Now()
 			timeline.HandshakeNs = done.Sub(dialStart).Nanoseconds()
+			if opts.onHandshake != nil {
+				opts.onHandshake(done.Sub(dialStart))
+			}
 			conn = c
 			timing.ConnectAtMs, timing.ConnectMs = since(done), float64(done.Sub(dialStart).Nanoseconds())/1e6
 			tlsAt, tlsMs := timing.ConnectAtMs, timing.ConnectMs
@@ -365,6 +373,8 @@ type recordingConn struct {
 	mu          sync.Mutex
 	records     []quicanalysis.Datagram
 	stopped     bool
+	// exact, when set, holds back the datagrams after the request (Exact).
+	exact *exactState
 }
 
 func (c *recordingConn) record(src, dst netip.AddrPort, b []byte, timeNs int64) {
@@ -395,10 +405,16 @@ func (c *recordingConn) ReadFrom(b []byte) (int, net.Addr, error) {
 		ts = kernelTimestamp(oob[:oobn])
 	}
 	c.record(unmapAP(addr), c.local(), b[:n], ts)
+	if c.exact != nil {
+		c.exact.received(b[:n])
+	}
 	return n, net.UDPAddrFromAddrPort(addr), nil
 }
 
 func (c *recordingConn) WriteTo(b []byte, addr net.Addr) (int, error) {
+	if c.exact != nil && c.exact.sending(b) {
+		return len(b), nil // held back: the server hears nothing more (Exact)
+	}
 	n, err := c.PacketConn.WriteTo(b, addr)
 	if err == nil {
 		if ua, ok := addr.(*net.UDPAddr); ok {
