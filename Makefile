@@ -45,7 +45,7 @@ go-check:
 		exit 1; fi
 
 # Debian packages the tests drive for real (servers, clients) and the benchmarks use (peers, tools).
-DEB_PACKAGES := tcpdump tshark tcptrace nginx-light curl openssl iproute2 iputils-ping util-linux chromium ethtool apache2-utils iperf3 jq time
+DEB_PACKAGES := tcpdump tshark tcptrace nginx-light caddy curl openssl iproute2 iputils-ping util-linux chromium ethtool apache2-utils iperf3 jq time
 setup: go-check
 	@if [ "$$(id -u)" != 0 ]; then echo "make setup installs Debian packages: run it as root (sudo make setup)" >&2; exit 1; fi
 	DEBIAN_FRONTEND=noninteractive apt-get update -qq

@@ -16,11 +16,12 @@ import (
 // pcapFile writes the packets one TUN device saw (link type RAW: IP headers first),
 // as tcpdump on that device would.
 type pcapFile struct {
-	mu  sync.Mutex
-	f   *os.File
-	bw  *bufio.Writer
-	w   *pcapgo.Writer
-	err error
+	mu   sync.Mutex
+	path string
+	f    *os.File
+	bw   *bufio.Writer
+	w    *pcapgo.Writer
+	err  error
 }
 
 func newPcapFile(path string) (*pcapFile, error) {
@@ -34,7 +35,7 @@ func newPcapFile(path string) (*pcapFile, error) {
 		f.Close()
 		return nil, fmt.Errorf("capture file %s: %w", path, err)
 	}
-	return &pcapFile{f: f, bw: bw, w: w}, nil
+	return &pcapFile{path: path, f: f, bw: bw, w: w}, nil
 }
 
 func (p *pcapFile) write(data []byte, unixNs int64) {
@@ -60,15 +61,20 @@ func (p *pcapFile) close() error {
 	return err
 }
 
-// pcapTaps holds the client-side and server-side captures of a trial.
+// pcapTaps holds the client-side and server-side captures of a trial (the
+// server-side one may be left out: nil).
 type pcapTaps struct {
 	client, server *pcapFile
 }
 
+// newPcapTaps opens the captures; serverPath "" leaves the server side out.
 func newPcapTaps(clientPath, serverPath string) (*pcapTaps, error) {
 	c, err := newPcapFile(clientPath)
 	if err != nil {
 		return nil, err
+	}
+	if serverPath == "" {
+		return &pcapTaps{client: c}, nil
 	}
 	s, err := newPcapFile(serverPath)
 	if err != nil {
@@ -83,11 +89,14 @@ func newPcapTaps(clientPath, serverPath string) (*pcapTaps, error) {
 func (t *pcapTaps) tap(device int, data []byte, unixNs int64) {
 	if device == 0 {
 		t.client.write(data, unixNs)
-	} else {
+	} else if t.server != nil {
 		t.server.write(data, unixNs)
 	}
 }
 
 func (t *pcapTaps) close() error {
+	if t.server == nil {
+		return t.client.close()
+	}
 	return errors.Join(t.client.close(), t.server.close())
 }

@@ -1,10 +1,14 @@
 // Package lab runs transfers over emulated paths with real kernel TCP: each trial
 // gets its own client and server network namespaces (lab/netlab) joined by the
-// userspace link emulator (lab/link), a server (built-in or nginx, lab/server) with
-// the initial window on its route, and a client (built-in or curl, lab/client) that
-// times the transfer. Trials run in parallel without interfering. It writes results
-// and, when asked, the client-side and server-side captures of every trial; it does
-// not analyze them (package analysis does).
+// userspace link emulator (lab/link), a server (built-in, nginx or Caddy, lab/server)
+// with the initial window on its route, and a client (built-in or curl, lab/client)
+// that times the transfer. A point may run over HTTP/3 instead: the built-in server
+// or Caddy serves QUIC on UDP through the same emulated path, and the HTTP/3 probe
+// (probe/quicprobe) fetches and times it. Trials run in parallel without interfering.
+// It writes results and, when asked, the client-side and server-side captures of
+// every trial. When a job asks for its round trips it hands the trial's client-side
+// capture to package analysis (an HTTP/3 trial's come from the probe's own reading
+// of its datagrams); it analyzes nothing itself.
 package lab
 
 import (
@@ -22,10 +26,13 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/slowstart/slowstart/analysis"
 	"github.com/slowstart/slowstart/lab/client"
 	"github.com/slowstart/slowstart/lab/link"
 	"github.com/slowstart/slowstart/lab/netlab"
 	"github.com/slowstart/slowstart/lab/server"
+	"github.com/slowstart/slowstart/probe/quicprobe"
+	"github.com/slowstart/slowstart/report"
 	"github.com/slowstart/slowstart/units"
 )
 
@@ -33,31 +40,36 @@ import (
 const (
 	ServerBuiltin = "builtin"
 	ServerNginx   = "nginx"
+	ServerCaddy   = "caddy"
 	ClientBuiltin = client.ClientBuiltin
 	ClientCurl    = client.ClientCurl
 )
 
 // Spec is one point of the parameter space: a path, a server, a client and a transfer.
 type Spec struct {
-	RTTNs              int64   `json:"rtt_ms_ns"`
-	RateBitsPerSecond  int64   `json:"rate_bps"`    // bottleneck rate each way; 0: unlimited
-	QueueBytes         int64   `json:"queue_bytes"` // buffer in front of the bottleneck; 0: one BDP
-	QueuePackets       int     `json:"queue_packets"`
-	LossRate           float64 `json:"loss"` // random loss on the server→client path
-	IW                 int     `json:"iw"`   // the server route's initcwnd; 0: kernel default (10)
-	InitRwnd           int     `json:"initrwnd"`
-	SizeBytes          int64   `json:"size_bytes"`
-	TLS                string  `json:"tls"` // "", "1.2", "1.3"
-	HTTP2              bool    `json:"http2"`
-	ChainBytes         int     `json:"chain_bytes"` // certificate chain size over TLS (0: 4 KB)
-	Server             string  `json:"server"`
-	Client             string  `json:"client"`
-	CC                 string  `json:"cc"`
-	ThinkAfterBytes    int64   `json:"think_after_bytes"`
-	ThinkNs            int64   `json:"think_ns"`
-	SlowStartAfterIdle bool    `json:"slow_start_after_idle"`
-	IPv6               bool    `json:"ipv6"`
-	Seed               uint64  `json:"seed"`
+	RTTNs             int64   `json:"rtt_ms_ns"`
+	RateBitsPerSecond int64   `json:"rate_bps"`    // bottleneck rate each way; 0: unlimited
+	QueueBytes        int64   `json:"queue_bytes"` // buffer in front of the bottleneck; 0: one BDP
+	QueuePackets      int     `json:"queue_packets"`
+	LossRate          float64 `json:"loss"` // random loss on the server→client path
+	IW                int     `json:"iw"`   // the server route's initcwnd; 0: kernel default (10)
+	InitRwnd          int     `json:"initrwnd"`
+	SizeBytes         int64   `json:"size_bytes"`
+	TLS               string  `json:"tls"` // "", "1.2", "1.3"
+	HTTP2             bool    `json:"http2"`
+	// HTTP3: the transfer runs over HTTP/3 (QUIC, TLS 1.3) on UDP instead of TCP; the
+	// route's initcwnd and the congestion control apply to TCP only (QUIC's window is
+	// the server's library's: quic-go's 32 packets of 1,280 bytes).
+	HTTP3              bool   `json:"http3"`
+	ChainBytes         int    `json:"chain_bytes"` // certificate chain size over TLS (0: 4 KB)
+	Server             string `json:"server"`
+	Client             string `json:"client"`
+	CC                 string `json:"cc"`
+	ThinkAfterBytes    int64  `json:"think_after_bytes"`
+	ThinkNs            int64  `json:"think_ns"`
+	SlowStartAfterIdle bool   `json:"slow_start_after_idle"`
+	IPv6               bool   `json:"ipv6"`
+	Seed               uint64 `json:"seed"`
 	// HelloRetry makes a TLS 1.3 handshake take a HelloRetryRequest: the server accepts
 	// only P-256 while the client's key share is X25519 (the built-in client's and
 	// curl's first choice), so it asks for another key share, one more round trip.
@@ -86,7 +98,7 @@ func (s *Spec) Normalize() error {
 		s.CC = netlab.CongestionCubic
 	}
 	if s.ChainBytes == 0 && s.TLS != "" {
-		s.ChainBytes = 4000
+		s.ChainBytes = defaultChainBytes
 	}
 	switch {
 	case s.RTTNs < 0:
@@ -99,8 +111,8 @@ func (s *Spec) Normalize() error {
 		return fmt.Errorf("loss %g: use a rate in [0, 1)", s.LossRate)
 	case s.TLS != "" && s.TLS != "1.2" && s.TLS != "1.3":
 		return fmt.Errorf("TLS %q: use 1.2, 1.3 or none", s.TLS)
-	case s.Server != ServerBuiltin && s.Server != ServerNginx:
-		return fmt.Errorf("server %q: use builtin or nginx", s.Server)
+	case s.Server != ServerBuiltin && s.Server != ServerNginx && s.Server != ServerCaddy:
+		return fmt.Errorf("server %q: use builtin, nginx or caddy", s.Server)
 	case s.Client != ClientBuiltin && s.Client != ClientCurl:
 		return fmt.Errorf("client %q: use builtin or curl", s.Client)
 	case s.HelloRetry && s.TLS != "1.3":
@@ -111,11 +123,37 @@ func (s *Spec) Normalize() error {
 		return errors.New("the write chunk size and pause can't be negative")
 	case (s.WriteChunkBytes > 0 || s.Nagle) && s.Server != ServerBuiltin:
 		return errors.New("chunked writes and Nagle's algorithm are options of the built-in server")
+	case s.Server == ServerCaddy && s.TLS == "" && !s.HTTP3:
+		return errors.New("caddy serves over TLS only: give a TLS version (--tls 1.3)")
+	case s.HTTP3 && s.TLS == "1.2":
+		return errors.New("HTTP/3 runs over TLS 1.3 only (QUIC, RFC 9001)")
+	case s.HTTP3 && s.Server == ServerNginx:
+		return errors.New("nginx from Debian (1.22) does not serve HTTP/3: use the built-in server or caddy")
+	case s.HTTP3 && s.Client != ClientBuiltin:
+		return errors.New("over HTTP/3 the client is the built-in HTTP/3 probe (Debian's curl has no HTTP/3)")
+	}
+	if s.HTTP3 {
+		s.TLS, s.HTTP2 = "1.3", false
+		if s.ChainBytes == 0 {
+			s.ChainBytes = defaultChainBytes
+		}
 	}
 	if err := netlab.CheckCongestionControl(s.CC); err != nil {
 		return fmt.Errorf("%w: use cubic, bbr or reno", err)
 	}
 	return nil
+}
+
+// HTTP3Twin returns the same point over HTTP/3: the same path, server and page, over
+// QUIC with TLS 1.3 (whatever TLS version the TCP point uses), fetched by the HTTP/3
+// probe. It fails for a server that does not serve HTTP/3.
+func (s Spec) HTTP3Twin() (Spec, error) {
+	twin := s
+	twin.HTTP3, twin.TLS, twin.HTTP2, twin.Client = true, "1.3", false, ClientBuiltin
+	if err := twin.Normalize(); err != nil {
+		return Spec{}, err
+	}
+	return twin, nil
 }
 
 // linkConfigs returns the emulator's configuration each way: half the RTT of delay,
@@ -177,7 +215,25 @@ type TrialResult struct {
 	AckPacketsDroppedLoss   int64  `json:"ack_packets_dropped_loss"`
 	ClientPcap              string `json:"client_pcap,omitempty"`
 	ServerPcap              string `json:"server_pcap,omitempty"`
-	Error                   string `json:"error,omitempty"`
+	// KeyLog is the file of an HTTP/3 trial's TLS secrets, beside its captures (for
+	// slowstart analyze --keylog and Wireshark).
+	KeyLog string `json:"keylog,omitempty"`
+	// RoundTrips are the transfer's round trips as its client-side capture shows them
+	// (package analysis), when the job asked for them.
+	RoundTrips *TrialRoundTrips `json:"round_trips,omitempty"`
+	Error      string           `json:"error,omitempty"`
+}
+
+// TrialRoundTrips counts a transfer's round trips: the handshakes (TCP and TLS, or
+// QUIC's, which carries TLS), the data rounds of the response, and all of them.
+type TrialRoundTrips struct {
+	Handshake int `json:"handshake"`
+	Data      int `json:"data"`
+	Total     int `json:"total"`
+}
+
+func roundTripsOf(rt report.RoundTrips) *TrialRoundTrips {
+	return &TrialRoundTrips{Handshake: rt.TCP + rt.TLS, Data: rt.HTTP, Total: rt.Total}
 }
 
 // labServerName is the name on the lab's certificates.
@@ -227,12 +283,13 @@ const pollMaxUnlimitedBytes = 4 << 20
 // and server-side captures named after prefix. A trial that starts while no other runs
 // on e polls (see Env.active).
 func (e *Env) RunTrial(ctx context.Context, spec Spec, index int, captureDir, prefix string) (TrialResult, error) {
-	return e.runTrial(ctx, spec, index, captureDir, prefix, true)
+	return e.runTrial(ctx, spec, index, captureDir, prefix, true, false)
 }
 
 // runTrial is RunTrial; mayPoll false keeps the emulator on timers even when the
-// trial starts alone (the first trial of a parallel batch does).
-func (e *Env) runTrial(ctx context.Context, spec Spec, index int, captureDir, prefix string, mayPoll bool) (TrialResult, error) {
+// trial starts alone (the first trial of a parallel batch does); roundTrips counts
+// the transfer's round trips (TrialResult.RoundTrips).
+func (e *Env) runTrial(ctx context.Context, spec Spec, index int, captureDir, prefix string, mayPoll, roundTrips bool) (TrialResult, error) {
 	res := TrialResult{Trial: index}
 	if err := spec.Normalize(); err != nil {
 		return res, err
@@ -260,16 +317,34 @@ func (e *Env) runTrial(ctx context.Context, spec Spec, index int, captureDir, pr
 
 	c2s, s2c, _ := spec.linkConfigs(1500)
 	var taps *pcapTaps
-	if captureDir != "" {
+	switch {
+	case captureDir != "":
 		if err := os.MkdirAll(captureDir, 0o755); err != nil {
 			return res, fmt.Errorf("capture directory: %w", err)
 		}
 		res.ClientPcap = filepath.Join(captureDir, prefix+".client.pcap")
 		res.ServerPcap = filepath.Join(captureDir, prefix+".server.pcap")
 		taps, err = newPcapTaps(res.ClientPcap, res.ServerPcap)
-		if err != nil {
-			return res, err
+	case roundTrips && !spec.HTTP3:
+		// The round trips of a TCP transfer come from its client-side capture: a
+		// temporary one.
+		dir, derr := os.MkdirTemp("", fmt.Sprintf("slowstart-%d-roundtrips-", os.Getpid()))
+		if derr != nil {
+			return res, derr
 		}
+		defer os.RemoveAll(dir)
+		taps, err = newPcapTaps(filepath.Join(dir, "client.pcap"), "")
+	}
+	if err != nil {
+		return res, err
+	}
+	closeTaps := func() error {
+		if taps == nil {
+			return nil
+		}
+		t := taps
+		taps = nil
+		return t.close()
 	}
 	linkCtx, stopLink := context.WithCancel(ctx)
 	var linkStats link.Stats
@@ -296,10 +371,8 @@ func (e *Env) runTrial(ctx context.Context, spec Spec, index int, captureDir, pr
 	defer func() {
 		stopLink()
 		<-linkDone
-		if taps != nil {
-			if err := taps.close(); err != nil && res.Error == "" {
-				res.Error = err.Error()
-			}
+		if err := closeTaps(); err != nil && res.Error == "" {
+			res.Error = err.Error()
 		}
 	}()
 
@@ -318,40 +391,48 @@ func (e *Env) runTrial(ctx context.Context, spec Spec, index int, captureDir, pr
 	}
 	serveCtx, stopServe := context.WithCancel(ctx)
 	defer stopServe()
-	var cfgCert server.Config
+	var chain *server.Chain
 	if spec.TLS != "" {
-		ch, err := e.chain(spec.ChainBytes)
+		if chain, err = e.chain(spec.ChainBytes); err != nil {
+			return res, err
+		}
+		fetch.RootCAs = chain.Roots
+		fetch.RootCAPEM = chain.RootPEM()
+		fetch.ServerName = labServerName
+	}
+	cfg := server.Config{
+		TLSVersion:      spec.TLS,
+		HTTP2:           spec.HTTP2,
+		ThinkAfterBytes: spec.ThinkAfterBytes,
+		ThinkDuration:   time.Duration(spec.ThinkNs),
+		WriteChunkBytes: spec.WriteChunkBytes,
+		WritePause:      time.Duration(spec.WritePauseNs),
+		Nagle:           spec.Nagle,
+	}
+	if spec.HelloRetry {
+		cfg.CurvePreferences = []tls.CurveID{tls.CurveP256}
+	}
+	if chain != nil {
+		cfg.Certificate = chain.Certificate
+	}
+	switch {
+	case spec.Server == ServerBuiltin && spec.HTTP3:
+		pc, err := trial.ListenPacket(netlab.Server, "udp", addrPort.String())
 		if err != nil {
 			return res, err
 		}
-		cfgCert.Certificate = ch.Certificate
-		fetch.RootCAs = ch.Roots
-		fetch.RootCAPEM = ch.RootPEM()
-		fetch.ServerName = labServerName
-	}
-	switch spec.Server {
-	case ServerBuiltin:
+		served := make(chan error, 1)
+		go func() { served <- server.ServeHTTP3(serveCtx, pc, cfg) }()
+		defer func() { stopServe(); <-served; pc.Close() }()
+	case spec.Server == ServerBuiltin:
 		ln, err := trial.Listen(netlab.Server, "tcp", addrPort.String())
 		if err != nil {
 			return res, err
 		}
-		cfg := server.Config{
-			TLSVersion:      spec.TLS,
-			Certificate:     cfgCert.Certificate,
-			HTTP2:           spec.HTTP2,
-			ThinkAfterBytes: spec.ThinkAfterBytes,
-			ThinkDuration:   time.Duration(spec.ThinkNs),
-			WriteChunkBytes: spec.WriteChunkBytes,
-			WritePause:      time.Duration(spec.WritePauseNs),
-			Nagle:           spec.Nagle,
-		}
-		if spec.HelloRetry {
-			cfg.CurvePreferences = []tls.CurveID{tls.CurveP256}
-		}
 		served := make(chan error, 1)
 		go func() { served <- server.Serve(serveCtx, ln, cfg) }()
 		defer func() { stopServe(); <-served }()
-	case ServerNginx:
+	case spec.Server == ServerNginx:
 		curves := "" // nginx's default list
 		if spec.HelloRetry {
 			curves = "prime256v1"
@@ -359,7 +440,7 @@ func (e *Env) runTrial(ctx context.Context, spec Spec, index int, captureDir, pr
 		ng, err := server.StartNginx(serveCtx, server.NginxConfig{
 			Address:     addrPort.String(),
 			TLSVersion:  spec.TLS,
-			Certificate: cfgCert.Certificate,
+			Certificate: cfg.Certificate,
 			HTTP2:       spec.HTTP2,
 			BodySizes:   []int64{spec.SizeBytes},
 			Dial:        fetch.Dial,
@@ -369,6 +450,27 @@ func (e *Env) runTrial(ctx context.Context, spec Spec, index int, captureDir, pr
 			return res, err
 		}
 		defer ng.Stop()
+	case spec.Server == ServerCaddy:
+		cd, err := server.StartCaddy(serveCtx, server.CaddyConfig{Address: addrPort.String(), ServerName: labServerName,
+			Certificate: cfg.Certificate, BodySizes: []int64{spec.SizeBytes}, Dial: fetch.Dial}, trial.WrapCommand(netlab.Server))
+		if err != nil {
+			return res, err
+		}
+		defer cd.Stop()
+	}
+
+	if spec.HTTP3 {
+		if err := e.fetchHTTP3(ctx, trial, spec, addrPort, chain, captureDir, prefix, &res); err != nil {
+			res.Error = err.Error()
+			return res, err
+		}
+		stopLink()
+		<-linkDone
+		if linkErr != nil {
+			return res, fmt.Errorf("link emulator: %w", linkErr)
+		}
+		res.setDrops(linkStats)
+		return res, nil
 	}
 
 	var r client.Result
@@ -390,14 +492,101 @@ func (e *Env) runTrial(ctx context.Context, spec Spec, index int, captureDir, pr
 	res.ConnectMs, res.TLSMs, res.FirstByteMs, res.LastByteMs = ms(r.ConnectNs), ms(r.TLSNs), ms(r.FirstByteNs), ms(r.LastByteNs)
 	res.FCTPaperMs, res.FCTUserMs = ms(r.FCTPaperNs), ms(r.FCTUserNs)
 	res.Bytes, res.Protocol, res.TLSVersion = r.Bytes, r.Protocol, r.TLSVersion
+	res.setDrops(linkStats)
+	if roundTrips {
+		clientPcap := res.ClientPcap
+		if taps != nil {
+			clientPcap = taps.client.path
+		}
+		if err := closeTaps(); err != nil {
+			return res, err
+		}
+		rt, err := tcpRoundTrips(ctx, clientPcap)
+		if err != nil {
+			return res, err
+		}
+		res.RoundTrips = rt
+	}
+	return res, nil
+}
+
+func (res *TrialResult) setDrops(linkStats link.Stats) {
 	res.DataPacketsDroppedQueue, res.DataPacketsDroppedLoss = linkStats.BToA.PacketsDroppedQueue, linkStats.BToA.PacketsDroppedLoss
 	res.AckPacketsDroppedQueue, res.AckPacketsDroppedLoss = linkStats.AToB.PacketsDroppedQueue, linkStats.AToB.PacketsDroppedLoss
 	res.DataPacketsLost = res.DataPacketsDroppedLoss + res.DataPacketsDroppedQueue
 	res.AckPacketsLost = res.AckPacketsDroppedLoss + res.AckPacketsDroppedQueue
-	return res, nil
 }
 
-// Label names a spec in file names: "rtt70-rate1.2mbit-iw10-size42000-trial3".
+// tcpRoundTrips reads a TCP transfer's round trips from its client-side capture.
+func tcpRoundTrips(ctx context.Context, clientPcap string) (*TrialRoundTrips, error) {
+	rep, err := analysis.File(ctx, clientPcap, analysis.Options{})
+	if err != nil {
+		return nil, fmt.Errorf("reading the round trips from the client-side capture: %w", err)
+	}
+	// The transfer's connection: the one that carried the most to the client (the
+	// trial makes one; a TLS response is not read without the key log, its rounds are).
+	var best *report.Connection
+	for i, c := range rep.Connections {
+		if c.Transport != report.TransportQUIC && (best == nil || c.BytesToClient > best.BytesToClient) {
+			best = &rep.Connections[i]
+		}
+	}
+	if best == nil || best.BytesToClient == 0 {
+		return nil, fmt.Errorf("reading the round trips: no TCP connection carried data to the client in %s", clientPcap)
+	}
+	return roundTripsOf(best.RoundTrips), nil
+}
+
+// fetchHTTP3 fetches the point's page over HTTP/3 with the HTTP/3 probe from the
+// client namespace and fills res with its timing and round trips (read by the probe
+// from its own datagrams, with its own TLS secrets). With captures, the secrets are
+// written beside them.
+func (e *Env) fetchHTTP3(ctx context.Context, trial *netlab.Trial, spec Spec, addrPort netip.AddrPort, chain *server.Chain, captureDir, prefix string, res *TrialResult) error {
+	opts := quicprobe.Options{
+		URL:     fmt.Sprintf("https://%s:%d/bytes/%d", labServerName, addrPort.Port(), spec.SizeBytes),
+		Resolve: map[string]netip.Addr{fmt.Sprintf("%s:%d", labServerName, addrPort.Port()): addrPort.Addr()},
+		RootCAs: chain.Roots, Netns: trial.NamespacePath(netlab.Client),
+		// X25519 alone, as the TCP client offers (client.FetchConfig.PostQuantumKeyExchange).
+		ClassicKeyShare: true,
+		Timeout:         max(2*time.Minute, time.Duration(spec.RTTNs)*50),
+		Tool:            "slowstart lab",
+	}
+	if captureDir != "" {
+		res.KeyLog = filepath.Join(captureDir, prefix+".keys")
+		f, err := os.Create(res.KeyLog)
+		if err != nil {
+			return fmt.Errorf("key log: %w", err)
+		}
+		defer f.Close()
+		opts.Keylog = f
+	}
+	pr, err := quicprobe.Run(ctx, opts)
+	if err != nil {
+		return err
+	}
+	if pr.Status != 200 {
+		return fmt.Errorf("HTTP/3 fetch: status %d", pr.Status)
+	}
+	if pr.BodyBytes != spec.SizeBytes {
+		return fmt.Errorf("HTTP/3 fetch: %d body bytes received, want %d", pr.BodyBytes, spec.SizeBytes)
+	}
+	tl := pr.Timeline
+	ms := func(ns int64) float64 { return float64(ns) / 1e6 }
+	res.ConnectMs, res.TLSMs = ms(tl.HandshakeNs), 0
+	res.FirstByteMs, res.LastByteMs = ms(tl.FirstByteNs), ms(tl.LastByteNs)
+	res.FCTPaperMs, res.FCTUserMs = ms(tl.LastByteNs-tl.FirstByteNs), ms(tl.LastByteNs)
+	res.Bytes, res.Protocol, res.TLSVersion = pr.BodyBytes, ProtocolHTTP3, "1.3"
+	if c := pr.Final(); c != nil {
+		res.RoundTrips = roundTripsOf(c.RoundTrips)
+	}
+	return nil
+}
+
+// ProtocolHTTP3 is TrialResult.Protocol for HTTP/3.
+const ProtocolHTTP3 = "HTTP/3"
+
+// Label names a spec in file names: "rtt70-rate1.2mbit-iw10-size42000-trial3"; a TLS
+// chain other than the default is named ("-tls1.3-chain9000"), and HTTP/3 ("-h3").
 func (s Spec) Label() string {
 	l := "rtt" + strconv.FormatFloat(float64(s.RTTNs)/1e6, 'f', -1, 64)
 	if s.RateBitsPerSecond > 0 {
@@ -409,6 +598,9 @@ func (s Spec) Label() string {
 	}
 	if s.TLS != "" {
 		l += "-tls" + s.TLS
+		if s.ChainBytes != 0 && s.ChainBytes != defaultChainBytes {
+			l += fmt.Sprintf("-chain%d", s.ChainBytes)
+		}
 	}
 	if s.HTTP2 {
 		l += "-h2"
@@ -428,8 +620,14 @@ func (s Spec) Label() string {
 	if s.Nagle {
 		l += "-nagle"
 	}
+	if s.HTTP3 {
+		l += "-h3"
+	}
 	return l
 }
+
+// defaultChainBytes is the certificate chain of a TLS point that names none.
+const defaultChainBytes = 4000
 
 // QueueDescription says which bottleneck buffer the point uses.
 func QueueDescription(s Spec) string {
@@ -458,6 +656,10 @@ func Describe(s Spec) string {
 	iw := "kernel default IW"
 	if s.IW > 0 {
 		iw = fmt.Sprintf("IW %d", s.IW)
+	}
+	if s.HTTP3 {
+		return fmt.Sprintf("%s\nserver: %s over QUIC (its library's window; IW and congestion control are TCP's); client: the HTTP/3 probe; %s of body over HTTP/3 (TLS 1.3, chain %s)",
+			path, s.Server, units.FormatSize(s.SizeBytes), units.FormatSize(int64(s.ChainBytes)))
 	}
 	if s.DropSYNs > 0 {
 		path += fmt.Sprintf(", the client's first %d SYN(s) dropped", s.DropSYNs)

@@ -29,6 +29,7 @@ type Row struct {
 	SizeBytes       int64   `json:"size_bytes"`
 	TLS             string  `json:"tls"`
 	HTTP2           bool    `json:"http2"`
+	HTTP3           bool    `json:"http3"`
 	Server          string  `json:"server"`
 	Client          string  `json:"client"`
 	CC              string  `json:"cc"`
@@ -43,7 +44,7 @@ func NewRow(s Spec, r TrialResult) Row {
 	return Row{
 		Point: s.Label(), RTTMs: float64(s.RTTNs) / 1e6, RateMbps: float64(s.RateBitsPerSecond) / 1e6,
 		QueueBytes: s.QueueBytes, LossPercent: s.LossRate * 100, IW: s.IW, InitRwnd: s.InitRwnd,
-		SizeBytes: s.SizeBytes, TLS: s.TLS, HTTP2: s.HTTP2, Server: s.Server, Client: s.Client, CC: s.CC,
+		SizeBytes: s.SizeBytes, TLS: s.TLS, HTTP2: s.HTTP2, HTTP3: s.HTTP3, Server: s.Server, Client: s.Client, CC: s.CC,
 		ThinkAfterBytes: s.ThinkAfterBytes, ThinkMs: float64(s.ThinkNs) / 1e6, Seed: s.Seed,
 		TrialResult: r,
 	}
@@ -57,6 +58,9 @@ type Job struct {
 	// spec's label, for jobs whose specs differ only in what Label leaves out
 	// (server, client, congestion control).
 	Name string
+	// RoundTrips asks for the transfer's round trips (TrialResult.RoundTrips): a TCP
+	// trial is captured at the client and its capture analyzed.
+	RoundTrips bool
 }
 
 // Key identifies a job across runs (for resuming).
@@ -91,7 +95,7 @@ func (e *Env) RunJobs(ctx context.Context, jobs []Job, opts RunOptions) ([]Row, 
 					name = j.Spec.Label()
 				}
 				prefix := fmt.Sprintf("%s-trial%d", name, j.Trial)
-				res, err := e.runTrial(ctx, spec, j.Trial, opts.CaptureDir, prefix, par == 1)
+				res, err := e.runTrial(ctx, spec, j.Trial, opts.CaptureDir, prefix, par == 1, j.RoundTrips)
 				if err != nil && res.Error == "" {
 					res.Error = err.Error()
 				}
@@ -234,9 +238,10 @@ func (w *JSONLWriter) Write(r Row) error {
 func (w *JSONLWriter) Close() error { return w.f.Close() }
 
 // CSVHeader lists the CSV columns, in order.
-var CSVHeader = []string{"point", "rtt_ms", "rate_mbps", "queue_bytes", "loss_percent", "iw", "initrwnd", "size_bytes", "tls", "http2", "server", "client", "cc", "think_after_bytes", "think_ms", "seed",
+var CSVHeader = []string{"point", "rtt_ms", "rate_mbps", "queue_bytes", "loss_percent", "iw", "initrwnd", "size_bytes", "tls", "http2", "http3", "server", "client", "cc", "think_after_bytes", "think_ms", "seed",
 	"trial", "connect_ms", "tls_ms", "first_byte_ms", "last_byte_ms", "fct_paper_ms", "fct_user_ms", "bytes", "protocol", "tls_version", "data_packets_lost", "ack_packets_lost",
-	"data_packets_dropped_queue", "data_packets_dropped_loss", "ack_packets_dropped_queue", "ack_packets_dropped_loss", "error"}
+	"data_packets_dropped_queue", "data_packets_dropped_loss", "ack_packets_dropped_queue", "ack_packets_dropped_loss",
+	"round_trips_handshake", "round_trips_data", "round_trips_total", "error"}
 
 // WriteCSV writes rows as CSV with CSVHeader.
 func WriteCSV(w io.Writer, rows []Row) error {
@@ -246,12 +251,16 @@ func WriteCSV(w io.Writer, rows []Row) error {
 	}
 	f := func(x float64) string { return strconv.FormatFloat(x, 'f', -1, 64) }
 	for _, r := range rows {
+		var rtHandshake, rtData, rtTotal string // empty: not counted
+		if rt := r.RoundTrips; rt != nil {
+			rtHandshake, rtData, rtTotal = strconv.Itoa(rt.Handshake), strconv.Itoa(rt.Data), strconv.Itoa(rt.Total)
+		}
 		rec := []string{r.Point, f(r.RTTMs), f(r.RateMbps), strconv.FormatInt(r.QueueBytes, 10), f(r.LossPercent), strconv.Itoa(r.IW), strconv.Itoa(r.InitRwnd),
-			strconv.FormatInt(r.SizeBytes, 10), r.TLS, strconv.FormatBool(r.HTTP2), r.Server, r.Client, r.CC, strconv.FormatInt(r.ThinkAfterBytes, 10), f(r.ThinkMs),
+			strconv.FormatInt(r.SizeBytes, 10), r.TLS, strconv.FormatBool(r.HTTP2), strconv.FormatBool(r.HTTP3), r.Server, r.Client, r.CC, strconv.FormatInt(r.ThinkAfterBytes, 10), f(r.ThinkMs),
 			strconv.FormatUint(r.Seed, 10), strconv.Itoa(r.Trial), f(r.ConnectMs), f(r.TLSMs), f(r.FirstByteMs), f(r.LastByteMs), f(r.FCTPaperMs), f(r.FCTUserMs),
 			strconv.FormatInt(r.Bytes, 10), r.Protocol, r.TLSVersion, strconv.FormatInt(r.DataPacketsLost, 10), strconv.FormatInt(r.AckPacketsLost, 10),
 			strconv.FormatInt(r.DataPacketsDroppedQueue, 10), strconv.FormatInt(r.DataPacketsDroppedLoss, 10),
-			strconv.FormatInt(r.AckPacketsDroppedQueue, 10), strconv.FormatInt(r.AckPacketsDroppedLoss, 10), r.Error}
+			strconv.FormatInt(r.AckPacketsDroppedQueue, 10), strconv.FormatInt(r.AckPacketsDroppedLoss, 10), rtHandshake, rtData, rtTotal, r.Error}
 		if err := cw.Write(rec); err != nil {
 			return err
 		}

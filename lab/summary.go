@@ -23,6 +23,10 @@ type RunOutput struct {
 	Warnings []string `json:"warnings"`
 	// HostSteal is the CPU time the hypervisor took while the trials ran.
 	HostSteal HostSteal `json:"host_steal"`
+	// HTTP3 and Comparison, with lab run --http3: the same page on the same path over
+	// HTTP/3, and the two set side by side (Summary is the TCP point's).
+	HTTP3      *PointSummary `json:"http3,omitempty"`
+	Comparison *Comparison   `json:"comparison,omitempty"`
 }
 
 // PointSummary sums up one point's trials.
@@ -36,6 +40,8 @@ type PointSummary struct {
 	FCTUserMs  Stats  `json:"fct_user_ms"`
 	FirstByte  Stats  `json:"first_byte_ms"`
 	Drops      Drops  `json:"drops"`
+	// RoundTrips summarizes the trials' round trips, when they were counted.
+	RoundTrips *RoundTripStats `json:"round_trips,omitempty"`
 	// Errors are the failed trials' errors.
 	Errors []string `json:"errors,omitempty"`
 }
@@ -51,6 +57,13 @@ type Drops struct {
 	DataLoss  int64 `json:"data_packets_dropped_loss"`
 	AckQueue  int64 `json:"ack_packets_dropped_queue"`
 	AckLoss   int64 `json:"ack_packets_dropped_loss"`
+}
+
+// RoundTripStats summarizes the round trips of a point's trials.
+type RoundTripStats struct {
+	Handshake Stats `json:"handshake"`
+	Data      Stats `json:"data"`
+	Total     Stats `json:"total"`
 }
 
 // HostSteal is the hypervisor's share of the machine while trials ran.
@@ -74,6 +87,7 @@ func SummarizePoints(specs []Spec, rows []Row) []PointSummary {
 	for _, s := range specs {
 		ps := PointSummary{Point: s.Label(), Spec: NewRow(s, TrialResult{}), Queue: QueueDescription(s)}
 		var paper, user, fb []float64
+		var handshake, data, total []float64
 		for _, r := range rows {
 			if r.Point != ps.Point {
 				continue
@@ -85,6 +99,9 @@ func SummarizePoints(specs []Spec, rows []Row) []PointSummary {
 				continue
 			}
 			paper, user, fb = append(paper, r.FCTPaperMs), append(user, r.FCTUserMs), append(fb, r.FirstByteMs)
+			if rt := r.RoundTrips; rt != nil {
+				handshake, data, total = append(handshake, float64(rt.Handshake)), append(data, float64(rt.Data)), append(total, float64(rt.Total))
+			}
 			if r.DataPacketsLost > 0 {
 				ps.Drops.TrialsWithDataDrops++
 			}
@@ -94,6 +111,9 @@ func SummarizePoints(specs []Spec, rows []Row) []PointSummary {
 			ps.Drops.AckLoss += r.AckPacketsDroppedLoss
 		}
 		ps.FCTPaperMs, ps.FCTUserMs, ps.FirstByte = Summarize(paper), Summarize(user), Summarize(fb)
+		if len(total) > 0 {
+			ps.RoundTrips = &RoundTripStats{Handshake: Summarize(handshake), Data: Summarize(data), Total: Summarize(total)}
+		}
 		out = append(out, ps)
 	}
 	return out
@@ -130,19 +150,171 @@ func WriteSummaries(w io.Writer, sums []PointSummary) error {
 	return nil
 }
 
-// WriteTrials writes one line per trial: its times and its drops.
+// WriteTrials writes one line per trial: its times and its drops; its protocol when
+// the rows mix them, and its round trips when they were counted.
 func WriteTrials(w io.Writer, rows []Row) error {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "trial\tFCT paper ms\tFCT user ms\tdata drops queue\tloss\tACK drops queue\tloss\t\n")
+	mixed, counted := false, false
 	for _, r := range rows {
+		mixed = mixed || r.HTTP3 != rows[0].HTTP3
+		counted = counted || r.RoundTrips != nil
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	head := "trial\t"
+	if mixed {
+		head += "protocol\t"
+	}
+	head += "FCT paper ms\tFCT user ms\t"
+	if counted {
+		head += "round trips\t"
+	}
+	fmt.Fprintf(tw, "%sdata drops queue\tloss\tACK drops queue\tloss\t\n", head)
+	for _, r := range rows {
+		line := fmt.Sprintf("%d\t", r.Trial)
+		if mixed {
+			line += transportOf(r) + "\t"
+		}
 		if r.Error != "" {
-			fmt.Fprintf(tw, "%d\tfailed\t\t\t\t\t\t\n", r.Trial)
+			fmt.Fprintf(tw, "%sfailed\t\t\t\t\t\t\n", line)
 			continue
 		}
-		fmt.Fprintf(tw, "%d\t%.1f\t%.1f\t%d\t%d\t%d\t%d\t\n", r.Trial, r.FCTPaperMs, r.FCTUserMs,
-			r.DataPacketsDroppedQueue, r.DataPacketsDroppedLoss, r.AckPacketsDroppedQueue, r.AckPacketsDroppedLoss)
+		line += fmt.Sprintf("%.1f\t%.1f\t", r.FCTPaperMs, r.FCTUserMs)
+		if counted {
+			rt := "-"
+			if r.RoundTrips != nil {
+				rt = fmt.Sprintf("%d + %d = %d", r.RoundTrips.Handshake, r.RoundTrips.Data, r.RoundTrips.Total)
+			}
+			line += rt + "\t"
+		}
+		fmt.Fprintf(tw, "%s%d\t%d\t%d\t%d\t\n", line, r.DataPacketsDroppedQueue, r.DataPacketsDroppedLoss, r.AckPacketsDroppedQueue, r.AckPacketsDroppedLoss)
 	}
 	return tw.Flush()
+}
+
+// transportOf names a row's transport: "TCP" or "QUIC".
+func transportOf(r Row) string {
+	if r.HTTP3 {
+		return "QUIC"
+	}
+	return "TCP"
+}
+
+// Comparison sets a point over TCP beside the same page on the same path over HTTP/3.
+type Comparison struct {
+	TCP  ComparisonSide `json:"tcp"`
+	QUIC ComparisonSide `json:"quic"`
+	// RoundTripsSaved and FCTUserSavedMs are the TCP median less the QUIC median
+	// (negative when QUIC took longer).
+	RoundTripsSaved float64 `json:"round_trips_saved"`
+	FCTUserSavedMs  float64 `json:"fct_user_saved_ms"`
+}
+
+// ComparisonSide is one protocol's medians over a point's successful trials.
+type ComparisonSide struct {
+	Point    string `json:"point"`
+	Protocol string `json:"protocol"` // "HTTP/2 over TLS 1.3 over TCP", "HTTP/3 over QUIC"
+	Trials   int    `json:"trials"`   // successful ones
+	// Medians of the round trips (handshakes, data rounds, all) and of the times.
+	HandshakeRoundTrips float64 `json:"handshake_round_trips"`
+	DataRoundTrips      float64 `json:"data_round_trips"`
+	RoundTrips          float64 `json:"round_trips"`
+	FirstByteMs         float64 `json:"first_byte_ms"`
+	FCTPaperMs          float64 `json:"fct_paper_ms"`
+	FCTUserMs           float64 `json:"fct_user_ms"`
+}
+
+func sideOf(s PointSummary) ComparisonSide {
+	proto := "HTTP/1.1"
+	if s.Spec.HTTP2 {
+		proto = "HTTP/2"
+	}
+	if s.Spec.TLS != "" {
+		proto += " over TLS " + s.Spec.TLS
+	}
+	proto += " over TCP"
+	if s.Spec.HTTP3 {
+		proto = "HTTP/3 over QUIC"
+	}
+	side := ComparisonSide{Point: s.Point, Protocol: proto, Trials: s.Trials - s.Failed,
+		FirstByteMs: s.FirstByte.Median, FCTPaperMs: s.FCTPaperMs.Median, FCTUserMs: s.FCTUserMs.Median}
+	if rt := s.RoundTrips; rt != nil {
+		side.HandshakeRoundTrips, side.DataRoundTrips, side.RoundTrips = rt.Handshake.Median, rt.Data.Median, rt.Total.Median
+	}
+	return side
+}
+
+// Compare sets the TCP point's summary beside the HTTP/3 one's.
+func Compare(tcp, quic PointSummary) Comparison {
+	c := Comparison{TCP: sideOf(tcp), QUIC: sideOf(quic)}
+	c.RoundTripsSaved = c.TCP.RoundTrips - c.QUIC.RoundTrips
+	c.FCTUserSavedMs = c.TCP.FCTUserMs - c.QUIC.FCTUserMs
+	return c
+}
+
+// Comparisons pairs every TCP point of sums with its HTTP/3 twin (the same point
+// with HTTP3 set), in the order of the TCP points.
+func Comparisons(specs []Spec, sums []PointSummary) []Comparison {
+	byLabel := map[string]PointSummary{}
+	for _, s := range sums {
+		byLabel[s.Point] = s
+	}
+	var out []Comparison
+	for _, s := range specs {
+		if s.HTTP3 {
+			continue
+		}
+		twin, err := s.HTTP3Twin()
+		if err != nil {
+			continue
+		}
+		tcp, ok1 := byLabel[s.Label()]
+		quic, ok2 := byLabel[twin.Label()]
+		if ok1 && ok2 {
+			out = append(out, Compare(tcp, quic))
+		}
+	}
+	return out
+}
+
+// WriteComparisons writes TCP and QUIC side by side, two lines per point: the medians
+// of the round trips (handshakes + data rounds) and of the times, and what QUIC saved.
+func WriteComparisons(w io.Writer, cs []Comparison) error {
+	if len(cs) == 0 {
+		return nil
+	}
+	fmt.Fprintln(w, "TCP and QUIC, the same page on the same path (medians):")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "point\tprotocol\ttrials\tround trips (handshake + data)\tfirst byte ms\tFCT paper ms\tFCT user ms\t\n")
+	rt := func(s ComparisonSide) string {
+		return fmt.Sprintf("%s + %s = %s", num(s.HandshakeRoundTrips), num(s.DataRoundTrips), num(s.RoundTrips))
+	}
+	for _, c := range cs {
+		for _, s := range []ComparisonSide{c.TCP, c.QUIC} {
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%.1f\t%.1f\t%.1f\t\n", s.Point, s.Protocol, s.Trials, rt(s), s.FirstByteMs, s.FCTPaperMs, s.FCTUserMs)
+		}
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, c := range cs {
+		if c.TCP.Trials == 0 || c.QUIC.Trials == 0 {
+			continue
+		}
+		verb, rts, ms := "saved", c.RoundTripsSaved, c.FCTUserSavedMs
+		if ms < 0 {
+			verb, rts, ms = "cost", -rts, -ms
+		}
+		trips := "round trips"
+		if rts == 1 {
+			trips = "round trip"
+		}
+		fmt.Fprintf(w, "%s: QUIC %s %s %s and %.1f ms of the user's wait\n", c.TCP.Point, verb, num(rts), trips, ms)
+	}
+	return nil
+}
+
+// num writes a median of counts: whole when it is, one decimal otherwise.
+func num(x float64) string {
+	return strconv.FormatFloat(x, 'f', -1, 64)
 }
 
 // QueueHelp says what the bottleneck queue is by default and why, for --help.

@@ -165,6 +165,7 @@ func fetch(ctx context.Context, opts *Options, h hop, keylog io.Writer) (fetched
 	}
 	timing.ContentType = response.Header.Get("Content-Type")
 	timing.ContentEncoding = response.Header.Get("Content-Encoding")
+	timing.AltSvc = response.Header.Get("Alt-Svc")
 	if cs := response.TLS; cs != nil {
 		timing.TLSVersion = tlsrec.VersionString(cs.Version)
 		timing.ServerName = cs.ServerName

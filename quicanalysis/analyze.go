@@ -2,7 +2,7 @@ package quicanalysis
 
 import (
 	"fmt"
-	"sort"
+	"strings"
 
 	"github.com/slowstart/slowstart/quic"
 	"github.com/slowstart/slowstart/report"
@@ -144,152 +144,56 @@ func analyze(c *conn, captureStartNs int64, opts Options) report.Connection {
 	}
 	rc.MinRTTMs = float64(rttNs) / 1e6
 
-	// The client's datagrams as the server came to know them.
-	shift := int64(0)
+	// The server's datagrams in rounds by the ACK clock. At the client's vantage point
+	// the client's datagrams are known to the server a round trip less a margin after
+	// they left (see releaseMarginDen); when that reading has the server go on after
+	// a silence with nothing from the client, the server's own delays made the round
+	// trip look longer than the path's, and a shorter reading is taken (settle).
+	ck := newAckClock(c, rttNs, startNs)
+	margin := min(rttNs/releaseMarginDen, releaseMarginMaxNs)
+	var rd *clockReading
+	var alternatives []*clockReading
 	if vantage == report.VantageClient {
-		shift = rttNs - min(rttNs/releaseMarginDen, releaseMarginMaxNs)
-	}
-	events := make([]clientEvent, len(c.clientDgrams))
-	for i, d := range c.clientDgrams {
-		ev := clientEvent{knownNs: d.timeNs + shift, bytes: d.bytes, packets: d.packets}
-		for _, pi := range d.packets {
-			if c.packets[pi].Type == quic.PacketHandshake {
-				ev.handshake = true
+		tight := ck.replay(rttNs - margin)
+		var shortened bool
+		rd, shortened = ck.settle(tight)
+		if shortened {
+			rc.Notes = append(rc.Notes, fmt.Sprintf("the server went on after a silence that only a client datagram could have ended, sooner than the smallest acknowledgement round trip (%.1f ms) allows: "+
+				"that round trip includes the server's own delays, and the server's datagrams are put in rounds with the client's known %.1f ms after they left, not %.1f ms",
+				float64(rttNs)/1e6, float64(rd.shiftNs)/1e6, float64(tight.shiftNs)/1e6))
+		}
+		// The readings the timing cannot rule out: the acknowledgements known a margin
+		// later or earlier, or earlier by up to a quarter of the round trip (as package
+		// rounds allows for TCP): the smallest round trip seen may still be longer than
+		// the path's; and the first reading, when settle shortened it, for the silence
+		// it found unexplained may have been the path's (a queue, a late link) and not
+		// the server's.
+		shifts := []int64{rd.shiftNs + margin, rd.shiftNs - margin, rttNs - rttNs/4}
+		if shortened {
+			// The server's delays were long enough to show: they may be longer still
+			// (a loaded server stalls for tens of milliseconds), down to half the
+			// round trip the acknowledgements show.
+			shifts = append(shifts, tight.shiftNs, rttNs/2)
+		}
+		for _, s := range shifts {
+			if s != rd.shiftNs && s > 0 {
+				alternatives = append(alternatives, ck.replay(s))
 			}
 		}
-		events[i] = ev
+	} else {
+		rd = ck.replay(0)
 	}
-
-	// Server packets by space, in packet number order, for "which round did this ACK
-	// acknowledge" and for bytes in flight.
-	var bySpace [3][]sentPacket
+	dgs := rd.dgs
+	maxDatagram := ck.maxDatagram
 	packetDatagram := map[int]int{}
-	dgs := make([]serverDatagram, len(c.serverDgrams))
-	crypto, streams := byteRanges{}, byteRanges{}
-	maxDatagram := 0
 	for i, d := range c.serverDgrams {
-		sd := serverDatagram{timeNs: d.timeNs, bytes: d.bytes}
-		maxDatagram = max(maxDatagram, d.bytes)
-		oldData := false
 		for _, pi := range d.packets {
-			p := &c.packets[pi]
 			packetDatagram[pi] = i
-			if p.Decrypted && p.Space <= quic.SpaceApplication {
-				bySpace[p.Space] = append(bySpace[p.Space], sentPacket{p.Number, pi, i})
-			}
-			if p.AckEliciting() || !p.Decrypted {
-				sd.inFlight = true // an undecrypted packet is taken as ack-eliciting
-			}
-			for _, f := range p.Frames {
-				switch f.Type {
-				case quic.FrameCrypto:
-					if crypto.add(uint64(p.Space), f.Offset+f.Length) {
-						// 1-RTT CRYPTO frames carry post-handshake messages
-						// (NewSessionTicket): data, not the handshake.
-						sd.newData = true
-						sd.newCrypto = sd.newCrypto || p.Space != quic.SpaceApplication
-					} else {
-						oldData = true
-					}
-				case quic.FrameStream:
-					if streams.add(f.StreamID, f.Offset+f.Length) || (f.Length == 0 && f.Fin) {
-						sd.newData = true
-						if f.StreamID%4 == 0 {
-							sd.newStream = true
-						}
-					} else {
-						oldData = true
-					}
-				}
-			}
-		}
-		sd.retx = oldData && !sd.newData
-		dgs[i] = sd
-	}
-	for s := range bySpace {
-		sort.Slice(bySpace[s], func(a, b int) bool { return bySpace[s][a].pn < bySpace[s][b].pn })
-	}
-	roundOfLargest := func(space quic.Space, largest int64) int {
-		list := bySpace[space]
-		k := sort.Search(len(list), func(i int) bool { return list[i].pn > largest }) - 1
-		if k < 0 {
-			return 0
-		}
-		return dgs[list[k].datagram].round
-	}
-	acked := map[int]bool{} // server packets acknowledged, by index
-	inFlight := 0
-	ackRange := func(space quic.Space, r quic.AckRange) {
-		list := bySpace[space]
-		k := sort.Search(len(list), func(i int) bool { return list[i].pn >= r.Smallest })
-		for ; k < len(list) && list[k].pn <= r.Largest; k++ {
-			pi := list[k].packet
-			if !acked[pi] {
-				acked[pi] = true
-				if c.packets[pi].AckEliciting() {
-					inFlight -= c.packets[pi].Bytes
-				}
-			}
 		}
 	}
-
-	next, received, sentBytes, maxAckedRound := 0, 0, 0, 0
-	validated := false
-	var validatedNs, releasedNs int64
-	for i := range dgs {
-		sd := &dgs[i]
-		for next < len(events) && events[next].knownNs <= sd.timeNs {
-			ev := events[next]
-			next++
-			received += ev.bytes
-			if ev.handshake && !validated {
-				validated, validatedNs = true, ev.knownNs
-			}
-			for _, pi := range ev.packets {
-				p := &c.packets[pi]
-				for _, f := range p.Frames {
-					if f.Type != quic.FrameAck && f.Type != quic.FrameAckECN {
-						continue
-					}
-					if r := roundOfLargest(p.Space, f.AckRanges[0].Largest); r > maxAckedRound {
-						maxAckedRound, releasedNs = r, ev.knownNs
-					}
-					for _, r := range f.AckRanges {
-						ackRange(p.Space, r)
-					}
-				}
-			}
-		}
-		sd.receivedBefore, sd.sentBefore, sd.validated = received, sentBytes, validated
-		sd.round = maxAckedRound + 1
-		sd.releasedNs = releasedNs
-		sentBytes += sd.bytes
-		for _, pi := range c.serverDgrams[i].packets {
-			if p := &c.packets[pi]; p.AckEliciting() {
-				inFlight += p.Bytes
-			}
-		}
-		sd.inFlightAfter = inFlight
-	}
-	if validated {
-		v := ms(validatedNs - shift)
+	if rd.validated {
+		v := ms(rd.validatedNs - rd.shiftNs)
 		q.AddressValidatedMs = &v
-	}
-	// At the client's vantage point, what the server knew is read through the shift:
-	// a datagram's bytes in flight count as known only when moving the known times of
-	// the acknowledgements (a quarter RTT earlier, the margin later) gives the same.
-	unsure := map[int]bool{}
-	if vantage == report.VantageClient {
-		margin := min(rttNs/releaseMarginDen, releaseMarginMaxNs)
-		// Earlier by up to a quarter of the RTT (as package rounds allows for TCP):
-		// the smallest RTT seen may still be longer than the path's.
-		for _, delta := range []int64{-rttNs / 4, -margin, margin} {
-			for i, v := range inFlightWith(c, dgs, events, bySpace, delta) {
-				if v != dgs[i].inFlightAfter {
-					unsure[i] = true
-				}
-			}
-		}
 	}
 
 	// The first flight: everything the server sent before an acknowledgement reached it.
@@ -301,20 +205,15 @@ func analyze(c *conn, captureStartNs int64, opts Options) report.Connection {
 			q.ServerFirstFlightDatagrams++
 		}
 	}
-
-	// RFC 9000 §8.1: at most three times the bytes received, until the address is
-	// validated. Some servers check the limit before each datagram, not within it.
-	excess, excessAt := 0, 0
-	for _, sd := range dgs {
-		if over := sd.sentBefore + sd.bytes - 3*sd.receivedBefore; !sd.validated && over > excess {
-			excess, excessAt = over, sd.sentBefore+sd.bytes
-		}
+	if rd.excess > 0 {
+		rc.Notes = append(rc.Notes, fmt.Sprintf("the server sent %d bytes to the client's unvalidated address, %d more than three times the %d it had received then (RFC 9000 §8.1)", rd.excessAt, rd.excess, (rd.excessAt-rd.excess)/3))
 	}
-	if excess > 0 {
-		rc.Notes = append(rc.Notes, fmt.Sprintf("the server sent %d bytes to the client's unvalidated address, %d more than three times the %d it had received then (RFC 9000 §8.1)", excessAt, excess, (excessAt-excess)/3))
+	if n := initialsBeforeAnswer(c); n > 0 {
+		rc.Notes = append(rc.Notes, fmt.Sprintf("the client sent its Initial again %s before the server's first datagram arrived (probe timeouts): the server took %.1f ms to answer, and each copy raised its amplification budget",
+			plural(n, "time", "times"), float64(c.serverDgrams[0].timeNs-c.clientDgrams[0].timeNs)/1e6))
 	}
 
-	rounds, indexOf, lasts := buildRounds(dgs, maxDatagram, rttNs, startNs)
+	rounds, indexOf := rd.rounds, rd.indexOf
 	rc.Rounds = rounds
 	rc.MSS = maxDatagram
 	for _, sd := range dgs {
@@ -360,21 +259,18 @@ func analyze(c *conn, captureStartNs int64, opts Options) report.Connection {
 		}
 	}
 	rc.RoundTrips.Total = rc.RoundTrips.TLS + rc.RoundTrips.HTTP
-
-	rc.InitialWindow = initialWindow(rounds, maxDatagram)
-	if iw := rc.InitialWindow; iw.Verdict == report.VerdictExact {
-		for k, r := range rounds {
-			if r.Phase != report.PhaseHTTP {
-				continue
-			}
-			if unsure[lasts[k]] {
-				iw.Verdict = report.VerdictLowerBound
-				iw.Bytes = r.InFlightBytes - maxDatagram
-				iw.Reason = fmt.Sprintf("round %d stopped with about %d bytes in flight, but at the client the acknowledgements the server had then are known only to within the timing margin, and that margin changes the count: the window is at least %d bytes", r.Index, r.InFlightBytes, iw.Bytes)
-			}
+	for _, alt := range alternatives {
+		if alt.unexplained >= 0 && (rd.unexplained < 0 || alt.unexplained < rd.unexplained) {
+			continue // the server goes on after a silence without having heard from the client
+		}
+		if n := handshakeRoundTrips(alt); n != tlsInfo.HandshakeRoundTrips {
+			rc.Notes = append(rc.Notes, fmt.Sprintf("at the client the handshake's round trips depend on when the server received the client's datagrams: %d with them known %.1f ms after they left, %d with %.1f ms",
+				tlsInfo.HandshakeRoundTrips, float64(rd.shiftNs)/1e6, n, float64(alt.shiftNs)/1e6))
 			break
 		}
 	}
+
+	rc.InitialWindow = windowOverReadings(rd, alternatives, maxDatagram)
 	if len(rounds) > 0 && rounds[0].Phase == report.PhaseTLS {
 		tlsInfo.InitialWindow = handshakeReading(rounds[0])
 	}
@@ -386,51 +282,116 @@ func analyze(c *conn, captureStartNs int64, opts Options) report.Connection {
 	return rc
 }
 
+// windowOverReadings reads the initial window from reading rd, and at the client's
+// vantage point checks it against the alternative readings the timing cannot rule
+// out: an exact reading stands when every reading puts the same datagrams in the
+// first response round with the same bytes in flight at its end; otherwise the
+// verdict claims only what holds in every reading (the smallest lower bound, and the
+// largest upper bound when every reading has one).
+func windowOverReadings(rd *clockReading, alternatives []*clockReading, maxDatagram int) *report.InitialWindow {
+	iw := initialWindow(rd, maxDatagram)
+	if len(alternatives) == 0 || iw.Verdict == report.VerdictNone {
+		return iw
+	}
+	k := rd.firstHTTPRound()
+	agree := true
+	for _, alt := range alternatives {
+		// The same datagrams in the round, the same bytes in flight at its end: the
+		// limit may read otherwise (an earlier release makes the server look slow to
+		// go on), the window does not.
+		ka := alt.firstHTTPRound()
+		if ka < 0 || alt.lasts[ka] != rd.lasts[k] || alt.rounds[ka].InFlightBytes != rd.rounds[k].InFlightBytes {
+			agree = false
+		}
+	}
+	if agree {
+		return iw
+	}
+	lo, hi, bounded := 0, 0, true
+	var readings []string
+	for i, r := range append([]*clockReading{rd}, alternatives...) {
+		w := iw
+		if i > 0 {
+			w = initialWindow(r, maxDatagram)
+		}
+		var l, h int
+		switch w.Verdict {
+		case report.VerdictExact:
+			l, h = max(1, w.Bytes-maxDatagram+1), w.Bytes
+		case report.VerdictRange:
+			l, h = w.Bytes, w.BytesMax
+		case report.VerdictLowerBound:
+			l, bounded = w.Bytes, false
+		default:
+			return &report.InitialWindow{Source: "http", Segments: iw.Segments, Bytes: iw.Bytes, Verdict: report.VerdictAmbiguous,
+				Reason: fmt.Sprintf("at the client the first response round depends on when the server received the client's datagrams, known only to within a margin; with them known %.1f ms after they left: %s", float64(r.shiftNs)/1e6, w.Reason)}
+		}
+		if i == 0 || l < lo {
+			lo = l
+		}
+		hi = max(hi, h)
+		readings = append(readings, fmt.Sprintf("%.1f ms: %s %d-%d bytes", float64(r.shiftNs)/1e6, w.Verdict, l, max(h, l)))
+	}
+	segments := func(bytes int) int { return (bytes + maxDatagram - 1) / maxDatagram }
+	out := &report.InitialWindow{Source: "http", Bytes: lo, Segments: segments(lo)}
+	why := fmt.Sprintf("at the client the first response round depends on when the server received the client's datagrams, known only to within a margin, and the readings differ (with them known %s after they left)", strings.Join(readings, "; "))
+	if bounded {
+		out.Verdict, out.BytesMax, out.SegmentsMax = report.VerdictRange, hi, segments(hi)
+		out.Reason = fmt.Sprintf("%s: the initial window was between %d and %d bytes", why, lo, hi)
+	} else {
+		out.Verdict = report.VerdictLowerBound
+		out.Reason = fmt.Sprintf("%s: the initial window is at least %d bytes", why, lo)
+	}
+	return out
+}
+
+// handshakeRoundTrips is the reported index of the last round with new handshake bytes.
+func handshakeRoundTrips(r *clockReading) int {
+	n := 0
+	for _, sd := range r.dgs {
+		if sd.newCrypto {
+			n = max(n, r.indexOf[sd.round])
+		}
+	}
+	return n
+}
+
+// initialsBeforeAnswer counts the client's Initial datagrams that only repeated
+// CRYPTO data it had sent before (copies sent on probe timeouts), captured before the
+// server's first datagram. A ClientHello that takes two datagrams (a post-quantum key
+// share) is not a copy.
+func initialsBeforeAnswer(c *conn) int {
+	copies := 0
+	var sent uint64
+	for _, d := range c.clientDgrams {
+		if d.timeNs >= c.serverDgrams[0].timeNs {
+			break
+		}
+		initial, fresh := false, false
+		for _, pi := range d.packets {
+			p := &c.packets[pi]
+			if p.Type != quic.PacketInitial {
+				continue
+			}
+			initial = true
+			for _, f := range p.Frames {
+				if f.Type == quic.FrameCrypto && f.Offset+f.Length > sent {
+					sent, fresh = f.Offset+f.Length, true
+				}
+			}
+		}
+		if initial && !fresh {
+			copies++
+		}
+	}
+	return copies
+}
+
 // sentPacket is a server packet in its space's packet number order.
 type sentPacket struct {
 	pn       int64
 	packet   int // index in conn.packets
 	datagram int // index in the server's datagrams
-}
-
-// inFlightWith replays the acknowledgements with their known times moved by deltaNs
-// and returns the bytes in flight after each server datagram.
-func inFlightWith(c *conn, dgs []serverDatagram, events []clientEvent, bySpace [3][]sentPacket, deltaNs int64) []int {
-	out := make([]int, len(dgs))
-	acked := map[int]bool{}
-	inFlight, next := 0, 0
-	for i := range dgs {
-		for next < len(events) && events[next].knownNs+deltaNs <= dgs[i].timeNs {
-			for _, pi := range events[next].packets {
-				p := &c.packets[pi]
-				for _, f := range p.Frames {
-					if f.Type != quic.FrameAck && f.Type != quic.FrameAckECN {
-						continue
-					}
-					for _, r := range f.AckRanges {
-						list := bySpace[p.Space]
-						k := sort.Search(len(list), func(i int) bool { return list[i].pn >= r.Smallest })
-						for ; k < len(list) && list[k].pn <= r.Largest; k++ {
-							if q := list[k].packet; !acked[q] {
-								acked[q] = true
-								if c.packets[q].AckEliciting() {
-									inFlight -= c.packets[q].Bytes
-								}
-							}
-						}
-					}
-				}
-			}
-			next++
-		}
-		for _, pi := range c.serverDgrams[i].packets {
-			if p := &c.packets[pi]; p.AckEliciting() {
-				inFlight += p.Bytes
-			}
-		}
-		out[i] = inFlight
-	}
-	return out
 }
 
 // minRTT is the smallest round trip the acknowledgements show at this vantage point:

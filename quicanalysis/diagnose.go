@@ -22,7 +22,15 @@ func diagnose(c *report.Connection) []report.Diagnosis {
 	if c.HandshakeRTTMs != nil {
 		rtt = *c.HandshakeRTTMs
 	}
-	if extra := c.RoundTrips.TLS - 1; extra > 0 && q.AmplificationLimited {
+	// The handshake's round trips the amplification limit cost: those it ended (others
+	// may have been ended by the window, a loss or a slow server).
+	extra := 0
+	for _, r := range c.Rounds {
+		if r.Phase == report.PhaseTLS && r.Limit == report.LimitAmplification {
+			extra++
+		}
+	}
+	if extra = min(extra, c.RoundTrips.TLS-1); extra > 0 {
 		what := fmt.Sprintf("the server's handshake (%s)", report.Size(int64(q.ServerHandshakeBytes)))
 		if q.CertificateBytes > 0 {
 			what = fmt.Sprintf("the chain (%s)", report.Size(int64(q.CertificateBytes)))

@@ -9,8 +9,9 @@ import (
 
 // buildRounds groups the server's ack-eliciting datagrams by round and labels why
 // each round ended. It returns the rounds, the map from the raw round numbers of the
-// datagrams to the reported (dense, 1-based) indexes, and each round's last datagram.
-func buildRounds(dgs []serverDatagram, maxDatagram int, rttNs, startNs int64) ([]report.Round, map[int]int, []int) {
+// datagrams to the reported (dense, 1-based) indexes, and each round's first and last
+// datagram.
+func buildRounds(dgs []serverDatagram, maxDatagram int, rttNs, startNs int64) ([]report.Round, map[int]int, []int, []int) {
 	raw := map[int]bool{}
 	for _, sd := range dgs {
 		if sd.inFlight {
@@ -96,7 +97,7 @@ func buildRounds(dgs []serverDatagram, maxDatagram int, rttNs, startNs int64) ([
 			r.Limit = report.LimitApp
 		}
 	}
-	return rounds, indexOf, last
+	return rounds, indexOf, first, last
 }
 
 // endOfRound tells why a round (datagrams first..last of dgs) that had more to send
@@ -104,7 +105,8 @@ func buildRounds(dgs []serverDatagram, maxDatagram int, rttNs, startNs int64) ([
 // released the next round (whose first datagram is next): a server stopped by its
 // window is silent until the acknowledgement returns and sends again at once; a
 // server still pacing its window out when the acknowledgement came has no silence
-// beyond its pacing interval; one that waited for its application sent late.
+// beyond its pacing interval; one that waited for its application sent late, or fell
+// silent inside the round too.
 func endOfRound(dgs []serverDatagram, first, last, next int, rttNs int64) string {
 	var gaps []int64
 	prev := int64(-1)
@@ -117,10 +119,10 @@ func endOfRound(dgs []serverDatagram, first, last, next int, rttNs int64) string
 		}
 		prev = dgs[i].timeNs
 	}
-	spacing := int64(0)
+	spacing, longest := int64(0), int64(0)
 	if len(gaps) > 0 {
 		sort.Slice(gaps, func(a, b int) bool { return gaps[a] < gaps[b] })
-		spacing = gaps[len(gaps)/2]
+		spacing, longest = gaps[len(gaps)/2], gaps[len(gaps)-1]
 	}
 	release := dgs[next].releasedNs
 	silence := release - dgs[last].timeNs
@@ -128,6 +130,11 @@ func endOfRound(dgs []serverDatagram, first, last, next int, rttNs int64) string
 	switch {
 	case silence <= max(2*spacing, 1_000_000):
 		return report.LimitPacing
+	case longest >= silence/2:
+		// The server fell silent inside the round for half as long as at its end and
+		// went on by itself (a stalled process, a slow application): its silence at
+		// the end tells nothing of its window.
+		return report.LimitApp
 	case prompt:
 		return report.LimitCwnd
 	}
@@ -137,45 +144,62 @@ func endOfRound(dgs []serverDatagram, first, last, next int, rttNs int64) string
 // initialWindow reads the server's initial congestion window from the first round of
 // response data after the handshake. QUIC counts its window in bytes of packets in
 // flight, and a sender may go past it by less than one datagram (it sends while bytes
-// in flight are below the window).
-func initialWindow(rounds []report.Round, maxDatagram int) *report.InitialWindow {
-	var handshakeBytes int
-	for i := range rounds {
-		r := rounds[i]
-		if r.Phase == report.PhaseTLS {
-			handshakeBytes += r.Bytes
-			continue
-		}
+// in flight are below the window). The acknowledgements that may have grown the window
+// before the round ended widen the reading by a datagram each (windowGrowth).
+func initialWindow(rd *clockReading, maxDatagram int) *report.InitialWindow {
+	rounds := rd.rounds
+	for k := range rounds {
+		r := rounds[k]
 		if r.Phase != report.PhaseHTTP {
 			continue
 		}
+		growth, during, lowest := rd.windowGrowth(k, maxDatagram)
+		segments := func(bytes int) int { return (bytes + maxDatagram - 1) / maxDatagram }
 		iw := &report.InitialWindow{Source: "http", Segments: r.Segments, Bytes: r.InFlightBytes}
-		overshoot := fmt.Sprintf("QUIC senders send while bytes in flight are below the window, so the window was more than %d bytes and at most %d", r.InFlightBytes-maxDatagram, r.InFlightBytes)
+		why := ""
+		switch {
+		case during == growth:
+			why = fmt.Sprintf("%d acknowledged while the round was sent", during)
+		case during > 0:
+			why = fmt.Sprintf("%d before the round, with more than half the window in flight, and %d while it was sent", growth-during, during)
+		default:
+			why = fmt.Sprintf("%d before the round, with more than half the window in flight", growth)
+		}
 		switch r.Limit {
 		case report.LimitCwnd:
-			if r.InFlightBytes >= 3*handshakeBytes {
+			if growth == 0 {
 				iw.Verdict = report.VerdictExact
-				iw.Reason = fmt.Sprintf("round %d, the first of the response, stopped with %d bytes in flight in %d datagrams and went on as soon as an acknowledgement returned; %s. The handshake's %d bytes were under a third of it, too little to have grown the window (RFC 9002 §7.8)", r.Index, r.InFlightBytes, r.Segments, overshoot, handshakeBytes)
-			} else {
-				iw.Verdict = report.VerdictLowerBound
-				iw.Bytes = r.InFlightBytes - handshakeBytes
-				iw.Reason = fmt.Sprintf("round %d stopped with %d bytes in flight, but the handshake's %d bytes may have grown the window in slow start: the initial window was between %d and %d bytes", r.Index, r.InFlightBytes, handshakeBytes, r.InFlightBytes-handshakeBytes, r.InFlightBytes)
+				iw.Reason = fmt.Sprintf("round %d, the first of the response, stopped with %d bytes in flight in %d datagrams and went on as soon as an acknowledgement returned; QUIC senders send while bytes in flight are below the window, so the window was more than %d bytes and at most %d. No acknowledgement could have grown it before: none came while the round was sent, and those before came with at most half of it in flight (RFC 9002 §7.8)",
+					r.Index, r.InFlightBytes, r.Segments, r.InFlightBytes-maxDatagram, r.InFlightBytes)
+				break
 			}
+			iw.Verdict = report.VerdictRange
+			iw.Bytes, iw.Segments = lowest, segments(lowest)
+			iw.BytesMax, iw.SegmentsMax = r.InFlightBytes, r.Segments
+			iw.Reason = fmt.Sprintf("round %d, the first of the response, stopped with %d bytes in flight when the window was full, but the window may have grown by a datagram for each of %d packets acknowledged before (%s): the initial window was between %d and %d bytes",
+				r.Index, r.InFlightBytes, growth, why, lowest, r.InFlightBytes)
 		case report.LimitLoss:
 			iw.Verdict = report.VerdictAmbiguous
 			iw.Reason = fmt.Sprintf("round %d had retransmissions", r.Index)
-		case report.LimitAmplification:
-			iw.Verdict = report.VerdictLowerBound
-			iw.Reason = fmt.Sprintf("round %d was cut by the amplification limit, not by the window: the window is at least %d bytes", r.Index, r.InFlightBytes)
-		case report.LimitPacing:
-			iw.Verdict = report.VerdictLowerBound
-			iw.Reason = fmt.Sprintf("the server was still pacing out round %d when the first acknowledgement returned (no silence before it): the window is at least the %d bytes in flight then", r.Index, r.InFlightBytes)
-		case report.LimitEnd:
-			iw.Verdict = report.VerdictLowerBound
-			iw.Reason = fmt.Sprintf("the response ended inside round %d: the window is at least the %d bytes in flight then", r.Index, r.InFlightBytes)
 		default:
 			iw.Verdict = report.VerdictLowerBound
-			iw.Reason = fmt.Sprintf("the server paused inside round %d with room left (limit %s): the window is at least %d bytes", r.Index, r.Limit, r.InFlightBytes)
+			iw.Bytes, iw.Segments = lowest, segments(lowest)
+			var what string
+			switch r.Limit {
+			case report.LimitAmplification:
+				what = fmt.Sprintf("round %d was cut by the amplification limit, not by the window", r.Index)
+			case report.LimitPacing:
+				what = fmt.Sprintf("the server was still pacing out round %d when the first acknowledgement returned (no silence before it)", r.Index)
+			case report.LimitEnd:
+				what = fmt.Sprintf("the response ended inside round %d", r.Index)
+			default:
+				what = fmt.Sprintf("the server paused inside round %d with room left (limit %s)", r.Index, r.Limit)
+			}
+			iw.Reason = fmt.Sprintf("%s, with %d bytes in flight; a QUIC sender sends while bytes in flight are below the window, so the window was more than %d bytes", what, r.InFlightBytes, r.InFlightBytes-maxDatagram)
+			if growth > 0 {
+				iw.Reason += fmt.Sprintf(" then, and it may have grown by a datagram for each of %d packets acknowledged before (%s)", growth, why)
+			}
+			iw.Reason += fmt.Sprintf(": the initial window is at least %d bytes", lowest)
 		}
 		return iw
 	}

@@ -281,6 +281,9 @@ type ClientTiming struct {
 	// until the timeout, the connection closed early); empty when it was whole.
 	Incomplete string `json:"incomplete,omitempty"`
 	Location   string `json:"location,omitempty"` // the redirect target, for 3xx answers
+	// AltSvc is the response's Alt-Svc header (RFC 7838): where the server says the
+	// same site is also served, e.g. h3=":443" for HTTP/3.
+	AltSvc string `json:"alt_svc,omitempty"`
 }
 
 // Diagnosis is one thing that cost the connection round trips, with its cost.

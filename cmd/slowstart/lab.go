@@ -44,9 +44,11 @@ type pathFlags struct {
 	tls, server, client, cc, chain   string
 	think, thinkAfter                string
 	h2, ipv6, slowStartAfterIdle     bool
+	http3                            bool
 	initrwnd, trials, parallel       int
 	seed                             uint64
 	captureDir                       string
+	changed                          func(name string) bool
 }
 
 func (f *pathFlags) register(cmd *cobra.Command, lists bool) {
@@ -55,6 +57,7 @@ func (f *pathFlags) register(cmd *cobra.Command, lists bool) {
 		many = " (a comma-separated list)"
 	}
 	fl := cmd.Flags()
+	f.changed = fl.Changed
 	fl.StringVar(&f.rtt, "rtt", "70ms", "round-trip propagation delay"+many)
 	fl.StringVar(&f.rate, "rate", "0", "bottleneck rate each way, e.g. 1.2mbit, 100Mbit/s; 0 for none"+many)
 	fl.StringVar(&f.iw, "iw", "10", "the server's initial window in segments (route initcwnd)"+many)
@@ -64,7 +67,8 @@ func (f *pathFlags) register(cmd *cobra.Command, lists bool) {
 	fl.StringVar(&f.tls, "tls", "none", "TLS version: none, 1.2 or 1.3")
 	fl.BoolVar(&f.h2, "h2", false, "HTTP/2 (ALPN over TLS, prior knowledge in cleartext)")
 	fl.StringVar(&f.chain, "chain", "4KB", "certificate chain size on the wire, with --tls")
-	fl.StringVar(&f.server, "server", "builtin", "server: builtin or nginx")
+	fl.StringVar(&f.server, "server", "builtin", "server: builtin, nginx or caddy (Debian's caddy; over TLS only)")
+	fl.BoolVar(&f.http3, "http3", false, "also run every point over HTTP/3 (QUIC) on the same path and set round trips and FCT beside TCP's; --tls then defaults to 1.3 and --h2 to on, as a browser's TCP connection")
 	fl.StringVar(&f.client, "client", "builtin", "client: builtin or curl")
 	fl.StringVar(&f.cc, "cc", "cubic", "congestion control: cubic, bbr or reno")
 	fl.StringVar(&f.think, "think", "0", "server think time before the rest of the body")
@@ -92,6 +96,18 @@ func splitList(s string) []string {
 func (f *pathFlags) specs() ([]lab.Spec, error) {
 	base := lab.Spec{Server: f.server, Client: f.client, CC: f.cc, HTTP2: f.h2, IPv6: f.ipv6, InitRwnd: f.initrwnd,
 		SlowStartAfterIdle: f.slowStartAfterIdle, Seed: f.seed}
+	if f.http3 {
+		// The TCP side of the comparison as a browser's: HTTP/2 over TLS 1.3, unless asked otherwise.
+		if !f.changed("tls") {
+			f.tls = "1.3"
+		}
+		if !f.changed("h2") {
+			base.HTTP2 = true
+		}
+		if f.tls == "none" || f.tls == "" {
+			return nil, errors.New("--http3 compares HTTP/3 with HTTPS over TCP: give --tls 1.2 or 1.3 (the default with --http3 is 1.3)")
+		}
+	}
 	if f.tls != "none" && f.tls != "" {
 		base.TLS = f.tls
 		chain, err := units.ParseSize(f.chain)
@@ -174,6 +190,18 @@ func (f *pathFlags) specs() ([]lab.Spec, error) {
 			return nil, err
 		}
 	}
+	if f.http3 {
+		// Each point over TCP, then the same over HTTP/3.
+		var both []lab.Spec
+		for _, s := range specs {
+			twin, err := s.HTTP3Twin()
+			if err != nil {
+				return nil, fmt.Errorf("--http3: %w", err)
+			}
+			both = append(both, s, twin)
+		}
+		specs = both
+	}
 	for _, s := range specs {
 		if err := checkTools(s); err != nil {
 			return nil, err
@@ -196,6 +224,7 @@ func checkTools(s lab.Spec) error {
 		program, flag, pkg string
 	}{
 		{s.Server == lab.ServerNginx, "nginx", "--server nginx", "nginx-light"},
+		{s.Server == lab.ServerCaddy, "caddy", "--server caddy", "caddy"},
 		{s.Client == lab.ClientCurl, "curl", "--client curl", "curl"},
 	} {
 		if _, err := exec.LookPath(need.program); need.used && err != nil {
@@ -207,12 +236,33 @@ func checkTools(s lab.Spec) error {
 
 func (f *pathFlags) jobs(specs []lab.Spec) []lab.Job {
 	var jobs []lab.Job
+	if f.http3 {
+		// TCP and HTTP/3 trials alternate, so that what the host does to the
+		// timing falls on both alike; their round trips are counted.
+		for t := 1; t <= f.trials; t++ {
+			for _, s := range specs {
+				jobs = append(jobs, lab.Job{Spec: s, Trial: t, RoundTrips: true})
+			}
+		}
+		return jobs
+	}
 	for _, s := range specs {
 		for t := 1; t <= f.trials; t++ {
 			jobs = append(jobs, lab.Job{Spec: s, Trial: t})
 		}
 	}
 	return jobs
+}
+
+// describeSpecs says in words what the points of a run emulate: the TCP point, and
+// its HTTP/3 twin with --http3.
+func describeSpecs(specs []lab.Spec) string {
+	out := lab.Describe(specs[0])
+	if len(specs) == 2 && specs[1].HTTP3 {
+		_, h3, _ := strings.Cut(lab.Describe(specs[1]), "\n")
+		out += "\nand over HTTP/3: " + h3
+	}
+	return out
 }
 
 // needRoot fails with a clear message when the lab can't make namespaces.
@@ -314,17 +364,25 @@ and by the random loss. When the queue dropped packets nobody asked to lose, or
 the host was too busy for the timing to be trusted, a warning says so and what to
 change. Ctrl-C prints the trials finished.
 
+With --http3 every trial also runs over HTTP/3 (QUIC, the built-in server or
+Caddy, the same chain and page, the same emulated path: UDP goes through the
+emulator like TCP), and a table sets the two side by side: the round trips
+(handshakes + data rounds, read from each trial's packets) and the FCTs. The
+IW and the congestion control are TCP's: the QUIC server's window is its
+library's (quic-go: 32 packets of 1,280 bytes).
+
 ` + units.Help,
 		Example: `  slowstart lab run --rtt 70ms --rate 1.2mbit --iw 10 --size 42KB --trials 10
   slowstart lab run --rtt 150ms --iw 3 --size 100KB --tls 1.3 --h2 --server nginx --capture out/
-  slowstart lab run --rtt 70ms --rate 15mbit --iw 32 --size 160KB --loss 1% --json`,
+  slowstart lab run --rtt 70ms --rate 15mbit --iw 32 --size 160KB --loss 1% --json
+  slowstart lab run --rtt 100ms --rate 10mbit --size 160KB --chain 9KB --http3   # TCP and QUIC side by side`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			specs, err := f.specs()
 			if err != nil {
 				return withCode(exitUsage, err)
 			}
-			if len(specs) != 1 {
+			if len(specs) != 1 && !(f.http3 && len(specs) == 2) {
 				return withCode(exitUsage, errors.New("lab run takes one value per flag; use lab sweep for lists"))
 			}
 			if err := checkOutputDir("capture", f.captureDir); err != nil {
@@ -340,9 +398,14 @@ change. Ctrl-C prints the trials finished.
 			if f.trials == 1 {
 				trials = "trial"
 			}
-			fmt.Fprintf(cmd.ErrOrStderr(), "Running %d %s of %s...\n", f.trials, trials, specs[0].Label())
+			what := specs[0].Label()
+			if f.http3 {
+				what += ", over TCP and over HTTP/3 (each)"
+			}
+			fmt.Fprintf(cmd.ErrOrStderr(), "Running %d %s of %s...\n", f.trials, trials, what)
 			meter := hoststeal.Start()
-			bar := newProgress(f.trials, "trials", "trials")
+			total := f.trials * len(specs)
+			bar := newProgress(total, "trials", "trials")
 			var finished []lab.Row
 			rows, err := env.RunJobs(ctx, f.jobs(specs), lab.RunOptions{Parallel: f.parallel, CaptureDir: f.captureDir,
 				OnResult: func(_ lab.Job, r lab.Row, _ error) {
@@ -354,33 +417,48 @@ change. Ctrl-C prints the trials finished.
 				// Interrupted: the trials that ended are the result so far.
 				if !asJSON && len(finished) > 0 {
 					out := cmd.OutOrStdout()
-					fmt.Fprintf(out, "%s\n", lab.Describe(specs[0]))
+					fmt.Fprintf(out, "%s\n", describeSpecs(specs))
 					sums := lab.SummarizePoints(specs, finished)
-					if werr := errors.Join(lab.WriteTrials(out, finished), lab.WriteSummaries(out, sums)); werr != nil {
+					if werr := errors.Join(lab.WriteTrials(out, finished), lab.WriteSummaries(out, sums),
+						lab.WriteComparisons(out, lab.Comparisons(specs, sums))); werr != nil {
 						return werr
 					}
 					writeLabWarnings(out, labWarnings(sums, lab.NewHostSteal(meter.Read())))
 				}
-				return interrupted("interrupted; %d of %d trials finished (above); the lab's namespaces were removed", len(finished), f.trials)
+				return interrupted("interrupted; %d of %d trials finished (above); the lab's namespaces were removed", len(finished), total)
 			}
 			sums := lab.SummarizePoints(specs, rows)
 			steal := lab.NewHostSteal(meter.Read())
 			warnings := labWarnings(sums, steal)
+			comparisons := lab.Comparisons(specs, sums)
 			if asJSON {
-				return writeJSON(cmd.OutOrStdout(), lab.RunOutput{Schema: lab.Schema, Summary: sums[0], Trials: rows,
-					Warnings: append([]string{}, warnings...), HostSteal: steal})
+				output := lab.RunOutput{Schema: lab.Schema, Summary: sums[0], Trials: rows,
+					Warnings: append([]string{}, warnings...), HostSteal: steal}
+				if f.http3 {
+					output.HTTP3 = &sums[1]
+					if len(comparisons) == 1 {
+						output.Comparison = &comparisons[0]
+					}
+				}
+				return writeJSON(cmd.OutOrStdout(), output)
 			}
 			out := cmd.OutOrStdout()
-			fmt.Fprintf(out, "%s\n", lab.Describe(specs[0]))
-			if err := errors.Join(lab.WriteTrials(out, rows), lab.WriteSummaries(out, sums)); err != nil {
+			fmt.Fprintf(out, "%s\n", describeSpecs(specs))
+			if err := errors.Join(lab.WriteTrials(out, rows), lab.WriteSummaries(out, sums), lab.WriteComparisons(out, comparisons)); err != nil {
 				return err
 			}
 			writeLabWarnings(out, warnings)
 			if f.captureDir != "" {
-				fmt.Fprintf(out, "captures: %s (analyze them with: slowstart analyze FILE)\n", f.captureDir)
+				fmt.Fprintf(out, "captures: %s (analyze them with: slowstart analyze FILE; an HTTP/3 trial's with --keylog FILE.keys)\n", f.captureDir)
 			}
-			if sums[0].Failed == sums[0].Trials {
-				return fmt.Errorf("every trial failed")
+			failed := 0
+			for _, s := range sums {
+				if s.Failed == s.Trials {
+					failed++
+				}
+			}
+			if failed > 0 {
+				return fmt.Errorf("every trial of %d of the %d points failed", failed, len(sums))
 			}
 			return nil
 		},
@@ -482,7 +560,7 @@ again to resume an interrupted sweep: trials already in results.jsonl are skippe
 				return interrupted("interrupted; %d trials are in %s: run the same command again to resume", len(lab.LatestRows(all)), jsonl)
 			}
 			sums := lab.SummarizePoints(specs, lab.LatestRows(all))
-			if err := lab.WriteSummaries(cmd.OutOrStdout(), sums); err != nil {
+			if err := errors.Join(lab.WriteSummaries(cmd.OutOrStdout(), sums), lab.WriteComparisons(cmd.OutOrStdout(), lab.Comparisons(specs, sums))); err != nil {
 				return err
 			}
 			writeLabWarnings(cmd.OutOrStdout(), labWarnings(sums, lab.NewHostSteal(meter.Read())))

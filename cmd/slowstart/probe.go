@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/netip"
 	"os"
+	"slices"
 	"syscall"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	"github.com/slowstart/slowstart/internal/textsafe"
 	"github.com/slowstart/slowstart/probe"
 	"github.com/slowstart/slowstart/probe/exact"
+	"github.com/slowstart/slowstart/probe/quicprobe"
 	"github.com/slowstart/slowstart/report"
 )
 
@@ -33,6 +35,7 @@ func newProbeCommand() *cobra.Command {
 		htmlOut               string
 		exactMSS, exactRuns   int
 		http3                 bool
+		protocols             string
 	)
 	cmd := &cobra.Command{
 		Use:   "probe [URL]",
@@ -62,7 +65,8 @@ sudo setcap cap_net_raw,cap_net_admin+ep $(which slowstart)); the demo and
   sudo slowstart probe https://example.com/ --tls 1.2 --http1.1 --pcap page.pcap --keylog keys.txt
   sudo slowstart probe --exact http://example.com/a-long-path-that-gives-a-404
   sudo slowstart probe --exact https://example.com/       # the TLS flight, 3 runs
-  sudo slowstart probe https://www.example.com/ --resolve www.example.com:443:192.0.2.7`,
+  sudo slowstart probe https://www.example.com/ --resolve www.example.com:443:192.0.2.7
+  sudo slowstart probe https://example.com/ --protocols h3,h2,h1   # TCP, then HTTP/3 if advertised`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var err error
@@ -78,8 +82,30 @@ sudo setcap cap_net_raw,cap_net_admin+ep $(which slowstart)); the demo and
 			if len(args) == 0 {
 				return runDemo(cmd, asJSON, htmlOut)
 			}
+			var choose []string
+			if protocols != "" {
+				list, err := quicprobe.ParseProtocols(protocols)
+				if err != nil {
+					return withCode(exitUsage, fmt.Errorf("--protocols: %w", err))
+				}
+				if http3 || http1 {
+					return withCode(exitUsage, errors.New("--protocols replaces --http3 and --http1.1: give only --protocols"))
+				}
+				hasH3, hasH2 := slices.Contains(list, quicprobe.ProtocolH3), slices.Contains(list, quicprobe.ProtocolH2)
+				hasTCP := hasH2 || slices.Contains(list, quicprobe.ProtocolH1)
+				switch {
+				case hasH3 && hasTCP && exactMode:
+					return withCode(exitUsage, errors.New("--exact measures over one protocol: give --protocols h3 (or --http3) for QUIC, h2,h1 for TCP"))
+				case hasH3 && !hasTCP:
+					http3 = true
+				case hasH3:
+					choose = list
+				default:
+					http1 = !hasH2
+				}
+			}
 			if http3 {
-				return runHTTP3(cmd, args[0], http3Options{asJSON: asJSON, exact: exactMode, resolves: resolves, insecure: insecure,
+				return runHTTP3(cmd, args[0], http3Options{asJSON: asJSON, exact: exactMode, exactRuns: exactRuns, resolves: resolves, insecure: insecure,
 					sni: serverName, netns: netns, timeout: timeout, keylogPath: keylogPath, packets: htmlOut != "", userAgent: userAgent})
 			}
 			if exactMode {
@@ -116,6 +142,10 @@ sudo setcap cap_net_raw,cap_net_admin+ep $(which slowstart)); the demo and
 					return withCode(exitUsage, err)
 				}
 				opts.Headers.Add(name, value)
+			}
+			if choose != nil {
+				return runChoice(cmd, choose, opts, http3Options{asJSON: asJSON, insecure: insecure, sni: serverName, netns: netns,
+					timeout: timeout, keylogPath: keylogPath, packets: htmlOut != "", userAgent: userAgent, resolves: resolves}, htmlOut)
 			}
 			res, err := probe.Run(cmd.Context(), opts)
 			if cmd.Context().Err() != nil {
@@ -167,6 +197,7 @@ sudo setcap cap_net_raw,cap_net_admin+ep $(which slowstart)); the demo and
 	fl.IntVar(&exactRuns, "exact-runs", 3, "with --exact: fresh connections to measure; the IW is reported only when they agree")
 	fl.BoolVar(&afterHS, "after-handshake", false, "with --exact over https://: complete the TLS handshake, then count the HTTP response (the window after the handshake, not the IW)")
 	fl.BoolVar(&http3, "http3", false, "fetch over HTTP/3 (QUIC) instead: the handshake's round trips, the amplification limit, the server's first flight and initial window (docs/quic.md)")
+	fl.StringVar(&protocols, "protocols", "", "the protocols the probe may use, in order of preference: h3, h2, h1 (default h2,h1). With h3 and h2 or h1 it goes as a browser does: over TCP first, then, if the response advertises HTTP/3 (Alt-Svc), the page again over QUIC as the next connection would; over QUIC first when h3 leads and the site's HTTPS DNS record lists h3 (docs/quic.md)")
 	fl.StringVar(&keylogPath, "keylog", "", "append the TLS secrets to this file (SSLKEYLOGFILE format), so Wireshark can decrypt the pcap")
 	return cmd
 }

@@ -24,7 +24,9 @@ Congestion Window" (Dukkipati et al., 2010) and of the Stanford CS244 reproducti
 2. the improvement of IW 10 over IW 3 by response size at 70 ms and 1.2 Mbit/s
    (the paper's Fig. 7);
 3. an RTT sweep and 4. a bandwidth sweep (CS244), 5. a BDP sweep;
-6. IW 3, 10 and 32 under 0-5% random loss, with retransmission counts.
+6. IW 3, 10 and 32 under 0-5% random loss, with retransmission counts;
+7. TCP and QUIC side by side: the same page on the same path over HTTP/2
+   and over HTTP/3, with the round trips each took (no published numbers).
 
 OUT receives a CSV per experiment (every trial, and a summary per point with the
 model's prediction), plots (SVG and PNG) and report.md / report.html, which set

@@ -169,6 +169,10 @@ func TestJSONOutputsFollowTheirSchemas(t *testing.T) {
 	// lab run, and compare of two lab runs.
 	labOut := check("lab", "lab run --json", "lab", "run", "--rtt", "70ms", "--rate", "1.2mbit", "--iw", "10", "--size", "42KB", "--trials", "3", "--json")
 	deepOut := check("lab", "lab run --queue 100p --json", "lab", "run", "--rtt", "70ms", "--rate", "1.2mbit", "--iw", "10", "--size", "42KB", "--trials", "3", "--queue", "100p", "--json")
+	h3Out := check("lab", "lab run --http3 --json", "lab", "run", "--rtt", "40ms", "--rate", "10mbit", "--size", "60KB", "--trials", "1", "--http3", "--json")
+	if !strings.Contains(h3Out, `"comparison"`) || !strings.Contains(h3Out, `"http3": true`) {
+		t.Errorf("lab run --http3 --json has no comparison or no HTTP/3 trial:\n%s", h3Out)
+	}
 	before, after := filepath.Join(dir, "deep.json"), filepath.Join(dir, "shallow.json")
 	if err := os.WriteFile(before, []byte(deepOut), 0o644); err != nil {
 		t.Fatal(err)

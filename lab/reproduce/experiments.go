@@ -25,6 +25,7 @@ const (
 	ExpBandwidth = "bandwidth_sweep"
 	ExpBDP       = "bdp_sweep"
 	ExpLoss      = "loss"
+	ExpTCPvsQUIC = "tcp_vs_quic"
 )
 
 // Experiment is one set of lab points with its trials.
@@ -134,8 +135,39 @@ func Experiments(quick bool) []Experiment {
 		}
 	}
 	out = append(out, Experiment{Name: ExpLoss, Title: "Random loss (RTT 70 ms, 5 Mbit/s, 70 segments): IW 3, 10 and 32", Specs: lossSpecs, Trials: lossTrials})
+
+	// 7. TCP and QUIC: the same page on the same path, HTTP/2 over TLS 1.3 (Linux,
+	// IW 10) against HTTP/3 (quic-go), a chain that fits in QUIC's amplification
+	// budget and one that does not.
+	quicRTTs, quicSizes := []int64{70, 150}, []int64{14_000, 50_000, 160_000}
+	quicTrials := 10
+	if quick {
+		quicRTTs, quicSizes, quicTrials = []int64{70}, []int64{14_000, 160_000}, 3
+	}
+	var quicSpecs []lab.Spec
+	for _, r := range quicRTTs {
+		for _, size := range quicSizes {
+			for _, chain := range QUICChains {
+				s := lab.Spec{RTTNs: r * ms, RateBitsPerSecond: 10 * mbit, QueuePackets: QueuePackets, IW: 10, SizeBytes: size,
+					TLS: "1.3", HTTP2: true, ChainBytes: chain, Seed: 1}
+				if err := s.Normalize(); err != nil {
+					panic(err)
+				}
+				twin, err := s.HTTP3Twin()
+				if err != nil {
+					panic(err)
+				}
+				quicSpecs = append(quicSpecs, s, twin)
+			}
+		}
+	}
+	out = append(out, Experiment{Name: ExpTCPvsQUIC, Title: "TCP and QUIC: the same page on the same path (10 Mbit/s), HTTP/2 over TLS 1.3 against HTTP/3", Specs: quicSpecs, Trials: quicTrials})
 	return out
 }
+
+// QUICChains are the certificate chains of the TCP and QUIC experiment: one whose
+// server flight fits in three times the client's 1,280-byte Initial, one that does not.
+var QUICChains = []int{1500, 6000}
 
 // QueuePackets is the bottleneck's drop-tail queue in every experiment: CS244's netem
 // limit, deep enough that no window of these experiments overflows it, so that
@@ -167,7 +199,7 @@ func Jobs(exps []Experiment) []lab.Job {
 	for _, e := range exps {
 		for _, s := range e.Specs {
 			for t := 1; t <= e.Trials; t++ {
-				jobs = append(jobs, lab.Job{Spec: s, Trial: t})
+				jobs = append(jobs, lab.Job{Spec: s, Trial: t, RoundTrips: e.Name == ExpTCPvsQUIC})
 			}
 		}
 	}

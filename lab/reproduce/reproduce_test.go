@@ -41,7 +41,7 @@ func TestExperimentsCoverTheIssue(t *testing.T) {
 				}
 			}
 		}
-		for _, want := range []string{ExpIWSweep, ExpBuckets, ExpRTT, ExpBandwidth, ExpBDP, ExpLoss} {
+		for _, want := range []string{ExpIWSweep, ExpBuckets, ExpRTT, ExpBandwidth, ExpBDP, ExpLoss, ExpTCPvsQUIC} {
 			if _, ok := names[want]; !ok {
 				t.Errorf("quick=%v: experiment %s missing", quick, want)
 			}
@@ -64,6 +64,71 @@ func TestExperimentsCoverTheIssue(t *testing.T) {
 	}
 	if full, quick := len(Jobs(Experiments(false))), len(Jobs(Experiments(true))); quick*3 > full {
 		t.Errorf("quick runs %d trials against %d for the full run", quick, full)
+	}
+}
+
+// TestTCPvsQUICSection: every TCP point of the experiment has its HTTP/3 twin, its
+// jobs count round trips, and the section sets the two side by side with the
+// medians of the rows it is given and findings that quote them.
+func TestTCPvsQUICSection(t *testing.T) {
+	var e Experiment
+	for _, x := range Experiments(true) {
+		if x.Name == ExpTCPvsQUIC {
+			e = x
+		}
+	}
+	labels := map[string]lab.Spec{}
+	for _, s := range e.Specs {
+		if _, dup := labels[s.Label()]; dup {
+			t.Fatalf("two points labelled %s", s.Label())
+		}
+		labels[s.Label()] = s
+	}
+	points := map[string]Point{}
+	tcpPoints := 0
+	for _, s := range e.Specs {
+		if s.HTTP3 {
+			continue
+		}
+		tcpPoints++
+		twin, err := s.HTTP3Twin()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := labels[twin.Label()]; !ok {
+			t.Fatalf("%s has no HTTP/3 twin in the experiment", s.Label())
+		}
+		// Made-up trials: TCP 2 + 3 round trips, QUIC 1 + 2 with the small chain and
+		// 2 + 2 with the large one, QUIC faster by 70 ms a round trip saved.
+		quicHandshake := 1
+		if s.ChainBytes > 3*1280 {
+			quicHandshake = 2
+		}
+		var tcpRows, quicRows []lab.Row
+		for trial := 1; trial <= 3; trial++ {
+			tcpRows = append(tcpRows, lab.NewRow(s, lab.TrialResult{Trial: trial, FCTUserMs: 500, FCTPaperMs: 300, RoundTrips: &lab.TrialRoundTrips{Handshake: 2, Data: 3, Total: 5}}))
+			saved := float64(5-quicHandshake-2) * 70
+			quicRows = append(quicRows, lab.NewRow(twin, lab.TrialResult{Trial: trial, FCTUserMs: 500 - saved, FCTPaperMs: 250, RoundTrips: &lab.TrialRoundTrips{Handshake: quicHandshake, Data: 2, Total: quicHandshake + 2}}))
+		}
+		points[s.Label()], points[twin.Label()] = summarize(s, tcpRows), summarize(twin, quicRows)
+	}
+	for _, j := range Jobs([]Experiment{e}) {
+		if !j.RoundTrips {
+			t.Fatalf("%s: a job without round trips", j.Spec.Label())
+		}
+	}
+	sec := analyzeTCPvsQUIC(e, points, Section{})
+	if len(sec.Rows) != tcpPoints {
+		t.Fatalf("%d rows, want one per TCP point (%d)", len(sec.Rows), tcpPoints)
+	}
+	text := strings.Join(sec.Findings, " ")
+	for _, want := range []string{"with the 1.5 KB chain, TCP and TLS took 2 and QUIC 1", "with the 6 KB chain, TCP and TLS took 2 and QUIC 2", "TCP 3, QUIC 2", "QUIC saved from 70.0 to 140.0 ms"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("the findings do not say %q:\n%s", want, text)
+		}
+	}
+	if row := strings.Join(sec.Rows[0], " | "); !strings.Contains(row, "2 + 3 = 5") || !strings.Contains(row, "1 + 2 = 3") {
+		t.Errorf("first row %q", row)
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -14,7 +15,9 @@ import (
 	"github.com/gopacket/gopacket"
 	"github.com/gopacket/gopacket/layers"
 	"github.com/gopacket/gopacket/pcapgo"
+	"golang.org/x/net/dns/dnsmessage"
 
+	"github.com/slowstart/slowstart/internal/hoststeal"
 	"github.com/slowstart/slowstart/internal/testroot"
 	"github.com/slowstart/slowstart/keylog"
 	"github.com/slowstart/slowstart/lab/netlab"
@@ -27,12 +30,13 @@ import (
 var labKeys = server.NewKeyCache()
 
 // taps writes the link emulator's view of both TUN devices to two pcap files (link
-// type RAW), as tcpdump on each device would.
+// type RAW), as tcpdump on each device would, from the moment recording is set.
 type taps struct {
-	mu    sync.Mutex
-	files [2]*os.File
-	bufs  [2]*bufio.Writer
-	ws    [2]*pcapgo.Writer
+	mu        sync.Mutex
+	recording bool
+	files     [2]*os.File
+	bufs      [2]*bufio.Writer
+	ws        [2]*pcapgo.Writer
 }
 
 func newTaps(t *testing.T, dir string) (*taps, [2]string) {
@@ -54,9 +58,18 @@ func newTaps(t *testing.T, dir string) (*taps, [2]string) {
 	return tp, paths
 }
 
+func (tp *taps) record(on bool) {
+	tp.mu.Lock()
+	tp.recording = on
+	tp.mu.Unlock()
+}
+
 func (tp *taps) tap(device int, data []byte, unixNs int64) {
 	tp.mu.Lock()
 	defer tp.mu.Unlock()
+	if !tp.recording {
+		return
+	}
 	ci := gopacket.CaptureInfo{Timestamp: time.Unix(0, unixNs), CaptureLength: len(data), Length: len(data)}
 	_ = tp.ws[device].WritePacket(ci, data)
 }
@@ -73,7 +86,6 @@ func (tp *taps) close() {
 // labRun is one probe of a lab HTTP/3 server with the captures at both ends.
 type labRun struct {
 	res        *Result
-	chainBytes int // the TLS 1.3 Certificate message the server sends
 	pcaps      [2]string
 	keylogPath string
 }
@@ -81,6 +93,9 @@ type labRun struct {
 // probeLab starts a lab server (built-in HTTP/3 or Caddy) with a chain of chainBytes,
 // probes it over HTTP/3 from the client namespace with a 1,200-byte Initial, and
 // returns the probe's result and the captures of the link emulator at both ends.
+// Caddy answers its first QUIC connection tens of milliseconds late (it sets up its
+// HTTP/3 server then), sometimes after the client's Initial timed out and was sent
+// again; a first fetch, not captured, warms it up, as it would be warm for users.
 func probeLab(t *testing.T, caddy bool, chainBytes int, rttMs int, bodyBytes int64) labRun {
 	t.Helper()
 	dir := t.TempDir()
@@ -100,13 +115,23 @@ func probeLab(t *testing.T, caddy bool, chainBytes int, rttMs int, bodyBytes int
 		tp.close()
 		t.Fatalf("starting the lab server: %v", err)
 	}
+	opts := Options{URL: s.URL(fmt.Sprintf("/bytes/%d", bodyBytes)), Netns: s.Netns, Resolve: s.Resolve(), RootCAs: s.RootCAs,
+		ClassicKeyShare: true, InitialPacketBytes: 1200, PacketLog: true, Timeout: 30 * time.Second}
+	if caddy {
+		if _, err := Run(ctx, opts); err != nil {
+			s.Close()
+			tp.close()
+			t.Fatalf("warming caddy up: %v", err)
+		}
+	}
+	tp.record(true)
 	keylogPath := filepath.Join(dir, "keys.txt")
 	kf, err := os.Create(keylogPath)
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := Run(ctx, Options{URL: s.URL(fmt.Sprintf("/bytes/%d", bodyBytes)), Netns: s.Netns, Resolve: s.Resolve(), RootCAs: s.RootCAs,
-		ClassicKeyShare: true, InitialPacketBytes: 1200, Keylog: kf, PacketLog: true, Timeout: 30 * time.Second})
+	opts.Keylog = kf
+	res, err := Run(ctx, opts)
 	kf.Close()
 	if cerr := s.Close(); cerr != nil {
 		t.Errorf("closing the lab server: %v", cerr)
@@ -115,28 +140,49 @@ func probeLab(t *testing.T, caddy bool, chainBytes int, rttMs int, bodyBytes int
 	if err != nil {
 		t.Fatalf("probe: %v", err)
 	}
+	if os.Getenv("SLOWSTART_KEEP_CAPTURES") != "" {
+		if f, ferr := os.Create(filepath.Join(dir, "probe.pcap")); ferr == nil {
+			if werr := res.WritePcap(f); werr != nil {
+				t.Errorf("writing the probe's datagrams: %v", werr)
+			}
+			f.Close()
+		}
+	}
 	if res.BodyBytes != bodyBytes {
 		t.Fatalf("body %d bytes, want %d", res.BodyBytes, bodyBytes)
 	}
-	// The TLS 1.3 Certificate message: 4 + 1 + 3 + Σ(3 + DER + 2), from the chain the
-	// server was given (the lab reports it in the TLS 1.2 form: 4 + 3 + Σ(3 + DER)).
-	c := res.Final()
-	certs := 0
-	if c.ClientTiming != nil && c.ClientTiming.ChainBytes > 0 {
-		certs = c.ClientTiming.ChainBytes
-	}
-	return labRun{res: res, chainBytes: certs, pcaps: pcaps, keylogPath: keylogPath}
+	return labRun{res: res, pcaps: pcaps, keylogPath: keylogPath}
 }
+
+// Initial windows of the servers, in bytes: quic-go's (the built-in server, v0.65) is
+// 32 packets of its initial 1,280-byte packet size, the quic-go inside Debian's Caddy
+// 2.6 (lucas-clemente/quic-go) 32 packets of 1,252 bytes
+// (internal/congestion/cubic_sender.go, initialCongestionWindow × maxDatagramSize).
+const (
+	quicGoInitialWindowBytes      = 32 * 1280
+	caddyQuicGoInitialWindowBytes = 32 * 1252
+)
 
 // TestHTTP3Lab probes the built-in HTTP/3 server and Caddy through the emulated path
 // with a small and a large certificate chain, and checks the handshake round trips
 // against what the chain and the amplification limit predict, the server's first
-// flight against the limit, and the analysis of both captures against the probe.
+// flight against the limit, the initial window against the server's, and the
+// analysis of both captures against the probe and against tshark.
+//
+// What only the host's timing can upset (a server too slow to answer before the
+// client's Initial times out, an extra handshake round from a server that went on
+// late, a window read as a bound instead of exactly) is run again, at most twice, and
+// what still misses while the hypervisor took more than hoststeal.NoisyShare of the
+// machine is not checkable here. A wrong answer (a round the amplification limit did
+// not end said to be ended by it, or the other way round; a window claimed that the
+// server does not have; the captures and the probe disagreeing) is never run again.
 func TestHTTP3Lab(t *testing.T) {
 	testroot.Require(t, "network namespaces")
 	t.Cleanup(func() { netlab.CloseAll() })
+	meter := hoststeal.Start()
 	const rttMs = 40
 	const bodyBytes = 200_000
+	var notCheckable int
 	for _, srv := range []string{"builtin", "caddy"} {
 		for _, chain := range []int{1500, 9000} {
 			t.Run(fmt.Sprintf("%s/chain%d", srv, chain), func(t *testing.T) {
@@ -145,67 +191,133 @@ func TestHTTP3Lab(t *testing.T) {
 						t.Skip("caddy is not installed (apt-get install caddy)")
 					}
 				}
-				run := probeLab(t, srv == "caddy", chain, rttMs, bodyBytes)
-				c := run.res.Final()
-				var text strings.Builder
-				report.WriteText(&text, run.res.Report)
-				t.Log("\n" + text.String())
-				checkPrediction(t, c, chain)
-				checkFirstFlight(t, c)
-				if srv == "builtin" {
-					checkQuicGoWindow(t, c)
+				var timing []string
+				for attempt := 1; attempt <= 3; attempt++ {
+					run := probeLab(t, srv == "caddy", chain, rttMs, bodyBytes)
+					var text strings.Builder
+					report.WriteText(&text, run.res.Report)
+					t.Logf("attempt %d:\n%s", attempt, text.String())
+					var wrong []string
+					wrong, timing = checkLabRun(t, srv, chain, run)
+					for _, w := range wrong {
+						t.Error(w)
+					}
+					if len(wrong) > 0 || len(timing) == 0 {
+						return
+					}
+					t.Logf("attempt %d upset by the host's timing: %s", attempt, strings.Join(timing, "; "))
 				}
-				keys, err := keylog.ParseFile(run.keylogPath)
-				if err != nil {
-					t.Fatal(err)
-				}
-				for i, vantage := range []string{report.VantageClient, report.VantageServer} {
-					fromFile := analyzeFile(t, run.pcaps[i], keys)
-					compareWithProbe(t, vantage, c, fromFile)
-				}
-				compareWithTshark(t, run.pcaps[0], run.keylogPath, keys)
+				notCheckable += meter.Read().Check(t, timing)
 			})
 		}
 	}
+	meter.Read().SkipIfNotCheckable(t, notCheckable)
+}
+
+// checkLabRun lists what is wrong with a probe of a lab server and its captures, and
+// what the host's timing alone can cause.
+func checkLabRun(t *testing.T, srv string, chainBytes int, run labRun) (wrong, timing []string) {
+	t.Helper()
+	c := run.res.Final()
+	wrong, timing = checkPrediction(c, chainBytes)
+	wrong = append(wrong, checkFirstFlight(c)...)
+	// At the client the window is read exactly only when the timing of the path and
+	// the server leaves one reading (docs/quic.md); whatever it reads must hold.
+	w, _ := checkWindow(c, srv)
+	wrong = append(wrong, w...)
+	keys, err := keylog.ParseFile(run.keylogPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, vantage := range []string{report.VantageClient, report.VantageServer} {
+		fromFile := analyzeFile(t, run.pcaps[i], keys)
+		wrong = append(wrong, compareWithProbe(vantage, c, fromFile)...)
+		w, tm := checkWindow(fromFile, srv)
+		for _, p := range w {
+			wrong = append(wrong, vantage+" capture: "+p)
+		}
+		if vantage == report.VantageServer {
+			// At the server the times are the server's own: its window is read
+			// exactly unless the host stalled it.
+			for _, p := range tm {
+				timing = append(timing, vantage+" capture: "+p)
+			}
+		}
+	}
+	compareWithTshark(t, run.pcaps[0], run.keylogPath, keys)
+	return wrong, timing
 }
 
 // checkPrediction: the server's handshake flight (the chain plus about 700 bytes of
 // ServerHello, EncryptedExtensions, CertificateVerify, Finished and QUIC headers) fits
 // in three times the client's single 1,200-byte Initial when the chain is small (one
 // round trip before the request can be answered), and does not when the chain is
-// larger than that budget (one round trip more).
-func checkPrediction(t *testing.T, c *report.Connection, chainBytes int) {
-	t.Helper()
+// larger than that budget: exactly one handshake round is then ended by the
+// amplification limit, and the diagnosis says so with a cost of one round trip.
+// Wrong: the amplification limit found when the chain fits, or missed when it does
+// not. Timing: the client's Initial sent again before a slow server answered (each
+// copy raises the budget), or a handshake round more than the limit explains (a
+// server that went on late).
+func checkPrediction(c *report.Connection, chainBytes int) (wrong, timing []string) {
 	budget := 3 * 1200
-	want := 0
+	var over bool
 	switch {
 	case chainBytes+700 < budget:
-		want = 1
 	case chainBytes > budget:
-		want = 2
+		over = true
 	default:
-		t.Fatalf("chain %d bytes is too close to the %d-byte budget to predict", chainBytes, budget)
-	}
-	if c.RoundTrips.TLS != want {
-		t.Errorf("chain %d bytes: %d handshake round trips, want %d", chainBytes, c.RoundTrips.TLS, want)
+		return []string{fmt.Sprintf("chain %d bytes is too close to the %d-byte budget to predict", chainBytes, budget)}, nil
 	}
 	q := c.QUIC
-	if q.ClientInitialBytes != 1200 {
-		t.Errorf("the client's first flight was %d bytes, want one 1,200-byte Initial", q.ClientInitialBytes)
-	}
-	if (want == 2) != q.AmplificationLimited {
-		t.Errorf("amplification limited %v with %d handshake round trips", q.AmplificationLimited, want)
-	}
-	var diag bool
-	for _, d := range c.Diagnoses {
-		if d.Kind == quicanalysis.DiagnosisCertificateChain {
-			diag = true
-			t.Logf("diagnosis: %s", d.Text)
+	for _, n := range c.Notes {
+		if strings.Contains(n, "the client sent its Initial again") {
+			return nil, []string{"the server answered after the client's Initial timed out: " + n}
 		}
 	}
-	if diag != (want == 2) {
-		t.Errorf("certificate_chain diagnosis %v, want %v", diag, want == 2)
+	if q.ClientInitialBytes != 1200 {
+		wrong = append(wrong, fmt.Sprintf("the client's first flight was %d bytes, want one 1,200-byte Initial", q.ClientInitialBytes))
 	}
+	amplification := 0
+	for _, r := range c.Rounds {
+		if r.Phase == report.PhaseTLS && r.Limit == report.LimitAmplification {
+			amplification++
+		}
+	}
+	want := 0
+	if over {
+		want = 1
+	}
+	if amplification != want || q.AmplificationLimited != over {
+		wrong = append(wrong, fmt.Sprintf("chain %d bytes: %d handshake rounds ended by the amplification limit (amplification_limited %v), want %d", chainBytes, amplification, q.AmplificationLimited, want))
+	}
+	var diag *report.Diagnosis
+	for i, d := range c.Diagnoses {
+		if d.Kind == quicanalysis.DiagnosisCertificateChain {
+			diag = &c.Diagnoses[i]
+		}
+	}
+	switch {
+	case over && diag == nil:
+		wrong = append(wrong, fmt.Sprintf("chain %d bytes: no certificate_chain diagnosis", chainBytes))
+	case !over && diag != nil:
+		wrong = append(wrong, fmt.Sprintf("chain %d bytes: a certificate_chain diagnosis: %s", chainBytes, diag.Text))
+	case diag != nil && diag.CostRoundTrips != 1:
+		wrong = append(wrong, fmt.Sprintf("the diagnosis costs %d round trips, want 1: %s", diag.CostRoundTrips, diag.Text))
+	}
+	if c.RoundTrips.TLS < 1+want {
+		wrong = append(wrong, fmt.Sprintf("chain %d bytes: %d handshake round trips, fewer than the %d the amplification limit explains", chainBytes, c.RoundTrips.TLS, 1+want))
+	} else if c.RoundTrips.TLS > 1+want {
+		timing = append(timing, fmt.Sprintf("chain %d bytes: %d handshake round trips, %d more than the amplification limit explains (rounds %v)", chainBytes, c.RoundTrips.TLS, c.RoundTrips.TLS-1-want, roundLimits(c)))
+	}
+	return wrong, timing
+}
+
+func roundLimits(c *report.Connection) []string {
+	var out []string
+	for _, r := range c.Rounds {
+		out = append(out, fmt.Sprintf("%d %s %s %d B", r.Index, r.Phase, r.Limit, r.Bytes))
+	}
+	return out
 }
 
 // checkFirstFlight: before the client's address is validated the server may send three
@@ -214,40 +326,48 @@ func checkPrediction(t *testing.T, c *report.Connection, chainBytes int) {
 // 1,200-byte Initial and 1,280-byte datagrams it sends 3 × 1,280 = 3,840 bytes where
 // the RFC allows 3,600. When the flight is larger than the limit the server uses it to
 // within one datagram; when smaller, the whole flight leaves at once.
-func checkFirstFlight(t *testing.T, c *report.Connection) {
-	t.Helper()
+func checkFirstFlight(c *report.Connection) (wrong []string) {
 	q := c.QUIC
 	limit := 3 * q.ClientInitialBytes
 	if q.ServerFirstFlightBytes >= limit+c.MSS {
-		t.Errorf("the server sent %d bytes before the client's first acknowledgement, a datagram or more beyond 3 × %d", q.ServerFirstFlightBytes, q.ClientInitialBytes)
-	}
-	if q.ServerFirstFlightBytes > limit {
-		t.Logf("the server passed the amplification limit by %d bytes (%d sent, 3 × %d = %d allowed)", q.ServerFirstFlightBytes-limit, q.ServerFirstFlightBytes, q.ClientInitialBytes, limit)
+		wrong = append(wrong, fmt.Sprintf("the server sent %d bytes before the client's first acknowledgement, a datagram or more beyond 3 × %d", q.ServerFirstFlightBytes, q.ClientInitialBytes))
 	}
 	if q.AmplificationLimited && q.ServerFirstFlightBytes <= limit-c.MSS {
-		t.Errorf("amplification limited, but the first flight (%d bytes) left more than a datagram (%d) of the %d-byte budget", q.ServerFirstFlightBytes, c.MSS, limit)
+		wrong = append(wrong, fmt.Sprintf("amplification limited, but the first flight (%d bytes) left more than a datagram (%d) of the %d-byte budget", q.ServerFirstFlightBytes, c.MSS, limit))
 	}
 	if !q.AmplificationLimited && q.ServerFirstFlightBytes < c.TLS.ServerFlightBytes {
-		t.Errorf("not amplification limited, but the first flight (%d bytes) is less than the handshake flight (%d)", q.ServerFirstFlightBytes, c.TLS.ServerFlightBytes)
+		wrong = append(wrong, fmt.Sprintf("not amplification limited, but the first flight (%d bytes) is less than the handshake flight (%d)", q.ServerFirstFlightBytes, c.TLS.ServerFlightBytes))
 	}
+	return wrong
 }
 
-// quicGoInitialWindowBytes is quic-go's initial congestion window: 32 packets of its
-// initial 1,280-byte packet size (internal/congestion/cubic_sender.go).
-const quicGoInitialWindowBytes = 32 * 1280
-
-// checkQuicGoWindow: the first response round of the built-in server is cut by its
-// window, which a sender may overshoot by less than one datagram.
-func checkQuicGoWindow(t *testing.T, c *report.Connection) {
-	t.Helper()
-	iw := c.InitialWindow
-	if iw.Verdict != report.VerdictExact {
-		t.Errorf("IW verdict %s (%s), want exact", iw.Verdict, iw.Reason)
-		return
+// checkWindow: whatever its verdict, the reading holds the server's initial window
+// (wrong otherwise); the built-in server's is read exactly unless the host's timing
+// upset the rounds (a bound or a range that holds it, ambiguous at the client).
+func checkWindow(c *report.Connection, srv string) (wrong, timing []string) {
+	iw, window := c.InitialWindow, quicGoInitialWindowBytes
+	if srv == "caddy" {
+		window = caddyQuicGoInitialWindowBytes
 	}
-	if iw.Bytes < quicGoInitialWindowBytes || iw.Bytes-c.MSS >= quicGoInitialWindowBytes {
-		t.Errorf("IW %d bytes in flight (datagrams up to %d): quic-go's window of %d bytes is not within one datagram below it", iw.Bytes, c.MSS, quicGoInitialWindowBytes)
+	switch iw.Verdict {
+	case report.VerdictExact:
+		if iw.Bytes-c.MSS >= window || iw.Bytes < window {
+			wrong = append(wrong, fmt.Sprintf("IW exact %d bytes in flight (datagrams up to %d): the server's window of %d bytes is not within one datagram below it", iw.Bytes, c.MSS, window))
+		}
+		return wrong, nil
+	case report.VerdictRange:
+		if window < iw.Bytes || window > iw.BytesMax {
+			wrong = append(wrong, fmt.Sprintf("IW between %d and %d bytes, the server's is %d", iw.Bytes, iw.BytesMax, window))
+		}
+	case report.VerdictLowerBound:
+		if window < iw.Bytes {
+			wrong = append(wrong, fmt.Sprintf("IW at least %d bytes, the server's is %d", iw.Bytes, window))
+		}
 	}
+	if srv == "builtin" && len(wrong) == 0 {
+		timing = append(timing, fmt.Sprintf("IW %s, not exact: %s", iw.Verdict, iw.Reason))
+	}
+	return wrong, timing
 }
 
 func analyzeFile(t *testing.T, path string, keys *keylog.Log) *report.Connection {
@@ -268,13 +388,12 @@ func analyzeFile(t *testing.T, path string, keys *keylog.Log) *report.Connection
 }
 
 // compareWithProbe checks the analysis of a capture against the probe's.
-func compareWithProbe(t *testing.T, vantage string, probed, captured *report.Connection) {
-	t.Helper()
+func compareWithProbe(vantage string, probed, captured *report.Connection) (wrong []string) {
 	if captured.Vantage != vantage {
-		t.Errorf("%s capture: vantage %s", vantage, captured.Vantage)
+		wrong = append(wrong, fmt.Sprintf("%s capture: vantage %s", vantage, captured.Vantage))
 	}
 	if captured.QUIC.Decrypted != "all" {
-		t.Errorf("%s capture: decrypted %s (%v)", vantage, captured.QUIC.Decrypted, captured.Notes)
+		wrong = append(wrong, fmt.Sprintf("%s capture: decrypted %s (%v)", vantage, captured.QUIC.Decrypted, captured.Notes))
 	}
 	type pair struct {
 		name      string
@@ -287,7 +406,7 @@ func compareWithProbe(t *testing.T, vantage string, probed, captured *report.Con
 		{"certificate bytes", captured.QUIC.CertificateBytes, probed.QUIC.CertificateBytes},
 	} {
 		if p.got != p.want {
-			t.Errorf("%s capture: %s %d, the probe's %d", vantage, p.name, p.got, p.want)
+			wrong = append(wrong, fmt.Sprintf("%s capture: %s %d, the probe's %d", vantage, p.name, p.got, p.want))
 		}
 	}
 	// The rounds of the response and the IW reading depend on times: the probe's are
@@ -295,9 +414,185 @@ func compareWithProbe(t *testing.T, vantage string, probed, captured *report.Con
 	// arrives within the margin of an acknowledgement's return may fall in either
 	// round. Those are compared when both read the window as exact.
 	if ci, pi := captured.InitialWindow, probed.InitialWindow; ci.Verdict == report.VerdictExact && pi.Verdict == report.VerdictExact && ci.Bytes != pi.Bytes {
-		t.Errorf("%s capture: IW exact %d bytes, the probe's exact %d", vantage, ci.Bytes, pi.Bytes)
+		wrong = append(wrong, fmt.Sprintf("%s capture: IW exact %d bytes, the probe's exact %d", vantage, ci.Bytes, pi.Bytes))
 	}
 	if captured.HandshakeRTTMs == nil || *captured.HandshakeRTTMs < 40 {
-		t.Errorf("%s capture: handshake RTT %v, want at least the path's 40 ms", vantage, captured.HandshakeRTTMs)
+		wrong = append(wrong, fmt.Sprintf("%s capture: handshake RTT %v, want at least the path's 40 ms", vantage, captured.HandshakeRTTMs))
 	}
+	return wrong
+}
+
+// TestMakeQUICTestdata writes the capture and key log of testdata/quic (see its
+// README): one probe of the built-in HTTP/3 server through a 40 ms emulated path,
+// captured by the link emulator at the client's TUN device. It runs only when
+// SLOWSTART_QUIC_TESTDATA names the directory to write to.
+func TestMakeQUICTestdata(t *testing.T) {
+	dir := os.Getenv("SLOWSTART_QUIC_TESTDATA")
+	if dir == "" {
+		t.Skip("set SLOWSTART_QUIC_TESTDATA=DIR to write testdata/quic's capture and key log")
+	}
+	testroot.Require(t, "network namespaces")
+	t.Cleanup(func() { netlab.CloseAll() })
+	const name = "h3-builtin-rtt40-chain6000-60000"
+	run := probeLab(t, false, 6000, 40, 60_000)
+	for src, dst := range map[string]string{run.pcaps[0]: name + ".client.pcap", run.keylogPath: name + ".keys"} {
+		data, err := os.ReadFile(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, dst), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var text strings.Builder
+	report.WriteText(&text, run.res.Report)
+	t.Log("\n" + text.String())
+}
+
+// TestChooseLab probes lab servers with --protocols h3,h2,h1 as a browser goes:
+// Caddy advertises HTTP/3 in an Alt-Svc header, so the page comes over TCP and then
+// again over QUIC, both reported, TCP first; the built-in server advertises nothing,
+// so the probe stays on TCP; and when the name's HTTPS record (from a name server on
+// loopback) lists h3, the first visit goes over QUIC.
+func TestChooseLab(t *testing.T) {
+	testroot.Require(t, "network namespaces")
+	t.Cleanup(func() { netlab.CloseAll() })
+	const body = 50_000
+	cases := []struct {
+		name       string
+		caddy      bool
+		record     bool
+		advertised string
+		transports []string
+	}{
+		{"builtin, no Alt-Svc", false, false, "", []string{"tcp"}},
+		{"builtin, HTTPS record", false, true, "https-record", []string{report.TransportQUIC}},
+		{"caddy, Alt-Svc", true, false, "alt-svc", []string{"tcp", report.TransportQUIC}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if c.caddy {
+				if _, err := os.Stat("/usr/bin/caddy"); err != nil {
+					t.Skip("caddy is not installed (apt-get install caddy)")
+				}
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			s, err := probe.StartLabServer(ctx, probe.LabServerConfig{RTT: 20 * time.Millisecond, TLSVersion: "1.3",
+				HTTP3: !c.caddy, Caddy: c.caddy, NginxBodySizes: []int64{body}, ChainBytes: 2000, Keys: labKeys})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			url := s.URL(fmt.Sprintf("/bytes/%d", body))
+			opts := ChooseOptions{Protocols: []string{ProtocolH3, ProtocolH2, ProtocolH1},
+				TCP:   probe.Options{URL: url, Netns: s.Netns, Resolve: s.Resolve(), RootCAs: s.RootCAs, Tool: "test"},
+				HTTP3: Options{Netns: s.Netns, Resolve: s.Resolve(), RootCAs: s.RootCAs, Tool: "test"}}
+			if c.record {
+				opts.Resolver = fakeDNS(t, probe.LabServerName, []dnsmessage.HTTPSResource{httpsRecord(1, ".", []string{"h3", "h2"}, 0)})
+			} else {
+				opts.NoHTTPSRecord = true
+			}
+			ch, err := Choose(ctx, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var text strings.Builder
+			if err := WriteChoiceText(&text, ch); err != nil {
+				t.Fatal(err)
+			}
+			t.Log("\n" + text.String())
+			if ch.Advertised != c.advertised {
+				t.Errorf("advertised %q, want %q", ch.Advertised, c.advertised)
+			}
+			var transports []string
+			for _, conn := range ch.Report.Connections {
+				tr := conn.Transport
+				if tr == "" {
+					tr = "tcp"
+				}
+				transports = append(transports, tr)
+				if conn.ClientTiming == nil || conn.ClientTiming.BodyBytes != body || conn.ClientTiming.Status != 200 {
+					t.Errorf("connection %d: timing %+v", conn.Index, conn.ClientTiming)
+				}
+			}
+			if !slices.Equal(transports, c.transports) {
+				t.Errorf("connections over %v, want %v", transports, c.transports)
+			}
+			if (ch.HTTP3 != nil) != (c.advertised != "") {
+				t.Errorf("HTTP/3 fetch %v with %q advertised", ch.HTTP3 != nil, c.advertised)
+			}
+			if c.advertised == "alt-svc" && !strings.Contains(ch.TCP.Final(0).ClientTiming.AltSvc, "h3=") {
+				t.Errorf("Alt-Svc %q", ch.TCP.Final(0).ClientTiming.AltSvc)
+			}
+		})
+	}
+}
+
+// TestExactLab measures the built-in server's and Caddy's initial windows actively
+// over HTTP/3 through a 40 ms emulated path: what the measurement claims must hold
+// the window the server's library has (quic-go's 32 × 1,280 bytes, Caddy's quic-go
+// 32 × 1,252), and it is exact (to within a datagram) unless packet numbers are
+// missing (the server skips some) or the host stalled the server (then measured
+// again, at most twice, and not checkable when the hypervisor took more than
+// hoststeal.NoisyShare). A claim that excludes the window is never measured again.
+func TestExactLab(t *testing.T) {
+	testroot.Require(t, "network namespaces")
+	t.Cleanup(func() { netlab.CloseAll() })
+	meter := hoststeal.Start()
+	var notCheckable int
+	for _, srv := range []string{"builtin", "caddy"} {
+		t.Run(srv, func(t *testing.T) {
+			caddy := srv == "caddy"
+			window := quicGoInitialWindowBytes
+			if caddy {
+				if _, err := os.Stat("/usr/bin/caddy"); err != nil {
+					t.Skip("caddy is not installed (apt-get install caddy)")
+				}
+				window = caddyQuicGoInitialWindowBytes
+			}
+			var timing []string
+			for attempt := 1; attempt <= 3; attempt++ {
+				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+				s, err := probe.StartLabServer(ctx, probe.LabServerConfig{RTT: 40 * time.Millisecond, TLSVersion: "1.3",
+					HTTP3: !caddy, Caddy: caddy, NginxBodySizes: []int64{300_000}, ChainBytes: 2000, Keys: labKeys})
+				if err != nil {
+					cancel()
+					t.Fatal(err)
+				}
+				r, err := Exact(ctx, Options{URL: s.URL("/bytes/300000"), Netns: s.Netns, Resolve: s.Resolve(), RootCAs: s.RootCAs, Tool: "test"})
+				s.Close()
+				cancel()
+				if err != nil {
+					t.Fatalf("attempt %d: %v", attempt, err)
+				}
+				var text strings.Builder
+				WriteExactText(&text, "lab", []*ExactResult{r})
+				t.Logf("attempt %d (%d datagrams held back): %s", attempt, r.Held, text.String())
+				if r.Held == 0 {
+					t.Fatalf("the probe held nothing back after the request")
+				}
+				timing = nil
+				switch r.Verdict {
+				case report.VerdictExact, report.VerdictRange:
+					if window < r.WindowBytes || window > r.WindowBytesMax {
+						t.Fatalf("window %d to %d bytes, the server's is %d", r.WindowBytes, r.WindowBytesMax, window)
+					}
+					if r.Verdict == report.VerdictExact {
+						return
+					}
+					timing = append(timing, "not exact: "+r.Reason)
+				case report.VerdictLowerBound:
+					if r.WindowBytes > window {
+						t.Fatalf("window at least %d bytes, the server's is %d", r.WindowBytes, window)
+					}
+					timing = append(timing, "a lower bound: "+r.Reason)
+				default:
+					timing = append(timing, r.Verdict+": "+r.Reason)
+				}
+			}
+			notCheckable += meter.Read().Check(t, timing)
+		})
+	}
+	meter.Read().SkipIfNotCheckable(t, notCheckable)
 }

@@ -46,6 +46,9 @@ type Options struct {
 	URL string
 	// Resolve maps "host:port" to an address (curl's --resolve); otherwise DNS.
 	Resolve map[string]netip.Addr
+	// Connect, when set, is the host:port to reach instead of the URL's (an
+	// alternative service, RFC 7838: the request and TLS name stay the URL's).
+	Connect string
 	// RootCAs verify the server's chain; the system's roots when nil.
 	RootCAs *x509.CertPool
 	// Insecure skips verifying the server's chain.
@@ -71,6 +74,11 @@ type Options struct {
 	// UserAgent of the request; a browser's by default.
 	UserAgent string
 	Tool      string
+
+	// exact holds back the datagrams after the request (Exact); onHandshake is told
+	// the handshake's duration.
+	exact       *exactState
+	onHandshake func(time.Duration)
 }
 
 // DefaultUserAgent is sent when Options.UserAgent is empty.
@@ -89,6 +97,19 @@ type Result struct {
 	// Status and BodyBytes of the response.
 	Status    int
 	BodyBytes int64
+	// Timeline is when each step of the fetch happened on the client.
+	Timeline Timeline
+}
+
+// Timeline holds the times of a fetch's steps on the client's monotonic clock, in
+// nanoseconds since the dial began (the client's first Initial about to leave); 0 for
+// a step not reached.
+type Timeline struct {
+	// HandshakeNs: the QUIC handshake (transport and TLS in one) was complete.
+	HandshakeNs int64
+	// FirstByteNs: the response's headers had arrived (its first bytes); LastByteNs:
+	// the body's last byte had been read.
+	FirstByteNs, LastByteNs int64
 }
 
 // Final returns the probe's connection.
@@ -110,6 +131,17 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 		port = "443"
 	}
 	host := u.Hostname()
+	urlHost := host
+	if opts.Connect != "" {
+		h, p, err := net.SplitHostPort(opts.Connect)
+		if err != nil {
+			return nil, fmt.Errorf("the address to connect to, %q, is not host:port: %w", opts.Connect, err)
+		}
+		if h != "" {
+			host = h
+		}
+		port = p
+	}
 	if opts.Timeout <= 0 {
 		opts.Timeout = 30 * time.Second
 	}
@@ -144,7 +176,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	if err != nil {
 		return nil, fmt.Errorf("opening a UDP socket: %w", err)
 	}
-	rec := &recordingConn{PacketConn: udp, udp: udp, remote: remote, kernelTimes: enableTimestamps(udp)}
+	rec := &recordingConn{PacketConn: udp, udp: udp, remote: remote, kernelTimes: enableTimestamps(udp), exact: opts.exact}
 	defer rec.Close()
 
 	var keys bytes.Buffer
@@ -160,7 +192,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	})
 	serverName := opts.ServerName
 	if serverName == "" {
-		serverName = host
+		serverName = urlHost
 	}
 	tlsConf := &tls.Config{
 		ServerName:         serverName,
@@ -184,16 +216,23 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 		Protocol: "HTTP/3", TLSVersion: "1.3", ServerName: serverName, DNSMs: dnsMs}
 	since := func(t time.Time) float64 { return float64(t.Sub(start).Nanoseconds()) / 1e6 }
 	var conn *quicgo.Conn
+	var dialStart time.Time
+	sinceDial := func() int64 { return time.Since(dialStart).Nanoseconds() }
+	var timeline Timeline
 	h3 := &http3.Transport{
 		TLSClientConfig: tlsConf,
 		QUICConfig:      quicConf,
 		Dial: func(ctx context.Context, _ string, tlsCfg *tls.Config, cfg *quicgo.Config) (*quicgo.Conn, error) {
-			dialStart := time.Now()
+			dialStart = time.Now()
 			c, err := transport.Dial(ctx, net.UDPAddrFromAddrPort(remote), tlsCfg, cfg)
 			if err != nil {
 				return nil, err
 			}
 			done := time.Now()
+			timeline.HandshakeNs = done.Sub(dialStart).Nanoseconds()
+			if opts.onHandshake != nil {
+				opts.onHandshake(done.Sub(dialStart))
+			}
 			conn = c
 			timing.ConnectAtMs, timing.ConnectMs = since(done), float64(done.Sub(dialStart).Nanoseconds())/1e6
 			tlsAt, tlsMs := timing.ConnectAtMs, timing.ConnectMs
@@ -224,6 +263,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	resp, fetchErr := h3.RoundTrip(req)
 	res := &Result{}
 	if fetchErr == nil {
+		timeline.FirstByteNs = sinceDial()
 		timing.FirstByteAtMs = since(time.Now())
 		res.Status = resp.StatusCode
 		timing.Status = resp.StatusCode
@@ -244,6 +284,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 			}
 		}
 		resp.Body.Close()
+		timeline.LastByteNs = sinceDial()
 		timing.LastByteAtMs = since(time.Now())
 		timing.BodyBytes = res.BodyBytes
 	}
@@ -255,6 +296,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	transport.Close()
 	rec.stop()
 
+	res.Timeline = timeline
 	res.Datagrams = rec.datagrams()
 	res.Trace = tr.Packets()
 	keysMu.Lock()
@@ -331,6 +373,8 @@ type recordingConn struct {
 	mu          sync.Mutex
 	records     []quicanalysis.Datagram
 	stopped     bool
+	// exact, when set, holds back the datagrams after the request (Exact).
+	exact *exactState
 }
 
 func (c *recordingConn) record(src, dst netip.AddrPort, b []byte, timeNs int64) {
@@ -361,10 +405,16 @@ func (c *recordingConn) ReadFrom(b []byte) (int, net.Addr, error) {
 		ts = kernelTimestamp(oob[:oobn])
 	}
 	c.record(unmapAP(addr), c.local(), b[:n], ts)
+	if c.exact != nil {
+		c.exact.received(b[:n])
+	}
 	return n, net.UDPAddrFromAddrPort(addr), nil
 }
 
 func (c *recordingConn) WriteTo(b []byte, addr net.Addr) (int, error) {
+	if c.exact != nil && c.exact.sending(b) {
+		return len(b), nil // held back: the server hears nothing more (Exact)
+	}
 	n, err := c.PacketConn.WriteTo(b, addr)
 	if err == nil {
 		if ua, ok := addr.(*net.UDPAddr); ok {
