@@ -131,6 +131,25 @@ func acquireFirewall(ctx context.Context, netnsPath string) (*firewall, []string
 	return fw, removed, nil
 }
 
+// Hold makes this process's table in the network namespace at netnsPath (the
+// process's own when empty) now, removing dead processes' tables there first,
+// and keeps it until release is called, however many measurements start and
+// end in between: a survey holds it for its whole life, so that one table
+// serves every measurement and none is made or removed midway. Release it once;
+// the last holder (a measurement or Hold) removes it.
+func Hold(ctx context.Context, netnsPath string) (release func() error, removed []string, err error) {
+	fw, removed, err := acquireFirewall(ctx, netnsPath)
+	if err != nil {
+		return nil, removed, err
+	}
+	var once sync.Once
+	return func() error {
+		var releaseErr error
+		once.Do(func() { releaseErr = fw.release() })
+		return releaseErr
+	}, removed, nil
+}
+
 // release gives the table back; the last user removes it.
 func (fw *firewall) release() error {
 	firewalls.mu.Lock()
