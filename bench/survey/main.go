@@ -71,6 +71,7 @@ func main() {
 		shardN      = flag.Int("shard-targets", 5000, "targets of the sharded comparison")
 		pause       = flag.Duration("pause", 200*time.Millisecond, "survey --pause")
 		seed        = flag.Uint64("seed", 1, "seed of the kill moments")
+		hold        = flag.Bool("hold", false, "only start the fleet, write the list, and keep them until Ctrl-C (for surveys by hand)")
 	)
 	flag.Parse()
 	if *binary == "" || *workDir == "" {
@@ -80,7 +81,8 @@ func main() {
 	ctx, stop := netlab.HandleSignals(context.Background())
 	defer stop()
 	ok, err := run(ctx, config{binary: *binary, work: *workDir, addresses: *addresses, paths: *paths, concurrency: *concurrency,
-		pageLoads: *pageLoads, exactRuns: *exactRuns, kills: *kills, shards: *shards, shardTargets: *shardN, pause: *pause, seed: *seed})
+		pageLoads: *pageLoads, exactRuns: *exactRuns, kills: *kills, shards: *shards, shardTargets: *shardN, pause: *pause, seed: *seed,
+		hold: *hold})
 	if closeErr := netlab.CloseAll(); closeErr != nil {
 		fmt.Fprintln(os.Stderr, "closing the fleet:", closeErr)
 		ok = false
@@ -102,6 +104,7 @@ type config struct {
 	exactRuns, kills, shards, shardTargets   int
 	pause                                    time.Duration
 	seed                                     uint64
+	hold                                     bool
 }
 
 func run(ctx context.Context, c config) (bool, error) {
@@ -153,6 +156,11 @@ func run(ctx context.Context, c config) (bool, error) {
 	}
 	fmt.Printf("list: %d targets (%d addresses × %d paths) in %s\n", len(lines), len(fleet.Servers), c.paths, listPath)
 
+	if c.hold {
+		fmt.Printf("holding the fleet: survey it with --netns %s; Ctrl-C ends\n", fleet.Vantage)
+		<-ctx.Done()
+		return true, nil
+	}
 	ok := true
 	args := func(list, store string, extra ...string) []string {
 		a := []string{"survey", list, "--netns", fleet.Vantage, "--out", store, "-k", "--concurrency", strconv.Itoa(c.concurrency),
