@@ -330,7 +330,12 @@ func (e *engine) work(ctx context.Context) {
 			return
 		}
 		e.progress.InFlight.Add(1)
-		row := e.measure(ctx, t)
+		var row Row
+		if e.opts.measure != nil {
+			row = e.opts.measure(ctx, t)
+		} else {
+			row = e.measure(ctx, t)
+		}
 		e.progress.InFlight.Add(-1)
 		e.sched.done(t)
 		if ctx.Err() != nil {

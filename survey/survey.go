@@ -134,6 +134,9 @@ type Options struct {
 	Progress *Progress
 	// Logger receives diagnostics; nil discards them.
 	Logger *slog.Logger
+
+	// measure replaces the measurements (tests of the engine).
+	measure func(ctx context.Context, t *task) Row
 }
 
 // Row is the outcome of one URL. Fields that were not measured, or could not
