@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/netip"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -400,7 +401,9 @@ func newSurveyMergeCommand() *cobra.Command {
 (survey --shard I/N), or surveys of one list from several vantage points
 (--vantage). A target is its vantage, its place in the list and its URL; one found
 in two stores is an error and nothing is written. SQLite stores must be of the same
-list, and a shard missing from the split is named. The stores may mix formats.`,
+list, and a shard missing from the split is named. The stores may mix formats. A
+directory stands for the stores in it (.db, .sqlite, .jsonl, .csv files, not its
+subdirectories).`,
 		Example: `  slowstart survey merge all.db shard-0.db shard-1.db shard-2.db shard-3.db
   slowstart survey merge all.jsonl /results/*.db`,
 		Args:        cobra.MinimumNArgs(2),
@@ -410,7 +413,14 @@ list, and a shard missing from the split is named. The stores may mix formats.`,
 			if err != nil {
 				return withCode(exitUsage, fmt.Errorf("--format: %w", err))
 			}
-			res, err := survey.Merge(args[0], f, args[1:])
+			inputs, err := expandStoreDirs(args[1:], args[0])
+			if err != nil {
+				return withCode(exitFile, err)
+			}
+			if err := os.MkdirAll(filepath.Dir(args[0]), 0o755); err != nil {
+				return withCode(exitFile, err)
+			}
+			res, err := survey.Merge(args[0], f, inputs)
 			if err != nil {
 				var de *survey.DuplicateError
 				if errors.As(err, &de) {
@@ -435,6 +445,41 @@ list, and a shard missing from the split is named. The stores may mix formats.`,
 	}
 	cmd.Flags().StringVar(&format, "format", "", "OUT's format: sqlite, jsonl or csv (default: by its extension, else sqlite)")
 	return cmd
+}
+
+// expandStoreDirs replaces each directory by the stores in it, sorted; out is
+// never one of them.
+func expandStoreDirs(paths []string, out string) ([]string, error) {
+	var inputs []string
+	for _, p := range paths {
+		st, err := os.Stat(p)
+		if err != nil {
+			return nil, fmt.Errorf("reading the store: %w", err)
+		}
+		if !st.IsDir() {
+			inputs = append(inputs, p)
+			continue
+		}
+		entries, err := os.ReadDir(p)
+		if err != nil {
+			return nil, err
+		}
+		found := 0
+		for _, e := range entries {
+			name := filepath.Join(p, e.Name())
+			switch strings.ToLower(filepath.Ext(e.Name())) {
+			case ".db", ".sqlite", ".sqlite3", ".jsonl", ".ndjson", ".csv":
+				if e.Type().IsRegular() && filepath.Clean(name) != filepath.Clean(out) {
+					inputs = append(inputs, name)
+					found++
+				}
+			}
+		}
+		if found == 0 {
+			return nil, fmt.Errorf("%s holds no store (.db, .sqlite, .jsonl, .csv)", p)
+		}
+	}
+	return inputs, nil
 }
 
 func newSurveyReportCommand() *cobra.Command {
