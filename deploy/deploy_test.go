@@ -34,13 +34,13 @@ type (
 		Spec       jobSpec    `yaml:"spec"`
 	}
 	jobSpec struct {
-		CompletionMode       string           `yaml:"completionMode"`
-		Completions          *int             `yaml:"completions"`
-		Parallelism          *int             `yaml:"parallelism"`
-		BackoffLimit         *int             `yaml:"backoffLimit"`
-		BackoffLimitPerIndex *int             `yaml:"backoffLimitPerIndex"`
+		CompletionMode       string            `yaml:"completionMode"`
+		Completions          *int              `yaml:"completions"`
+		Parallelism          *int              `yaml:"parallelism"`
+		BackoffLimit         *int              `yaml:"backoffLimit"`
+		BackoffLimitPerIndex *int              `yaml:"backoffLimitPerIndex"`
 		PodFailurePolicy     *podFailurePolicy `yaml:"podFailurePolicy"`
-		Template             podTemplate      `yaml:"template"`
+		Template             podTemplate       `yaml:"template"`
 	}
 	podFailurePolicy struct {
 		Rules []struct {
