@@ -448,19 +448,18 @@ func (e *engine) measure(ctx context.Context, t *task) Row {
 	if !o.NoPassive {
 		err := e.pageLoads.acquire(ctx)
 		if err == nil {
-			err = e.limits.waitConnections(ctx, 1)
-		}
-		if err == nil {
-			var res *probe.Result
-			res, err = probe.Run(ctx, probe.Options{URL: t.target.URL, Netns: netns, Resolve: resolve, RootCAs: roots,
-				Insecure: o.Insecure, Timeout: o.Timeout, Runs: 1, Tool: o.Tool, Logger: o.Logger})
-			e.pageLoads.release()
-			if res != nil {
-				fillPassive(&row, res)
-				if res.Report != nil {
-					row.packets += int(res.Report.Source.Packets)
+			if err = e.limits.waitConnections(ctx, 1); err == nil {
+				var res *probe.Result
+				res, err = probe.Run(ctx, probe.Options{URL: t.target.URL, Netns: netns, Resolve: resolve, RootCAs: roots,
+					Insecure: o.Insecure, Timeout: o.Timeout, Runs: 1, Tool: o.Tool, Logger: o.Logger})
+				if res != nil {
+					fillPassive(&row, res)
+					if res.Report != nil {
+						row.packets += int(res.Report.Source.Packets)
+					}
 				}
 			}
+			e.pageLoads.release()
 		}
 		if err != nil {
 			row.PassiveErr, row.PassiveError = err, oneLine(err)
