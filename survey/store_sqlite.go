@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync/atomic"
 
 	// The pure-Go SQLite driver: no cgo, so the binary stays static.
 	_ "modernc.org/sqlite"
@@ -23,7 +24,7 @@ type sqliteStore struct {
 	insert *sql.Stmt
 	done   *sql.Stmt
 	meta   StoreMeta
-	rows   int
+	rows   atomic.Int64
 }
 
 func sqliteSchema() string {
@@ -91,9 +92,11 @@ func openSQLiteStore(path string, meta StoreMeta) (_ *sqliteStore, err error) {
 		}
 		s.meta = meta
 	}
-	if err := db.QueryRow(`SELECT count(*) FROM rows`).Scan(&s.rows); err != nil {
+	var count int64
+	if err := db.QueryRow(`SELECT count(*) FROM rows`).Scan(&count); err != nil {
 		return nil, fmt.Errorf("reading the store %s: %w", path, err)
 	}
+	s.rows.Store(count)
 	names := make([]string, len(columns))
 	marks := make([]string, len(columns))
 	for i, c := range columns {
@@ -145,7 +148,7 @@ func (s *sqliteStore) Write(r Row) error {
 	if _, err := insert.Exec(values...); err != nil {
 		return err
 	}
-	s.rows++
+	s.rows.Add(1)
 	return nil
 }
 
@@ -172,7 +175,7 @@ func (s *sqliteStore) Done(t Target) (bool, error) {
 	return err == nil, err
 }
 
-func (s *sqliteStore) Rows() int       { return s.rows }
+func (s *sqliteStore) Rows() int       { return int(s.rows.Load()) }
 func (s *sqliteStore) Meta() StoreMeta { return s.meta }
 
 func (s *sqliteStore) Close() error {

@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"slices"
+	"sync"
 )
 
 // lineStore appends rows to a text file, one line each (JSONL or CSV), written
@@ -17,12 +18,15 @@ import (
 // most one cut line, which opening the store again removes. The keys of the
 // rows are held in memory (about 100 bytes a row), for Done.
 type lineStore struct {
+	mu     sync.Mutex // Write and Done come from different goroutines
 	f      *os.File
 	keys   map[string]struct{}
 	encode func(*Row) ([]byte, error)
 }
 
 func (s *lineStore) Write(r Row) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	if s.f == nil {
 		return errStoreClosed
 	}
@@ -42,14 +46,22 @@ func (s *lineStore) Write(r Row) error {
 }
 
 func (s *lineStore) Done(t Target) (bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	_, ok := s.keys[keyOf(t.Index, t.URL)]
 	return ok, nil
 }
 
-func (s *lineStore) Rows() int       { return len(s.keys) }
+func (s *lineStore) Rows() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.keys)
+}
 func (s *lineStore) Meta() StoreMeta { return StoreMeta{} }
 
 func (s *lineStore) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	if s.f == nil {
 		return nil
 	}

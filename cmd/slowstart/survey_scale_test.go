@@ -89,7 +89,34 @@ func TestSurveyKilledResumedSharded(t *testing.T) {
 				}
 			}()
 		}
+		// While it runs, the vantage holds at most one exact table: the survey's.
+		sampled := make(chan int, 1)
+		exited := make(chan struct{})
+		go func() {
+			most := 0
+			tick := time.NewTicker(50 * time.Millisecond)
+			defer tick.Stop()
+			for {
+				select {
+				case <-tick.C:
+					if tables, err := exactTablesIn(fleet.Vantage); err == nil {
+						most = max(most, len(tables))
+					}
+				case <-exited:
+					sampled <- most
+					return
+				case <-ctx.Done():
+					sampled <- most
+					return
+				}
+			}
+		}()
 		err := cmd.Wait()
+		close(exited)
+		most := <-sampled
+		if most > 1 {
+			t.Errorf("run %d: %d exact tables at once in the vantage, want the survey's one", attempt+1, most)
+		}
 		wasKilled := false
 		if kills < 3 {
 			wasKilled = <-killed && cmd.ProcessState.ExitCode() == -1
@@ -101,6 +128,9 @@ func TestSurveyKilledResumedSharded(t *testing.T) {
 		}
 		if err != nil {
 			t.Fatalf("survey run %d: %v\n%s", attempt+1, err, out.String())
+		}
+		if most != 1 {
+			t.Errorf("the survey that ran to its end had %d exact tables at most, want its one", most)
 		}
 		if !strings.Contains(out.String(), "Exact initial window") {
 			t.Errorf("no summary at the end:\n%s", out.String())
