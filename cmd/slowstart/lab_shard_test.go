@@ -1,6 +1,9 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/slowstart/slowstart/lab"
@@ -44,5 +47,46 @@ func TestShardJobs(t *testing.T) {
 	}
 	if got := shardJobs(jobs, survey.Shard{}); len(got) != len(jobs) {
 		t.Errorf("no shard: %d of %d jobs", len(got), len(jobs))
+	}
+}
+
+// TestLabSweepMerge joins two shards' results into one sweep's, and refuses
+// shards that overlap.
+func TestLabSweepMerge(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name string, trials ...int) string {
+		d := filepath.Join(dir, name)
+		w, err := lab.OpenJSONL(filepath.Join(d, "results.jsonl"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, trial := range trials {
+			if err := w.Write(lab.Row{Point: "rtt70-iw10", IW: 10, TrialResult: lab.TrialResult{Trial: trial, FCTUserMs: float64(100 + trial)}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		w.Close()
+		return d
+	}
+	a, b := write("a", 1, 3), write("b", 2, 4)
+	out := filepath.Join(dir, "all")
+	if code, stdout, errOut := runCLI(t, "lab", "sweep", "merge", out, a, b); code != exitOK || !strings.Contains(stdout, "4 trials from 2 sweeps") {
+		t.Fatalf("merge: exit %d, %q %q", code, stdout, errOut)
+	}
+	rows, err := lab.ReadRows(filepath.Join(out, "results.jsonl"))
+	if err != nil || len(rows) != 4 {
+		t.Fatalf("%d merged rows, %v", len(rows), err)
+	}
+	for i, r := range rows {
+		if r.Trial != i+1 || r.FCTUserMs != float64(101+i) {
+			t.Errorf("row %d: trial %d, FCT %v", i, r.Trial, r.FCTUserMs)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(out, "results.csv")); err != nil {
+		t.Error("no results.csv")
+	}
+	c := write("c", 3)
+	if code, _, errOut := runCLI(t, "lab", "sweep", "merge", filepath.Join(dir, "again"), a, c); code != exitFailure || !strings.Contains(errOut, "rtt70-iw10#3") {
+		t.Errorf("overlapping shards: exit %d, %q", code, errOut)
 	}
 }
