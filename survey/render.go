@@ -14,66 +14,22 @@ import (
 	"github.com/slowstart/slowstart/report"
 )
 
-// column is one CSV column: its name (the JSON key of the same value) and how
-// a row's cell reads.
-type column struct {
-	name string
-	cell func(*Row) string
-}
-
-// csvColumns are the CSV columns, in order.
-var csvColumns = []column{
-	{"index", func(r *Row) string { return strconv.Itoa(r.Index) }},
-	{"line", func(r *Row) string { return intCell(r.Line) }},
-	{"label", func(r *Row) string { return r.Label }},
-	{"url", func(r *Row) string { return r.URL }},
-	{"exact_phase", func(r *Row) string { return r.ExactPhase }},
-	{"exact_verdict", func(r *Row) string { return r.ExactVerdict }},
-	{"exact_iw_segments", func(r *Row) string { return optInt(r.ExactIWSegments) }},
-	{"exact_iw_bytes", func(r *Row) string { return optInt(r.ExactIWBytes) }},
-	{"exact_outcomes", func(r *Row) string { return strings.Join(r.ExactOutcomes, " ") }},
-	{"passive_verdict", func(r *Row) string { return r.PassiveVerdict }},
-	{"passive_iw_segments", func(r *Row) string { return optInt(r.PassiveIWSegments) }},
-	{"first_round_bytes", func(r *Row) string { return optInt(r.FirstRoundBytes) }},
-	{"tls_flight_bytes", func(r *Row) string { return optInt(r.TLSFlightBytes) }},
-	{"tls_round_trips", func(r *Row) string { return optInt(r.TLSRoundTrips) }},
-	{"round_trips", func(r *Row) string { return optInt(r.RoundTrips) }},
-	{"handshake_rtt_ms", func(r *Row) string { return optFloat(r.HandshakeRTTMs) }},
-	{"mss", func(r *Row) string { return optInt(r.MSS) }},
-	{"status", func(r *Row) string { return optInt(r.Status) }},
-	{"protocol", func(r *Row) string { return r.Protocol }},
-	{"body_bytes", func(r *Row) string {
-		if r.BodyBytes == nil {
-			return ""
-		}
-		return strconv.FormatInt(*r.BodyBytes, 10)
-	}},
-	{"last_byte_ms", func(r *Row) string { return optFloat(r.LastByteMs) }},
-	{"final_url", func(r *Row) string { return r.FinalURL }},
-	{"duration_ms", func(r *Row) string { return strconv.FormatFloat(r.DurationMs, 'f', 1, 64) }},
-	{"error", func(r *Row) string { return r.Error }},
-}
-
-// CSVHeader returns the names of the CSV columns.
-func CSVHeader() []string {
-	names := make([]string, len(csvColumns))
-	for i, c := range csvColumns {
-		names[i] = c.name
-	}
-	return names
-}
-
 // WriteCSV writes a header and one line per row (RFC 4180). Unknown values are
-// empty cells; sizes are bytes, times milliseconds.
+// empty cells; sizes are bytes, times milliseconds. The columns are those of
+// CSVHeader, named after the JSON keys.
 func WriteCSV(w io.Writer, res *Result) error {
 	cw := csv.NewWriter(w)
 	if err := cw.Write(CSVHeader()); err != nil {
 		return err
 	}
-	record := make([]string, len(csvColumns))
+	record := make([]string, len(columns))
 	for i := range res.Rows {
-		for j, c := range csvColumns {
-			record[j] = c.cell(&res.Rows[i])
+		values, err := rowValues(&res.Rows[i])
+		if err != nil {
+			return err
+		}
+		for j, c := range columns {
+			record[j] = cellText(c, values[j])
 		}
 		if err := cw.Write(record); err != nil {
 			return err
@@ -159,6 +115,9 @@ func passiveIWText(r *Row) string {
 	switch {
 	case r.PassiveIWSegments != nil && r.PassiveVerdict == report.VerdictExact:
 		return strconv.Itoa(*r.PassiveIWSegments)
+	case r.PassiveIWSegments != nil && r.PassiveVerdict == report.VerdictRange && r.PassiveIWSegmentsMax != nil:
+		// Either end may be the window: never one end alone.
+		return fmt.Sprintf("%d-%d", *r.PassiveIWSegments, *r.PassiveIWSegmentsMax)
 	case r.PassiveIWSegments != nil:
 		return "≥ " + strconv.Itoa(*r.PassiveIWSegments)
 	}
@@ -201,13 +160,6 @@ func msText(v *float64) string {
 		return "-"
 	}
 	return fmt.Sprintf("%.1f ms", *v)
-}
-
-func intCell(n int) string {
-	if n == 0 {
-		return ""
-	}
-	return strconv.Itoa(n)
 }
 
 func optInt(n *int) string {

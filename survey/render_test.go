@@ -140,87 +140,14 @@ func TestWriteJSON(t *testing.T) {
 	}
 }
 
-// omittable are the string keys JSON leaves out when empty.
+// omittable are the keys JSON leaves out when empty (omitempty in Row's tags).
 func omittable(name string) bool {
-	switch name {
-	case "line", "exact_phase", "exact_verdict", "exact_outcomes", "passive_verdict", "protocol", "final_url", "error":
-		return true
+	rt := reflect.TypeFor[Row]()
+	for i := range rt.NumField() {
+		tag := rt.Field(i).Tag.Get("json")
+		if key, opts, _ := strings.Cut(tag, ","); key == name {
+			return strings.Contains(opts, "omitempty")
+		}
 	}
 	return false
-}
-
-func TestWriteText(t *testing.T) {
-	var b strings.Builder
-	if err := WriteText(&b, sampleResult()); err != nil {
-		t.Fatal(err)
-	}
-	out := b.String()
-	lines := strings.Split(out, "\n")
-	if !strings.HasPrefix(lines[0], "LABEL") || !strings.Contains(lines[0], "IW (EXACT)") || !strings.Contains(lines[0], "ERROR") {
-		t.Errorf("header %q", lines[0])
-	}
-	for _, c := range []struct {
-		line  int
-		cells []string
-	}{
-		{1, []string{"provider-a", "https://a.example/", "10", "520 B", "exact", "≥ 4", "14.5 KB", "4.3 KB", "6 (2)", "130.2 ms"}},
-		{2, []string{"-", "http://b.example/x", "≥ 7", "364 B", "lower_bound", "10", "3"}},
-		{3, []string{"broken", "https://c.example/", "exact: look up c.example"}},
-	} {
-		for _, cell := range c.cells {
-			if !strings.Contains(lines[c.line], cell) {
-				t.Errorf("line %d lacks %q: %q", c.line, cell, lines[c.line])
-			}
-		}
-	}
-	// The columns line up: every row's URL starts where the header's does.
-	at := strings.Index(lines[0], "URL")
-	for i := 1; i <= 3; i++ {
-		if got := strings.Index(lines[i], "://") - len("https"); got != at && got+1 != at {
-			t.Errorf("line %d: URL at %d, header at %d", i, got, at)
-		}
-	}
-	if !strings.Contains(out, "3 URLs measured, 1 with errors.") {
-		t.Errorf("no summary line:\n%s", out)
-	}
-
-	// Without the exact measurement, its columns are gone.
-	res := sampleResult()
-	res.Settings.Exact = false
-	b.Reset()
-	if err := WriteText(&b, res); err != nil {
-		t.Fatal(err)
-	}
-	if strings.Contains(b.String(), "IW (EXACT)") || !strings.Contains(b.String(), "IW (PAGE LOAD)") {
-		t.Errorf("--no-exact table:\n%s", b.String())
-	}
-}
-
-// TestWriteTextEscapesControls: a label, URL or error holding control characters
-// (a list's, a server's) reaches the terminal as visible escapes, never as
-// sequences that move the cursor or fake a line; CSV keeps the data as it was.
-func TestWriteTextEscapesControls(t *testing.T) {
-	res := sampleResult()
-	res.Rows[0].Label = "evil\x1b[2J\x1b[H"
-	res.Rows[0].Error = "passive: server said \x1b]0;pwned\x07\nIW 100"
-	var b bytes.Buffer
-	if err := WriteText(&b, res); err != nil {
-		t.Fatal(err)
-	}
-	out := b.String()
-	for _, c := range []string{"\x1b", "\x07", "\nIW 100"} {
-		if strings.Contains(out, c) {
-			t.Errorf("the table holds %q raw:\n%s", c, out)
-		}
-	}
-	if !strings.Contains(out, `evil\x1b[2J\x1b[H`) || !strings.Contains(out, `\x1b]0;pwned\x07\nIW 100`) {
-		t.Errorf("the escapes are not shown:\n%s", out)
-	}
-	b.Reset()
-	if err := WriteCSV(&b, res); err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(b.String(), "evil\x1b[2J") {
-		t.Errorf("CSV does not keep the label as it was")
-	}
 }

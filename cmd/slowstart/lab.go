@@ -17,6 +17,7 @@ import (
 	"github.com/slowstart/slowstart/internal/hoststeal"
 	"github.com/slowstart/slowstart/lab"
 	"github.com/slowstart/slowstart/lab/netlab"
+	"github.com/slowstart/slowstart/survey"
 	"github.com/slowstart/slowstart/units"
 )
 
@@ -470,7 +471,7 @@ library's (quic-go: 32 packets of 1,280 bytes).
 
 func newLabSweepCommand() *cobra.Command {
 	var f pathFlags
-	var out string
+	var out, shard string
 	cmd := &cobra.Command{
 		Use:   "sweep",
 		Short: "Run a grid of points (lists of RTT, rate, IW, size, loss), resumable",
@@ -491,6 +492,12 @@ again to resume an interrupted sweep: trials already in results.jsonl are skippe
 			if err != nil {
 				return withCode(exitUsage, err)
 			}
+			var part survey.Shard
+			if shard != "" {
+				if part, err = survey.ParseShard(shard); err != nil {
+					return withCode(exitUsage, fmt.Errorf("--shard: %w", err))
+				}
+			}
 			if err := checkOutputDir("out", out); err != nil {
 				return err
 			}
@@ -509,12 +516,13 @@ again to resume an interrupted sweep: trials already in results.jsonl are skippe
 			}
 			done := lab.DoneKeys(previous)
 			var todo []lab.Job
-			for _, j := range f.jobs(specs) {
+			jobs := shardJobs(f.jobs(specs), part)
+			for _, j := range jobs {
 				if !done[j.Key()] {
 					todo = append(todo, j)
 				}
 			}
-			if skipped := len(f.jobs(specs)) - len(todo); skipped > 0 {
+			if skipped := len(jobs) - len(todo); skipped > 0 {
 				fmt.Fprintf(cmd.ErrOrStderr(), "resuming: %d of %d trials already done in %s\n", skipped, skipped+len(todo), jsonl)
 			}
 			w, err := lab.OpenJSONL(jsonl)
@@ -570,6 +578,8 @@ again to resume an interrupted sweep: trials already in results.jsonl are skippe
 	}
 	f.register(cmd, true)
 	cmd.Flags().StringVar(&out, "out", "", "directory for results.jsonl and results.csv (required)")
+	cmd.Flags().StringVar(&shard, "shard", "", "run one of N disjoint parts of the grid: I/N, I from 0 to N-1")
+	cmd.AddCommand(newLabSweepMergeCommand())
 	return cmd
 }
 

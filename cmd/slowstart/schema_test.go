@@ -211,6 +211,9 @@ func TestJSONOutputsFollowTheirSchemas(t *testing.T) {
 	resolve := fmt.Sprintf("%s:%d:%s", probe.LabServerName, s.Addr.Port(), s.Addr.Addr())
 	list := writeSurveyList(t, "lab "+s.URL("/bytes/100000"), "closed http://"+s.Addr.Addr().String()+":81/")
 	check("survey", "survey --json", "survey", "--json", "--exact-runs", "1", "--insecure", "--netns", s.Netns, "--resolve", resolve, list)
+	surveyStore := filepath.Join(dir, "survey.db")
+	check("survey-summary", "survey --out --json", "survey", "--json", "--exact-runs", "1", "--insecure", "--netns", s.Netns, "--resolve", resolve, "--out", surveyStore, list)
+	check("survey-summary", "survey report --json", "survey", "report", "--json", surveyStore)
 	check("exact", "probe --exact --json", "probe", "--exact", "--exact-runs", "2", "--netns", s.Netns, "--resolve", resolve, "--json", s.URL("/bytes/100000"))
 
 	// tune show, apply and revert in a namespace of the test's.

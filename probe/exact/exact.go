@@ -109,6 +109,9 @@ type Options struct {
 	// request (default DefaultMaxWait). The wait is 1 s + 6 handshake RTTs, at
 	// most this.
 	MaxWait time.Duration
+	// Pause is waited between one run's end and the next run's connection, to
+	// spare a server many connections in a row (a survey's politeness); 0: none.
+	Pause time.Duration
 	// Logger receives diagnostics; nil discards them.
 	Logger *slog.Logger
 }
@@ -176,6 +179,8 @@ type Run struct {
 	Local                 string  `json:"local"`                 // ip:port of this side
 	Reason                string  `json:"reason"`                // a sentence for people
 	Error                 string  `json:"error,omitempty"`       // why the run could not measure
+	// Packets counts the connection's packets the capture saw, both ways.
+	Packets int `json:"packets"`
 }
 
 // target is a parsed URL.
@@ -206,7 +211,7 @@ func (o Options) normalized() (Options, target, error) {
 	if o.MaxWait == 0 {
 		o.MaxWait = DefaultMaxWait
 	}
-	if o.Timeout < 0 || o.MaxWait < 0 {
+	if o.Timeout < 0 || o.MaxWait < 0 || o.Pause < 0 {
 		return o, target{}, errors.New("timeouts must be positive")
 	}
 	switch o.TLSVersion {

@@ -83,23 +83,40 @@ func tableName(pid int) string { return TablePrefix + strconv.Itoa(pid) }
 // openNftables returns a connection to nf_tables in the namespace at netnsPath
 // (the process's own when empty) and a function that releases it.
 func openNftables(netnsPath string) (*nftables.Conn, func(), error) {
+	return openNftablesConn(netnsPath, false)
+}
+
+// openNftablesConn is openNftables; a lasting connection keeps one netlink
+// socket for all its batches (the firewall's, which sends a few per
+// measurement) instead of opening one, in the namespace, per batch.
+func openNftablesConn(netnsPath string, lasting bool) (*nftables.Conn, func(), error) {
+	var opts []nftables.ConnOption
+	if lasting {
+		opts = append(opts, nftables.AsLasting())
+	}
 	if netnsPath == "" {
-		conn, err := nftables.New()
+		conn, err := nftables.New(opts...)
 		if err != nil {
 			return nil, nil, fmt.Errorf("open nf_tables: %w", err)
 		}
-		return conn, func() {}, nil
+		return conn, func() { closeLasting(conn, lasting) }, nil
 	}
 	handle, err := netns.GetFromPath(netnsPath)
 	if err != nil {
 		return nil, nil, fmt.Errorf("open network namespace %s (see ip netns list): %w", netnsPath, err)
 	}
-	conn, err := nftables.New(nftables.WithNetNSFd(int(handle)))
+	conn, err := nftables.New(append(opts, nftables.WithNetNSFd(int(handle)))...)
 	if err != nil {
 		handle.Close()
 		return nil, nil, fmt.Errorf("open nf_tables in %s: %w", netnsPath, err)
 	}
-	return conn, func() { handle.Close() }, nil
+	return conn, func() { closeLasting(conn, lasting); handle.Close() }, nil
+}
+
+func closeLasting(conn *nftables.Conn, lasting bool) {
+	if lasting {
+		conn.CloseLasting()
+	}
 }
 
 // acquireFirewall returns this process's table in the namespace, making it (after
@@ -112,7 +129,7 @@ func acquireFirewall(ctx context.Context, netnsPath string) (*firewall, []string
 		fw.users++
 		return fw, nil, nil
 	}
-	conn, closeNs, err := openNftables(netnsPath)
+	conn, closeNs, err := openNftablesConn(netnsPath, true)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -129,6 +146,25 @@ func acquireFirewall(ctx context.Context, netnsPath string) (*firewall, []string
 	fw.netnsPath, fw.closeNs, fw.users = netnsPath, closeNs, 1
 	firewalls.byNetns[netnsPath] = fw
 	return fw, removed, nil
+}
+
+// Hold makes this process's table in the network namespace at netnsPath (the
+// process's own when empty) now, removing dead processes' tables there first,
+// and keeps it until release is called, however many measurements start and
+// end in between: a survey holds it for its whole life, so that one table
+// serves every measurement and none is made or removed midway. Release it once;
+// the last holder (a measurement or Hold) removes it.
+func Hold(ctx context.Context, netnsPath string) (release func() error, removed []string, err error) {
+	fw, removed, err := acquireFirewall(ctx, netnsPath)
+	if err != nil {
+		return nil, removed, err
+	}
+	var once sync.Once
+	return func() error {
+		var releaseErr error
+		once.Do(func() { releaseErr = fw.release() })
+		return releaseErr
+	}, removed, nil
 }
 
 // release gives the table back; the last user removes it.
@@ -362,18 +398,19 @@ func (c *connectionRules) holdACKs(ttl time.Duration) error {
 	return nil
 }
 
-// remove deletes the connection's elements (gone already is no error).
+// remove deletes the connection's elements (gone already is no error), in one
+// netlink batch.
 func (c *connectionRules) remove() error {
-	var errs []error
+	var sets []*nftables.Set
 	if c.inHold {
-		errs = append(errs, c.fw.deleteElement(c.fw.holdSet(c.ipv6), c.key))
+		sets = append(sets, c.fw.holdSet(c.ipv6))
 		c.inHold = false
 	}
 	if c.inMSS {
-		errs = append(errs, c.fw.deleteElement(c.fw.mssMap(c.ipv6), c.key))
+		sets = append(sets, c.fw.mssMap(c.ipv6))
 		c.inMSS = false
 	}
-	if err := errors.Join(errs...); err != nil {
+	if err := c.fw.deleteElements(sets, c.key); err != nil {
 		return fmt.Errorf("remove the connection to %s from nftables table %s (its elements expire by themselves): %w", c.name, c.fw.table.Name, err)
 	}
 	return nil
@@ -400,16 +437,37 @@ func (fw *firewall) addElement(set *nftables.Set, element nftables.SetElement) e
 	return err
 }
 
-func (fw *firewall) deleteElement(set *nftables.Set, key []byte) error {
+// deleteElements deletes the key from each set, in one batch. A batch that
+// fails (an element gone already: ENOENT) is applied not at all, so each set
+// is then tried alone.
+func (fw *firewall) deleteElements(sets []*nftables.Set, key []byte) error {
+	if len(sets) == 0 {
+		return nil
+	}
 	fw.mu.Lock()
 	defer fw.mu.Unlock()
-	if err := fw.conn.SetDeleteElements(set, []nftables.SetElement{{Key: key}}); err != nil {
+	for _, set := range sets {
+		if err := fw.conn.SetDeleteElements(set, []nftables.SetElement{{Key: key}}); err != nil {
+			return err
+		}
+	}
+	err := fw.conn.Flush()
+	if err == nil || !errors.Is(err, unix.ENOENT) || len(sets) == 1 {
+		if errors.Is(err, unix.ENOENT) {
+			return nil
+		}
 		return err
 	}
-	if err := fw.conn.Flush(); err != nil && !errors.Is(err, unix.ENOENT) {
-		return err
+	var errs []error
+	for _, set := range sets {
+		if err := fw.conn.SetDeleteElements(set, []nftables.SetElement{{Key: key}}); err != nil {
+			return err
+		}
+		if err := fw.conn.Flush(); err != nil && !errors.Is(err, unix.ENOENT) {
+			errs = append(errs, err)
+		}
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // remove deletes the table with its chain, rules and sets.

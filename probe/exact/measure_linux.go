@@ -66,6 +66,13 @@ func Measure(ctx context.Context, opts Options) (_ *Result, err error) {
 		res.Phase = PhaseTLS
 	}
 	for i := 1; i <= opts.Runs; i++ {
+		if i > 1 && opts.Pause > 0 {
+			select {
+			case <-time.After(opts.Pause):
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		}
 		run, err := measureRun(ctx, opts, fw, tgt, remote, iface, res.Phase)
 		if err != nil {
 			return nil, fmt.Errorf("run %d of %s: %w", i, opts.URL, err)

@@ -22,3 +22,8 @@ func Clean(ctx context.Context) error { return errNeedsLinux }
 func CleanNamespace(ctx context.Context, netnsPath string) ([]string, error) {
 	return nil, errNeedsLinux
 }
+
+// Hold fails: the exact measurement needs Linux.
+func Hold(ctx context.Context, netnsPath string) (release func() error, removed []string, err error) {
+	return nil, nil, errNeedsLinux
+}

@@ -55,6 +55,8 @@ type tracker struct {
 	handshakeSeen chan struct{}
 	// serverClock reads the server's TCP timestamps as time on the server.
 	serverClock tcpflow.SenderClock
+	// packets counts the connection's packets, both ways.
+	packets int
 }
 
 type serverSegment struct {
@@ -124,9 +126,11 @@ func (t *tracker) add(p *capture.Packet) {
 		if p.Dst.Unmap() != t.remote || p.DstPort != t.remotePort || p.SrcPort != t.localPort {
 			return
 		}
+		t.packets++
 		t.addClient(p)
 		return
 	}
+	t.packets++
 	switch {
 	case p.Has(capture.FlagSYN | capture.FlagACK):
 		t.synAckCount++
@@ -254,7 +258,7 @@ type classifyInput struct {
 func (t *tracker) classify(in classifyInput) Run {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	run := Run{ServerMSS: t.serverMSS, ReceiveWindowBytes: t.windowAtFirstDataBytes}
+	run := Run{ServerMSS: t.serverMSS, ReceiveWindowBytes: t.windowAtFirstDataBytes, Packets: t.packets}
 	if in.flightBytes >= 0 {
 		run.FlightBytes = int(in.flightBytes)
 	}
