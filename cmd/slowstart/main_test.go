@@ -105,7 +105,7 @@ func TestAnalyzeErrors(t *testing.T) {
 		{"missing file", []string{"analyze", filepath.Join(dir, "nope.pcap")}, exitFile, "no such file"},
 		{"empty file", []string{"analyze", empty}, exitFile, "empty"},
 		{"not a capture", []string{"analyze", text}, exitFile, "not a pcap or pcapng file"},
-		{"no argument", []string{"analyze"}, exitUsage, "accepts 1 arg"},
+		{"no argument", []string{"analyze"}, exitUsage, "requires at least 1 arg"},
 		{"unknown flag", []string{"analyze", "--bogus", iw3Capture}, exitUsage, "unknown flag"},
 		{"bad server", []string{"analyze", "--server", "example.com:80", iw3Capture}, exitUsage, "not an IP address"},
 		{"unknown verb", []string{"frobnicate"}, exitUsage, "unknown command"},
