@@ -295,9 +295,9 @@ func paddedPNG(size int64, random *rand.Rand) []byte {
 	}
 	var b bytes.Buffer
 	b.WriteString("\x89PNG\r\n\x1a\n")
-	chunk(&b, "IHDR", []byte{0, 0, 0, 1, 0, 0, 0, 1, 8, 0, 0, 0, 0})              // 1×1, grey, 8 bits
+	chunk(&b, "IHDR", []byte{0, 0, 0, 1, 0, 0, 0, 1, 8, 0, 0, 0, 0})                      // 1×1, grey, 8 bits
 	chunk(&b, "IDAT", []byte{0x78, 0x9c, 0x63, 0x60, 0x00, 0x00, 0x00, 0x02, 0x00, 0x01}) // one zero byte, zlib
-	fixed := int64(b.Len()) + 12 + 12                                                // the padding chunk's and IEND's framing
+	fixed := int64(b.Len()) + 12 + 12                                                     // the padding chunk's and IEND's framing
 	padding := make([]byte, max(size-fixed, 0))
 	for k := range padding {
 		padding[k] = byte(random.Uint32())
