@@ -37,6 +37,25 @@ func NewHandler(rep *report.Report, opts HandlerOptions) (http.Handler, error) {
 	return secure(mux, opts), nil
 }
 
+// NewPageHandler serves the view of a page load (see WritePageHTML) as NewHandler
+// does, with the page load at "/api/page".
+func NewPageHandler(rep *report.Report, page any, opts HandlerOptions) (http.Handler, error) {
+	data, err := marshalPage(page)
+	if err != nil {
+		return nil, err
+	}
+	mux, err := newMux(rep)
+	if err != nil {
+		return nil, err
+	}
+	mux.HandleFunc("GET /api/page", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Cache-Control", "no-store")
+		_, _ = w.Write(data)
+	})
+	return secure(mux, opts), nil
+}
+
 // newMux routes the page, the assets and the Report.
 func newMux(rep *report.Report) (*http.ServeMux, error) {
 	data, err := marshalReport(rep)

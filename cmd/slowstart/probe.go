@@ -33,6 +33,7 @@ func newProbeCommand() *cobra.Command {
 		htmlOut               string
 		exactMSS, exactRuns   int
 		http3                 bool
+		browserFlags          browserFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "probe [URL]",
@@ -52,6 +53,12 @@ With no URL it runs the built-in demo: a far-away server (RTT 130 ms, 15 Mbit/s)
 emulated on this machine with IW 3, 10 and 32, each serving a 160 KB page over
 TLS 1.2 with a 6.9 KB certificate chain, probed side by side.
 
+--browser loads the whole page in headless Chromium instead (Debian's
+chromium) as a first visit, with its TLS secrets and a capture of all its
+connections: every connection, every request on its connection with its rounds,
+and the critical path to the first render in round trips, with what would save
+them (docs/browser.md).
+
 A live capture needs CAP_NET_RAW (run with sudo, or once:
 sudo setcap cap_net_raw,cap_net_admin+ep $(which slowstart)); the demo and
 --netns need root.`,
@@ -62,7 +69,8 @@ sudo setcap cap_net_raw,cap_net_admin+ep $(which slowstart)); the demo and
   sudo slowstart probe https://example.com/ --tls 1.2 --http1.1 --pcap page.pcap --keylog keys.txt
   sudo slowstart probe --exact http://example.com/a-long-path-that-gives-a-404
   sudo slowstart probe --exact https://example.com/       # the TLS flight, 3 runs
-  sudo slowstart probe https://www.example.com/ --resolve www.example.com:443:192.0.2.7`,
+  sudo slowstart probe https://www.example.com/ --resolve www.example.com:443:192.0.2.7
+  sudo slowstart probe --browser https://example.com/ --har page.har   # the whole page in Chromium`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var err error
@@ -76,7 +84,15 @@ sudo setcap cap_net_raw,cap_net_admin+ep $(which slowstart)); the demo and
 			}
 			cleanStaleExact(cmd, netns)
 			if len(args) == 0 {
+				if browserFlags.browser {
+					return withCode(exitUsage, errors.New("--browser needs a URL (with no URL, probe runs the demo, which loads its page in Chromium by itself)"))
+				}
 				return runDemo(cmd, asJSON, htmlOut)
+			}
+			if browserFlags.browser {
+				return runBrowser(cmd, args[0], browserRun{flags: browserFlags, asJSON: asJSON, htmlOut: htmlOut, netns: netns, iface: iface,
+					resolves: resolves, insecure: insecure, http1: http1, http3: http3, userAgent: userAgent, timeout: timeout,
+					pcapPath: pcapPath, keylogPath: keylogPath})
 			}
 			if http3 {
 				return runHTTP3(cmd, args[0], http3Options{asJSON: asJSON, exact: exactMode, resolves: resolves, insecure: insecure,
@@ -168,6 +184,7 @@ sudo setcap cap_net_raw,cap_net_admin+ep $(which slowstart)); the demo and
 	fl.BoolVar(&afterHS, "after-handshake", false, "with --exact over https://: complete the TLS handshake, then count the HTTP response (the window after the handshake, not the IW)")
 	fl.BoolVar(&http3, "http3", false, "fetch over HTTP/3 (QUIC) instead: the handshake's round trips, the amplification limit, the server's first flight and initial window (docs/quic.md)")
 	fl.StringVar(&keylogPath, "keylog", "", "append the TLS secrets to this file (SSLKEYLOGFILE format), so Wireshark can decrypt the pcap")
+	browserFlags.register(cmd)
 	return cmd
 }
 
