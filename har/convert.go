@@ -109,15 +109,16 @@ func timings(r pageload.PageRequest) (Timings, float64) {
 		t.Connect = round3(*ce - *cs)
 		at = *ce
 	}
+	t.Send = 0
 	if sent != nil {
 		if t.Blocked < 0 {
 			t.Blocked = round3(math.Max(*sent-start, 0))
 		} else {
-			t.Blocked = round3(t.Blocked + math.Max(*sent-at, 0))
+			// From the connection's end to the request: sending it.
+			t.Send = round3(math.Max(*sent-at, 0))
 		}
-		at = *sent
+		at = max(at, *sent)
 	}
-	t.Send = 0
 	if first != nil {
 		t.Wait = round3(math.Max(*first-at, 0))
 		at = *first
@@ -289,8 +290,8 @@ func entryRequest(e Entry) (pageload.Request, error) {
 		at += ms(e.Timings.Connect)
 		r.ConnectEndNs = at
 	}
-	r.SentNs = at
 	at += ms(e.Timings.Send)
+	r.SentNs = at
 	at += ms(e.Timings.Wait)
 	r.FirstByteNs = at
 	at += ms(e.Timings.Receive)

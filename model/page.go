@@ -253,25 +253,28 @@ func PageLoad(pp PageParams) (PagePrediction, error) {
 
 func msToNs(ms float64) int64 { return int64(math.Round(ms * 1e6)) }
 
-// PageLoadRange predicts the critical path with every response slackBytes smaller
+// PageLoadRange predicts the critical path with the responses slackBytes smaller
 // and larger too (headers and framing a server adds or leaves out, how its writes
-// fall into segments), and returns the fewest and most round trips of the three:
-// where they differ, the page sits on a boundary the model can't call.
+// fall into segments), the document and the resources each way, and returns the
+// fewest and most round trips: where they differ, the page sits on a boundary the
+// model can't call.
 func PageLoadRange(pp PageParams, slackBytes int64) (minRoundTrips, maxRoundTrips int, err error) {
 	minRoundTrips, maxRoundTrips = math.MaxInt, 0
-	for _, delta := range []int64{0, -slackBytes, slackBytes} {
-		q := pp
-		q.DocumentBytes = max(pp.DocumentBytes+delta, 1)
-		q.Resources = append([]PageResource(nil), pp.Resources...)
-		for i := range q.Resources {
-			q.Resources[i].Bytes = max(q.Resources[i].Bytes+delta, 1)
+	for _, docDelta := range []int64{0, -slackBytes, slackBytes} {
+		for _, delta := range []int64{0, -slackBytes, slackBytes} {
+			q := pp
+			q.DocumentBytes = max(pp.DocumentBytes+docDelta, 1)
+			q.Resources = append([]PageResource(nil), pp.Resources...)
+			for i := range q.Resources {
+				q.Resources[i].Bytes = max(q.Resources[i].Bytes+delta, 1)
+			}
+			pred, err := PageLoad(q)
+			if err != nil {
+				return 0, 0, err
+			}
+			minRoundTrips = min(minRoundTrips, pred.CriticalPathRoundTrips)
+			maxRoundTrips = max(maxRoundTrips, pred.CriticalPathRoundTrips)
 		}
-		pred, err := PageLoad(q)
-		if err != nil {
-			return 0, 0, err
-		}
-		minRoundTrips = min(minRoundTrips, pred.CriticalPathRoundTrips)
-		maxRoundTrips = max(maxRoundTrips, pred.CriticalPathRoundTrips)
 	}
 	return minRoundTrips, maxRoundTrips, nil
 }

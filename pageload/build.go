@@ -143,7 +143,7 @@ func (b *builder) build() *Page {
 	kept := *rep
 	kept.Connections = []report.Connection{}
 	for _, cs := range b.conns {
-		if servers[cs.server] {
+		if servers[cs.server] && (len(cs.reqs) > 0 || !cs.c.MidStream) {
 			kept.Connections = append(kept.Connections, *cs.c)
 		}
 	}
@@ -245,7 +245,9 @@ func (b *builder) matchDecrypted() {
 // matchByAddress places the requests no decrypted message matched: on the
 // connection to their server that the browser's connection id already maps to,
 // else the one whose SYN is nearest the request's connection start, else the one
-// to that server that was open when the response arrived.
+// to that server that was open when the response arrived. Connections whose HTTP
+// messages were read (decrypted, or in the clear) are not candidates: the request
+// was not among them.
 func (b *builder) matchByAddress() {
 	byBrowserID := map[string]*connState{}
 	for _, rs := range b.reqs {
@@ -270,7 +272,8 @@ func (b *builder) matchByAddress() {
 		var best *connState
 		bestScore := int64(math.MaxInt64)
 		for _, cs := range b.conns {
-			if cs.server != remote {
+			if cs.server != remote || len(cs.c.HTTP) > 0 {
+				// A connection whose HTTP was read did not carry it.
 				continue
 			}
 			var score int64
@@ -385,8 +388,8 @@ func (b *builder) connections() {
 	for _, cs := range b.conns {
 		c := cs.c
 		host := hosts[cs.server]
-		if len(cs.reqs) == 0 && host == "" {
-			continue // not the page's
+		if len(cs.reqs) == 0 && (host == "" || c.MidStream || c.HandshakeRTTMs == nil) {
+			continue // not the page's: another server, or begun before the capture
 		}
 		sort.SliceStable(cs.reqs, func(i, j int) bool { return reqOrder(cs.reqs[i]) < reqOrder(cs.reqs[j]) })
 		var first *reqState

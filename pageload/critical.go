@@ -436,9 +436,13 @@ func (b *builder) savings(chain []*reqState, doc *reqState) {
 				if dc.InitialWindow.Verdict != report.VerdictExact {
 					at = fmt.Sprintf("an IW of at least %d", iw)
 				}
+				adds := "would arrive within the document's " + plural(now, "round", "rounds")
+				if inlined > now {
+					adds = fmt.Sprintf("would add %s to the document's %s", plural(inlined-now, "round", "rounds"), plural(now, "round", "rounds"))
+				}
 				if saved := step.RoundTrips - (inlined - now); saved > 0 {
-					add(SavingInline, rs, saved, "%s (%s) inlined in the document would add %s to the document's %s at %s, instead of the %s it cost on its own",
-						name, report.Size(rs.out.Bytes), plural(inlined-now, "round", "rounds"), plural(now, "round", "rounds"), at, roundTripsText(step.RoundTrips))
+					add(SavingInline, rs, saved, "%s (%s) inlined in the document %s at %s, instead of the %s it cost on its own",
+						name, report.Size(rs.out.Bytes), adds, at, roundTripsText(step.RoundTrips))
 				}
 			}
 		}

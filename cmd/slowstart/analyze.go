@@ -22,6 +22,7 @@ func newAnalyzeCommand() *cobra.Command {
 		connection int
 		htmlOut    string
 		keylogPath string
+		harPath    string
 	)
 	cmd := &cobra.Command{
 		Use:   "analyze FILE",
@@ -59,9 +60,15 @@ waits a round trip; it decides how many round trips a page costs.`,
 				return err
 			}
 			defer tuneGCForBatch()()
+			if harPath != "" && connection > 0 {
+				return withCode(exitUsage, errors.New("--har places a page's requests on every connection: it can't be used with --connection"))
+			}
 			rep, err := analysis.File(cmd.Context(), args[0], analysis.Options{Server: hint, Tool: "slowstart " + version, Packets: htmlOut != "", KeyLog: keys})
 			if err != nil {
 				return withCode(inputExitCode(err), err)
+			}
+			if harPath != "" {
+				return analyzeWithHAR(cmd, rep, harPath, asJSON, htmlOut)
 			}
 			if connection > 0 {
 				if connection > len(rep.Connections) {
@@ -91,6 +98,7 @@ waits a round trip; it decides how many round trips a page costs.`,
 	cmd.Flags().StringVar(&server, "server", "", "the server's HOST[:PORT] (or :PORT): only its connections, and its side where the SYN was not captured")
 	cmd.Flags().IntVar(&connection, "connection", 0, "only the N-th connection (1-based, in order of first packet)")
 	cmd.Flags().StringVar(&htmlOut, "html", "", "also write a self-contained HTML report (works offline) to this file")
+	cmd.Flags().StringVar(&harPath, "har", "", "a HAR of the same page load (from a browser or WebPageTest): its requests placed on the capture's connections, with their rounds and the critical path (docs/browser.md)")
 	cmd.Flags().StringVar(&keylogPath, "keylog", "", "decrypt TLS and QUIC with the secrets of this key log (the NSS format browsers and curl write with SSLKEYLOGFILE, which is read when this flag is not given): the HTTP requests inside, each with its rounds")
 	return cmd
 }
