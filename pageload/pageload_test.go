@@ -26,7 +26,7 @@ func conn(index int, client, server string, startMs float64, tlsRounds, dataRoun
 	c := report.Connection{Index: index, Client: client, Server: server, StartMs: startMs, HandshakeRTTMs: f(rtt), MinRTTMs: rtt,
 		MSS: 1448, Vantage: report.VantageClient, Closed: "fin", TLS: &report.TLS{Version: "1.3", HandshakeRoundTrips: tlsRounds},
 		InitialWindow: &report.InitialWindow{Segments: 10, Bytes: 14480, Verdict: report.VerdictExact, Source: "tls"},
-		RoundTrips: report.RoundTrips{TCP: 1, TLS: tlsRounds, HTTP: dataRounds, Total: 1 + tlsRounds + dataRounds}}
+		RoundTrips:    report.RoundTrips{TCP: 1, TLS: tlsRounds, HTTP: dataRounds, Total: 1 + tlsRounds + dataRounds}}
 	for i := 0; i < tlsRounds+dataRounds; i++ {
 		phase := report.PhaseHTTP
 		if i < tlsRounds {
