@@ -446,4 +446,3 @@ func compareBrowserWithTshark(t *testing.T, rep *report.Report, pcap, keys strin
 func rrStartNs(rep *report.Report, c report.Connection) int64 {
 	return rep.Source.StartUnixNs + int64(math.Round(c.StartMs*1e6))
 }
-
