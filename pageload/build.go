@@ -271,10 +271,18 @@ func (b *builder) matchByAddress() {
 		}
 		var best *connState
 		bestScore := int64(math.MaxInt64)
+		clientPort, portErr := strconv.ParseUint(rs.in.ConnectionID, 10, 16)
 		for _, cs := range b.conns {
 			if cs.server != remote || len(cs.c.HTTP) > 0 {
 				// A connection whose HTTP was read did not carry it.
 				continue
+			}
+			if portErr == nil {
+				// HAR writers may name the connection by its client port.
+				if a, ok := parseAddrPort(cs.c.Client); ok && uint64(a.Port()) == clientPort {
+					best, bestScore = cs, math.MinInt64
+					break
+				}
 			}
 			var score int64
 			switch {
@@ -286,11 +294,13 @@ func (b *builder) matchByAddress() {
 				if sent < cs.startNs || (sent > end && cs.c.Closed != "open") {
 					continue
 				}
-				// Prefer the connection that was receiving data when the response did.
 				score = sent - cs.startNs
-				if rs.in.FirstByteNs != 0 && cs.busyAt(rs.in.FirstByteNs+off, rs.in.LastByteNs+off) {
-					score = 0
-				}
+			}
+			// The connection that was receiving data when the response did comes
+			// first: a spare one opened at the same time (a preconnect) carried none.
+			tolerance := int64(AgreementToleranceMs * 1e6)
+			if rs.in.FirstByteNs != 0 && cs.bytesBetween(rs.in.FirstByteNs+off-tolerance, rs.in.LastByteNs+off+tolerance) < rs.in.EncodedBytes/2 {
+				score += 1e15
 			}
 			if score < bestScore {
 				best, bestScore = cs, score
@@ -305,16 +315,17 @@ func (b *builder) matchByAddress() {
 	}
 }
 
-// busyAt reports whether the server sent data on the connection between from and
-// to (capture clock).
-func (cs *connState) busyAt(from, to int64) bool {
+// bytesBetween sums the bytes of the server's rounds that arrived between from
+// and to (capture clock).
+func (cs *connState) bytesBetween(from, to int64) int64 {
+	var n int64
 	for _, r := range cs.c.Rounds {
 		start, end := cs.startNs+int64(r.StartMs*1e6), cs.startNs+int64(r.EndMs*1e6)
 		if end >= from && start <= to {
-			return true
+			n += int64(r.Bytes)
 		}
 	}
-	return false
+	return n
 }
 
 // fill copies what the capture says of a matched request into its PageRequest.
@@ -374,6 +385,9 @@ func (b *builder) fill(rs *reqState) {
 		out.Notes = append(out.Notes, "placed on its connection by address, port and time (the capture was not decrypted): its rounds are those that arrived while the browser received it")
 	}
 	out.Rounds = rs.rounds
+	if out.Rounds == nil {
+		out.Rounds = []int{}
+	}
 }
 
 // connections sums up the page's connections, in order of their first packet, and
@@ -433,7 +447,11 @@ func reqOrder(rs *reqState) int64 {
 }
 
 // agreement compares the browser's timings of each matched request with the
-// capture's.
+// capture's: when the request left and when the response's last byte arrived
+// must agree within the tolerance; the response's first byte reaches the browser
+// only once the TLS record carrying it is whole, which may be a round after the
+// capture saw its first byte, so the browser's must lie between the capture's
+// first and last byte (within the tolerance).
 func (b *builder) agreement() {
 	a := &b.page.Agreement
 	a.ToleranceMs = AgreementToleranceMs
@@ -452,6 +470,14 @@ func (b *builder) agreement() {
 			}
 			a.Compared++
 			d := math.Abs(*p.browser - *p.capture)
+			if p.what == "first_byte" {
+				d = 0
+				if *p.browser < *p.capture {
+					d = *p.capture - *p.browser
+				} else if out.LastByteMs != nil && *p.browser > *out.LastByteMs {
+					d = *p.browser - *out.LastByteMs
+				}
+			}
 			a.MaxDiffMs = max(a.MaxDiffMs, round3(d))
 			if d > a.ToleranceMs {
 				a.Differences = append(a.Differences, Disagreement{Request: out.Index, What: p.what, BrowserMs: *p.browser, CaptureMs: *p.capture})

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/slowstart/slowstart/browser"
+	"github.com/slowstart/slowstart/har"
 	"github.com/slowstart/slowstart/lab/netlab"
 	"github.com/slowstart/slowstart/lab/server"
 	"github.com/slowstart/slowstart/model"
@@ -42,6 +43,9 @@ type browserLabCase struct {
 	iw     int
 	tls    string
 	tshark bool // also compare the capture's decryption with tshark's
+	// keep copies the capture, key log, access log and a HAR of the load to
+	// $SLOWSTART_BROWSER_KEEP when set (to refresh testdata/browser).
+	keep bool
 }
 
 // The pages are chosen away from the rounds' boundaries at their IW (the model's
@@ -53,7 +57,13 @@ var browserLabCases = []browserLabCase{
 	{name: "h2-iw32", page: "html=30KB,css=18KB,js=6KB,font=4KB,img=40KB", h2: true, iw: 32, tls: "1.3"},
 	{name: "h1-iw3-second-host", page: "html=20KB,css@2=12KB,js=50KB,img=20KB", iw: 3, tls: "1.3"},
 	{name: "h1-iw10-tls12", page: "html=30KB,css=18KB,js=6KB,font=4KB,img=40KB", iw: 10, tls: "1.2"},
+	// Small: kept in testdata/browser for the tests without root (see its README).
+	{name: "tiny-h2-second-host", page: tinyPage, h2: true, iw: 10, tls: "1.3", tshark: true, keep: true},
 }
+
+// tinyPage is the page of testdata/browser: a font and a stylesheet on the second
+// host, the font in its own stylesheet's chain.
+const tinyPage = "html=4KB,css@2=3KB,js=2KB,font@2=2KB,img=5KB"
 
 // browserLabRTT is long beside what the browser takes to parse and ask: its
 // processing then moves no request into another round.
@@ -115,6 +125,9 @@ func TestBrowserPageLoadLab(t *testing.T) {
 			checkBrowserTimings(t, p)
 			if c.tshark {
 				compareBrowserWithTshark(t, p.Report, filepath.Join(dir, "load.pcap"), filepath.Join(dir, "load.keys"))
+			}
+			if keep := os.Getenv("SLOWSTART_BROWSER_KEEP"); keep != "" && c.keep {
+				keepLoad(t, res, dir, filepath.Join(keep, c.name))
 			}
 		})
 	}
@@ -439,6 +452,31 @@ func compareBrowserWithTshark(t *testing.T, rep *report.Report, pcap, keys strin
 	}
 	if compared == 0 {
 		t.Error("no response compared with tshark")
+	}
+}
+
+// keepLoad writes base.pcap, base.keys, base.access.log and base.har.
+func keepLoad(t *testing.T, res *LabPageResult, dir, base string) {
+	t.Helper()
+	for from, to := range map[string]string{"load.pcap": ".pcap", "load.keys": ".keys"} {
+		data, err := os.ReadFile(filepath.Join(dir, from))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(base+to, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(base+".access.log", res.AccessLog, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Create(base + ".har")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := har.Write(f, har.FromPage(res.Page, "slowstart", "test")); err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -148,6 +148,7 @@ func TestJSONOutputsFollowTheirSchemas(t *testing.T) {
 		return out
 	}
 	check("report", "analyze --json", "analyze", "--json", iw3Capture)
+	check("pageload", "analyze --har --json", "analyze", "--json", "--har", browserCapture+".har", "--keylog", browserCapture+".keys", browserCapture+".pcap")
 	check("model", "model --json", "model", "--size", "160KB", "--rtt", "130ms", "--rate", "15mbit", "--iw", "3,10,32", "--tls", "1.3", "--json")
 
 	testroot.Require(t, "the other formats need namespaces, captures and nftables")

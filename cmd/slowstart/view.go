@@ -41,8 +41,9 @@ func newViewCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "view {FILE | --live IFACE}",
 		Short: "See a capture, a Report or a live capture in the browser: connections, rounds, windows",
-		Long: `Show a capture (pcap or pcapng) or a Report (JSON from 'slowstart analyze --json')
-as a web page: every connection on one time axis grouped by server, each
+		Long: `Show a capture (pcap or pcapng) or a Report (JSON from 'slowstart analyze --json';
+or a page load from 'probe --browser --json', with its requests on their
+connections and the critical path) as a web page: every connection on one time axis grouped by server, each
 connection's time-sequence graph with its rounds, the segments of each round
 against ideal slow start, and a summary of the initial window and what limited
 the transfer. (The initial window, IW, is how many segments a new connection may
@@ -107,6 +108,12 @@ Ctrl-C stops the capture and the server.`,
 			}
 			if err := checkOutputFile("html", htmlPath); err != nil {
 				return err
+			}
+			if page, err := readPageLoad(args[0]); err != nil || page != nil {
+				if err != nil {
+					return err
+				}
+				return viewPageLoad(cmd, args[0], page, htmlPath, listenAddr, port)
 			}
 			keys, err := loadKeyLog(keylog)
 			if err != nil {
