@@ -35,9 +35,8 @@ export async function loadPageLoad(doc: Document, served: boolean): Promise<Page
     page = JSON.parse(inline.textContent) as PageLoad;
   } else if (served) {
     const res = await fetch("api/page", { headers: { Accept: "application/json" } });
-    if (res.status === 404) return null;
     if (!res.ok) throw new Error(`loading the page load: HTTP ${res.status} ${res.statusText}`);
-    page = (await res.json()) as PageLoad;
+    page = (await res.json()) as PageLoad | null;
   }
   if (page && (!page.schema || !page.schema.startsWith("slowstart.pageload/"))) {
     throw new Error(`not a slowstart page load (schema ${JSON.stringify(page.schema)})`);

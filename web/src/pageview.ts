@@ -214,7 +214,8 @@ export class PageView {
       y += groupHeight;
       for (const c of conns) {
         const iw = c.initial_window;
-        const iwText = iw && iw.verdict !== "none" ? `IW ${iw.segments}${iw.verdict === "exact" ? "" : iw.verdict === "range" ? "+" : "≥"}` : "";
+        const iwMax = (iw as { segments_max?: number } | null)?.segments_max;
+        const iwText = !iw || iw.verdict === "none" || iw.verdict === "ambiguous" ? "" : iw.verdict === "exact" ? `IW ${iw.segments}` : iw.verdict === "range" && iwMax ? `IW ${iw.segments}–${iwMax}` : `IW ≥${iw.segments}`;
         const label = [`#${c.connection}`, `:${c.client.split(":").pop()}`, c.tls_version ? `TLS ${c.tls_version}` : "", c.alpn, iwText]
           .filter(Boolean)
           .join(" · ");
