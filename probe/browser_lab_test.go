@@ -149,8 +149,10 @@ func loadLabPage(t *testing.T, cfg LabServerConfig, dir string) *LabPageResult {
 // slowBrowser says why the load does not tell the rounds, if it does not: the
 // browser asked for a step of the critical path more than half a round trip
 // after what it waited for had arrived (a busy host, not the network).
-func slowBrowser(p *pageload.Page) string {
-	limit := float64(browserLabRTT.Milliseconds()) / 2
+func slowBrowser(p *pageload.Page) string { return slowBrowserAt(p, browserLabRTT) }
+
+func slowBrowserAt(p *pageload.Page, rtt time.Duration) string {
+	limit := float64(rtt.Milliseconds()) / 2
 	for _, s := range p.CriticalPath.Steps {
 		if s.BrowserMs > limit {
 			return fmt.Sprintf("it asked for request %d %.0f ms after what it waited for", s.Request, s.BrowserMs)

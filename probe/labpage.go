@@ -40,6 +40,15 @@ func LoadLabPage(ctx context.Context, cfg LabServerConfig, opts browser.Options)
 		return nil, fmt.Errorf("starting the emulated server: %w", err)
 	}
 	defer func() { err = errors.Join(err, s.Close()) }()
+	return LoadPageFrom(ctx, s, cfg, opts)
+}
+
+// LoadPageFrom loads the test page of a running lab server s (started with cfg)
+// in headless Chromium from its client namespace.
+func LoadPageFrom(ctx context.Context, s *LabServer, cfg LabServerConfig, opts browser.Options) (res *LabPageResult, err error) {
+	if s.Page == nil {
+		return nil, errors.New("the lab server serves no page")
+	}
 	opts.URL, opts.Netns, opts.Resolve, opts.Insecure = s.PageURL(), s.Netns, s.Resolve(), true
 	res = &LabPageResult{TestPage: *s.Page, Model: LabPageModel(cfg, *s.Page, s.ChainBytes)}
 	res.Result, err = browser.Load(ctx, opts)

@@ -261,7 +261,7 @@ func runDemo(cmd *cobra.Command, asJSON bool, htmlOut string) error {
 		return err
 	}
 	defer stop()
-	fmt.Fprintln(cmd.ErrOrStderr(), "Emulating a far-away server with IW 3, 10 and 32 (a few seconds)...")
+	fmt.Fprintln(cmd.ErrOrStderr(), "Emulating a far-away server with IW 3, 10 and 32, then loading a page from each in Chromium (about 15 seconds)...")
 	cfg := probe.DefaultDemo()
 	cfg.Tool = "slowstart " + version
 	cfg.Packets = htmlOut != ""

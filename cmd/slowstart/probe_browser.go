@@ -45,6 +45,11 @@ type browserRun struct {
 
 // runBrowser runs probe --browser: package browser's page load.
 func runBrowser(cmd *cobra.Command, rawURL string, o browserRun) error {
+	for _, flag := range []string{"exact", "runs", "tls", "no-compress", "header", "sni", "ipv4", "ipv6", "mss", "exact-runs", "after-handshake"} {
+		if cmd.Flags().Changed(flag) {
+			return withCode(exitUsage, fmt.Errorf("--%s can't be used with --browser: Chromium negotiates the load itself (see docs/browser.md)", flag))
+		}
+	}
 	if err := checkOutputFile("har", o.flags.harPath); err != nil {
 		return err
 	}
