@@ -83,6 +83,9 @@ sudo setcap cap_net_raw,cap_net_admin+ep $(which slowstart)); the demo and
 				}
 			}
 			cleanStaleExact(cmd, netns)
+			if err := browserFlags.check(cmd); err != nil {
+				return err
+			}
 			if len(args) == 0 {
 				if browserFlags.browser {
 					return withCode(exitUsage, errors.New("--browser needs a URL (with no URL, probe runs the demo, which loads its page in Chromium by itself)"))

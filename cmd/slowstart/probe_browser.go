@@ -34,6 +34,19 @@ func (f *browserFlags) register(cmd *cobra.Command) {
 	fl.StringVar(&f.chromium, "chromium", browser.DefaultChromium, "with --browser: the Chromium binary")
 }
 
+// check refuses the --browser flags without --browser.
+func (f *browserFlags) check(cmd *cobra.Command) error {
+	if f.browser {
+		return nil
+	}
+	for _, flag := range []string{"wait", "har", "chromium"} {
+		if cmd.Flags().Changed(flag) {
+			return withCode(exitUsage, fmt.Errorf("--%s goes with --browser", flag))
+		}
+	}
+	return nil
+}
+
 // browserRun is what runBrowser needs of probe's flags.
 type browserRun struct {
 	flags                                                  browserFlags
