@@ -176,12 +176,12 @@ func startChromium(ctx context.Context, o *Options, dir, keylogPath string) (*ch
 		if !ok {
 			<-c.exited
 			c.stop()
-			return nil, &Error{Kind: KindBrowser, Err: fmt.Errorf("Chromium exited before it opened its DevTools endpoint (%v): %s", c.waitErr, c.output)}
+			return nil, &Error{Kind: KindBrowser, Err: fmt.Errorf("the browser (Chromium) exited before it opened its DevTools endpoint (%v): %s", c.waitErr, c.output)}
 		}
 		wsURL = u
 	case <-timer.C:
 		c.stop()
-		return nil, &Error{Kind: KindBrowser, Err: fmt.Errorf("Chromium did not open its DevTools endpoint within 30 s: %s", c.output)}
+		return nil, &Error{Kind: KindBrowser, Err: fmt.Errorf("the browser (Chromium) did not open its DevTools endpoint within 30 s: %s", c.output)}
 	case <-ctx.Done():
 		c.stop()
 		return nil, ctx.Err()

@@ -205,11 +205,10 @@ func checkAgainstAccessLog(t *testing.T, res *LabPageResult) {
 		clients[c.Index] = a
 	}
 	type logged struct {
-		client      netip.AddrPort
-		status      int
-		bytes       int64
-		serverPort  int
-		matchedOnce bool
+		client     netip.AddrPort
+		status     int
+		bytes      int64
+		serverPort int
 	}
 	byPath := map[string]*logged{}
 	sc := bufio.NewScanner(strings.NewReader(string(res.AccessLog)))
@@ -379,9 +378,7 @@ func compareBrowserWithTshark(t *testing.T, rep *report.Report, pcap, keys strin
 			port = dst
 		}
 		c := get(port)
-		for _, uri := range split(f[3]) {
-			c.h1Paths = append(c.h1Paths, uri)
-		}
+		c.h1Paths = append(c.h1Paths, split(f[3])...)
 		for _, code := range split(f[4]) {
 			n, _ := strconv.Atoi(code)
 			c.h1Status = append(c.h1Status, n)

@@ -212,7 +212,7 @@ func demoColumn(ctx context.Context, cfg DemoConfig, iw int, keys *server.KeyCac
 // demoPageLoad loads the server's test page in Chromium, when it is installed.
 func demoPageLoad(ctx context.Context, s *LabServer, scfg LabServerConfig, cfg DemoConfig) (*pageload.Page, error) {
 	if _, err := os.Stat(browser.DefaultChromium); err != nil {
-		return nil, fmt.Errorf("Chromium is not installed (%s): apt-get install chromium to see the page load", browser.DefaultChromium)
+		return nil, fmt.Errorf("no Chromium at %s: apt-get install chromium to see the page load", browser.DefaultChromium)
 	}
 	res, err := LoadPageFrom(ctx, s, scfg, browser.Options{Wait: 300 * time.Millisecond, Tool: cfg.Tool, Packets: cfg.Packets})
 	if err != nil {
