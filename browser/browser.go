@@ -23,6 +23,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/slowstart/slowstart/analysis"
@@ -249,6 +250,12 @@ func resolveTarget(ctx context.Context, o *Options, t target) (netip.Addr, error
 	if a, err := netip.ParseAddr(t.host); err == nil {
 		return a.Unmap(), nil
 	}
+	if name, ok := namedNetns(o.Netns); ok {
+		// The namespace's own hosts file, as Chromium inside it reads it.
+		if a, ok := lookupHostsFile(filepath.Join("/etc/netns", name, "hosts"), t.host); ok {
+			return a, nil
+		}
+	}
 	var addrs []netip.Addr
 	err := netnsexec.Run(o.Netns, func() error {
 		var err error
@@ -259,6 +266,33 @@ func resolveTarget(ctx context.Context, o *Options, t target) (netip.Addr, error
 		return netip.Addr{}, &Error{Kind: KindNavigate, Err: fmt.Errorf("resolving %s: %v: check the name, or give its address with --resolve %s:%d:ADDRESS", t.host, err, t.host, t.port)}
 	}
 	return addrs[0].Unmap(), nil
+}
+
+// lookupHostsFile finds host's first address in a hosts(5) file.
+func lookupHostsFile(path, host string) (netip.Addr, bool) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return netip.Addr{}, false
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if i := strings.IndexByte(line, '#'); i >= 0 {
+			line = line[:i]
+		}
+		fields := strings.Fields(line)
+		if len(fields) < 2 {
+			continue
+		}
+		a, err := netip.ParseAddr(fields[0])
+		if err != nil {
+			continue
+		}
+		for _, name := range fields[1:] {
+			if strings.EqualFold(name, host) {
+				return a.Unmap(), true
+			}
+		}
+	}
+	return netip.Addr{}, false
 }
 
 // recording is the live capture of a page load, written to a pcap file.

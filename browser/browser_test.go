@@ -2,6 +2,7 @@ package browser
 
 import (
 	"net/netip"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -96,5 +97,24 @@ func TestRecorder(t *testing.T) {
 	}
 	if !r.quiet(0) {
 		t.Error("requests still in flight after they finished and failed")
+	}
+}
+
+func TestHostsFile(t *testing.T) {
+	path := t.TempDir() + "/hosts"
+	if err := os.WriteFile(path, []byte("# lab\n127.0.0.1 localhost\n198.18.0.6  a.test b.test # two names\n2001:db8::1 c.test\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for host, want := range map[string]string{"b.test": "198.18.0.6", "C.TEST": "2001:db8::1", "d.test": ""} {
+		a, ok := lookupHostsFile(path, host)
+		if (want == "") == ok || (ok && a.String() != want) {
+			t.Errorf("%s: %v %v, want %q", host, a, ok, want)
+		}
+	}
+	if name, ok := namedNetns("/run/netns/lab-c"); !ok || name != "lab-c" {
+		t.Errorf("namedNetns(/run/netns/lab-c) = %q, %v", name, ok)
+	}
+	if _, ok := namedNetns("/proc/1234/ns/net"); ok {
+		t.Error("a /proc namespace file taken for a named one")
 	}
 }

@@ -129,11 +129,22 @@ func startChromium(ctx context.Context, o *Options, dir, keylogPath string) (*ch
 	}
 	cmd := exec.Command(path, args...)
 	if o.Netns != "" {
-		nsenter, err := exec.LookPath("nsenter")
-		if err != nil {
-			return nil, &Error{Kind: KindBrowser, Err: fmt.Errorf("running Chromium inside %s needs nsenter (util-linux): %w", o.Netns, err)}
+		// A named namespace (/run/netns/NAME) runs it through `ip netns exec`, which
+		// also puts /etc/netns/NAME/* (hosts, resolv.conf) in place of /etc's, as
+		// for any program run there; another namespace file through nsenter.
+		if name, ok := namedNetns(o.Netns); ok {
+			ip, err := exec.LookPath("ip")
+			if err != nil {
+				return nil, &Error{Kind: KindBrowser, Err: fmt.Errorf("running Chromium inside %s needs ip (iproute2): %w", o.Netns, err)}
+			}
+			cmd = exec.Command(ip, append([]string{"netns", "exec", name, path}, args...)...)
+		} else {
+			nsenter, err := exec.LookPath("nsenter")
+			if err != nil {
+				return nil, &Error{Kind: KindBrowser, Err: fmt.Errorf("running Chromium inside %s needs nsenter (util-linux): %w", o.Netns, err)}
+			}
+			cmd = exec.Command(nsenter, append([]string{"--net=" + o.Netns, "--", path}, args...)...)
 		}
-		cmd = exec.Command(nsenter, append([]string{"--net=" + o.Netns, "--", path}, args...)...)
 	}
 	cmd.Env = append(os.Environ(), "SSLKEYLOGFILE="+keylogPath, "HOME="+dir)
 	// Its own process group, so that stopping it stops its helpers too; and killed
@@ -194,6 +205,15 @@ func startChromium(ctx context.Context, o *Options, dir, keylogPath string) (*ch
 		}
 	}
 	return c, nil
+}
+
+// namedNetns returns NAME for /run/netns/NAME.
+func namedNetns(path string) (string, bool) {
+	dir, name := filepath.Split(filepath.Clean(path))
+	if filepath.Clean(dir) != "/run/netns" || name == "" {
+		return "", false
+	}
+	return name, true
 }
 
 // startRelay makes the DevTools endpoint, which listens on the loopback of

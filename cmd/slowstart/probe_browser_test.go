@@ -93,7 +93,9 @@ func TestProbeBrowserCommand(t *testing.T) {
 	if len(h.Log.Entries) != len(p.Requests) {
 		t.Errorf("the HAR has %d entries, the page load %d requests", len(h.Log.Entries), len(p.Requests))
 	}
-	if out, err := exec.Command("pgrep", "-f", "--", "--user-data-dir="+os.TempDir()+"/slowstart-").Output(); err == nil && len(out) > 0 {
+	// This process's Chromium profiles are slowstart-PID-browser-N (other tests may
+	// run their own Chromium at the same time).
+	if out, err := exec.Command("pgrep", "-f", "--", fmt.Sprintf("--user-data-dir=%s/slowstart-%d-browser-", os.TempDir(), os.Getpid())).Output(); err == nil && len(out) > 0 {
 		t.Errorf("Chromium processes left behind: %s", out)
 	}
 	if left, _ := filepath.Glob(filepath.Join(os.TempDir(), fmt.Sprintf("slowstart-%d-browser-*", os.Getpid()))); len(left) > 0 {
