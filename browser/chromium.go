@@ -628,7 +628,16 @@ func loadPage(ctx context.Context, c *chromium, o *Options) (pageload.Input, err
 	}))
 	if navErr != nil {
 		in.Requests = rec.result()
-		return in, &Error{Kind: KindNavigate, Err: fmt.Errorf("loading %s: %v", o.URL, navErr)}
+		hint := ""
+		switch msg := navErr.Error(); {
+		case strings.Contains(msg, "CERT") && !o.Insecure:
+			hint = ": the server's certificate is not trusted here (-k accepts it)"
+		case strings.Contains(msg, "NAME_NOT_RESOLVED"):
+			hint = ": the name did not resolve (give its address with --resolve HOST:PORT:ADDRESS)"
+		case strings.Contains(msg, "CONNECTION_REFUSED"), strings.Contains(msg, "ADDRESS_UNREACHABLE"), strings.Contains(msg, "TIMED_OUT"):
+			hint = ": the server could not be reached"
+		}
+		return in, &Error{Kind: KindNavigate, Err: fmt.Errorf("loading %s: %v%s", o.URL, navErr, hint)}
 	}
 	select {
 	case <-rec.loaded:

@@ -123,8 +123,19 @@ func (b *builder) criticalPath() {
 	if fcp := b.page.FirstContentfulPaintMs; fcp == nil {
 		cp.Notes = append(cp.Notes, "the browser reported no first contentful paint: the render-blocking requests are taken as the browser named them, and the fonts the stylesheets named")
 	}
+	if doc.conn != nil && ((cp.RTTMs > 0 && cp.RTTMs < localPathMaxRTTMs) || doc.conn.c.MSS > localPathMinMSS) {
+		cp.Notes = append(cp.Notes, fmt.Sprintf("the path is local (round trip %.3f ms, segments of %d bytes): its rounds say nothing of a real network path, and no change of window or order would matter on it; load the page over the network, or from slowstart lab page", cp.RTTMs, doc.conn.c.MSS))
+		return
+	}
 	b.savings(chain, doc)
 }
+
+// A path this short, or segments this large (loopback's 64 KB MTU), are local
+// (as the probe's diagnoses judge them).
+const (
+	localPathMaxRTTMs = 1.0
+	localPathMinMSS   = 9000
+)
 
 // document is the page's navigation: the first request of type document (the
 // first hop of its redirects), else the first request.
