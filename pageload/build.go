@@ -148,7 +148,7 @@ func (b *builder) build() *Page {
 		}
 	}
 	if dropped := len(rep.Connections) - len(kept.Connections); dropped > 0 {
-		page.Warnings = append(page.Warnings, fmt.Sprintf("%d other TCP connections of the capture went to servers the page did not use: left out", dropped))
+		page.Warnings = append(page.Warnings, fmt.Sprintf("%s of the capture went to servers the page did not use (or began before it): left out", plural(dropped, "other TCP connection", "other TCP connections")))
 	}
 	page.Report = &kept
 	unmatched := 0

@@ -397,6 +397,9 @@ func (b *builder) savings(chain []*reqState, doc *reqState) {
 		}
 		if c != nil && step.DataRoundTrips > 1 && rs.out.NewConnection && c.MSS > 0 && c.InitialWindow != nil && c.InitialWindow.Segments > 0 && step.FirstRound == firstDataRound(c) {
 			current := c.InitialWindow.Segments
+			if c.InitialWindow.Verdict == report.VerdictRange && c.InitialWindow.SegmentsMax > current {
+				current = c.InitialWindow.SegmentsMax // it may already be that large
+			}
 			bytes := cumulativeBytes(c, step.FirstRound, step.LastRound)
 			var better []string
 			best := step.DataRoundTrips
@@ -411,7 +414,11 @@ func (b *builder) savings(chain []*reqState, doc *reqState) {
 			}
 			if len(better) > 0 {
 				at := fmt.Sprintf("IW %d", current)
-				if c.InitialWindow.Verdict != report.VerdictExact {
+				switch c.InitialWindow.Verdict {
+				case report.VerdictExact:
+				case report.VerdictRange:
+					at = fmt.Sprintf("an IW of %d to %d", c.InitialWindow.Segments, current)
+				default:
 					at = fmt.Sprintf("an IW of at least %d", current)
 				}
 				add(SavingInitialWindow, rs, step.DataRoundTrips-best, "%s took %s on %s at %s; %s: a larger initial window on %s (ip route change ... initcwnd %d) saves %s",
