@@ -448,12 +448,17 @@ func (b *builder) savings(chain []*reqState, doc *reqState) {
 			dc := doc.conn.c
 			if dc.MSS > 0 && dc.InitialWindow != nil && dc.InitialWindow.Segments > 0 && rs.out.Bytes > 0 && doc.out.Bytes > 0 {
 				iw := dc.InitialWindow.Segments
-				now := model.RoundsNeeded(doc.out.Bytes, iw, dc.MSS)
-				inlined := model.RoundsNeeded(doc.out.Bytes+rs.out.Bytes, iw, dc.MSS)
 				at := fmt.Sprintf("IW %d", iw)
-				if dc.InitialWindow.Verdict != report.VerdictExact {
+				switch dc.InitialWindow.Verdict {
+				case report.VerdictExact:
+				case report.VerdictRange:
+					iw = max(iw, dc.InitialWindow.SegmentsMax)
+					at = fmt.Sprintf("an IW of %d to %d", dc.InitialWindow.Segments, iw)
+				default:
 					at = fmt.Sprintf("an IW of at least %d", iw)
 				}
+				now := model.RoundsNeeded(doc.out.Bytes, iw, dc.MSS)
+				inlined := model.RoundsNeeded(doc.out.Bytes+rs.out.Bytes, iw, dc.MSS)
 				adds := "would arrive within the document's " + plural(now, "round", "rounds")
 				if inlined > now {
 					adds = fmt.Sprintf("would add %s to the document's %s", plural(inlined-now, "round", "rounds"), plural(now, "round", "rounds"))
