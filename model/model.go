@@ -84,6 +84,31 @@ type Params struct {
 	// timestamps of 1 ms) the connection starts; real connections start at any
 	// phase. 0 by default.
 	ClockPhaseNs int64
+	// RequestAtNs delays the HTTP request: the client sends it this long after its
+	// SYN, or as soon as the connection is ready (TCP and TLS done) when that is
+	// later. 0: as soon as it is ready. (A browser's preconnected connection
+	// carries its first request only once the page names it.)
+	RequestAtNs int64
+	// Requests are more HTTP requests on the same connection after the first
+	// (SizeBytes), each sent at its AtNs or when the connection is ready, its
+	// response queued at the server behind what it still has to send (PageLoad).
+	Requests []Request
+	// ServerPostHandshakeSegments are small segments (PostHandshakeSegmentBytes
+	// each) a TLS server sends as soon as the client's Finished arrives, before any
+	// response: TLS 1.3 session tickets (OpenSSL, hence nginx, sends two), an
+	// HTTP/2 server's SETTINGS and its ACK of the client's. Each takes a packet of
+	// the window. 0 for the lab's built-in server over HTTP/1.1 (no tickets).
+	ServerPostHandshakeSegments int
+}
+
+// PostHandshakeSegmentBytes is the size of each post-handshake segment (a TLS 1.3
+// NewSessionTicket record is 79 bytes from nginx).
+const PostHandshakeSegmentBytes = 80
+
+// Request is one more HTTP request on a connection (Params.Requests).
+type Request struct {
+	AtNs  int64 // when the client sends it, from the SYN
+	Bytes int64 // its response: HTTP headers and body
 }
 
 // Normalize fills defaults and checks the values.
@@ -118,6 +143,15 @@ func (p *Params) Normalize() error {
 		return fmt.Errorf("congestion control %q: the model knows cubic and reno", p.CC)
 	case p.ChainBytes < 0 || p.ChainBytes > 1<<20:
 		return fmt.Errorf("certificate chain %d bytes: use 0 to 1 MiB", p.ChainBytes)
+	case p.RequestAtNs < 0:
+		return errors.New("a request can't be sent before the connection starts")
+	case p.ServerPostHandshakeSegments < 0 || p.ServerPostHandshakeSegments > 100:
+		return fmt.Errorf("%d post-handshake segments: use 0 to 100", p.ServerPostHandshakeSegments)
+	}
+	for _, r := range p.Requests {
+		if r.Bytes < 0 || r.Bytes > 1<<30 || r.AtNs < 0 {
+			return fmt.Errorf("request of %d bytes at %d ns: use 0 to 1 GiB, at or after the connection's start", r.Bytes, r.AtNs)
+		}
 	}
 	return nil
 }
@@ -183,6 +217,44 @@ type Result struct {
 	// depending on timing no one controls.
 	HTTPRoundsMin int `json:"http_rounds_min"`
 	HTTPRoundsMax int `json:"http_rounds_max"`
+	// Responses are the HTTP responses of the connection: the first one, then one
+	// per Params.Requests, each with the rounds it arrived in.
+	Responses []Response `json:"-"`
+	// ReadyMs is when the connection was ready for requests (TCP and TLS done).
+	ReadyMs float64 `json:"-"`
+}
+
+// Response is one HTTP response of a simulated connection.
+type Response struct {
+	// FirstRound and LastRound are the rounds (numbered as the analysis does: the
+	// server's first flight is round 1) its first and last segments were sent in;
+	// 0 for an empty response.
+	FirstRound, LastRound int
+	// SentMs is when the client sent the request; FirstByteMs and LastByteMs when
+	// its first and last segments arrived (from the SYN).
+	SentMs, FirstByteMs, LastByteMs float64
+	// Segments are its segments in order: where each ends in the response, when it
+	// arrived and its round.
+	Segments []SegmentArrival
+}
+
+// SegmentArrival is one segment of a Response.
+type SegmentArrival struct {
+	EndByte   int64 // bytes of the response up to this segment's end
+	ArrivedMs float64
+	Round     int
+}
+
+// ArrivalOf returns when the response's first n bytes had all arrived, and the
+// round of the segment that completed them (its last segment when n is larger).
+func (r Response) ArrivalOf(n int64) (ms float64, round int) {
+	for _, s := range r.Segments {
+		ms, round = s.ArrivedMs, s.Round
+		if s.EndByte >= n {
+			break
+		}
+	}
+	return ms, round
 }
 
 // ClosedFormResult is Equation 1 of Dukkipati et al.: the latency from the first
@@ -219,6 +291,23 @@ func ClosedForm(p Params) ClosedFormResult {
 	rtt := float64(p.RTTNs) / 1e6
 	return ClosedFormResult{Gamma: gamma, Rounds: rounds, SizeInIWs: segments, TransferMs: transfer,
 		LatencyMs: float64(rounds)*rtt + transfer}
+}
+
+// RoundsNeeded is the number of round trips slow start needs to deliver size bytes
+// starting from a window of iw segments of mss bytes that doubles every round, with
+// no receive-window limit and no loss (RFC 5681 with an ACK per segment).
+func RoundsNeeded(sizeBytes int64, iw, mss int) int {
+	if sizeBytes <= 0 || iw <= 0 || mss <= 0 {
+		return 0
+	}
+	segments := (sizeBytes + int64(mss) - 1) / int64(mss)
+	window, sent, rounds := int64(iw), int64(0), 0
+	for sent < segments {
+		sent += window
+		window *= 2
+		rounds++
+	}
+	return rounds
 }
 
 // Budget is the byte budget of the first rounds: what slow start lets through, with no

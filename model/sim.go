@@ -29,11 +29,38 @@ type exchange struct {
 	clientBytes int
 	serverBytes int64
 	phase       string
+	atNs        int64 // HTTP requests: not sent before this time (Params.RequestAtNs, Request.AtNs)
 }
 
 // exchanges lists the connection's messages for the TLS version: the sizes are those
 // of Go's crypto/tls (the lab's client and server) with an X25519 key share.
-func exchanges(p Params) []exchange {
+func exchanges(p Params) (ex []exchange) {
+	ex = baseExchanges(p)
+	ex[len(ex)-1].atNs = p.RequestAtNs
+	defer func() {
+		if p.TLS != "" && p.ServerPostHandshakeSegments > 0 {
+			// Last, so that the other indexes stay: the Finished alone (when no
+			// request goes with it), answered by the small segments.
+			ex = append(ex, exchange{clientBytes: 6 + 58, serverBytes: int64(p.ServerPostHandshakeSegments * PostHandshakeSegmentBytes), phase: "post"})
+		}
+	}()
+	for _, r := range p.Requests {
+		e := exchange{clientBytes: requestBytes, serverBytes: r.Bytes, phase: "http", atNs: r.AtNs}
+		switch p.TLS {
+		case "1.3":
+			e.clientBytes += 22
+			e.serverBytes += 22 * ceilDiv(r.Bytes, 16384)
+		case "1.2":
+			e.clientBytes += 29
+			e.serverBytes += 29 * ceilDiv(r.Bytes, 16384)
+		}
+		ex = append(ex, e)
+	}
+	return ex
+}
+
+// baseExchanges are the TLS handshake's exchanges and the first HTTP request.
+func baseExchanges(p Params) []exchange {
 	response := p.SizeBytes
 	switch p.TLS {
 	case "1.3":
@@ -126,6 +153,7 @@ const (
 	evClientGetsServerACK
 	evClientDelayedACK
 	evServerResponds
+	evClientSendsRequest
 )
 
 type event struct {
@@ -485,14 +513,24 @@ func simulate(p Params) (Result, error) {
 	res := Result{Params: p, ConnectMs: float64(connectNs) / 1e6}
 	res.RoundTrips.TCP = 1
 
-	// Server message ends, in bytes of its stream.
+	// Server message ends, in bytes of its stream, set as the server answers each
+	// (in the order the requests reach it).
 	exchangeEnd := make([]int64, len(ex))
-	var streamBytes int64
-	for i, e := range ex {
+	var streamBytes, appendedBytes int64
+	for _, e := range ex {
 		streamBytes += e.serverBytes
-		exchangeEnd[i] = streamBytes
 	}
+	// The first HTTP exchange, and the requests after it; the post-handshake
+	// segments, if any, last.
+	baseHTTP := len(baseExchanges(p)) - 1
+	lastHTTP, postIdx := len(ex)-1, -1
+	if ex[len(ex)-1].phase == "post" {
+		lastHTTP, postIdx = len(ex)-2, len(ex)-1
+	}
+	postSent := false
+	sentNs := make([]int64, len(ex))
 	sendClientMessage := func(nowNs int64, i int) {
+		sentNs[i] = nowNs
 		at := nowNs
 		bytes := ex[i].clientBytes
 		for bytes > 0 {
@@ -502,7 +540,32 @@ func simulate(p Params) (Result, error) {
 		}
 		push(event{atNs: at, sentNs: nowNs, kind: evServerGetsClientPacket, exchange: i, ackBytes: rcv.rcvNxtBytes, windowBytes: rcv.windowBytes})
 	}
-	sendClientMessage(connectNs, 0)
+	var readyNs int64
+	// ready sends the HTTP requests once the connection is ready: each now, or
+	// at its time.
+	ready := func(nowNs int64) {
+		readyNs = nowNs
+		sent := false
+		for i := baseHTTP; i <= lastHTTP; i++ {
+			if ex[i].atNs > nowNs {
+				push(event{atNs: ex[i].atNs, kind: evClientSendsRequest, exchange: i})
+				continue
+			}
+			rcv.unacked = 0
+			sendClientMessage(nowNs, i)
+			sent = true
+		}
+		if !sent && postIdx >= 0 {
+			// No request yet: the client's Finished goes alone.
+			rcv.unacked = 0
+			sendClientMessage(nowNs, postIdx)
+		}
+	}
+	if baseHTTP == 0 {
+		ready(connectNs)
+	} else {
+		sendClientMessage(connectNs, 0)
+	}
 
 	sendACK := func(nowNs int64) {
 		rcv.unacked = 0
@@ -544,7 +607,7 @@ func simulate(p Params) (Result, error) {
 	}
 
 	var firstByteNs, lastByteNs, tlsDoneNs int64
-	lastExchange := len(ex) - 1
+	lastExchange := baseHTTP
 	for q.Len() > 0 {
 		e := heap.Pop(&q).(event)
 		now := e.atNs
@@ -553,17 +616,33 @@ func simulate(p Params) (Result, error) {
 			snd.lastClientSentNs = e.sentNs
 			// The client's packet acknowledges what it had received and carries its message.
 			serverProcessACK(snd, now, e.ackBytes, e.windowBytes)
+			if postIdx >= 0 && !postSent && (e.exchange == postIdx || e.exchange >= baseHTTP) {
+				// The client's Finished: the post-handshake segments go at once.
+				postSent = true
+				start := appendedBytes
+				appendedBytes += ex[postIdx].serverBytes
+				exchangeEnd[postIdx] = appendedBytes
+				for b := start; b < appendedBytes; b += PostHandshakeSegmentBytes {
+					snd.segments = append(snd.segments, segment{startByte: b, endByte: min(b+PostHandshakeSegmentBytes, appendedBytes), exchange: postIdx})
+				}
+				trySend(now)
+			}
+			if e.exchange == postIdx {
+				break
+			}
 			s2c.send(now, HeaderBytes, hd) // the server's immediate ACK of the data
 			push(event{atNs: now + p.ServerDelayNs, kind: evServerResponds, exchange: e.exchange})
 		case evServerResponds:
-			start := int64(0)
-			if e.exchange > 0 {
-				start = exchangeEnd[e.exchange-1]
-			}
+			start := appendedBytes
+			appendedBytes += ex[e.exchange].serverBytes
+			exchangeEnd[e.exchange] = appendedBytes
 			for b := start; b < exchangeEnd[e.exchange]; b += int64(p.MSS) {
 				snd.segments = append(snd.segments, segment{startByte: b, endByte: min(b+int64(p.MSS), exchangeEnd[e.exchange]), exchange: e.exchange})
 			}
 			trySend(now)
+		case evClientSendsRequest:
+			rcv.unacked = 0
+			sendClientMessage(now, e.exchange)
 		case evServerGetsACK:
 			snd.lastClientSentNs = e.sentNs
 			serverProcessACK(snd, now, e.ackBytes, e.windowBytes)
@@ -593,12 +672,14 @@ func simulate(p Params) (Result, error) {
 				rcv.timerArmed = true
 				push(event{atNs: now + delayedACKNs, kind: evClientDelayedACK})
 			}
-			if complete && sg.exchange < lastExchange {
-				if ex[sg.exchange+1].phase == "http" {
+			if complete && sg.exchange < baseHTTP {
+				if sg.exchange+1 == baseHTTP {
 					tlsDoneNs = now
+					ready(now)
+				} else {
+					rcv.unacked = 0
+					sendClientMessage(now, sg.exchange+1)
 				}
-				rcv.unacked = 0
-				sendClientMessage(now, sg.exchange+1)
 			}
 		case evClientDelayedACK:
 			rcv.timerArmed = false
@@ -634,6 +715,23 @@ func simulate(p Params) (Result, error) {
 		}
 	}
 	res.RoundTrips.Total = res.RoundTrips.TCP + res.RoundTrips.TLS + res.RoundTrips.HTTP
+	res.ReadyMs = float64(readyNs) / 1e6
+	for i := baseHTTP; i <= lastHTTP; i++ {
+		r := Response{SentMs: float64(sentNs[i]) / 1e6}
+		var start int64 = -1
+		for _, sg := range snd.segments[:snd.next] {
+			if sg.exchange != i {
+				continue
+			}
+			if r.FirstRound == 0 {
+				r.FirstRound, r.FirstByteMs = sg.round, float64(sg.arrivedNs)/1e6
+				start = sg.startByte
+			}
+			r.LastRound, r.LastByteMs = sg.round, float64(sg.arrivedNs)/1e6
+			r.Segments = append(r.Segments, SegmentArrival{EndByte: sg.endByte - start, ArrivedMs: float64(sg.arrivedNs) / 1e6, Round: sg.round})
+		}
+		res.Responses = append(res.Responses, r)
+	}
 	res.RateLimitedFromRound = rateLimitedFrom(snd, s2c, res.Rounds)
 	res.HyStartExitRound = snd.hystartExitRound
 	return res, nil

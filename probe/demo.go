@@ -10,7 +10,9 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/slowstart/slowstart/browser"
 	"github.com/slowstart/slowstart/lab/server"
+	"github.com/slowstart/slowstart/pageload"
 	"github.com/slowstart/slowstart/probe/exact"
 	"github.com/slowstart/slowstart/report"
 	"github.com/slowstart/slowstart/units"
@@ -30,14 +32,22 @@ type DemoConfig struct {
 	NoExact bool
 	// Packets keeps every packet in the Reports (for view's pages).
 	Packets bool
+	// PageSpec is a test page (server.ParsePage) the same server serves, loaded in
+	// headless Chromium at each initial window; "" skips the page loads.
+	PageSpec string
 }
+
+// DemoPageSpec is the demo's page: a 25 KB document naming a 20 KB stylesheet
+// and a 50 KB script in its head, a 15 KB font and a 60 KB image, over HTTP/1.1
+// (up to six connections).
+const DemoPageSpec = "html=25KB,css=20KB,js=50KB,font=15KB,img=60KB"
 
 // DefaultDemo is a phone in Quebec reaching a server in Copenhagen: RTT 130 ms,
 // 15 Mbit/s, a 160 KB page over TLS 1.2 with a 6.9 KB certificate chain, served
 // with IW 3 (old kernels and some middleboxes), 10 (today's default) and 32 (CDNs).
 func DefaultDemo() DemoConfig {
 	return DemoConfig{IWs: []int{3, 10, 32}, RTT: 130 * time.Millisecond, RateBitsPerSecond: 15_000_000,
-		TLSVersion: "1.2", ChainBytes: 6900, BodyBytes: 163840}
+		TLSVersion: "1.2", ChainBytes: 6900, BodyBytes: 163840, PageSpec: DemoPageSpec}
 }
 
 // DemoColumn is the probe of one initial window.
@@ -48,6 +58,10 @@ type DemoColumn struct {
 	// --exact); nil when it failed, ExactErr says why.
 	Exact    *exact.Result
 	ExactErr error
+	// PageLoad is the test page loaded in Chromium from the same server; nil when
+	// it was not loaded, PageErr says why.
+	PageLoad *pageload.Page
+	PageErr  error
 }
 
 // DemoResult holds the demo's probes, one per initial window.
@@ -74,6 +88,9 @@ type DemoPath struct {
 	TLSVersion        string  `json:"tls_version"`
 	ChainBytes        int     `json:"chain_bytes"`
 	BodyBytes         int64   `json:"body_bytes"`
+	// Page is the test page loaded in Chromium (server.ParsePage's form); empty
+	// when none was.
+	Page string `json:"page,omitempty"`
 }
 
 // DemoOutputColumn is one initial window's probes.
@@ -84,15 +101,22 @@ type DemoOutputColumn struct {
 	// failed (ExactError says why) or was not made.
 	Exact      *exact.Result `json:"exact"`
 	ExactError string        `json:"exact_error,omitempty"`
+	// PageLoad is the test page's load in Chromium (docs/browser.md); absent when
+	// it was not loaded (PageLoadError says why).
+	PageLoad      *pageload.Page `json:"page_load,omitempty"`
+	PageLoadError string         `json:"page_load_error,omitempty"`
 }
 
 // Output is the demo as DemoOutput.
 func (d *DemoResult) Output() DemoOutput {
 	c := d.Config
 	out := DemoOutput{Schema: DemoSchema, Path: DemoPath{RTTMs: float64(c.RTT) / 1e6, RateBitsPerSecond: c.RateBitsPerSecond,
-		TLSVersion: c.TLSVersion, ChainBytes: c.ChainBytes, BodyBytes: c.BodyBytes}, Columns: []DemoOutputColumn{}}
+		TLSVersion: c.TLSVersion, ChainBytes: c.ChainBytes, BodyBytes: c.BodyBytes, Page: c.PageSpec}, Columns: []DemoOutputColumn{}}
 	for _, col := range d.Columns {
-		oc := DemoOutputColumn{IW: col.IW, Exact: col.Exact}
+		oc := DemoOutputColumn{IW: col.IW, Exact: col.Exact, PageLoad: col.PageLoad}
+		if col.PageErr != nil {
+			oc.PageLoadError = col.PageErr.Error()
+		}
 		if col.Result != nil {
 			oc.Report = col.Result.Report
 		}
@@ -151,8 +175,16 @@ func Demo(ctx context.Context, cfg DemoConfig) (*DemoResult, error) {
 // measurement of its TLS flight on a fresh connection.
 func demoColumn(ctx context.Context, cfg DemoConfig, iw int, keys *server.KeyCache) (col DemoColumn, err error) {
 	col.IW = iw
-	s, err := StartLabServer(ctx, LabServerConfig{RTT: cfg.RTT, RateBitsPerSecond: cfg.RateBitsPerSecond, IW: iw,
-		TLSVersion: cfg.TLSVersion, ChainBytes: cfg.ChainBytes, Keys: keys})
+	scfg := LabServerConfig{RTT: cfg.RTT, RateBitsPerSecond: cfg.RateBitsPerSecond, IW: iw,
+		TLSVersion: cfg.TLSVersion, ChainBytes: cfg.ChainBytes, Keys: keys}
+	if cfg.PageSpec != "" {
+		page, err := server.ParsePage(cfg.PageSpec)
+		if err != nil {
+			return col, fmt.Errorf("the demo's page: %w", err)
+		}
+		scfg.Page = &page
+	}
+	s, err := StartLabServer(ctx, scfg)
 	if err != nil {
 		return col, fmt.Errorf("starting the emulated server: %w", err)
 	}
@@ -168,7 +200,25 @@ func demoColumn(ctx context.Context, cfg DemoConfig, iw int, keys *server.KeyCac
 	if col.ExactErr != nil && ctx.Err() != nil {
 		return col, ctx.Err()
 	}
+	if scfg.Page != nil {
+		col.PageLoad, col.PageErr = demoPageLoad(ctx, s, scfg, cfg)
+		if col.PageErr != nil && ctx.Err() != nil {
+			return col, ctx.Err()
+		}
+	}
 	return col, nil
+}
+
+// demoPageLoad loads the server's test page in Chromium, when it is installed.
+func demoPageLoad(ctx context.Context, s *LabServer, scfg LabServerConfig, cfg DemoConfig) (*pageload.Page, error) {
+	if _, err := os.Stat(browser.DefaultChromium); err != nil {
+		return nil, fmt.Errorf("no Chromium at %s: apt-get install chromium to see the page load", browser.DefaultChromium)
+	}
+	res, err := LoadPageFrom(ctx, s, scfg, browser.Options{Wait: 300 * time.Millisecond, Tool: cfg.Tool, Packets: cfg.Packets})
+	if err != nil {
+		return nil, err
+	}
+	return res.Page, nil
 }
 
 // WriteDemo writes the demo side by side, a column per initial window, and the
@@ -258,7 +308,79 @@ func WriteDemo(w io.Writer, d *DemoResult) error {
 		ew.Err = err
 	}
 	ew.Printf("\n%s", demoStory(d, conns))
+	writeDemoPages(ew, d)
 	return ew.Err
+}
+
+// writeDemoPages writes the page loads in Chromium side by side, if any.
+func writeDemoPages(ew *report.ErrWriter, d *DemoResult) {
+	if d.Config.PageSpec == "" {
+		return
+	}
+	page, _ := server.ParsePage(d.Config.PageSpec)
+	var blocking []string
+	for _, r := range page.Resources {
+		if r.Kind == server.PageCSS || r.Kind == server.PageJS {
+			blocking = append(blocking, fmt.Sprintf("a %s %s", report.Size(r.Bytes), map[string]string{server.PageCSS: "stylesheet", server.PageJS: "script"}[r.Kind]))
+		}
+	}
+	ew.Printf("\nThe same servers also serve a whole page: a %s document whose head names %s,\nthen a font and an image. Headless Chromium loads it as a first visit, over HTTP/1.1:\n\n",
+		report.Size(page.HTMLBytes), strings.Join(blocking, " and "))
+	tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', tabwriter.AlignRight)
+	cell := func(name string, f func(*pageload.Page) string) {
+		fmt.Fprintf(tw, "%s\t", name)
+		for _, col := range d.Columns {
+			v := "-"
+			if col.PageLoad != nil {
+				v = f(col.PageLoad)
+			}
+			fmt.Fprintf(tw, "%s\t", v)
+		}
+		fmt.Fprintf(tw, "\n")
+	}
+	fmt.Fprintf(tw, "\t")
+	for _, col := range d.Columns {
+		fmt.Fprintf(tw, "IW %d\t", col.IW)
+	}
+	fmt.Fprintf(tw, "\n")
+	cell("connections", func(p *pageload.Page) string { return fmt.Sprint(len(p.Connections)) })
+	cell("critical path (round trips)", func(p *pageload.Page) string { return fmt.Sprint(p.CriticalPath.RoundTrips) })
+	cell("  the model predicts", func(p *pageload.Page) string {
+		if p.CriticalPath.Predicted == nil {
+			return "-"
+		}
+		return fmt.Sprint(p.CriticalPath.Predicted.RoundTrips)
+	})
+	cell("critical path (ms)", func(p *pageload.Page) string { return fmt.Sprintf("%.0f", p.CriticalPath.Ms) })
+	cell("first contentful paint (ms)", func(p *pageload.Page) string {
+		if p.FirstContentfulPaintMs == nil {
+			return "-"
+		}
+		return fmt.Sprintf("%.0f", *p.FirstContentfulPaintMs)
+	})
+	cell("load event (ms)", func(p *pageload.Page) string {
+		if p.LoadMs == nil {
+			return "-"
+		}
+		return fmt.Sprintf("%.0f", *p.LoadMs)
+	})
+	if err := tw.Flush(); err != nil && ew.Err == nil {
+		ew.Err = err
+	}
+	for _, col := range d.Columns {
+		if col.PageLoad == nil {
+			if col.PageErr != nil {
+				ew.Printf("The page load at IW %d was not made: %v\n", col.IW, col.PageErr)
+			}
+			continue
+		}
+		var steps []string
+		for _, s := range col.PageLoad.CriticalPath.Steps {
+			steps = append(steps, fmt.Sprintf("%s (%s)", s.Why, plural(s.RoundTrips, "round trip", "round trips")))
+		}
+		ew.Printf("- IW %d: the first render waited for %s.\n", col.IW, strings.Join(steps, ", then "))
+	}
+	ew.Printf("Every request on its connection, with its rounds: slowstart probe --browser https://example.com/\n")
 }
 
 // demoStory tells the demo's result in words, from the measured numbers.

@@ -5,6 +5,7 @@ import (
 	"mime"
 	"strings"
 
+	"github.com/slowstart/slowstart/model"
 	"github.com/slowstart/slowstart/report"
 )
 
@@ -87,20 +88,8 @@ func dataRounds(c *report.Connection) (rounds int, bytes int64) {
 
 // RoundsNeeded is the number of round trips slow start needs to deliver size bytes
 // starting from a window of iw segments of mss bytes that doubles every round, with
-// no receive-window limit and no loss (RFC 5681 with an ACK per segment).
-func RoundsNeeded(sizeBytes int64, iw, mss int) int {
-	if sizeBytes <= 0 || iw <= 0 || mss <= 0 {
-		return 0
-	}
-	segments := (sizeBytes + int64(mss) - 1) / int64(mss)
-	window, sent, rounds := int64(iw), int64(0), 0
-	for sent < segments {
-		sent += window
-		window *= 2
-		rounds++
-	}
-	return rounds
-}
+// no receive-window limit and no loss (model.RoundsNeeded).
+func RoundsNeeded(sizeBytes int64, iw, mss int) int { return model.RoundsNeeded(sizeBytes, iw, mss) }
 
 func diagnose(c *report.Connection, ctx diagnosisContext) []report.Diagnosis {
 	out := []report.Diagnosis{}

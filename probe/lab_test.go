@@ -224,6 +224,29 @@ func TestDemo(t *testing.T) {
 	if c3.RoundTrips.Total <= c32.RoundTrips.Total {
 		t.Errorf("IW 3 took %d round trips, IW 32 %d: want more with IW 3", c3.RoundTrips.Total, c32.RoundTrips.Total)
 	}
+	// The page loads in Chromium: each critical path as the model predicts it (unless
+	// a busy host slowed the browser itself), longer at IW 3 than at IW 32.
+	if _, err := os.Stat("/usr/bin/chromium"); err != nil {
+		t.Log("Chromium is not installed: no page loads to check")
+		return
+	}
+	for _, col := range d.Columns {
+		p := col.PageLoad
+		if p == nil || p.CriticalPath.Predicted == nil {
+			t.Errorf("IW %d: no page load or no prediction (%v)", col.IW, col.PageErr)
+			continue
+		}
+		if slow := slowBrowserAt(p, d.Config.RTT); slow != "" {
+			t.Logf("IW %d: %s: the critical path is not compared", col.IW, slow)
+			continue
+		}
+		if got, want := p.CriticalPath.RoundTrips, p.CriticalPath.Predicted.RoundTrips; got != want {
+			t.Errorf("IW %d: the page's critical path took %d round trips, the model predicts %d: %+v", col.IW, got, want, p.CriticalPath.Steps)
+		}
+	}
+	if p3, p32 := d.Columns[0].PageLoad, d.Columns[2].PageLoad; p3 != nil && p32 != nil && p3.CriticalPath.RoundTrips <= p32.CriticalPath.RoundTrips {
+		t.Errorf("the page's critical path: %d round trips at IW 3, %d at IW 32: want more at IW 3", p3.CriticalPath.RoundTrips, p32.CriticalPath.RoundTrips)
+	}
 }
 
 // TestAgreesWithCurl compares the probe's client timings with curl -w on the same

@@ -19,6 +19,15 @@ import (
 // with Options.Resolve, as a user would with --resolve.
 const LabServerName = "lab.slowstart.test"
 
+// LabSecondServerName is a test page's second host name (LabServerConfig.Page):
+// another origin on the same server, at port LabSecondPort (TLS) or
+// LabSecondPortCleartext, so a browser opens connections of its own to it.
+const (
+	LabSecondServerName    = "static.slowstart.test"
+	LabSecondPort          = 8443
+	LabSecondPortCleartext = 8080
+)
+
 // LabServerConfig describes an emulated far-away server.
 type LabServerConfig struct {
 	RTT               time.Duration
@@ -47,6 +56,9 @@ type LabServerConfig struct {
 	// Tap sees every packet the link emulator reads from or writes to a TUN device
 	// (device 0: the client's, 1: the server's), as captures at both ends would.
 	Tap func(device int, data []byte, unixNs int64)
+	// Page, when set, is a test page the server (built-in or nginx) serves beside
+	// /bytes/N, its second host name (if it has one) at LabSecondPort.
+	Page *server.Page
 }
 
 // LabServer is a lab trial (client and server namespaces joined by the link
@@ -62,9 +74,17 @@ type LabServer struct {
 	RootCAs *x509.CertPool
 	// ChainBytes is the certificate chain's size as generated.
 	ChainBytes int
-	rootCerts  []*x509.Certificate
-	trial      *netlab.Trial
-	stop       func() error
+	// SecondAddr is where the test page's second host name is served (see
+	// LabServerConfig.Page); invalid when the page has none.
+	SecondAddr netip.AddrPort
+	// Page is the test page served, its origins filled in; nil when none.
+	Page *server.Page
+	// Nginx is the nginx serving, when LabServerConfig.Nginx (its access log names
+	// each request's client port).
+	Nginx     *server.Nginx
+	rootCerts []*x509.Certificate
+	trial     *netlab.Trial
+	stop      func() error
 }
 
 // URL returns the URL of path on the server, by name over TLS (with Resolve to
@@ -76,9 +96,29 @@ func (s *LabServer) URL(path string) string {
 	return fmt.Sprintf("http://%s%s", s.Addr, path)
 }
 
-// Resolve maps the server's name to its address, for Options.Resolve.
+// Resolve maps the server's names to its address, for Options.Resolve.
 func (s *LabServer) Resolve() map[string]netip.Addr {
-	return map[string]netip.Addr{LabServerName + ":" + strconv.Itoa(int(s.Addr.Port())): s.Addr.Addr()}
+	names := map[string]netip.Addr{LabServerName + ":" + strconv.Itoa(int(s.Addr.Port())): s.Addr.Addr()}
+	if s.SecondAddr.IsValid() {
+		names[LabSecondServerName+":"+strconv.Itoa(int(s.SecondAddr.Port()))] = s.SecondAddr.Addr()
+	}
+	return names
+}
+
+// PageURL is the URL of the test page's document.
+func (s *LabServer) PageURL() string {
+	if s.Scheme == "https" {
+		return s.URL(server.PageIndexPath)
+	}
+	return fmt.Sprintf("http://%s:%d%s", LabServerName, s.Addr.Port(), server.PageIndexPath)
+}
+
+// origin is scheme://name:port, without a default port.
+func origin(scheme, name string, port uint16) string {
+	if scheme == "https" && port == 443 || scheme == "http" && port == 80 {
+		return scheme + "://" + name
+	}
+	return fmt.Sprintf("%s://%s:%d", scheme, name, port)
 }
 
 // Close stops the server and the emulator and removes the namespaces.
@@ -149,7 +189,11 @@ func StartLabServer(ctx context.Context, cfg LabServerConfig) (_ *LabServer, err
 		if chainBytes == 0 {
 			chainBytes = 4000
 		}
-		chain, err := server.NewChain(server.ChainConfig{ServerName: LabServerName, Intermediates: 1, TargetBytes: chainBytes, Keys: cfg.Keys})
+		var more []string
+		if cfg.Page != nil && cfg.Page.HasSecondHost() {
+			more = []string{LabSecondServerName}
+		}
+		chain, err := server.NewChain(server.ChainConfig{ServerName: LabServerName, MoreNames: more, Intermediates: 1, TargetBytes: chainBytes, Keys: cfg.Keys})
 		if err != nil {
 			return nil, fmt.Errorf("certificate chain of %d bytes: %w", chainBytes, err)
 		}
@@ -158,6 +202,26 @@ func StartLabServer(ctx context.Context, cfg LabServerConfig) (_ *LabServer, err
 		s.rootCerts = []*x509.Certificate{chain.Root}
 	}
 	s.Addr = netip.AddrPortFrom(trial.Addr(netlab.Server, cfg.IPv6), port)
+	if cfg.Page != nil {
+		if cfg.Caddy || cfg.HTTP3 {
+			return nil, errors.New("a test page is served by the built-in server or nginx, over TCP")
+		}
+		page := *cfg.Page
+		page.FirstOrigin = origin(s.Scheme, LabServerName, port)
+		if page.HasSecondHost() {
+			second := uint16(LabSecondPort)
+			if s.Scheme == "http" {
+				second = LabSecondPortCleartext
+			}
+			s.SecondAddr = netip.AddrPortFrom(s.Addr.Addr(), second)
+			page.SecondOrigin = origin(s.Scheme, LabSecondServerName, second)
+		}
+		files, err := page.Files()
+		if err != nil {
+			return nil, err
+		}
+		s.Page, scfg.PageFiles = &page, files
+	}
 	if cfg.Caddy {
 		cd, err := server.StartCaddy(ctx, server.CaddyConfig{Address: s.Addr.String(), ServerName: LabServerName,
 			Certificate: scfg.Certificate, BodySizes: cfg.NginxBodySizes, Dial: trial.DialFunc(netlab.Client, &net.Dialer{})},
@@ -181,29 +245,41 @@ func StartLabServer(ctx context.Context, cfg LabServerConfig) (_ *LabServer, err
 	}
 	if cfg.Nginx {
 		// nginx lives until Close, not until ctx ends (StartNginx stops it then).
-		ng, err := server.StartNginx(context.WithoutCancel(ctx), server.NginxConfig{
+		ncfg := server.NginxConfig{
 			Address:     s.Addr.String(),
 			TLSVersion:  cfg.TLSVersion,
 			Certificate: scfg.Certificate,
 			HTTP2:       cfg.HTTP2,
 			BodySizes:   cfg.NginxBodySizes,
 			Dial:        trial.DialFunc(netlab.Client, &net.Dialer{}),
-		}, trial.WrapCommand(netlab.Server))
+			PageFiles:   scfg.PageFiles,
+		}
+		if s.SecondAddr.IsValid() {
+			ncfg.SecondAddress = s.SecondAddr.String()
+		}
+		ng, err := server.StartNginx(context.WithoutCancel(ctx), ncfg, trial.WrapCommand(netlab.Server))
 		if err != nil {
 			return nil, fmt.Errorf("starting nginx: %w", err)
 		}
+		s.Nginx = ng
 		cleanups = append(cleanups, ng.Stop)
 		s.stop = stop
 		return s, nil
 	}
-	ln, err := trial.Listen(netlab.Server, "tcp", s.Addr.String())
-	if err != nil {
-		return nil, err
+	addrs := []netip.AddrPort{s.Addr}
+	if s.SecondAddr.IsValid() {
+		addrs = append(addrs, s.SecondAddr)
 	}
-	serveCtx, stopServe := context.WithCancel(context.WithoutCancel(ctx))
-	served := make(chan error, 1)
-	go func() { served <- server.Serve(serveCtx, ln, scfg) }()
-	cleanups = append(cleanups, func() error { stopServe(); return <-served })
+	for _, addr := range addrs {
+		ln, err := trial.Listen(netlab.Server, "tcp", addr.String())
+		if err != nil {
+			return nil, err
+		}
+		serveCtx, stopServe := context.WithCancel(context.WithoutCancel(ctx))
+		served := make(chan error, 1)
+		go func() { served <- server.Serve(serveCtx, ln, scfg) }()
+		cleanups = append(cleanups, func() error { stopServe(); return <-served })
+	}
 	s.stop = stop
 	return s, nil
 }

@@ -13,6 +13,9 @@ import (
 	"time"
 
 	"github.com/slowstart/slowstart/analysis"
+	"github.com/slowstart/slowstart/har"
+	"github.com/slowstart/slowstart/keylog"
+	"github.com/slowstart/slowstart/pageload"
 	"github.com/slowstart/slowstart/report"
 )
 
@@ -25,6 +28,8 @@ type browserCase struct {
 	HTML   string `json:"html"`
 	Report string `json:"report"`
 	Large  bool   `json:"large"`
+	// Page is the page load's JSON, for a page load's view.
+	Page string `json:"page,omitempty"`
 }
 
 // TestBrowser opens the view of real captures (and of a large synthetic Report) in
@@ -36,8 +41,11 @@ func TestBrowser(t *testing.T) {
 
 	dir := t.TempDir()
 	var cases []browserCase
-	add := func(name string, rep *report.Report, large bool) {
+	add := func(name string, rep *report.Report, large bool, page *pageload.Page) {
 		h, err := NewHandler(rep, HandlerOptions{})
+		if page != nil {
+			h, err = NewPageHandler(rep, page, HandlerOptions{})
+		}
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -51,15 +59,31 @@ func TestBrowser(t *testing.T) {
 		if err := os.WriteFile(reportPath, data, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		var page bytes.Buffer
-		if err := WriteHTML(&page, rep); err != nil {
+		var html bytes.Buffer
+		if page != nil {
+			err = WritePageHTML(&html, rep, page)
+		} else {
+			err = WriteHTML(&html, rep)
+		}
+		if err != nil {
 			t.Fatal(err)
 		}
 		htmlPath := filepath.Join(dir, name+".html")
-		if err := os.WriteFile(htmlPath, page.Bytes(), 0o644); err != nil {
+		if err := os.WriteFile(htmlPath, html.Bytes(), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		cases = append(cases, browserCase{Name: name, URL: srv.URL + "/", HTML: htmlPath, Report: reportPath, Large: large})
+		c := browserCase{Name: name, URL: srv.URL + "/", HTML: htmlPath, Report: reportPath, Large: large}
+		if page != nil {
+			c.Page = filepath.Join(dir, name+".page.json")
+			data, err := json.Marshal(page)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(c.Page, data, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		cases = append(cases, c)
 	}
 	for _, c := range []struct {
 		capture string
@@ -82,9 +106,11 @@ func TestBrowser(t *testing.T) {
 		if !c.packets {
 			name += "-nopackets"
 		}
-		add(name, rep, false)
+		add(name, rep, false, nil)
 	}
-	add("synthetic-100k", syntheticReport(4, 25000), true)
+	add("synthetic-100k", syntheticReport(4, 25000), true, nil)
+	page := browserPageLoad(t)
+	add("pageload-chromium-h2", page.Report, false, page)
 
 	configPath := filepath.Join(dir, "cases.json")
 	config, err := json.Marshal(map[string]any{
@@ -106,6 +132,34 @@ func TestBrowser(t *testing.T) {
 	if err != nil {
 		t.Fatalf("browser checks failed: %v (screenshots in web/test/artifacts)", err)
 	}
+}
+
+// browserPageLoad is the page load of testdata/browser: Chromium's capture with
+// its key log and the HAR of the load.
+func browserPageLoad(t *testing.T) *pageload.Page {
+	t.Helper()
+	base := filepath.Join("..", "testdata", "browser", "tiny-h2-second-host")
+	keys, err := keylog.ParseFile(base + ".keys")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := analysis.File(context.Background(), base+".pcap", analysis.Options{Packets: true, KeyLog: keys, Tool: "slowstart test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := har.ReadFile(base + ".har")
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, err := har.ToInput(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := pageload.Build(rep, in)
+	if len(page.Requests) == 0 || page.CriticalPath.RoundTrips == 0 {
+		t.Fatalf("the page load of %s has %d requests and a critical path of %d round trips", base, len(page.Requests), page.CriticalPath.RoundTrips)
+	}
+	return page
 }
 
 func exists(path string) bool {

@@ -217,7 +217,7 @@ func NewLiveHandler(rep *report.Report, feed *Feed, opts HandlerOptions) (http.H
 	// The page follows the event stream only for this kind: a probe's Report,
 	// also captured live, is a finished page.
 	shell.Source.Kind = LiveFeedKind
-	mux, err := newMux(&shell)
+	mux, err := newMux(&shell, nil)
 	if err != nil {
 		return nil, err
 	}

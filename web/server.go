@@ -30,15 +30,33 @@ type HandlerOptions struct {
 // NewHandler serves the view of rep: the page at "/", the embedded code and style
 // under "/assets/", the Report at "/api/report". Every other path is 404.
 func NewHandler(rep *report.Report, opts HandlerOptions) (http.Handler, error) {
-	mux, err := newMux(rep)
+	mux, err := newMux(rep, nil)
 	if err != nil {
 		return nil, err
 	}
 	return secure(mux, opts), nil
 }
 
-// newMux routes the page, the assets and the Report.
-func newMux(rep *report.Report) (*http.ServeMux, error) {
+// NewPageHandler serves the view of a page load (see WritePageHTML) as NewHandler
+// does, with the page load at "/api/page".
+func NewPageHandler(rep *report.Report, page any, opts HandlerOptions) (http.Handler, error) {
+	data, err := marshalPage(page)
+	if err != nil {
+		return nil, err
+	}
+	mux, err := newMux(rep, data)
+	if err != nil {
+		return nil, err
+	}
+	return secure(mux, opts), nil
+}
+
+// newMux routes the page, the assets, the Report and the page load (JSON null
+// when the Report is not a page load's).
+func newMux(rep *report.Report, pageData []byte) (*http.ServeMux, error) {
+	if pageData == nil {
+		pageData = []byte("null")
+	}
 	data, err := marshalReport(rep)
 	if err != nil {
 		return nil, err
@@ -63,6 +81,11 @@ func newMux(rep *report.Report) (*http.ServeMux, error) {
 		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set("Cache-Control", "no-store")
 		_, _ = w.Write(data)
+	})
+	mux.HandleFunc("GET /api/page", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Cache-Control", "no-store")
+		_, _ = w.Write(pageData)
 	})
 	mux.HandleFunc("GET /assets/{name}", func(w http.ResponseWriter, r *http.Request) {
 		// Only the embedded files themselves: no directory listings.

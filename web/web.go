@@ -99,6 +99,35 @@ var closingScript = regexp.MustCompile(`(?i)</(script)`)
 // the style are inline, so the file works offline, from disk, and makes no requests.
 // A Content-Security-Policy in the page allows exactly its own script and style.
 func WriteHTML(w io.Writer, rep *report.Report) error {
+	return writeHTML(w, rep, nil)
+}
+
+// WritePageHTML is WriteHTML for a page load (package pageload): the page's
+// connections with its requests on them, the critical path highlighted. page is
+// the page load's JSON form (anything json.Marshal encodes as it); its Report is
+// rep.
+func WritePageHTML(w io.Writer, rep *report.Report, page any) error {
+	data, err := marshalPage(page)
+	if err != nil {
+		return err
+	}
+	return writeHTML(w, rep, data)
+}
+
+// marshalPage encodes a page load for the view; like marshalReport, the result
+// can sit inside a <script> element.
+func marshalPage(page any) ([]byte, error) {
+	if page == nil {
+		return nil, errors.New("web: no page load to show")
+	}
+	b, err := json.Marshal(page)
+	if err != nil {
+		return nil, fmt.Errorf("web: encoding the page load: %w", err)
+	}
+	return b, nil
+}
+
+func writeHTML(w io.Writer, rep *report.Report, pageData []byte) error {
 	data, err := marshalReport(rep)
 	if err != nil {
 		return err
@@ -130,7 +159,13 @@ func WriteHTML(w io.Writer, rep *report.Report) error {
 	b.WriteString("</style>\n</head>\n<body>\n<div id=\"app\"><p class=\"empty\">Loading the report…</p></div>\n")
 	b.WriteString(`<script type="application/json" id="slowstart-report">`)
 	b.Write(data)
-	b.WriteString("</script>\n<script type=\"module\">")
+	b.WriteString("</script>\n")
+	if pageData != nil {
+		b.WriteString(`<script type="application/json" id="slowstart-page">`)
+		b.Write(pageData)
+		b.WriteString("</script>\n")
+	}
+	b.WriteString("<script type=\"module\">")
 	b.Write(script)
 	b.WriteString("</script>\n</body>\n</html>\n")
 	if _, err := w.Write(b.Bytes()); err != nil {

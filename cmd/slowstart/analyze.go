@@ -28,6 +28,7 @@ func newAnalyzeCommand() *cobra.Command {
 		htmlOut                string
 		keylogPath             string
 		idle                   time.Duration
+		harPath                string
 	)
 	cmd := &cobra.Command{
 		Use:   "analyze FILE... | -",
@@ -91,6 +92,9 @@ printed, the warning names the record, and the exit code is 3.`,
 			if err != nil {
 				return err
 			}
+			if harPath != "" && (connection > 0 || asJSONL || asCSV) {
+				return withCode(exitUsage, errors.New("--har places a page's requests on every connection and writes a page load (text or --json): it can't be used with --connection, --jsonl or --csv"))
+			}
 			reader, err := openCaptureArgs(args)
 			if err != nil {
 				var coded *exitError
@@ -100,6 +104,9 @@ printed, the warning names the record, and the exit code is 3.`,
 				return withCode(inputExitCode(err), err)
 			}
 			defer reader.Close()
+			if harPath != "" {
+				return analyzeCaptureWithHAR(cmd, reader, args, analysis.Options{Server: hint, Tool: "slowstart " + version, Packets: htmlOut != "", KeyLog: keys}, harPath, asJSON, htmlOut)
+			}
 
 			out := cmd.OutOrStdout()
 			var w report.StreamWriter
@@ -187,6 +194,7 @@ printed, the warning names the record, and the exit code is 3.`,
 	cmd.Flags().StringVar(&server, "server", "", "the server's HOST[:PORT] (or :PORT): only its connections, and its side where the SYN was not captured")
 	cmd.Flags().IntVar(&connection, "connection", 0, "only the N-th connection (1-based, in order of first packet)")
 	cmd.Flags().StringVar(&htmlOut, "html", "", "also write a self-contained HTML report (works offline) to this file")
+	cmd.Flags().StringVar(&harPath, "har", "", "a HAR of the same page load (from a browser or WebPageTest): its requests placed on the capture's connections, with their rounds and the critical path (docs/browser.md)")
 	cmd.Flags().StringVar(&keylogPath, "keylog", "", "decrypt TLS and QUIC with the secrets of this key log (the NSS format browsers and curl write with SSLKEYLOGFILE, which is read when this flag is not given): the HTTP requests inside, each with its rounds")
 	cmd.Flags().DurationVar(&idle, "idle-timeout", time.Duration(analysis.DefaultIdleNs), "report a connection idle this long (capture time) as it stands, and count its later packets only (0: never; memory then holds every idle connection)")
 	return cmd
@@ -263,4 +271,29 @@ func inputExitCode(err error) int {
 		return exitFile
 	}
 	return exitFailure
+}
+
+// analyzeCaptureWithHAR analyzes the whole capture into one Report (a page load
+// needs every connection at once) and places the HAR's requests on it.
+func analyzeCaptureWithHAR(cmd *cobra.Command, reader *capture.Reader, args []string, opts analysis.Options, harPath string, asJSON bool, htmlOut string) error {
+	defer tuneGCForBatch()()
+	rep, err := analysis.Run(cmd.Context(), reader, opts)
+	if err != nil && !errors.Is(err, capture.ErrDamaged) {
+		return withCode(inputExitCode(err), err)
+	}
+	rep.Source = captureSource(args, reader.Stats())
+	rep.Warnings = append(rep.Warnings, analysis.CaptureWarnings(reader.Stats(), len(rep.Connections))...)
+	if err != nil {
+		rep.Warnings = append(rep.Warnings, err.Error())
+	}
+	for _, w := range rep.Warnings {
+		fmt.Fprintf(cmd.ErrOrStderr(), "slowstart: warning: %s\n", textsafe.Escape(w))
+	}
+	if herr := analyzeWithHAR(cmd, rep, harPath, asJSON, htmlOut); herr != nil {
+		return herr
+	}
+	if err != nil {
+		return withCode(exitFile, err)
+	}
+	return nil
 }

@@ -36,6 +36,7 @@ waits a round trip; the lab shows what it costs on a given path.`,
 	}
 	cmd.AddCommand(newLabRunCommand(), newLabSweepCommand(), newLabCleanCommand())
 	cmd.AddCommand(newLabReproduceCommand())
+	cmd.AddCommand(newLabPageCommand())
 	return cmd
 }
 

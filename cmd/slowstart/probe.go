@@ -36,6 +36,7 @@ func newProbeCommand() *cobra.Command {
 		exactMSS, exactRuns   int
 		http3                 bool
 		protocols             string
+		browserFlags          browserFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "probe [URL]",
@@ -55,6 +56,12 @@ With no URL it runs the built-in demo: a far-away server (RTT 130 ms, 15 Mbit/s)
 emulated on this machine with IW 3, 10 and 32, each serving a 160 KB page over
 TLS 1.2 with a 6.9 KB certificate chain, probed side by side.
 
+--browser loads the whole page in headless Chromium instead (Debian's
+chromium) as a first visit, with its TLS secrets and a capture of all its
+connections: every connection, every request on its connection with its rounds,
+and the critical path to the first render in round trips, with what would save
+them (docs/browser.md).
+
 A live capture needs CAP_NET_RAW (run with sudo, or once:
 sudo setcap cap_net_raw,cap_net_admin+ep $(which slowstart)); the demo and
 --netns need root.`,
@@ -66,7 +73,8 @@ sudo setcap cap_net_raw,cap_net_admin+ep $(which slowstart)); the demo and
   sudo slowstart probe --exact http://example.com/a-long-path-that-gives-a-404
   sudo slowstart probe --exact https://example.com/       # the TLS flight, 3 runs
   sudo slowstart probe https://www.example.com/ --resolve www.example.com:443:192.0.2.7
-  sudo slowstart probe https://example.com/ --protocols h3,h2,h1   # TCP, then HTTP/3 if advertised`,
+  sudo slowstart probe https://example.com/ --protocols h3,h2,h1   # TCP, then HTTP/3 if advertised
+  sudo slowstart probe --browser https://example.com/ --har page.har   # the whole page in Chromium`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var err error
@@ -79,8 +87,22 @@ sudo setcap cap_net_raw,cap_net_admin+ep $(which slowstart)); the demo and
 				}
 			}
 			cleanStaleExact(cmd, netns)
+			if err := browserFlags.check(cmd); err != nil {
+				return err
+			}
 			if len(args) == 0 {
+				if browserFlags.browser {
+					return withCode(exitUsage, errors.New("--browser needs a URL (with no URL, probe runs the demo, which loads its page in Chromium by itself)"))
+				}
 				return runDemo(cmd, asJSON, htmlOut)
+			}
+			if browserFlags.browser {
+				if protocols != "" {
+					return withCode(exitUsage, errors.New("--protocols chooses for the probe's own client: with --browser, Chromium chooses (add --http3 to let it use QUIC)"))
+				}
+				return runBrowser(cmd, args[0], browserRun{flags: browserFlags, asJSON: asJSON, htmlOut: htmlOut, netns: netns, iface: iface,
+					resolves: resolves, insecure: insecure, http1: http1, http3: http3, userAgent: userAgent, timeout: timeout,
+					pcapPath: pcapPath, keylogPath: keylogPath})
 			}
 			var choose []string
 			if protocols != "" {
@@ -199,6 +221,7 @@ sudo setcap cap_net_raw,cap_net_admin+ep $(which slowstart)); the demo and
 	fl.BoolVar(&http3, "http3", false, "fetch over HTTP/3 (QUIC) instead: the handshake's round trips, the amplification limit, the server's first flight and initial window (docs/quic.md)")
 	fl.StringVar(&protocols, "protocols", "", "the protocols the probe may use, in order of preference: h3, h2, h1 (default h2,h1). With h3 and h2 or h1 it goes as a browser does: over TCP first, then, if the response advertises HTTP/3 (Alt-Svc), the page again over QUIC as the next connection would; over QUIC first when h3 leads and the site's HTTPS DNS record lists h3 (docs/quic.md)")
 	fl.StringVar(&keylogPath, "keylog", "", "append the TLS secrets to this file (SSLKEYLOGFILE format), so Wireshark can decrypt the pcap")
+	browserFlags.register(cmd)
 	return cmd
 }
 
@@ -275,7 +298,7 @@ func runDemo(cmd *cobra.Command, asJSON bool, htmlOut string) error {
 		return err
 	}
 	defer stop()
-	fmt.Fprintln(cmd.ErrOrStderr(), "Emulating a far-away server with IW 3, 10 and 32 (a few seconds)...")
+	fmt.Fprintln(cmd.ErrOrStderr(), "Emulating a far-away server with IW 3, 10 and 32, then loading a page from each in Chromium (about 15 seconds)...")
 	cfg := probe.DefaultDemo()
 	cfg.Tool = "slowstart " + version
 	cfg.Packets = htmlOut != ""

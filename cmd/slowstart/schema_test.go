@@ -161,6 +161,7 @@ func TestJSONOutputsFollowTheirSchemas(t *testing.T) {
 		checkSchema(t, "connection", fmt.Sprintf("analyze --jsonl line %d", i+1), line)
 	}
 	covered["connection"] = true
+	check("pageload", "analyze --har --json", "analyze", "--json", "--har", browserCapture+".har", "--keylog", browserCapture+".keys", browserCapture+".pcap")
 	check("model", "model --json", "model", "--size", "160KB", "--rtt", "130ms", "--rate", "15mbit", "--iw", "3,10,32", "--tls", "1.3", "--json")
 
 	testroot.Require(t, "the other formats need namespaces, captures and nftables")

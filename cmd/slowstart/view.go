@@ -36,12 +36,14 @@ func newViewCommand() *cobra.Command {
 		filter   string
 		pcapPath string
 		keep     int
+		keylog   string
 	)
 	cmd := &cobra.Command{
 		Use:   "view {FILE | --live IFACE}",
 		Short: "See a capture, a Report or a live capture in the browser: connections, rounds, windows",
-		Long: `Show a capture (pcap or pcapng) or a Report (JSON from 'slowstart analyze --json')
-as a web page: every connection on one time axis grouped by server, each
+		Long: `Show a capture (pcap or pcapng) or a Report (JSON from 'slowstart analyze --json';
+or a page load from 'probe --browser --json', with its requests on their
+connections and the critical path) as a web page: every connection on one time axis grouped by server, each
 connection's time-sequence graph with its rounds, the segments of each round
 against ideal slow start, and a summary of the initial window and what limited
 the transfer. (The initial window, IW, is how many segments a new connection may
@@ -67,6 +69,7 @@ Ctrl-C stops the capture and the server.`,
 		Example: `  slowstart view page.pcap                      # serve at http://127.0.0.1:PORT/
   slowstart view page.pcap --port 8040
   slowstart view page.pcap --html page.html     # one file to share
+  slowstart view page.pcap --keylog keys.txt    # TLS decrypted: every request with its rounds
   slowstart analyze page.pcap --json > r.json && slowstart view r.json
   sudo slowstart view --live eth0 --filter 203.0.113.7:443   # watch one site live
   sudo slowstart view --live lo --filter :8080 --pcap seen.pcap`,
@@ -106,7 +109,17 @@ Ctrl-C stops the capture and the server.`,
 			if err := checkOutputFile("html", htmlPath); err != nil {
 				return err
 			}
-			rep, err := loadForView(cmd, args[0], analysis.Options{Server: hint, Tool: "slowstart " + version, Packets: true})
+			if page, err := readPageLoad(args[0]); err != nil || page != nil {
+				if err != nil {
+					return err
+				}
+				return viewPageLoad(cmd, args[0], page, htmlPath, listenAddr, port)
+			}
+			keys, err := loadKeyLog(keylog)
+			if err != nil {
+				return err
+			}
+			rep, err := loadForView(cmd, args[0], analysis.Options{Server: hint, Tool: "slowstart " + version, Packets: true, KeyLog: keys})
 			if err != nil {
 				return err
 			}
@@ -136,6 +149,7 @@ Ctrl-C stops the capture and the server.`,
 	cmd.Flags().StringVar(&filter, "filter", "", "(--live) only connections with this server: HOST[:PORT] or :PORT")
 	cmd.Flags().StringVar(&pcapPath, "pcap", "", "(--live) also write every captured packet to this pcap file")
 	cmd.Flags().IntVar(&keep, "keep", web.DefaultFeedKeep, "(--live) the most connections the page keeps; older ones are dropped")
+	cmd.Flags().StringVar(&keylog, "keylog", "", "(captures) decrypt TLS with the secrets of this key log (NSS format, as SSLKEYLOGFILE writes; $SSLKEYLOGFILE when not given): every request on its connection with its rounds")
 	return cmd
 }
 

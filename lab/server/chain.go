@@ -45,6 +45,8 @@ type ChainConfig struct {
 	// ServerName is the leaf's DNS name (subject alternative name and common name);
 	// DefaultServerName when empty.
 	ServerName string
+	// MoreNames are more DNS names of the leaf (subject alternative names).
+	MoreNames []string
 	// IPs are added to the leaf as IP subject alternative names.
 	IPs []netip.Addr
 	// Intermediates is the number of intermediate CAs between the root and the leaf.
@@ -183,7 +185,7 @@ func NewChain(cfg ChainConfig) (*Chain, error) {
 		NotAfter:     notAfter,
 		KeyUsage:     x509.KeyUsageDigitalSignature,
 		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		DNSNames:     []string{serverName},
+		DNSNames:     append([]string{serverName}, cfg.MoreNames...),
 	}
 	if _, isRSA := key.(*rsa.PrivateKey); isRSA {
 		leafTemplate.KeyUsage |= x509.KeyUsageKeyEncipherment

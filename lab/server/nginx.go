@@ -48,6 +48,12 @@ type NginxConfig struct {
 	// order; "X25519:prime256v1" when empty. "prime256v1" alone makes a TLS 1.3 client
 	// that sends an X25519 key share (curl with OpenSSL) take a HelloRetryRequest.
 	ECDHCurves string
+	// PageFiles, when set, are served at their paths (a test page: see Page.Files),
+	// with their content types and CORS allowed.
+	PageFiles map[string][]byte
+	// SecondAddress, when set, is another host:port nginx serves the same on (the
+	// page's second host name).
+	SecondAddress string
 	// Dial connects to Address to see whether nginx is up, from wherever the clients are
 	// (e.g. a client namespace); a plain net.Dialer when nil.
 	Dial func(ctx context.Context, network, address string) (net.Conn, error)
@@ -88,14 +94,22 @@ events {
 }
 
 http {
-    access_log {{.Dir}}/access.log;
+    # Each request with the client's address and port: the connection it came on.
+    log_format slowstart '$server_addr $server_port $remote_addr $remote_port "$request" $status $bytes_sent $body_bytes_sent';
+    access_log {{.Dir}}/access.log slowstart;
     client_body_temp_path {{.Dir}}/tmp/client_body;
     proxy_temp_path {{.Dir}}/tmp/proxy;
     fastcgi_temp_path {{.Dir}}/tmp/fastcgi;
     uwsgi_temp_path {{.Dir}}/tmp/uwsgi;
     scgi_temp_path {{.Dir}}/tmp/scgi;
 
-    types {}
+    types {
+        text/html html;
+        text/css css;
+        text/javascript js;
+        font/woff2 woff2;
+        image/png png;
+    }
     default_type application/octet-stream;
     gzip off;
     server_tokens off;
@@ -106,6 +120,9 @@ http {
 
     server {
         listen {{.Address}}{{if .TLS}} ssl{{end}}{{if and .HTTP2 .HTTP2InListen}} http2{{end}};
+{{- if .SecondAddress}}
+        listen {{.SecondAddress}}{{if .TLS}} ssl{{end}}{{if and .HTTP2 .HTTP2InListen}} http2{{end}};
+{{- end}}
 {{- if and .HTTP2 (not .HTTP2InListen)}}
         http2 on;
 {{- end}}
@@ -122,6 +139,12 @@ http {
         location ~ "^/bytes/([0-9]+)$" {
             try_files /$1 =404;
         }
+{{- if .Page}}
+
+        location ^~ /page/ {
+            add_header Access-Control-Allow-Origin *;
+        }
+{{- end}}
     }
 }
 `))
@@ -188,6 +211,8 @@ func StartNginx(ctx context.Context, cfg NginxConfig, wrap func(*exec.Cmd)) (*Ng
 		HTTP2InListen:     http2InListen,
 		DisableKeepAlives: cfg.DisableKeepAlives,
 		ECDHCurves:        cfg.ECDHCurves,
+		SecondAddress:     cfg.SecondAddress,
+		Page:              len(cfg.PageFiles) > 0,
 	}); err != nil {
 		return nil, err
 	}
@@ -235,6 +260,8 @@ type nginxTemplateData struct {
 	TLS, HTTP2, HTTP2InListen bool
 	DisableKeepAlives         bool
 	ECDHCurves                string
+	SecondAddress             string
+	Page                      bool
 }
 
 func writeNginxFiles(dir string, cfg NginxConfig, data nginxTemplateData) error {
@@ -264,6 +291,19 @@ func writeNginxFiles(dir string, cfg NginxConfig, data nginxTemplateData) error 
 		}
 		if err != nil {
 			return fmt.Errorf("sizing nginx's body file of %d bytes: %w", size, err)
+		}
+	}
+	for name, content := range cfg.PageFiles {
+		clean := filepath.Clean("/" + name)
+		if clean != name || !strings.HasPrefix(name, PageDir) {
+			return fmt.Errorf("page file %q for nginx: give a clean path under %s", name, PageDir)
+		}
+		full := filepath.Join(dir, "docroot", filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			return fmt.Errorf("making nginx's page directory: %w", err)
+		}
+		if err := os.WriteFile(full, content, 0o644); err != nil {
+			return fmt.Errorf("writing nginx's page file %s: %w", name, err)
 		}
 	}
 	if data.TLS {
@@ -367,6 +407,11 @@ func (n *Nginx) logTail() string {
 	}
 	return strings.Join(tail, "; ")
 }
+
+// AccessLogPath is nginx's access log: one line per request, "SERVER_ADDR
+// SERVER_PORT CLIENT_ADDR CLIENT_PORT "REQUEST" STATUS BYTES_SENT BODY_BYTES_SENT"
+// (nginx's $bytes_sent counts the response's headers and body). Stop removes it.
+func (n *Nginx) AccessLogPath() string { return filepath.Join(n.Dir, "access.log") }
 
 // PID returns the process id of the nginx master (also its process group id).
 func (n *Nginx) PID() int { return n.cmd.Process.Pid }

@@ -72,6 +72,14 @@ func TestNginxFiles(t *testing.T) {
 			want:      []string{"ssl_ecdh_curve prime256v1;"},
 			wantFiles: []string{"chain.pem", "key.pem"},
 		},
+		{
+			name: "a page on two addresses",
+			cfg:  NginxConfig{Certificate: chain.Certificate, PageFiles: map[string][]byte{"/page/index.html": []byte("<p>"), "/page/r1-css.css": []byte("p{}")}},
+			data: nginxTemplateData{Address: "10.0.0.2:443", SecondAddress: "10.0.0.2:8443", TLS: true, SSLProtocol: "TLSv1.3", HTTP2: true, HTTP2InListen: true, Page: true},
+			want: []string{"listen 10.0.0.2:443 ssl http2;", "listen 10.0.0.2:8443 ssl http2;", "location ^~ /page/", "Access-Control-Allow-Origin",
+				"$remote_port", "$bytes_sent", "text/css css;"},
+			wantFiles: []string{"docroot/page/index.html", "docroot/page/r1-css.css"},
+		},
 	}
 	for _, test := range tests {
 		t.Run(test.name, func(t *testing.T) {
@@ -108,6 +116,9 @@ func TestNginxFiles(t *testing.T) {
 		})
 	}
 
+	if err := writeNginxFiles(t.TempDir(), NginxConfig{PageFiles: map[string][]byte{"/page/../../etc/x": nil}}, nginxTemplateData{}); err == nil {
+		t.Error("writeNginxFiles accepted a page file outside the docroot")
+	}
 	if err := writeNginxFiles(t.TempDir(), NginxConfig{BodySizes: []int64{MaxBodyBytes + 1}}, nginxTemplateData{}); err == nil {
 		t.Error("writeNginxFiles accepted a body larger than MaxBodyBytes")
 	}

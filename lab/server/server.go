@@ -79,6 +79,9 @@ type Config struct {
 	// InitialPacketBytes is the size of the HTTP/3 server's first packets (ServeHTTP3;
 	// quic-go's 1,280 when 0).
 	InitialPacketBytes int
+	// PageFiles, when set, are served as they are at their paths (a test page: see
+	// Page.Files), beside /bytes/N.
+	PageFiles map[string][]byte
 }
 
 // Serve serves /bytes/N on ln until ctx is done, then closes ln and every open connection
@@ -197,6 +200,7 @@ func Handler(cfg Config) http.Handler {
 		chunkBytes:      int64(cfg.WriteChunkBytes),
 		chunkPause:      cfg.WritePause,
 		logger:          cfg.Logger,
+		pageFiles:       cfg.PageFiles,
 	}
 }
 
@@ -210,9 +214,14 @@ type bytesHandler struct {
 	chunkBytes      int64 // > 0: write the header alone, then chunks of this size
 	chunkPause      time.Duration
 	logger          *slog.Logger // nil discards
+	pageFiles       map[string][]byte
 }
 
 func (h *bytesHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if content, ok := h.pageFiles[r.URL.Path]; ok {
+		h.servePageFile(w, r, content)
+		return
+	}
 	sizeText, ok := strings.CutPrefix(r.URL.Path, BytesPathPrefix)
 	if !ok {
 		http.Error(w, "not found: the server serves GET /bytes/N", http.StatusNotFound)
@@ -311,6 +320,42 @@ func (h *bytesHandler) writeChunks(w http.ResponseWriter, r *http.Request, bodyB
 			return
 		}
 		sentBytes += chunkBytes
+	}
+}
+
+// servePageFile answers with one file of the test page, corked like a body.
+func (h *bytesHandler) servePageFile(w http.ResponseWriter, r *http.Request, content []byte) {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		w.Header().Set("Allow", "GET, HEAD")
+		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+		return
+	}
+	corker := h.corker(r)
+	corker.set(true)
+	defer corker.release(w)
+	header := w.Header()
+	header["Content-Type"] = []string{PageContentType(r.URL.Path)}
+	header["Content-Length"] = []string{strconv.Itoa(len(content))}
+	// Fonts from another origin need CORS; the same for every file keeps the
+	// headers of all the page's responses alike.
+	header["Access-Control-Allow-Origin"] = []string{"*"}
+	w.WriteHeader(http.StatusOK)
+	if r.Method == http.MethodHead {
+		return
+	}
+	if corker.corked {
+		// As for /bytes/N: the headers wait in the corked socket, and the body
+		// follows in one write.
+		if err := http.NewResponseController(w).Flush(); err != nil {
+			return
+		}
+	}
+	for len(content) > 0 {
+		n := min(len(content), writeChunkBytes)
+		if _, err := w.Write(content[:n]); err != nil {
+			return
+		}
+		content = content[n:]
 	}
 }
 

@@ -1,5 +1,5 @@
 // Loading the Report and the derived values every view shares.
-import type { Connection, Packet, Report } from "./types";
+import type { Connection, Packet, PageLoad, Report } from "./types";
 import type { TickKind } from "./palette";
 
 /**
@@ -21,6 +21,27 @@ export async function loadReport(doc: Document): Promise<Report> {
     throw new Error(`not a slowstart Report (schema ${JSON.stringify(rep.schema)})`);
   }
   return rep;
+}
+
+/**
+ * Reads the page load that goes with the Report, if any: from the page itself
+ * (<script type="application/json" id="slowstart-page">) or from the server
+ * (api/page; 404 when the Report is not a page load's).
+ */
+export async function loadPageLoad(doc: Document, served: boolean): Promise<PageLoad | null> {
+  const inline = doc.getElementById("slowstart-page");
+  let page: PageLoad | null = null;
+  if (inline && inline.textContent && inline.textContent.trim() !== "") {
+    page = JSON.parse(inline.textContent) as PageLoad;
+  } else if (served) {
+    const res = await fetch("api/page", { headers: { Accept: "application/json" } });
+    if (!res.ok) throw new Error(`loading the page load: HTTP ${res.status} ${res.statusText}`);
+    page = (await res.json()) as PageLoad | null;
+  }
+  if (page && (!page.schema || !page.schema.startsWith("slowstart.pageload/"))) {
+    throw new Error(`not a slowstart page load (schema ${JSON.stringify(page.schema)})`);
+  }
+  return page;
 }
 
 /** A connection with its packets sorted by time and typed arrays for fast drawing. */

@@ -3,13 +3,14 @@
 import "./style.css";
 
 import { el } from "./canvas";
-import { connModel, groupByServer, loadReport, type ConnModel, type TimeUnit } from "./data";
+import { connModel, groupByServer, loadPageLoad, loadReport, type ConnModel, type TimeUnit } from "./data";
 import * as fmt from "./format";
+import { PageView } from "./pageview";
 import { Summary } from "./summary";
 import { Timeline } from "./timeline";
 import { Tooltip } from "./tooltip";
 import { TimeSequenceGraph } from "./tsg";
-import type { Connection, LiveStatus, Report } from "./types";
+import type { Connection, LiveStatus, PageLoad, Report } from "./types";
 import { WindowsChart } from "./windows";
 
 function header(rep: Report, models: ConnModel[]): HTMLElement {
@@ -62,8 +63,8 @@ interface ViewState {
   cleanup?: () => void;
 }
 
-/** Draws the page for rep into #app; head is the header to show. */
-function render(rep: Report, head: HTMLElement, state: ViewState, emptyText: string): void {
+/** Draws the page for rep into #app; head is the header to show; page, the page load of rep. */
+function render(rep: Report, head: HTMLElement, state: ViewState, emptyText: string, page?: PageLoad | null): void {
   state.cleanup?.();
   state.cleanup = undefined;
   const app = document.getElementById("app")!;
@@ -99,6 +100,7 @@ function render(rep: Report, head: HTMLElement, state: ViewState, emptyText: str
   controls.appendChild(selectLabel);
   app.appendChild(controls);
 
+  const pageView = page ? new PageView(app, page, rep, tooltip) : null;
   const timeline = new Timeline(app, groupByServer(models), tooltip, (i) => choose(i));
   const detail = el("div", "detail");
   app.appendChild(detail);
@@ -108,11 +110,13 @@ function render(rep: Report, head: HTMLElement, state: ViewState, emptyText: str
   controls.prepend(
     unitToggle(state.unit, (u) => {
       state.unit = u;
+      pageView?.setUnit(u);
       timeline.setUnit(u);
       tsg.setUnit(u);
     }),
   );
   if (state.unit !== "ms") {
+    pageView?.setUnit(state.unit);
     timeline.setUnit(state.unit);
     tsg.setUnit(state.unit);
   }
@@ -130,6 +134,7 @@ function render(rep: Report, head: HTMLElement, state: ViewState, emptyText: str
   }
   select.addEventListener("change", () => choose(+select.value));
 
+  pageView?.layout();
   timeline.layout();
   const keep = models.find((m) => m.conn.index === state.selected);
   choose(keep ? keep.conn.index : models[0].conn.index);
@@ -142,6 +147,7 @@ function render(rep: Report, head: HTMLElement, state: ViewState, emptyText: str
     pending = true;
     requestAnimationFrame(() => {
       pending = false;
+      pageView?.layout();
       timeline.layout();
       windows.layout();
       tsg.layout();
@@ -155,10 +161,16 @@ function render(rep: Report, head: HTMLElement, state: ViewState, emptyText: str
   document.body.dataset.ready = "true";
 }
 
-/** Shows a Report from a file: drawn once. */
-function showReport(rep: Report): void {
+/** Shows a Report from a file (with its page load, if it is one's): drawn once. */
+function showReport(rep: Report, page: PageLoad | null): void {
   const models = rep.connections ?? [];
-  render(rep, header(rep, models.map(connModel)), { unit: "ms" }, "The capture holds no TCP connections.");
+  const head = header(rep, models.map(connModel));
+  if (page) {
+    const u = el("p", "page-url", page.url);
+    u.dataset.testid = "page-url";
+    head.insertBefore(u, head.children[1] ?? null);
+  }
+  render(rep, head, { unit: "ms" }, "The capture holds no TCP connections.", page);
 }
 
 /**
@@ -244,8 +256,9 @@ function showLive(rep: Report): void {
   });
 }
 
+const served = !document.getElementById("slowstart-report")?.textContent?.trim();
 loadReport(document)
-  .then((rep) => (rep.source.kind === "live_feed" ? showLive(rep) : showReport(rep)))
+  .then(async (rep) => (rep.source.kind === "live_feed" ? showLive(rep) : showReport(rep, await loadPageLoad(document, served))))
   .catch((err: unknown) => {
     const app = document.getElementById("app")!;
     const p = el("p", "error", `Can't show the report: ${err instanceof Error ? err.message : String(err)}`);

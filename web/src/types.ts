@@ -131,3 +131,89 @@ export interface LiveStatus {
   kept: number[];
   message?: string;
 }
+
+// A page load (schema slowstart.pageload/v1), as documented in docs/browser.md:
+// the browser's requests on the Report's connections.
+
+export interface PageLoad {
+  schema: string;
+  url: string;
+  source: string;
+  browser?: string;
+  start_unix_ns: number;
+  capture_start_ms: number;
+  first_paint_ms: number | null;
+  first_contentful_paint_ms: number | null;
+  dom_content_loaded_ms: number | null;
+  load_ms: number | null;
+  requests: PageRequest[];
+  connections: PageConnection[];
+  critical_path: CriticalPath;
+  timing_agreement: { compared: number; max_diff_ms: number; tolerance_ms: number; agree: boolean };
+  warnings: string[];
+}
+
+export interface PageRequest {
+  index: number;
+  url: string;
+  method: string;
+  host: string;
+  path: string;
+  type: string;
+  status: number;
+  content_type?: string;
+  protocol?: string;
+  render_blocking: string;
+  blocking: boolean;
+  critical: boolean;
+  initiator: number;
+  connection: number;
+  new_connection: boolean;
+  rounds: number[];
+  bytes: number;
+  start_ms: number;
+  request_ms: number | null;
+  first_byte_ms: number | null;
+  last_byte_ms: number | null;
+  browser: { request_ms: number | null; first_byte_ms: number | null; last_byte_ms: number | null };
+}
+
+export interface PageConnection {
+  connection: number;
+  host: string;
+  server: string;
+  client: string;
+  start_ms: number;
+  tls_version: string;
+  alpn: string;
+  handshake_rtt_ms: number | null;
+  tls_round_trips: number;
+  initial_window: InitialWindow | null;
+  rounds: number;
+  requests: number[];
+}
+
+export interface CriticalStep {
+  request: number;
+  connection: number;
+  why: string;
+  handshake_round_trips: number;
+  data_round_trips: number;
+  round_trips: number;
+  first_round: number;
+  last_round: number;
+  partial: boolean;
+  start_ms: number;
+  end_ms: number;
+  browser_ms: number;
+}
+
+export interface CriticalPath {
+  round_trips: number;
+  ms: number;
+  rtt_ms: number;
+  steps: CriticalStep[];
+  savings: { kind: string; request: number; text: string; cost_round_trips: number; cost_ms: number }[];
+  notes: string[];
+  predicted?: { round_trips: number; min: number; max: number; ms: number };
+}

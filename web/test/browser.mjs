@@ -148,8 +148,69 @@ async function checkPage(page, rep, label, large) {
   await page.mouse.move(0, 0);
 }
 
+/** The content kind a request's bar is colored by (as src/pageview.ts decides). */
+function contentKind(r) {
+  const t = (r.type || "").toLowerCase();
+  const ct = (r.content_type || "").toLowerCase();
+  if (t === "document" || ct.startsWith("text/html")) return "html";
+  if (t === "stylesheet" || ct.startsWith("text/css")) return "css";
+  if (t === "script" || ct.includes("javascript")) return "js";
+  if (t === "font" || ct.startsWith("font/")) return "font";
+  if (t === "image" || ct.startsWith("image/")) return "image";
+  return "other";
+}
+
+/** The checks of a page load's view against the page load (pl) and its Report. */
+async function checkPageLoad(page, pl, rep, label) {
+  const sel = "[data-testid=pageload]";
+  check((await page.locator(sel).count()) === 1, `${label}: one page-load view`);
+  check((await num(page, sel, "requests")) === pl.requests.length, `${label}: ${pl.requests.length} requests`);
+  check((await num(page, sel, "round-trips")) === pl.critical_path.round_trips, `${label}: critical path of ${pl.critical_path.round_trips} round trips`);
+  const orphans = pl.requests.some((r) => r.connection === 0) ? 1 : 0;
+  check((await page.locator("[data-testid=page-row]").count()) === pl.connections.length + orphans, `${label}: ${pl.connections.length} connection rows`);
+  check((await page.locator("[data-testid=page-bar]").count()) === pl.requests.length, `${label}: a bar per request`);
+  const critical = pl.requests.filter((r) => r.critical);
+  check((await page.locator("[data-testid=page-bar][data-critical=true]").count()) === critical.length, `${label}: ${critical.length} bars on the critical path`);
+  for (const r of pl.requests) {
+    const bar = page.locator(`[data-testid=page-bar][data-request='${r.index}']`);
+    const row = await bar.evaluate((e) => e.closest("[data-testid=page-row]")?.getAttribute("data-connection"));
+    check(Number(row) === r.connection, `${label}: request ${r.index} drawn on connection ${r.connection}'s row (got ${row})`);
+    check((await bar.getAttribute("data-type")) === contentKind(r), `${label}: request ${r.index} colored as ${contentKind(r)}`);
+  }
+  const byConn = new Map((rep.connections ?? []).map((c) => [c.index, c]));
+  const rounds = pl.connections.reduce((n, c) => n + (byConn.get(c.connection)?.rounds?.length ?? 0), 0);
+  check((await page.locator("[data-testid=page-round]").count()) === rounds, `${label}: ${rounds} rounds shaded behind the bars`);
+  const steps = pl.critical_path.steps;
+  check((await page.locator("[data-testid=critical-link]").count()) === Math.max(steps.length - 1, 0), `${label}: the critical path's ${steps.length} steps joined`);
+  check((await page.locator("[data-testid=critical-steps] li").count()) === steps.length, `${label}: ${steps.length} steps in words`);
+  check((await page.locator("[data-testid=savings] li").count()) === pl.critical_path.savings.length, `${label}: ${pl.critical_path.savings.length} savings in words`);
+  const events = [pl.first_contentful_paint_ms, pl.dom_content_loaded_ms, pl.load_ms].filter((v) => v !== null).length;
+  check((await page.locator("[data-testid=page-marker]").count()) === events, `${label}: ${events} page events marked`);
+  // The steps' bars go left to right along the path.
+  const xs = [];
+  for (const s of steps) {
+    const box = await page.locator(`[data-testid=page-bar][data-request='${s.request}'] rect.receive`).boundingBox();
+    xs.push(box.x + box.width);
+  }
+  check(xs.every((x, i) => i === 0 || x >= xs[i - 1] - 1), `${label}: the critical path's bars end left to right (${xs.map((x) => x.toFixed(0)).join(", ")})`);
+  // A tooltip names the request.
+  const last = steps[steps.length - 1];
+  const lastReq = pl.requests.find((r) => r.index === last.request);
+  await page.locator(`[data-testid=page-bar][data-request='${last.request}'] rect.receive`).hover();
+  const tip = page.locator("[data-testid=tooltip]");
+  await tip.waitFor({ state: "visible", timeout: 5000 });
+  const text = await tip.innerText();
+  check(text.includes(lastReq.url) && text.includes("critical path"), `${label}: the tooltip of the path's last request names ${lastReq.url}`);
+  // The axis in round trips.
+  await page.locator("[data-testid=unit-rtt]").check();
+  check((await attr(page, "[data-testid=page-axis]", "unit")) === "rtt", `${label}: the page-load axis reads in round trips`);
+  await page.locator("[data-testid=unit-ms]").check();
+  await page.mouse.move(0, 0);
+}
+
 for (const cs of config.cases) {
   const rep = JSON.parse(readFileSync(cs.report, "utf8"));
+  const pl = cs.page ? JSON.parse(readFileSync(cs.page, "utf8")) : null;
 
   // The served page, on a laptop screen.
   {
@@ -158,6 +219,8 @@ for (const cs of config.cases) {
     const { page, problems } = await open(context, cs.url);
     console.log(`info ${cs.name}: served page ready in ${Date.now() - t0} ms`);
     await checkPage(page, rep, `${cs.name} served`, cs.large);
+    if (pl) await checkPageLoad(page, pl, rep, `${cs.name} served`);
+    else check((await page.locator("[data-testid=pageload]").count()) === 0, `${cs.name} served: no page-load view for a capture`);
     await page.screenshot({ path: join(config.artifacts, `${cs.name}-laptop.png`), fullPage: true });
     await page.locator("[data-testid=unit-rtt]").check();
     await page.screenshot({ path: join(config.artifacts, `${cs.name}-laptop-rtt.png`), fullPage: true });
@@ -206,6 +269,7 @@ for (const cs of config.cases) {
     const fileURL = pathToFileURL(cs.html).href;
     const { page, problems, requests } = await open(context, fileURL);
     await checkPage(page, rep, `${cs.name} html`, cs.large);
+    if (pl) await checkPageLoad(page, pl, rep, `${cs.name} html`);
     const others = requests.filter((u) => u !== fileURL && !u.startsWith("data:"));
     check(others.length === 0, `${cs.name} html: no requests besides the file${others.length ? ": " + others.join(", ") : ""}`);
     await page.screenshot({ path: join(config.artifacts, `${cs.name}-html.png`), fullPage: true });

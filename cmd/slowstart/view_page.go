@@ -1,0 +1,66 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/netip"
+	"os"
+	"strconv"
+
+	"github.com/spf13/cobra"
+
+	"github.com/slowstart/slowstart/pageload"
+	"github.com/slowstart/slowstart/report"
+	"github.com/slowstart/slowstart/web"
+)
+
+// readPageLoad reads path as a page load's JSON (probe --browser --json); nil
+// when the file is something else (a capture, a Report).
+func readPageLoad(path string) (*pageload.Page, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, withCode(exitFile, err)
+	}
+	defer f.Close()
+	br := bufio.NewReader(f)
+	head, _ := br.Peek(256)
+	if first := bytes.TrimLeft(head, " \t\r\n"); len(first) == 0 || first[0] != '{' || !bytes.Contains(head, []byte(pageload.Schema)) {
+		return nil, nil
+	}
+	data, err := io.ReadAll(br)
+	if err != nil {
+		return nil, withCode(exitFile, fmt.Errorf("%s: %w", path, err))
+	}
+	var page pageload.Page
+	if err := json.Unmarshal(data, &page); err != nil || page.Schema != pageload.Schema {
+		return nil, nil // not a page load after all: read as a Report
+	}
+	if page.Report == nil || page.Report.Schema != report.Schema {
+		return nil, withCode(exitFile, fmt.Errorf("%s: a page load without its Report (schema %s): make it again with this version", path, report.Schema))
+	}
+	return &page, nil
+}
+
+// viewPageLoad shows a page load: as one HTML file, or served until Ctrl-C.
+func viewPageLoad(cmd *cobra.Command, path string, page *pageload.Page, htmlPath string, listen netip.Addr, port int) error {
+	if htmlPath != "" {
+		if err := checkOutputFile("html", htmlPath); err != nil {
+			return err
+		}
+		return writePageHTMLFile(cmd, htmlPath, page)
+	}
+	h, err := web.NewPageHandler(page.Report, page, web.HandlerOptions{AnyHost: !listen.IsLoopback()})
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", net.JoinHostPort(listen.String(), strconv.Itoa(port)))
+	if err != nil {
+		return fmt.Errorf("listening on %s port %d: %w (try another --port)", listen, port, err)
+	}
+	fmt.Fprintf(cmd.OutOrStdout(), "slowstart: the view of %s is at http://%s/ (Ctrl-C to stop)\n", path, ln.Addr())
+	return web.Serve(cmd.Context(), ln, h, nil)
+}

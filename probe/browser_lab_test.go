@@ -1,0 +1,485 @@
+//go:build linux
+
+package probe
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"math"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/slowstart/slowstart/browser"
+	"github.com/slowstart/slowstart/har"
+	"github.com/slowstart/slowstart/lab/netlab"
+	"github.com/slowstart/slowstart/lab/server"
+	"github.com/slowstart/slowstart/model"
+	"github.com/slowstart/slowstart/pageload"
+	"github.com/slowstart/slowstart/report"
+)
+
+// The browser's page load, checked against parts slowstart did not make:
+// Debian's Chromium loads the lab's test page from Debian's nginx through the
+// emulated path (both started here, in the trial's namespaces), and the result
+// must agree with nginx's access log (which logs each request's client port and
+// $bytes_sent), with the initial window the lab set on the server's route, with
+// tshark's decryption of the same capture with the same key log, and with what
+// package model predicts for the page.
+
+// browserLabCase is one page load.
+type browserLabCase struct {
+	name   string
+	page   string
+	h2     bool
+	iw     int
+	tls    string
+	tshark bool // also compare the capture's decryption with tshark's
+	// keep copies the capture, key log, access log and a HAR of the load to
+	// $SLOWSTART_BROWSER_KEEP when set (to refresh testdata/browser).
+	keep bool
+}
+
+// The pages are chosen away from the rounds' boundaries at their IW (the model's
+// range over slightly smaller and larger responses is one value, checked below):
+// a page on a boundary would test the headers' sizes, not the rounds.
+var browserLabCases = []browserLabCase{
+	{name: "h1-iw10", page: "html=30KB,css=18KB,js=6KB,font=4KB,img=40KB", iw: 10, tls: "1.3", tshark: true},
+	{name: "h2-iw3-second-host", page: "html=20KB,css@2=12KB,js=50KB,img=20KB", h2: true, iw: 3, tls: "1.3", tshark: true},
+	{name: "h2-iw32", page: "html=30KB,css=18KB,js=6KB,font=4KB,img=40KB", h2: true, iw: 32, tls: "1.3"},
+	{name: "h1-iw3-second-host", page: "html=20KB,css@2=12KB,js=50KB,img=20KB", iw: 3, tls: "1.3"},
+	{name: "h1-iw10-tls12", page: "html=30KB,css=18KB,js=6KB,font=4KB,img=40KB", iw: 10, tls: "1.2"},
+	// Small: kept in testdata/browser for the tests without root (see its README).
+	{name: "tiny-h2-second-host", page: tinyPage, h2: true, iw: 10, tls: "1.3", tshark: true, keep: true},
+}
+
+// tinyPage is the page of testdata/browser: a font and a stylesheet on the second
+// host, the font in its own stylesheet's chain.
+const tinyPage = "html=4KB,css@2=3KB,js=2KB,font@2=2KB,img=5KB"
+
+// browserLabRTT is long beside what the browser takes to parse and ask: its
+// processing then moves no request into another round.
+const browserLabRTT = 200 * time.Millisecond
+
+func TestBrowserPageLoadLab(t *testing.T) {
+	requireRoot(t)
+	for _, tool := range []string{"nginx", "nsenter"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("%s is not installed (Debian packages nginx, util-linux)", tool)
+		}
+	}
+	if _, err := os.Stat(browser.DefaultChromium); err != nil {
+		t.Skipf("%s is missing (Debian package chromium)", browser.DefaultChromium)
+	}
+	t.Cleanup(func() { netlab.CloseAll() })
+	for _, c := range browserLabCases {
+		t.Run(c.name, func(t *testing.T) {
+			page, err := server.ParsePage(c.page)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg := LabServerConfig{RTT: browserLabRTT, IW: c.iw, TLSVersion: c.tls, HTTP2: c.h2, Nginx: true, Page: &page, Keys: labKeys}
+			// The model's range: one value, or the page is on a boundary.
+			pp := LabPageModel(cfg, page, 4000)
+			lo, hi, err := model.PageLoadRange(pp, 2*model.DefaultMSS)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if lo != hi {
+				t.Fatalf("the model puts page %s at %d to %d round trips at IW %d: choose a page away from a boundary", c.page, lo, hi, c.iw)
+			}
+			var res *LabPageResult
+			var dir string
+			for attempt := 1; ; attempt++ {
+				dir = t.TempDir()
+				res = loadLabPage(t, cfg, dir)
+				slow := slowBrowser(res.Page)
+				if slow == "" {
+					break
+				}
+				if attempt == 3 {
+					t.Fatalf("the browser was slow in all 3 tries (%s): the host is too busy to time a page load", slow)
+				}
+				t.Logf("try %d: %s; trying again", attempt, slow)
+			}
+			p := res.Page
+			t.Logf("critical path %d round trips (model %d), %d requests on %d connections, timings within %.1f ms",
+				p.CriticalPath.RoundTrips, lo, len(p.Requests), len(p.Connections), p.Agreement.MaxDiffMs)
+			checkResourcesFound(t, res)
+			checkAgainstAccessLog(t, res)
+			checkIWVerdicts(t, p.Report, c.iw)
+			if p.CriticalPath.Predicted == nil || p.CriticalPath.Predicted.RoundTrips != lo {
+				t.Errorf("the page load's prediction %+v, want the model's %d", p.CriticalPath.Predicted, lo)
+			}
+			if p.CriticalPath.RoundTrips != lo {
+				t.Errorf("critical path %d round trips, the model predicts %d: steps %+v", p.CriticalPath.RoundTrips, lo, p.CriticalPath.Steps)
+			}
+			checkBrowserTimings(t, p)
+			if c.tshark {
+				compareBrowserWithTshark(t, p.Report, filepath.Join(dir, "load.pcap"), filepath.Join(dir, "load.keys"))
+			}
+			if keep := os.Getenv("SLOWSTART_BROWSER_KEEP"); keep != "" && c.keep {
+				keepLoad(t, res, dir, filepath.Join(keep, c.name))
+			}
+		})
+	}
+}
+
+// loadLabPage serves and loads the page, keeping the capture and key log in dir.
+func loadLabPage(t *testing.T, cfg LabServerConfig, dir string) *LabPageResult {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	res, err := LoadLabPage(ctx, cfg, browser.Options{Wait: 300 * time.Millisecond, Timeout: time.Minute,
+		PcapPath: filepath.Join(dir, "load.pcap"), KeylogPath: filepath.Join(dir, "load.keys"), Tool: "slowstart test"})
+	if err != nil {
+		t.Fatalf("loading the lab page: %v", err)
+	}
+	return res
+}
+
+// slowBrowser says why the load does not tell the rounds, if it does not: the
+// browser asked for a step of the critical path more than half a round trip
+// after what it waited for had arrived (a busy host, not the network).
+func slowBrowser(p *pageload.Page) string { return slowBrowserAt(p, browserLabRTT) }
+
+func slowBrowserAt(p *pageload.Page, rtt time.Duration) string {
+	limit := float64(rtt.Milliseconds()) / 2
+	for _, s := range p.CriticalPath.Steps {
+		if s.BrowserMs > limit {
+			return fmt.Sprintf("it asked for request %d %.0f ms after what it waited for", s.Request, s.BrowserMs)
+		}
+	}
+	return ""
+}
+
+// checkResourcesFound: every file of the test page was requested once, answered
+// 200 and found decrypted on a connection of the capture.
+func checkResourcesFound(t *testing.T, res *LabPageResult) {
+	t.Helper()
+	want := []string{server.PageIndexPath}
+	for i := range res.TestPage.Resources {
+		want = append(want, res.TestPage.ResourcePath(i))
+	}
+	for _, path := range want {
+		var found []pageload.PageRequest
+		for _, r := range res.Page.Requests {
+			if r.Path == path {
+				found = append(found, r)
+			}
+		}
+		if len(found) != 1 {
+			t.Errorf("%s: requested %d times, want once", path, len(found))
+			continue
+		}
+		if r := found[0]; r.Status != 200 || r.Connection == 0 || r.Message < 0 || len(r.Rounds) == 0 {
+			t.Errorf("%s: status %d, connection %d, message %d, rounds %v: want 200, decrypted on a connection, with rounds",
+				path, r.Status, r.Connection, r.Message, r.Rounds)
+		}
+	}
+}
+
+// accessLine is the lab nginx's log format: SERVER_ADDR SERVER_PORT CLIENT_ADDR
+// CLIENT_PORT "REQUEST" STATUS BYTES_SENT BODY_BYTES_SENT.
+var accessLine = regexp.MustCompile(`^(\S+) (\d+) (\S+) (\d+) "(\S+) (\S+) (\S+)" (\d+) (\d+) (\d+)$`)
+
+// checkAgainstAccessLog: each request of the page is on the connection nginx
+// logged it on (the client's address and port), with nginx's status and
+// $bytes_sent, and nginx logged nothing the page does not have.
+func checkAgainstAccessLog(t *testing.T, res *LabPageResult) {
+	t.Helper()
+	clients := map[int]netip.AddrPort{}
+	for _, c := range res.Page.Report.Connections {
+		a, err := netip.ParseAddrPort(c.Client)
+		if err != nil {
+			t.Fatal(err)
+		}
+		clients[c.Index] = a
+	}
+	type logged struct {
+		client     netip.AddrPort
+		status     int
+		bytes      int64
+		serverPort int
+	}
+	byPath := map[string]*logged{}
+	sc := bufio.NewScanner(strings.NewReader(string(res.AccessLog)))
+	lines := 0
+	for sc.Scan() {
+		m := accessLine.FindStringSubmatch(sc.Text())
+		if m == nil {
+			t.Fatalf("nginx access log line %q is not in the lab's format", sc.Text())
+		}
+		lines++
+		port, _ := strconv.Atoi(m[4])
+		addr, err := netip.ParseAddr(m[3])
+		if err != nil {
+			t.Fatal(err)
+		}
+		l := &logged{client: netip.AddrPortFrom(addr, uint16(port))}
+		l.status, _ = strconv.Atoi(m[8])
+		l.bytes, _ = strconv.ParseInt(m[9], 10, 64)
+		l.serverPort, _ = strconv.Atoi(m[2])
+		if byPath[m[6]] != nil {
+			t.Errorf("nginx logged %s twice", m[6])
+		}
+		byPath[m[6]] = l
+	}
+	if lines != len(res.Page.Requests) {
+		t.Errorf("nginx logged %d requests, the page load has %d", lines, len(res.Page.Requests))
+	}
+	for _, r := range res.Page.Requests {
+		l := byPath[r.Path]
+		if l == nil {
+			t.Errorf("%s: not in nginx's log", r.Path)
+			continue
+		}
+		if got := clients[r.Connection]; got != l.client {
+			t.Errorf("%s: on connection %d from %s, nginx logged it from %s", r.Path, r.Connection, got, l.client)
+		}
+		if r.Status != l.status || r.Bytes != l.bytes {
+			t.Errorf("%s: status %d, %d bytes; nginx: status %d, $bytes_sent %d", r.Path, r.Status, r.Bytes, l.status, l.bytes)
+		}
+		if second := strings.Contains(r.URL, LabSecondServerName); second != (l.serverPort == LabSecondPort) {
+			t.Errorf("%s: URL %s, nginx served it on port %d", r.Path, r.URL, l.serverPort)
+		}
+	}
+}
+
+// checkIWVerdicts: every connection's initial-window reading holds the IW the
+// lab set: exact only when it is that IW, a bound or range that contains it.
+func checkIWVerdicts(t *testing.T, rep *report.Report, iw int) {
+	t.Helper()
+	for _, c := range rep.Connections {
+		for _, w := range []*report.InitialWindow{c.InitialWindow} {
+			if w == nil {
+				continue
+			}
+			ok := true
+			switch w.Verdict {
+			case report.VerdictExact:
+				ok = w.Segments == iw
+			case report.VerdictLowerBound, report.VerdictRwndLimited:
+				ok = w.Segments <= iw
+			case report.VerdictRange:
+				ok = w.Segments <= iw && iw <= w.SegmentsMax
+			}
+			if !ok {
+				t.Errorf("connection %d (%s): IW %d-%d %s, the lab set %d", c.Index, c.Client, w.Segments, w.SegmentsMax, w.Verdict, iw)
+			}
+		}
+	}
+}
+
+// checkBrowserTimings: the browser cannot see a byte before the kernel got it,
+// nor send a request after the capture saw it leave; and its timings of the same
+// events agree with the capture's (the median of the differences within the
+// tolerance: a busy host delays a few of them).
+func checkBrowserTimings(t *testing.T, p *pageload.Page) {
+	t.Helper()
+	const slackMs = 1.0 // the capture's and the browser's clocks are read apart
+	var diffs []float64
+	for _, r := range p.Requests {
+		b := r.Browser
+		pairs := []struct {
+			what             string
+			browser, capture *float64
+			browserNotBefore bool
+		}{{"request", b.RequestMs, r.RequestMs, false}, {"first byte", b.FirstByteMs, r.FirstByteMs, true}, {"last byte", b.LastByteMs, r.LastByteMs, true}}
+		for _, pr := range pairs {
+			if pr.browser == nil || pr.capture == nil {
+				t.Errorf("%s: no %s time from the %s", r.Path, pr.what, map[bool]string{true: "browser", false: "capture"}[pr.browser == nil])
+				continue
+			}
+			d := *pr.browser - *pr.capture
+			if pr.browserNotBefore && d < -slackMs || !pr.browserNotBefore && d > slackMs {
+				t.Errorf("%s: the browser's %s at %.1f ms, the capture's at %.1f ms: out of order", r.Path, pr.what, *pr.browser, *pr.capture)
+			}
+			if pr.what != "first byte" {
+				// A response's first bytes reach the browser only once their TLS
+				// record is whole, which may be a round after the capture's first
+				// byte: only the order is checked above.
+				diffs = append(diffs, math.Abs(d))
+			}
+		}
+	}
+	if len(diffs) == 0 {
+		t.Fatal("no timings to compare")
+	}
+	sort.Float64s(diffs)
+	if median := diffs[len(diffs)/2]; median > pageload.AgreementToleranceMs {
+		t.Errorf("the browser's and the capture's timings differ by %.1f ms (median of %d), more than %.0f ms", median, len(diffs), pageload.AgreementToleranceMs)
+	}
+}
+
+// compareBrowserWithTshark: tshark's decryption of the capture with the key log
+// shows the same requests on each connection (by client port) with the same
+// statuses, and each response ends in the packet where slowstart says it does.
+func compareBrowserWithTshark(t *testing.T, rep *report.Report, pcap, keys string) {
+	t.Helper()
+	if _, err := exec.LookPath("tshark"); err != nil {
+		t.Skip("tshark is not installed (Debian package tshark)")
+	}
+	type exchange struct {
+		path   string
+		status int
+	}
+	// tshark: HTTP/1.1 requests and responses in order per connection; HTTP/2
+	// streams' :path and :status; the time of each response's last packet.
+	args := []string{"-r", pcap, "-o", "tls.keylog_file:" + keys, "-o", "tcp.reassemble_out_of_order:TRUE", "-Y", "http || http2",
+		"-T", "fields", "-E", "separator=/t", "-e", "frame.time_epoch", "-e", "tcp.srcport", "-e", "tcp.dstport",
+		"-e", "http.request.uri", "-e", "http.response.code", "-e", "http2.streamid", "-e", "http2.type", "-e", "http2.headers.path",
+		"-e", "http2.headers.status", "-e", "http2.flags.end_stream"}
+	cmd := exec.Command("tshark", args...)
+	cmd.Env = append(os.Environ(), "HOME="+t.TempDir())
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("tshark: %v", err)
+	}
+	type conn struct {
+		h1Paths, h2Order []string
+		h1Status         []int
+		h1Ends           []float64
+		h2               map[string]*exchange
+		h2End            map[string]float64
+	}
+	conns := map[int]*conn{}
+	get := func(port int) *conn {
+		if conns[port] == nil {
+			conns[port] = &conn{h2: map[string]*exchange{}, h2End: map[string]float64{}}
+		}
+		return conns[port]
+	}
+	split := func(s string) []string {
+		if s == "" {
+			return nil
+		}
+		return strings.Split(s, ",")
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		f := strings.Split(line, "\t")
+		for len(f) < 10 {
+			f = append(f, "")
+		}
+		at, _ := strconv.ParseFloat(f[0], 64)
+		src, _ := strconv.Atoi(f[1])
+		dst, _ := strconv.Atoi(f[2])
+		toServer := dst == 443 || dst == LabSecondPort
+		port := src
+		if !toServer {
+			port = dst
+		}
+		c := get(port)
+		c.h1Paths = append(c.h1Paths, split(f[3])...)
+		for _, code := range split(f[4]) {
+			n, _ := strconv.Atoi(code)
+			c.h1Status = append(c.h1Status, n)
+			c.h1Ends = append(c.h1Ends, at)
+		}
+		ids, types, paths, statuses, ends := split(f[5]), split(f[6]), split(f[7]), split(f[8]), split(f[9])
+		hi := 0
+		for i := range min(len(ids), len(types)) {
+			if ids[i] == "0" {
+				continue
+			}
+			x := c.h2[ids[i]]
+			if x == nil {
+				x = &exchange{}
+				c.h2[ids[i]] = x
+				c.h2Order = append(c.h2Order, ids[i])
+			}
+			if types[i] == "1" {
+				if toServer && hi < len(paths) {
+					x.path = paths[hi]
+				}
+				if !toServer && hi < len(statuses) {
+					x.status, _ = strconv.Atoi(statuses[hi])
+				}
+				hi++
+			}
+			if !toServer && i < len(ends) && ends[i] == "1" {
+				c.h2End[ids[i]] = at
+			}
+		}
+	}
+	compared := 0
+	for _, rc := range rep.Connections {
+		a, _ := netip.ParseAddrPort(rc.Client)
+		c := get(int(a.Port()))
+		var theirs []exchange
+		var ends []float64
+		for i, p := range c.h1Paths {
+			x := exchange{path: p}
+			if i < len(c.h1Status) {
+				x.status = c.h1Status[i]
+				ends = append(ends, c.h1Ends[i])
+			}
+			theirs = append(theirs, x)
+		}
+		for _, id := range c.h2Order {
+			theirs = append(theirs, *c.h2[id])
+			ends = append(ends, c.h2End[id])
+		}
+		var ours []exchange
+		for _, m := range rc.HTTP {
+			ours = append(ours, exchange{path: m.Path, status: m.Status})
+		}
+		if fmt.Sprint(ours) != fmt.Sprint(theirs) {
+			t.Errorf("connection %d (%s): slowstart %v, tshark %v", rc.Index, rc.Client, ours, theirs)
+			continue
+		}
+		start := float64(rrStartNs(rep, rc)) / 1e9
+		for i, m := range rc.HTTP {
+			if m.LastByteMs == nil || i >= len(ends) {
+				continue
+			}
+			compared++
+			// tshark shows a response at the packet that completes it; slowstart's
+			// last byte is that packet's time.
+			if d := math.Abs(start+*m.LastByteMs/1e3-ends[i]) * 1e3; d > 0.01 {
+				t.Errorf("connection %d %s: last byte at %.3f ms, tshark's response ends %.3f ms apart", rc.Index, m.Path, *m.LastByteMs, d)
+			}
+		}
+	}
+	if compared == 0 {
+		t.Error("no response compared with tshark")
+	}
+}
+
+// keepLoad writes base.pcap, base.keys, base.access.log and base.har.
+func keepLoad(t *testing.T, res *LabPageResult, dir, base string) {
+	t.Helper()
+	for from, to := range map[string]string{"load.pcap": ".pcap", "load.keys": ".keys"} {
+		data, err := os.ReadFile(filepath.Join(dir, from))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(base+to, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(base+".access.log", res.AccessLog, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Create(base + ".har")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := har.Write(f, har.FromPage(res.Page, "slowstart", "test")); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// rrStartNs is the Unix time of a connection's first packet (its time 0).
+func rrStartNs(rep *report.Report, c report.Connection) int64 {
+	return rep.Source.StartUnixNs + int64(math.Round(c.StartMs*1e6))
+}
