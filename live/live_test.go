@@ -14,47 +14,19 @@ import (
 	"github.com/slowstart/slowstart/report"
 )
 
-// feed reads a capture file packet by packet into a Tracker (as a live capture
-// would hand them over) and returns the analyzed connections in ID order.
-func feed(t *testing.T, packets []capture.Packet, opts analysis.Options) []report.Connection {
-	t.Helper()
-	var out []report.Connection
-	var baseNs int64
-	tr := NewTracker(Options{Server: opts.Server}, func(c *Conn) {
-		if !c.Final {
-			t.Errorf("connection %d handed over before it was final (%s) with no Expire call", c.ID, c.Reason)
-		}
-		rc, ok, err := Analyze(context.Background(), c, opts, baseNs)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if ok {
-			out = append(out, rc)
-		}
-	})
-	for i := range packets {
-		if baseNs == 0 {
-			baseNs = packets[i].TimestampNs
-		}
-		p := packets[i] // the tracker must copy what it keeps: hand over a copy it can't alias
-		p.Payload = append([]byte(nil), p.Payload...)
-		tr.Add(&p)
-		clear(p.Payload)
+// sliceSource replays packets as an analysis.PacketSource.
+type sliceSource struct {
+	packets []capture.Packet
+	next    int
+}
+
+func (s *sliceSource) Next(p *capture.Packet) error {
+	if s.next == len(s.packets) {
+		return io.EOF
 	}
-	tr.Flush()
-	if tr.Open() != 0 {
-		t.Errorf("%d connections still tracked after Flush", tr.Open())
-	}
-	// Renumber as analysis does: in order of first packet, from 1.
-	for i := 1; i < len(out); i++ {
-		for j := i; j > 0 && out[j].Index < out[j-1].Index; j-- {
-			out[j], out[j-1] = out[j-1], out[j]
-		}
-	}
-	for i := range out {
-		out[i].Index = i + 1
-	}
-	return out
+	*p = s.packets[s.next]
+	s.next++
+	return nil
 }
 
 func readAll(t *testing.T, path string) []capture.Packet {
@@ -82,48 +54,21 @@ func readAll(t *testing.T, path string) []capture.Packet {
 func compare(t *testing.T, name string, got, want []report.Connection) {
 	t.Helper()
 	if len(got) != len(want) {
-		t.Fatalf("%s: the tracker gave %d connections, analysis.File %d", name, len(got), len(want))
+		t.Fatalf("%s: Watch gave %d connections, analysis.File %d", name, len(got), len(want))
 	}
 	for i := range want {
 		if !reflect.DeepEqual(got[i], want[i]) {
-			t.Errorf("%s: connection %d differs:\n tracker:  rounds %d IW %+v start %v packets %d\n analysis: rounds %d IW %+v start %v packets %d",
+			t.Errorf("%s: connection %d differs:\n watch:    rounds %d IW %+v start %v packets %d\n analysis: rounds %d IW %+v start %v packets %d",
 				name, i+1, len(got[i].Rounds), got[i].InitialWindow, got[i].StartMs, len(got[i].Packets),
 				len(want[i].Rounds), want[i].InitialWindow, want[i].StartMs, len(want[i].Packets))
 		}
 	}
 }
 
-// TestTrackerMatchesFile: every test capture fed packet by packet gives the
-// connections analysis.File gives, field for field (rounds, IW verdict, packets).
-func TestTrackerMatchesFile(t *testing.T) {
-	paths, err := filepath.Glob(filepath.Join("..", "testdata", "captures", "*.pcap"))
-	if err != nil || len(paths) == 0 {
-		t.Fatalf("no test captures: %v", err)
-	}
-	opts := analysis.Options{Packets: true, Tool: "slowstart test"}
-	conns, rounds := 0, 0
-	for _, path := range paths {
-		want, err := analysis.File(context.Background(), path, opts)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got := feed(t, readAll(t, path), opts)
-		compare(t, filepath.Base(path), got, want.Connections)
-		conns += len(got)
-		for _, c := range got {
-			rounds += len(c.Rounds)
-		}
-	}
-	if conns < len(paths) || rounds == 0 {
-		t.Fatalf("%d captures gave %d connections and %d rounds: the comparison checked too little", len(paths), conns, rounds)
-	}
-	t.Logf("%d captures, %d connections, %d rounds compared", len(paths), conns, rounds)
-}
-
-// TestTrackerManyConnections interleaves several captures (moved onto distinct
-// client ports and shifted in time) into one stream, so that connections overlap,
-// close while others are open, and one four-tuple is reused after a close.
-func TestTrackerManyConnections(t *testing.T) {
+// TestWatchManyConnections: four connections overlapping in time, one of them a
+// new connection on a four-tuple just used, fed as a live capture would hand
+// them over, come out as analysis.Run reads the same packets, field for field.
+func TestWatchManyConnections(t *testing.T) {
 	names := []string{
 		"rtt40-iw3-h1-100000.client", "rtt40-iw10-tls13h2-200000.client",
 		"rtt150-iw3-tls12-100000.server", "rtt40-iw20-h1-6000.client",
@@ -140,7 +85,7 @@ func TestTrackerManyConnections(t *testing.T) {
 		port := uint16(50000 + i)
 		if i == 3 {
 			// Reuse the first connection's four-tuple half a second after its
-			// last packet, before it is forgotten: a new SYN splits it.
+			// last packet: a new SYN starts a new connection.
 			port = 50000
 			shift = firstEnd + 500e6 - packets[0].TimestampNs
 		}
@@ -162,21 +107,19 @@ func TestTrackerManyConnections(t *testing.T) {
 		t.Fatal(err)
 	}
 	if len(want.Connections) != len(names) {
-		t.Fatalf("analysis.File found %d connections in the merged capture, want %d", len(want.Connections), len(names))
+		t.Fatalf("analysis.Run found %d connections in the merged capture, want %d", len(want.Connections), len(names))
 	}
-	var reused int
-	tr := NewTracker(Options{}, func(c *Conn) {
-		if c.Reason == ReasonReused {
-			reused++
+	var got []report.Connection
+	if err := Watch(context.Background(), &sliceSource{packets: all}, WatchOptions{Analysis: opts}, func(c report.Connection) { got = append(got, c) }); err != nil {
+		t.Fatal(err)
+	}
+	// Watch reports in the order connections finish; compare in Index order.
+	for i := 1; i < len(got); i++ {
+		for j := i; j > 0 && got[j].Index < got[j-1].Index; j-- {
+			got[j], got[j-1] = got[j-1], got[j]
 		}
-	})
-	for i := range all {
-		tr.Add(&all[i])
 	}
-	if reused != 1 {
-		t.Errorf("%d connections ended by a reused four-tuple, want 1", reused)
-	}
-	compare(t, "merged", feed(t, all, opts), want.Connections)
+	compare(t, "merged", got, want.Connections)
 }
 
 // moveClient gives the connection's client (the side whose port is not a
@@ -189,82 +132,25 @@ func moveClient(p *capture.Packet, port uint16) {
 	}
 }
 
-func TestExpireIdleAndClosed(t *testing.T) {
-	var got []Conn
-	tr := NewTracker(Options{}, func(c *Conn) { got = append(got, *c) })
-	a := netip.MustParseAddr("10.0.0.1")
-	b := netip.MustParseAddr("10.0.0.2")
-	pkt := func(ts int64, sport, dport uint16, flags uint8, n int) *capture.Packet {
-		return &capture.Packet{TimestampNs: ts, Src: a, Dst: b, SrcPort: sport, DstPort: dport, Flags: flags, PayloadLen: n, Payload: make([]byte, n)}
-	}
-	const s = int64(1e9)
-	tr.Add(pkt(1*s, 40000, 80, capture.FlagSYN, 0))
-	tr.Add(pkt(1*s+1, 40000, 80, capture.FlagACK, 10))
-	tr.Add(pkt(1*s, 40001, 80, capture.FlagSYN, 0))
-	tr.Add(pkt(1*s+2, 40001, 80, capture.FlagRST, 0))
-	tr.Expire(2 * s) // nothing is due yet
-	if len(got) != 0 {
-		t.Fatalf("handed over %d connections before they were due", len(got))
-	}
-	tr.Expire(1*s + int64(DefaultLinger) + 10) // the reset one is complete
-	if len(got) != 1 || got[0].ID != 2 || !got[0].Final || got[0].Reason != ReasonClosed {
-		t.Fatalf("after the linger: %+v", got)
-	}
-	tr.Expire(1*s + int64(DefaultIdle) + 10) // the open one is idle: handed over, kept
-	if len(got) != 2 || got[1].ID != 1 || got[1].Final || len(got[1].Packets) != 2 || tr.Open() != 1 {
-		t.Fatalf("after idle: %d handed over, open %d", len(got), tr.Open())
-	}
-	tr.Expire(1*s + int64(DefaultIdle) + 20) // not again without new packets
-	if len(got) != 2 {
-		t.Fatalf("an idle connection was handed over twice without new packets")
-	}
-	reply := pkt(10*s, 80, 40000, capture.FlagACK, 100)
-	reply.Src, reply.Dst = b, a
-	tr.Add(reply)
-	tr.Expire(10*s + int64(DefaultEvict) + 1)
-	if len(got) != 3 || got[2].ID != 1 || !got[2].Final || len(got[2].Packets) != 3 || tr.Open() != 0 {
-		t.Fatalf("after evict: %d handed over, open %d: %+v", len(got), tr.Open(), got[2:])
-	}
-}
-
-func TestMemoryBounds(t *testing.T) {
-	var got []Conn
-	tr := NewTracker(Options{MaxOpen: 2, MaxConnPackets: 5, MaxConnBytes: 25}, func(c *Conn) { got = append(got, *c) })
-	a := netip.MustParseAddr("10.0.0.1")
-	b := netip.MustParseAddr("10.0.0.2")
-	for i := range 3 {
-		tr.Add(&capture.Packet{TimestampNs: int64(i + 1), Src: a, Dst: b, SrcPort: uint16(40000 + i), DstPort: 80, Flags: capture.FlagSYN})
-	}
-	if tr.Open() != 2 || len(got) != 1 || got[0].ID != 1 || got[0].Reason != ReasonEvicted {
-		t.Fatalf("MaxOpen 2: open %d, handed over %+v", tr.Open(), got)
-	}
-	for i := range 4 {
-		tr.Add(&capture.Packet{TimestampNs: int64(10 + i), Src: a, Dst: b, SrcPort: 40002, DstPort: 80, Flags: capture.FlagACK, PayloadLen: 10, Payload: make([]byte, 10)})
-	}
-	if len(got) != 2 || got[1].ID != 3 || got[1].Reason != ReasonFull || len(got[1].Packets) != 5 || got[1].PayloadCut != 2 {
-		t.Fatalf("MaxConnPackets 5, MaxConnBytes 25: %+v", got[1:])
-	}
-	if got[1].Packets[2].Payload == nil || got[1].Packets[3].Payload != nil || got[1].Packets[3].PayloadLen != 10 {
-		t.Fatalf("payloads past MaxConnBytes: want the length kept and the bytes dropped")
-	}
-}
-
+// TestIgnore: packets to or from an ignored endpoint never reach the analysis.
 func TestIgnore(t *testing.T) {
-	var got []Conn
-	tr := NewTracker(Options{Ignore: []netip.AddrPort{netip.MustParseAddrPort("127.0.0.1:8040"), netip.MustParseAddrPort("0.0.0.0:9000")}},
-		func(c *Conn) { got = append(got, *c) })
 	lo := netip.MustParseAddr("127.0.0.1")
 	other := netip.MustParseAddr("10.1.2.3")
-	for _, p := range []capture.Packet{
-		{Src: lo, Dst: lo, SrcPort: 40000, DstPort: 8040, Flags: capture.FlagSYN},    // to the view: skipped
-		{Src: lo, Dst: lo, SrcPort: 8040, DstPort: 40000, Flags: capture.FlagACK},    // from the view: skipped
-		{Src: other, Dst: lo, SrcPort: 9000, DstPort: 40001, Flags: capture.FlagACK}, // any address, port 9000: skipped
-		{Src: other, Dst: lo, SrcPort: 8040, DstPort: 40002, Flags: capture.FlagSYN}, // another address on 8040: kept
-	} {
-		tr.Add(&p)
+	packets := []capture.Packet{
+		{Src: lo, Dst: lo, SrcPort: 40000, DstPort: 8040, Flags: capture.FlagSYN, TimestampNs: 1e9},        // to the view: skipped
+		{Src: lo, Dst: lo, SrcPort: 8040, DstPort: 40000, Flags: capture.FlagACK, TimestampNs: 1e9 + 1},    // from the view: skipped
+		{Src: other, Dst: lo, SrcPort: 9000, DstPort: 40001, Flags: capture.FlagACK, TimestampNs: 1e9 + 2}, // any address, port 9000: skipped
+		// A connection to another address on port 8040: kept.
+		{Src: lo, Dst: other, SrcPort: 40002, DstPort: 8040, Flags: capture.FlagSYN, Seq: 100, TimestampNs: 1e9 + 3},
+		{Src: other, Dst: lo, SrcPort: 8040, DstPort: 40002, Flags: capture.FlagSYN | capture.FlagACK, Seq: 500, Ack: 101, TimestampNs: 1e9 + 4},
+		{Src: lo, Dst: other, SrcPort: 40002, DstPort: 8040, Flags: capture.FlagACK, Seq: 101, Ack: 501, TimestampNs: 1e9 + 5},
 	}
-	tr.Flush()
-	if len(got) != 1 || got[0].Packets[0].DstPort != 40002 {
-		t.Fatalf("kept %d connections, want only the one not ignored", len(got))
+	var got []report.Connection
+	opts := WatchOptions{Ignore: []netip.AddrPort{netip.MustParseAddrPort("127.0.0.1:8040"), netip.MustParseAddrPort("0.0.0.0:9000")}}
+	if err := Watch(context.Background(), &sliceSource{packets: packets}, opts, func(c report.Connection) { got = append(got, c) }); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || got[0].Client != "127.0.0.1:40002" {
+		t.Fatalf("kept %d connections (%+v), want only the one not ignored", len(got), got)
 	}
 }

@@ -299,7 +299,7 @@ func viewLive(cmd *cobra.Command, o liveViewOptions) error {
 	go func() {
 		opts := live.WatchOptions{
 			// The page's own traffic, when served on the captured interface, is not shown.
-			Tracker:  live.Options{Server: hint, Ignore: []netip.AddrPort{viewAddr}},
+			Ignore:   []netip.AddrPort{viewAddr},
 			Analysis: analysis.Options{Server: hint, Tool: "slowstart " + version, Packets: true},
 		}
 		watched <- live.Watch(ctx, lv, opts, func(c report.Connection) {
