@@ -119,15 +119,18 @@ Ctrl-C stops the capture and the server.`,
 			if err != nil {
 				return err
 			}
-			rep, err := loadForView(cmd, args[0], analysis.Options{Server: hint, Tool: "slowstart " + version, Packets: true, KeyLog: keys})
-			if err != nil {
-				return err
+			rep, loadErr := loadForView(cmd, args[0], analysis.Options{Server: hint, Tool: "slowstart " + version, Packets: true, KeyLog: keys})
+			if rep == nil {
+				return loadErr
 			}
 			for _, w := range rep.Warnings {
 				fmt.Fprintf(cmd.ErrOrStderr(), "slowstart: warning: %s\n", textsafe.Escape(w))
 			}
 			if htmlPath != "" {
-				return writeHTMLFile(cmd, htmlPath, rep)
+				if err := writeHTMLFile(cmd, htmlPath, rep); err != nil {
+					return err
+				}
+				return loadErr // a damaged capture: the page shows what was readable, exit 3
 			}
 			h, err := web.NewHandler(rep, web.HandlerOptions{AnyHost: !listenAddr.IsLoopback()})
 			if err != nil {
@@ -165,11 +168,40 @@ func loadForView(cmd *cobra.Command, path string, opts analysis.Options) (*repor
 	if first := bytes.TrimLeft(head, " \t\r\n"); len(first) > 0 && first[0] == '{' {
 		return readReport(br, path)
 	}
-	rep, err := analysis.File(cmd.Context(), path, opts)
+	return analyzeForPage(cmd, []string{path}, opts)
+}
+
+// analyzeForPage streams a capture into a Report small enough for a page: the
+// connections that come first, within htmlBudgetBytes, and a warning for the
+// rest. A damaged record is a warning of the Report, and the error returned
+// with it (exit 3) once the page is made.
+func analyzeForPage(cmd *cobra.Command, paths []string, opts analysis.Options) (*report.Report, error) {
+	reader, err := openCaptureArgs(paths)
 	if err != nil {
+		var coded *exitError
+		if errors.As(err, &coded) {
+			return nil, err
+		}
 		return nil, withCode(inputExitCode(err), err)
 	}
-	return rep, nil
+	defer reader.Close()
+	page := report.NewCollector(htmlBudgetBytes)
+	defer tuneGCForBatch()()
+	st := analysis.NewStream(cmd.Context(), analysis.StreamOptions{Options: opts, Emit: page.Add})
+	feedErr := analysis.Feed(cmd.Context(), reader, st)
+	stats, closeErr := st.Close()
+	if feedErr == nil {
+		feedErr = closeErr
+	}
+	if feedErr != nil && !errors.Is(feedErr, capture.ErrDamaged) {
+		return nil, withCode(inputExitCode(feedErr), feedErr)
+	}
+	warnings := append(analysis.CaptureWarnings(reader.Stats(), int(stats.Connections)), analysis.StreamWarnings(stats, analysis.DefaultIdleNs)...)
+	if feedErr != nil {
+		warnings = append(warnings, feedErr.Error())
+		feedErr = withCode(exitFile, feedErr)
+	}
+	return page.Report(opts.Tool, captureSource(paths, reader.Stats()), warnings), feedErr
 }
 
 // readReport decodes a Report of this schema, or the demo's JSON (its page loads'
