@@ -7,12 +7,12 @@ import (
 	"github.com/slowstart/slowstart/capture"
 )
 
-// deadline is when an open connection may be finished (entries of an older
-// generation than the connection's are stale: it was scheduled again).
+// deadline is when an open connection may be finished. Each connection has at
+// most one entry (Conn.heapPos says where), removed when it is finished, so a
+// finished connection is never kept alive by the heap.
 type deadline struct {
 	atNs int64
 	conn *Conn
-	gen  int32
 }
 
 // deadlineHeap orders deadlines, soonest first: finishing connections costs
@@ -21,16 +21,42 @@ type deadlineHeap []deadline
 
 func (h deadlineHeap) Len() int           { return len(h) }
 func (h deadlineHeap) Less(i, j int) bool { return h[i].atNs < h[j].atNs }
-func (h deadlineHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *deadlineHeap) Push(x any)        { *h = append(*h, x.(deadline)) }
+func (h deadlineHeap) Swap(i, j int) {
+	h[i], h[j] = h[j], h[i]
+	h[i].conn.heapPos, h[j].conn.heapPos = i+1, j+1
+}
+func (h *deadlineHeap) Push(x any) {
+	e := x.(deadline)
+	e.conn.heapPos = len(*h) + 1
+	*h = append(*h, e)
+}
 func (h *deadlineHeap) Pop() any {
 	old := *h
 	e := old[len(old)-1]
+	old[len(old)-1] = deadline{}
 	*h = old[:len(old)-1]
+	e.conn.heapPos = 0
 	return e
 }
-func (h *deadlineHeap) push(e deadline) { heap.Push(h, e) }
-func (h *deadlineHeap) pop() deadline   { return heap.Pop(h).(deadline) }
+
+// set puts c's deadline at atNs, moving its entry if it has one.
+func (h *deadlineHeap) set(c *Conn, atNs int64) {
+	if c.heapPos > 0 {
+		(*h)[c.heapPos-1].atNs = atNs
+		heap.Fix(h, c.heapPos-1)
+		return
+	}
+	heap.Push(h, deadline{atNs: atNs, conn: c})
+}
+
+// remove takes c's entry off the heap, if it has one.
+func (h *deadlineHeap) remove(c *Conn) {
+	if c.heapPos > 0 {
+		heap.Remove(h, c.heapPos-1)
+	}
+}
+
+func (h *deadlineHeap) pop() deadline { return heap.Pop(h).(deadline) }
 
 // attempt is a connection that is only SYNs from its client so far, kept small: a
 // SYN flood or a scan makes millions of them.
@@ -119,7 +145,7 @@ func (t *Tracker) promote(at *attempt) *Conn {
 	d.SYNCount, d.Duplicates = at.count, at.duplicates
 	d.Packets = int64(at.count + at.duplicates)
 	c.lastSYNNs, c.LastNs = at.lastNs, at.lastNs
-	if c.scheduled {
+	if c.heapPos > 0 {
 		t.schedule(c) // from the latest SYN, not the first
 	}
 	return c

@@ -213,10 +213,10 @@ type Conn struct {
 	// input; FinishNs the capture time at which it was finished (handed over).
 	FirstOrdinal int64
 	FinishNs     int64
-	// closing: it ended and is due after the linger; scheduled, gen: its deadline
-	// is on the tracker's heap (entries of an older gen are stale); done: finished.
-	closing, scheduled, done bool
-	gen                      int32
+	// closing: it ended and is due after the linger; done: finished. heapPos is
+	// its deadline's place on the tracker's heap, plus one (0: none).
+	closing, done bool
+	heapPos       int
 	// SYN/ACKs seen before the handshake completed, to pick the one acknowledged
 	// (allocated at the first: most connections of a SYN flood never get one).
 	synAcks   *synAckSet
@@ -462,19 +462,15 @@ func (t *Tracker) Advance(nowNs int64) {
 		t.nowNs = nowNs
 	}
 	for len(t.deadlines) > 0 && t.deadlines[0].atNs < nowNs {
-		e := t.deadlines.pop()
-		c := e.conn
-		if c.done || e.gen != c.gen {
-			continue // finished, or scheduled again since
-		}
+		c := t.deadlines[0].conn
 		due := c.dueNs(t)
 		switch {
 		case due < 0:
-			c.scheduled = false // nothing will finish it but the end of the input
+			t.deadlines.pop() // nothing will finish it but the end of the input
 		case due < nowNs:
-			t.finish(c, due)
+			t.finish(c, due) // takes it off the heap
 		default:
-			t.deadlines.push(deadline{atNs: due, conn: c, gen: c.gen})
+			t.deadlines.set(c, due) // it had packets since: later
 		}
 	}
 	for len(t.attemptDeadlines) > 0 && t.attemptDeadlines[0].atNs < nowNs {
@@ -511,9 +507,7 @@ func (t *Tracker) schedule(c *Conn) {
 	if due < 0 {
 		return
 	}
-	c.gen++
-	c.scheduled = true
-	t.deadlines.push(deadline{atNs: due, conn: c, gen: c.gen})
+	t.deadlines.set(c, due)
 }
 
 // isNewConnection reports whether a SYN from src with sequence number seq starts a
@@ -552,6 +546,7 @@ func (t *Tracker) finish(c *Conn, atNs int64) {
 	}
 	c.done = true
 	c.FinishNs = atNs
+	t.deadlines.remove(c)
 	key := makeKey(c.Client, c.Server)
 	if t.conns[key] == c {
 		delete(t.conns, key)

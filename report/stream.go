@@ -2,6 +2,7 @@ package report
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/csv"
 	"fmt"
 	"io"
@@ -27,11 +28,19 @@ type StreamWriter interface {
 // NewJSONStream writes one JSON document, the Report of docs/report.md, with its
 // members in this order: schema, tool, connections (written as they finish, in
 // the order they are given), source, warnings. It is indented like WriteJSON.
-func NewJSONStream(w io.Writer) StreamWriter { return &jsonStream{w: bufio.NewWriterSize(w, 64<<10)} }
+func NewJSONStream(w io.Writer) StreamWriter {
+	s := &jsonStream{w: bufio.NewWriterSize(w, 64<<10)}
+	s.enc = gojson.NewEncoder(&s.buf)
+	s.enc.SetIndent("    ", "  ")
+	return s
+}
 
 type jsonStream struct {
 	w     *bufio.Writer
 	count int
+	// buf and enc encode each connection into one reused buffer.
+	buf bytes.Buffer
+	enc *gojson.Encoder
 }
 
 func (s *jsonStream) Begin(tool string) error {
@@ -40,10 +49,11 @@ func (s *jsonStream) Begin(tool string) error {
 }
 
 func (s *jsonStream) Connection(c *Connection) error {
-	b, err := gojson.MarshalIndent(c, "    ", "  ")
-	if err != nil {
+	s.buf.Reset()
+	if err := s.enc.Encode(c); err != nil {
 		return fmt.Errorf("encoding connection %d: %w", c.Index, err)
 	}
+	b := bytes.TrimSuffix(s.buf.Bytes(), []byte("\n"))
 	if s.count > 0 {
 		s.w.WriteByte(',')
 	}
@@ -87,17 +97,26 @@ const ConnectionLineSchema = "slowstart.connection/v1"
 
 // NewJSONLStream writes JSON Lines: each connection on a line of its own, with a
 // "schema" member; the source and warnings go nowhere (the caller says them).
-func NewJSONLStream(w io.Writer) StreamWriter { return &jsonlStream{w: bufio.NewWriterSize(w, 64<<10)} }
+func NewJSONLStream(w io.Writer) StreamWriter {
+	s := &jsonlStream{w: bufio.NewWriterSize(w, 64<<10)}
+	s.enc = gojson.NewEncoder(&s.buf)
+	return s
+}
 
-type jsonlStream struct{ w *bufio.Writer }
+type jsonlStream struct {
+	w   *bufio.Writer
+	buf bytes.Buffer
+	enc *gojson.Encoder
+}
 
 func (s *jsonlStream) Begin(string) error { return nil }
 
 func (s *jsonlStream) Connection(c *Connection) error {
-	b, err := gojson.Marshal(c)
-	if err != nil {
+	s.buf.Reset()
+	if err := s.enc.Encode(c); err != nil {
 		return fmt.Errorf("encoding connection %d: %w", c.Index, err)
 	}
+	b := bytes.TrimSuffix(s.buf.Bytes(), []byte("\n"))
 	s.w.WriteString(`{"schema":"` + ConnectionLineSchema + `",`)
 	s.w.Write(b[1:])
 	s.w.WriteByte('\n')

@@ -1,5 +1,5 @@
-// Command profile runs the analyze pipeline (analysis.File plus the JSON rendering)
-// over one capture and writes a CPU profile and a heap profile, for finding what
+// Command profile runs the analyze pipeline (analysis.Stream, each connection
+// rendered as JSON as it finishes, as `analyze --json` does) over one capture and writes a CPU profile and a heap profile, for finding what
 // bench/analyze.sh measures. It is a benchmarking aid, not part of the slowstart
 // binary.
 //
@@ -20,11 +20,13 @@ import (
 	"time"
 
 	"github.com/slowstart/slowstart/analysis"
+	"github.com/slowstart/slowstart/capture"
+	"github.com/slowstart/slowstart/report"
 )
 
 func main() {
 	cpuPath := flag.String("cpu", "cpu.pprof", "where to write the CPU profile")
-	heapPath := flag.String("heap", "", "where to write a heap profile taken after the analysis (none if empty)")
+	heapPath := flag.String("heap", "", "where to write a heap profile taken at the fullest heap seen during the analysis (none if empty)")
 	renderMode := flag.String("render", renderIndent, "how to render the Report as JSON: none, indent (as analyze --json), compact")
 	flag.Usage = func() {
 		fmt.Fprintf(flag.CommandLine.Output(), "usage: %s [flags] CAPTURE\n", os.Args[0])
@@ -49,56 +51,69 @@ func run(ctx context.Context, capturePath, cpuPath, heapPath, renderMode string)
 		return fmt.Errorf("create the CPU profile file: %w", err)
 	}
 	defer cpuFile.Close()
+	w, err := streamWriter(io.Discard, renderMode)
+	if err != nil {
+		return err
+	}
+	reader, err := capture.Open(capturePath, capture.WithUDP())
+	if err != nil {
+		return err
+	}
+	defer reader.Close()
 	if err := pprof.StartCPUProfile(cpuFile); err != nil {
 		return fmt.Errorf("start the CPU profile: %w", err)
 	}
 	start := time.Now()
-	rep, err := analysis.File(ctx, capturePath, analysis.Options{Tool: "slowstart profile"})
-	if err != nil {
-		pprof.StopCPUProfile()
-		return fmt.Errorf("analyze %s: %w", capturePath, err)
+	// As `analyze --json` does: the stream, each connection rendered as it finishes.
+	if err := w.Begin("slowstart profile"); err != nil {
+		return err
 	}
-	analyzed := time.Since(start)
-	// The heap that the Report alone keeps alive (a GC inside the profile is cheap
-	// next to the analysis and shows as runtime.GC).
-	runtime.GC()
-	var afterAnalysis runtime.MemStats
-	runtime.ReadMemStats(&afterAnalysis)
-	renderStart := time.Now()
-	if err := render(io.Discard, rep, renderMode); err != nil {
-		pprof.StopCPUProfile()
-		return fmt.Errorf("render the Report as JSON: %w", err)
+	var maxHeap uint64
+	var samples int
+	st := analysis.NewStream(ctx, analysis.StreamOptions{Options: analysis.Options{Tool: "slowstart profile"}, Emit: func(c *report.Connection) error {
+		if samples++; samples%2000 == 0 {
+			var m runtime.MemStats
+			runtime.ReadMemStats(&m)
+			if m.HeapInuse > maxHeap && heapPath != "" {
+				// The heap profile at the fullest point seen (as of the last GC).
+				if f, err := os.Create(heapPath); err == nil {
+					pprof.WriteHeapProfile(f)
+					f.Close()
+				}
+			}
+			maxHeap = max(maxHeap, m.HeapInuse)
+		}
+		return w.Connection(c)
+	}})
+	feedErr := analysis.Feed(ctx, reader, st)
+	stats, closeErr := st.Close()
+	if feedErr == nil {
+		feedErr = closeErr
 	}
-	rendered := time.Since(renderStart)
+	if feedErr != nil {
+		pprof.StopCPUProfile()
+		return fmt.Errorf("analyze %s: %w", capturePath, feedErr)
+	}
+	if err := w.End(analysis.FileSource(capturePath, reader.Stats()), nil); err != nil {
+		return err
+	}
+	elapsed := time.Since(start)
 	pprof.StopCPUProfile()
 
 	var mem runtime.MemStats
 	runtime.ReadMemStats(&mem)
-	seconds := analyzed.Seconds()
+	seconds := elapsed.Seconds()
 	slog.Info("profiled",
 		"capture", capturePath,
-		"packets", rep.Source.Packets,
-		"connections", len(rep.Connections),
-		"analysis_s", seconds,
+		"packets", reader.Stats().Records,
+		"connections", stats.Connections,
+		"seconds", seconds,
 		"render", renderMode,
-		"render_s", rendered.Seconds(),
-		"packets_per_s", float64(rep.Source.Packets)/seconds,
-		"report_heap_mb", float64(afterAnalysis.HeapAlloc)/(1<<20),
-		"heap_in_use_mb", float64(mem.HeapInuse)/(1<<20),
+		"packets_per_s", float64(reader.Stats().Records)/seconds,
+		"sampled_max_heap_in_use_mb", float64(maxHeap)/(1<<20),
 		"total_alloc_mb", float64(mem.TotalAlloc)/(1<<20),
 		"mallocs", mem.Mallocs,
 		"cpu_profile", cpuPath)
 
-	if heapPath != "" {
-		heapFile, err := os.Create(heapPath)
-		if err != nil {
-			return fmt.Errorf("create the heap profile file: %w", err)
-		}
-		defer heapFile.Close()
-		runtime.GC()
-		if err := pprof.WriteHeapProfile(heapFile); err != nil {
-			return fmt.Errorf("write the heap profile: %w", err)
-		}
-	}
 	return nil
 }

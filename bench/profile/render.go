@@ -1,29 +1,34 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 
 	"github.com/slowstart/slowstart/report"
 )
 
-// Ways to render the Report as JSON, to compare what each costs.
+// Ways to render the connections, to compare what each costs.
 const (
-	renderNone    = "none"    // no rendering: the analysis alone
-	renderIndent  = "indent"  // report.WriteJSON, as `analyze --json` does
-	renderCompact = "compact" // one json.Encoder pass without indentation
+	renderNone   = "none"   // no rendering: the analysis alone
+	renderIndent = "indent" // the JSON document of `analyze --json`
+	renderJSONL  = "jsonl"  // JSON Lines, as `analyze --jsonl`
 )
 
-// render writes rep to w in the given mode.
-func render(w io.Writer, rep *report.Report, mode string) error {
+// streamWriter renders connections to w in the given mode.
+func streamWriter(w io.Writer, mode string) (report.StreamWriter, error) {
 	switch mode {
 	case renderNone:
-		return nil
+		return discard{}, nil
 	case renderIndent:
-		return report.WriteJSON(w, rep)
-	case renderCompact:
-		return json.NewEncoder(w).Encode(rep)
+		return report.NewJSONStream(w), nil
+	case renderJSONL:
+		return report.NewJSONLStream(w), nil
 	}
-	return fmt.Errorf("unknown -render %q: use %s, %s or %s", mode, renderNone, renderIndent, renderCompact)
+	return nil, fmt.Errorf("unknown -render %q: use %s, %s or %s", mode, renderNone, renderIndent, renderJSONL)
 }
+
+type discard struct{}
+
+func (discard) Begin(string) error                  { return nil }
+func (discard) Connection(*report.Connection) error { return nil }
+func (discard) End(report.Source, []string) error   { return nil }
