@@ -74,6 +74,48 @@ func (sh *shard) finished(c *flow.Conn, rc report.Connection) {
 		finishNs: c.FinishNs, ordinal: c.FirstOrdinal, conn: rc})
 }
 
+// flushInChunks ends the input: the batch's own result first (what finished
+// before the end, marked flushChunks), then the connections still open, finished
+// in order of first packet, in results of flushChunkConns reports each, the last
+// marked lastChunk. The merger merges the shards' chunks by connection number, so
+// the end of a capture with a million open connections never holds a million
+// reports at once. False when the stream was cancelled.
+func (sh *shard) flushInChunks(b *shardBatch) bool {
+	send := func(r shardResult) bool {
+		select {
+		case sh.out <- r:
+			return true
+		case <-sh.stream.ctx.Done():
+			return false
+		}
+	}
+	st := sh.tracker.Stats()
+	r := sh.result
+	r.seq, r.flushChunks = b.seq, true
+	r.stats = flow.Stats{Trailing: st.Trailing - sh.reported.Trailing, Duplicates: st.Duplicates - sh.reported.Duplicates}
+	r.open = sh.tracker.Open()
+	sh.reported = st
+	sh.result = shardResult{}
+	if !send(r) {
+		return false
+	}
+	ok := true
+	sh.tracker.FlushEach(flushChunkConns, func() {
+		chunk := sh.result
+		sh.result = shardResult{}
+		chunk.seq = b.seq
+		ok = ok && send(chunk)
+	})
+	last := sh.result
+	sh.result = shardResult{}
+	last.seq, last.lastChunk = b.seq, true
+	return ok && send(last)
+}
+
+// flushChunkConns is how many connections' reports a shard hands over at once
+// at the end of the input.
+const flushChunkConns = 2048
+
 func (sh *shard) run() {
 	defer close(sh.out)
 	for b := range sh.in {
@@ -90,7 +132,10 @@ func (sh *shard) run() {
 		}
 		sh.tracker.Advance(b.watermark)
 		if b.flush {
-			sh.tracker.Flush()
+			if !sh.flushInChunks(b) {
+				return
+			}
+			continue
 		}
 		if b.snapshot {
 			sh.tracker.EachOpen(func(c *flow.Conn) {

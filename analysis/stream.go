@@ -84,6 +84,9 @@ type Stream struct {
 	stats    StreamStats
 	statsMu  sync.Mutex
 	closed   bool
+	// quicAtEnd are the QUIC connections finished at the end, for the merger's
+	// chunk merge.
+	quicAtEnd []finished
 }
 
 // creation is a connection's first packet: its number in its shard, the packet's
@@ -118,12 +121,16 @@ type shardBatch struct {
 
 // shardResult is what a shard made of one batch.
 type shardResult struct {
-	seq       int64
-	created   []creation
-	finished  []finished
-	snapshots []finished
-	stats     flow.Stats
-	open      int
+	seq int64
+	// flushChunks: the input ended, and the connections still open follow in
+	// chunks (results of finished only, in order of first packet), the last one
+	// marked lastChunk.
+	flushChunks, lastChunk bool
+	created                []creation
+	finished               []finished
+	snapshots              []finished
+	stats                  flow.Stats
+	open                   int
 }
 
 // mergeItem is one batch as the dispatcher sent it, for the merger.
@@ -317,7 +324,7 @@ func (s *Stream) Stats() StreamStats {
 // that depends only on the input.
 func (s *Stream) merge() {
 	defer close(s.done)
-	global := map[[2]int]int{} // (shard, local number) → index, while open
+	global := map[uint64]int{} // openKey(shard, local number) → index, while open
 	next := 0
 	var emitErr error
 	results := make([]shardResult, len(s.shards))
@@ -341,7 +348,7 @@ func (s *Stream) merge() {
 		sort.Slice(created, func(i, j int) bool { return created[i].ordinal < created[j].ordinal })
 		for _, c := range created {
 			next++
-			global[[2]int{c.shard, c.local}] = next
+			global[openKey(c.shard, c.local)] = next
 		}
 		var out, snaps []finished
 		var stats flow.Stats
@@ -353,10 +360,16 @@ func (s *Stream) merge() {
 			stats.Duplicates += r.stats.Duplicates
 			open += r.open
 		}
+		var quicDone []finished
 		for i, c := range item.quic {
-			out = append(out, finished{shard: -1, local: i + 1, finishNs: s.maxNs, conn: c})
+			quicDone = append(quicDone, finished{shard: -1, local: i + 1, finishNs: s.maxNs, conn: c})
 		}
-		indexOf := func(f *finished) int { return global[[2]int{f.shard, f.local}] }
+		if !results[0].flushChunks {
+			out = append(out, quicDone...)
+			quicDone = nil
+		}
+		s.quicAtEnd = quicDone
+		indexOf := func(f *finished) int { return global[openKey(f.shard, f.local)] }
 		sort.Slice(out, func(i, j int) bool {
 			if out[i].finishNs != out[j].finishNs {
 				return out[i].finishNs < out[j].finishNs
@@ -366,7 +379,7 @@ func (s *Stream) merge() {
 		if item.snapshot != nil {
 			var conns []report.Connection
 			for k := range snaps {
-				if index, ok := global[[2]int{snaps[k].shard, snaps[k].local}]; ok {
+				if index, ok := global[openKey(snaps[k].shard, snaps[k].local)]; ok {
 					snaps[k].conn.Index = index
 					conns = append(conns, snaps[k].conn)
 				}
@@ -375,19 +388,26 @@ func (s *Stream) merge() {
 			item.snapshot <- conns
 		}
 		emitted := 0
-		for k := range out {
-			f := &out[k]
-			key := [2]int{f.shard, f.local}
+		emit := func(f *finished) {
+			key := openKey(f.shard, f.local)
 			index, ok := global[key]
 			delete(global, key)
 			if !ok {
-				continue // filtered out (another server than the one asked for)
+				return // filtered out (another server than the one asked for)
 			}
 			f.conn.Index = index
 			if emitErr == nil && s.opts.Emit != nil {
 				emitErr = s.opts.Emit(&f.conn)
 			}
 			emitted++
+		}
+		for k := range out {
+			emit(&out[k])
+		}
+		if results[0].flushChunks {
+			if !s.mergeFlushChunks(global, emit) {
+				return
+			}
 		}
 		s.statsMu.Lock()
 		s.stats.Stats.Trailing += stats.Trailing
@@ -401,3 +421,65 @@ func (s *Stream) merge() {
 		}
 	}
 }
+
+// mergeFlushChunks hands over, at the end of the input, the connections still
+// open: each shard's chunks come in order of first packet (and the QUIC
+// connections in theirs); all finished at the same time, they are emitted by
+// number, merging the shards' streams, a chunk at a time. False when cancelled.
+func (s *Stream) mergeFlushChunks(global map[uint64]int, emit func(*finished)) bool {
+	type head struct {
+		items []finished
+		done  bool
+	}
+	heads := make([]head, len(s.shards)+1)
+	heads[len(s.shards)] = head{items: s.quicAtEnd, done: true}
+	s.quicAtEnd = nil
+	next := func(i int) bool {
+		for len(heads[i].items) == 0 && !heads[i].done {
+			select {
+			case r, ok := <-s.shards[i].out:
+				if !ok {
+					heads[i].done = true
+					return true
+				}
+				heads[i].items, heads[i].done = r.finished, r.lastChunk
+			case <-s.ctx.Done():
+				if s.mergeErr == nil {
+					s.mergeErr = s.ctx.Err()
+				}
+				return false
+			}
+		}
+		return true
+	}
+	indexOf := func(f *finished) int {
+		if index, ok := global[openKey(f.shard, f.local)]; ok {
+			return index
+		}
+		return 0 // filtered out: goes first, emit drops it
+	}
+	for {
+		best := -1
+		for i := range heads {
+			if i < len(s.shards) && !next(i) {
+				return false
+			}
+			if len(heads[i].items) == 0 {
+				continue
+			}
+			if best < 0 || indexOf(&heads[i].items[0]) < indexOf(&heads[best].items[0]) {
+				best = i
+			}
+		}
+		if best < 0 {
+			return true
+		}
+		emit(&heads[best].items[0])
+		heads[best].items = heads[best].items[1:]
+	}
+}
+
+// openKey packs a connection's shard (-1 for QUIC) and number in its shard into
+// one map key: the merger holds one per open connection, a SYN flood's million
+// among them.
+func openKey(shard, local int) uint64 { return uint64(shard+1)<<40 | uint64(local) }

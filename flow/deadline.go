@@ -61,19 +61,43 @@ func (h *deadlineHeap) pop() deadline { return heap.Pop(h).(deadline) }
 // attempt is a connection that is only SYNs from its client so far, kept small: a
 // SYN flood or a scan makes millions of them.
 type attempt struct {
-	key            connKey
-	client, server netip.AddrPort
-	index          int
-	firstOrdinal   int64
-	firstNs        int64 // the first SYN
-	lastNs         int64 // the latest SYN (or copy of one)
-	isn            uint32
-	count          int32 // SYNs sent (copies not counted)
-	duplicates     int32
-	options        capture.TCPOptions
-	window         uint16
-	ipID           uint16
-	done           bool
+	key          connKey // its client is key.a, or key.b with clientIsB
+	index        int32
+	firstOrdinal int64
+	firstNs      int64 // the first SYN
+	lastNs       int64 // the latest SYN (or copy of one)
+	isn          uint32
+	count        int32 // SYNs sent (copies not counted)
+	duplicates   int32
+	tsVal, tsEcr uint32
+	mss          uint16
+	window       uint16
+	ipID         uint16
+	windowScale  int8
+	flags        uint8 // the SYN's flags (ECE and CWR with ECN)
+	clientIsB    bool
+	sackOK, ts   bool
+	done         bool
+}
+
+// client and server are the attempt's endpoints.
+func (at *attempt) client() netip.AddrPort {
+	if at.clientIsB {
+		return at.key.b
+	}
+	return at.key.a
+}
+
+func (at *attempt) server() netip.AddrPort {
+	if at.clientIsB {
+		return at.key.a
+	}
+	return at.key.b
+}
+
+// options are the SYN's TCP options (a SYN carries no SACK blocks).
+func (at *attempt) options() capture.TCPOptions {
+	return capture.TCPOptions{MSS: at.mss, WindowScale: at.windowScale, SACKPermitted: at.sackOK, HasTimestamps: at.ts, TSVal: at.tsVal, TSEcr: at.tsEcr}
 }
 
 type attemptDeadline struct {
@@ -99,12 +123,14 @@ func (h *attemptHeap) pop() attemptDeadline   { return heap.Pop(h).(attemptDeadl
 // newAttempt keeps a connection's first SYN in the compact form.
 func (t *Tracker) newAttempt(key connKey, src, dst netip.AddrPort, p *capture.Packet) {
 	t.next++
-	at := &attempt{key: key, client: src, server: dst, index: t.next, firstOrdinal: t.ordinal,
-		firstNs: p.TimestampNs, lastNs: p.TimestampNs, isn: p.Seq, count: 1, options: p.Options,
-		window: p.Window, ipID: p.IPID}
+	o := &p.Options
+	at := &attempt{key: key, clientIsB: src == key.b, index: int32(t.next), firstOrdinal: t.ordinal,
+		firstNs: p.TimestampNs, lastNs: p.TimestampNs, isn: p.Seq, count: 1,
+		tsVal: o.TSVal, tsEcr: o.TSEcr, mss: o.MSS, windowScale: o.WindowScale, sackOK: o.SACKPermitted, ts: o.HasTimestamps,
+		window: p.Window, ipID: p.IPID, flags: p.Flags}
 	t.attempts[key] = at
 	if t.created != nil {
-		t.created(at.index, at.firstOrdinal, src, dst)
+		t.created(int(at.index), at.firstOrdinal, src, dst)
 	}
 	if t.attemptIdleNs > 0 {
 		t.attemptDeadlines.push(attemptDeadline{atNs: at.lastNs + t.attemptIdleNs, attempt: at})
@@ -120,7 +146,7 @@ func (t *Tracker) addToAttempt(at *attempt, p *capture.Packet) bool {
 	}
 	elapsed := p.TimestampNs - at.lastNs
 	copyOf := elapsed >= 0 && ((p.IPID != 0 && p.IPID == at.ipID && elapsed <= duplicateIPIDWindowNs) ||
-		(p.IPID == 0 && elapsed <= duplicateSYNWindowNs && p.Options.TSVal == at.options.TSVal))
+		(p.IPID == 0 && elapsed <= duplicateSYNWindowNs && p.Options.TSVal == at.tsVal))
 	if copyOf {
 		at.duplicates++
 		t.stats.Duplicates++
@@ -136,10 +162,16 @@ func (t *Tracker) addToAttempt(at *attempt, p *capture.Packet) bool {
 func (t *Tracker) promote(at *attempt) *Conn {
 	at.done = true
 	delete(t.attempts, at.key)
-	syn := capture.Packet{TimestampNs: at.firstNs, Src: at.client.Addr(), Dst: at.server.Addr(),
-		SrcPort: at.client.Port(), DstPort: at.server.Port(), Seq: at.isn, Flags: capture.FlagSYN,
-		Protocol: capture.ProtocolTCP, Window: at.window, Options: at.options, IPID: at.ipID, HeaderLen: 20}
-	c := t.makeConn(at.key, at.client, at.server, &syn, at.index, at.firstOrdinal)
+	client, server := at.client(), at.server()
+	syn := capture.Packet{TimestampNs: at.firstNs, Src: client.Addr(), Dst: server.Addr(),
+		SrcPort: client.Port(), DstPort: server.Port(), Seq: at.isn,
+		Protocol: capture.ProtocolTCP, Window: at.window, Options: at.options(), IPID: at.ipID, HeaderLen: 20, Flags: at.flags}
+	c := t.makeConn(at.key, client, server, &syn, int(at.index), at.firstOrdinal)
+	// The latest SYN is the one a later copy must be recognized by, as a full
+	// connection would have recorded it.
+	latest := syn
+	latest.TimestampNs = at.lastNs
+	c.isDuplicate(ToServer, &latest)
 	t.segment(c, ToServer, &syn)
 	d := &c.Dirs[ToServer]
 	d.SYNCount, d.Duplicates = at.count, at.duplicates

@@ -2,7 +2,6 @@ package flow
 
 import (
 	"net/netip"
-	"sort"
 
 	"github.com/slowstart/slowstart/capture"
 )
@@ -88,8 +87,4 @@ func (tomb *tombstone) continues(src netip.AddrPort, p *capture.Packet) bool {
 	}
 	return (tomb.serverKnown && near(p.Seq, tomb.serverNext)) ||
 		(tomb.clientKnown && p.Has(capture.FlagACK) && near(p.Ack, tomb.clientNext))
-}
-
-func sortConnsByIndex(conns []*Conn) {
-	sort.Slice(conns, func(i, j int) bool { return conns[i].Index < conns[j].Index })
 }

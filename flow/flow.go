@@ -19,6 +19,7 @@ package flow
 
 import (
 	"net/netip"
+	"sort"
 
 	"github.com/slowstart/slowstart/capture"
 )
@@ -308,6 +309,7 @@ type Tracker struct {
 	attempts         map[connKey]*attempt
 	attemptDeadlines attemptHeap
 	compact          bool
+	ending           bool  // FlushEach: the input is over
 	last             *Conn // the connection of the previous packet
 	// finished remembers recently finished connections' sequence spaces, so that
 	// their late packets are not taken for new connections.
@@ -407,7 +409,7 @@ func (t *Tracker) AddNumbered(p *capture.Packet, ordinal int64) {
 			t.finish(t.promote(at), at.lastNs+t.attemptIdleNs)
 		}
 		if at := t.attempts[key]; at != nil {
-			if isSYN && src == at.client && t.addToAttempt(at, p) {
+			if isSYN && src == at.client() && t.addToAttempt(at, p) {
 				return
 			}
 			c = t.promote(at)
@@ -423,7 +425,7 @@ func (t *Tracker) AddNumbered(p *capture.Packet, ordinal int64) {
 				}
 				delete(t.finished, key)
 			}
-			if t.compact && isSYN && !t.hint.Matches(src) {
+			if t.compact && isSYN && !(t.hint.IsSet() && t.hint.Matches(src)) {
 				t.newAttempt(key, src, dst, p)
 				return
 			}
@@ -554,7 +556,9 @@ func (t *Tracker) finish(c *Conn, atNs int64) {
 	if t.last == c {
 		t.last = nil
 	}
-	t.bury(key, c)
+	if !t.ending {
+		t.bury(key, c) // at the end of the input no later packet can come
+	}
 	if c.handler != nil {
 		c.handler.Close(c)
 		c.handler = nil
@@ -563,17 +567,36 @@ func (t *Tracker) finish(c *Conn, atNs int64) {
 
 // Flush finishes every open connection (call at the end of the input), in the
 // order the connections began, at the time of the last packet.
-func (t *Tracker) Flush() {
-	for _, at := range t.attempts {
-		t.promote(at)
+func (t *Tracker) Flush() { t.FlushEach(0, nil) }
+
+// FlushEach is Flush calling after() once every `every` connections finished
+// (every > 0), so that a caller can hand their reports over in pieces: the
+// connections of a SYN flood (attempts kept compact) are made whole one at a
+// time, as they are finished, never all at once.
+func (t *Tracker) FlushEach(every int, after func()) {
+	type pending struct {
+		index int
+		conn  *Conn
+		at    *attempt
 	}
-	open := make([]*Conn, 0, len(t.conns))
+	t.ending = true
+	all := make([]pending, 0, len(t.conns)+len(t.attempts))
 	for _, c := range t.conns {
-		open = append(open, c)
+		all = append(all, pending{index: c.Index, conn: c})
 	}
-	sortConnsByIndex(open)
-	for _, c := range open {
+	for _, at := range t.attempts {
+		all = append(all, pending{index: int(at.index), at: at})
+	}
+	sort.Slice(all, func(i, j int) bool { return all[i].index < all[j].index })
+	for n, e := range all {
+		c := e.conn
+		if e.at != nil {
+			c = t.promote(e.at)
+		}
 		t.finish(c, t.nowNs)
+		if every > 0 && (n+1)%every == 0 && after != nil {
+			after()
+		}
 	}
 	t.deadlines, t.attemptDeadlines = nil, nil
 }
