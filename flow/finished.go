@@ -9,11 +9,14 @@ import (
 // tombstoneNs is how long a finished connection's sequence space is remembered
 // after its last packet: late packets of it (a FIN retransmitted with backoff, a
 // last ACK, a peer that resets the dead connection every few minutes) must not
-// become new connections. maxTombstones bounds the memory it takes (a few MB);
-// past it the oldest are forgotten first.
+// become new connections. maxTombstones bounds the memory it takes (about 8 MB,
+// so that memory does not grow with the length of a capture); past it the
+// oldest are forgotten first: 65,536 connections finished since, at thousands of
+// connections per second, still span tens of seconds, while late packets come
+// within seconds.
 const (
 	tombstoneNs   = 3600e9
-	maxTombstones = 1 << 17
+	maxTombstones = 1 << 16
 )
 
 // sequenceSlack is how far from a finished connection's last sequence numbers a
@@ -22,7 +25,7 @@ const sequenceSlack = 1 << 24
 
 // tombstone is what is kept of a finished connection.
 type tombstone struct {
-	client, server         netip.AddrPort
+	clientIsB              bool // the client is the key's b side (else its a)
 	clientISN              uint32
 	clientISNKnown         bool
 	clientNext, serverNext uint32 // the next sequence number of each side
@@ -38,7 +41,7 @@ type tombRef struct {
 
 // bury remembers a finished connection's sequence space.
 func (t *Tracker) bury(key connKey, c *Conn) {
-	tomb := tombstone{client: c.Client, server: c.Server, lastNs: c.LastNs}
+	tomb := tombstone{clientIsB: c.Client == key.b, lastNs: c.LastNs}
 	if d := &c.Dirs[ToServer]; d.SYNSeen {
 		tomb.clientISN, tomb.clientISNKnown = d.ISN, true
 	}
@@ -56,10 +59,17 @@ func (t *Tracker) bury(key connKey, c *Conn) {
 func (t *Tracker) expireTombstones(nowNs int64) {
 	for t.tombHead < len(t.tombQueue) && (nowNs-t.tombQueue[t.tombHead].lastNs > tombstoneNs || len(t.finished) > maxTombstones) {
 		ref := t.tombQueue[t.tombHead]
-		if tomb, ok := t.finished[ref.key]; ok && tomb.lastNs == ref.lastNs {
-			delete(t.finished, ref.key)
-		}
 		t.tombHead++
+		tomb, ok := t.finished[ref.key]
+		if !ok || tomb.lastNs < ref.lastNs {
+			continue // forgotten, or buried again (a later entry stands for it)
+		}
+		if tomb.lastNs > ref.lastNs && nowNs-tomb.lastNs <= tombstoneNs && len(t.finished) <= maxTombstones {
+			// Packets came after it was buried: its one entry moves to the back.
+			t.tombQueue = append(t.tombQueue, tombRef{ref.key, tomb.lastNs})
+			continue
+		}
+		delete(t.finished, ref.key)
 	}
 	if t.tombHead > 1024 && t.tombHead*2 > len(t.tombQueue) {
 		n := copy(t.tombQueue, t.tombQueue[t.tombHead:])
@@ -72,8 +82,8 @@ func (t *Tracker) expireTombstones(nowNs int64) {
 // anything but a new SYN (a client SYN with another initial sequence number, or a
 // SYN from the old server) whose sequence or acknowledgement numbers lie near the
 // connection's last ones.
-func (tomb *tombstone) continues(src netip.AddrPort, p *capture.Packet) bool {
-	fromClient := src == tomb.client
+func (tomb *tombstone) continues(key connKey, src netip.AddrPort, p *capture.Packet) bool {
+	fromClient := (src == key.b) == tomb.clientIsB
 	if p.Has(capture.FlagSYN) && !p.Has(capture.FlagACK) {
 		return fromClient && tomb.clientISNKnown && p.Seq == tomb.clientISN
 	}

@@ -415,12 +415,12 @@ func (t *Tracker) AddNumbered(p *capture.Packet, ordinal int64) {
 			c = t.promote(at)
 		} else {
 			if tomb, ok := t.finished[key]; ok {
-				if tomb.continues(src, p) {
+				if tomb.continues(key, src, p) {
 					t.stats.Trailing++
-					// Keep it while it goes on (a peer that resets every minute).
+					// Keep it while it goes on (a peer that resets every minute):
+					// its queue entry is moved on when it comes due (expireTombstones).
 					tomb.lastNs = p.TimestampNs
 					t.finished[key] = tomb
-					t.tombQueue = append(t.tombQueue, tombRef{key, tomb.lastNs})
 					return
 				}
 				delete(t.finished, key)

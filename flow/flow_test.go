@@ -465,3 +465,31 @@ func TestSeqSpace(t *testing.T) {
 		t.Errorf("the oldest holes were not the ones forgotten")
 	}
 }
+
+// TestTrailingPacketsKeepOneTombstoneEntry: a finished connection whose peer goes
+// on sending (a FIN retransmitted for minutes, or the same traffic replayed) keeps
+// its tombstone alive with one queue entry, not one per packet.
+func TestTrailingPacketsKeepOneTombstoneEntry(t *testing.T) {
+	closeBoth := []pkt{
+		{ms: 30, flags: psh, seq: sISN + 1, ack: cISN + 1, length: 100},
+		{ms: 31, flags: fin, seq: sISN + 101, ack: cISN + 1},
+		{fromClient: true, ms: 32, flags: fin, seq: cISN + 1, ack: sISN + 102},
+		{ms: 33, flags: ack, seq: sISN + 102, ack: cISN + 2},
+	}
+	pkts := append(handshake(20), closeBoth...)
+	const trailing = 20000
+	for i := 0; i < trailing; i++ {
+		// A FIN retransmitted every 100 ms for over half an hour.
+		pkts = append(pkts, pkt{fromClient: true, ms: 5000 + float64(i)*100, flags: fin, seq: cISN + 1, ack: sISN + 102})
+	}
+	r, tr := run(t, pkts)
+	if len(r.conns) != 1 {
+		t.Fatalf("%d connections, want 1", len(r.conns))
+	}
+	if got := tr.Stats().Trailing; got != trailing {
+		t.Errorf("%d trailing packets, want %d", got, trailing)
+	}
+	if queued := len(tr.tombQueue) - tr.tombHead; queued > 2 {
+		t.Errorf("%d tombstone queue entries for one finished connection", queued)
+	}
+}
