@@ -195,7 +195,7 @@ func TestCleanRemovesDeadOwnersOnly(t *testing.T) {
 		// Left by an earlier process that had this PID.
 		name := namespaceName(os.Getpid(), 1<<40, Client)
 		earlier := Owner{PID: os.Getpid(), StartTime: thisProcess.StartTime - 1}
-		handle, err := inNewNamespace(name, func() error { return markNamespaceAs(earlier) })
+		handle, err := inNewNamespace(name, func() error { return markNamespaceAs(earlier) }, nil)
 		handle.Close()
 		if err != nil {
 			removeNamedNamespace(name)
@@ -232,7 +232,7 @@ func TestCreateNeverRemovesAnotherOwnersName(t *testing.T) {
 	registry := newRegistry()
 	registry.prepareOnce.Do(func() {})              // no leftover cleaning in this test
 	taken := namespaceName(registry.pid, 1, Server) // the name its first trial will want
-	handle, err := inNewNamespace(taken, func() error { return nil })
+	handle, err := inNewNamespace(taken, nil, nil)
 	handle.Close()
 	t.Cleanup(func() { removeNamedNamespace(taken) })
 	if err != nil {

@@ -74,11 +74,12 @@ func inNamespace(ns netns.NsHandle, fn func() error) error {
 	}, fn)
 }
 
-// inNewNamespace creates a network namespace, bind-mounts it at NetnsDir/name and
-// runs setup on a thread inside it. It returns a handle to the namespace whenever
+// inNewNamespace creates a network namespace, runs mark inside it (nil: nothing),
+// bind-mounts it at NetnsDir/name and runs setup (nil: nothing) on a thread
+// inside it. It returns a handle to the namespace whenever
 // the mount was made, even when setup failed: the namespace then exists and must
 // be removed. Without a handle, nothing was mounted.
-func inNewNamespace(name string, setup func() error) (netns.NsHandle, error) {
+func inNewNamespace(name string, mark, setup func() error) (netns.NsHandle, error) {
 	handle := netns.None()
 	err := onNamespaceThread(func() error {
 		if err := unix.Unshare(unix.CLONE_NEWNET); err != nil {
@@ -90,11 +91,23 @@ func inNewNamespace(name string, setup func() error) (netns.NsHandle, error) {
 		if err != nil {
 			return fmt.Errorf("netlab: open network namespace %s: %w", name, err)
 		}
+		// The marker goes in before the namespace has a name: a process killed
+		// at any moment leaves either no namespace or one Clean can prove it
+		// made, never a named one without its marker.
+		if mark != nil {
+			if err := mark(); err != nil {
+				opened.Close()
+				return err
+			}
+		}
 		if err := bindThreadNamespace(name); err != nil {
 			opened.Close()
 			return err
 		}
 		handle = opened
+		if setup == nil {
+			return nil
+		}
 		return setup()
 	})
 	return handle, err

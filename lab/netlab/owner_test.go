@@ -90,7 +90,7 @@ func TestCleanNeedsProof(t *testing.T) {
 				return nil
 			}
 			return markNamespaceAs(*marker)
-		})
+		}, nil)
 		handle.Close()
 		t.Cleanup(func() { removeNamedNamespace(name) })
 		if err != nil {

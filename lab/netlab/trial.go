@@ -170,12 +170,7 @@ func (r *registry) create(ctx context.Context, opts Options) (_ *Trial, err erro
 func (t *Trial) makeSide(side Side) error {
 	name := t.Namespace(side)
 	var tun *os.File
-	handle, err := inNewNamespace(name, func() error {
-		// First the marker, so that a process killed from here on leaves a
-		// namespace Clean can prove it made.
-		if err := markNamespace(); err != nil {
-			return err
-		}
+	handle, err := inNewNamespace(name, markNamespace, func() error {
 		var err error
 		if tun, err = openTUN(TUNName); err != nil {
 			return err
