@@ -170,18 +170,32 @@ func TestCleanTempDirsNeedProof(t *testing.T) {
 	liveOnes := mk(fmt.Sprintf("slowstart-%d-nginx-5", live.Process.Pid), &liveOwner)
 	reused := mk(fmt.Sprintf("slowstart-%d-nginx-6", live.Process.Pid), &Owner{PID: live.Process.Pid, StartTime: liveStart - 1})
 
+	// A dead run's empty directory without a marker (killed between making it
+	// and marking it): nothing in it can be anyone's, it goes; a live process's
+	// stays.
+	emptyDead := filepath.Join(dir, fmt.Sprintf("slowstart-%d-nginx-8", dead))
+	emptyLive := filepath.Join(dir, fmt.Sprintf("slowstart-%d-nginx-9", live.Process.Pid))
+	for _, p := range []string{emptyDead, emptyLive} {
+		if err := os.Mkdir(p, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+
 	removed, err := processTrials.cleanTempDirs(false, dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	slices.Sort(removed)
-	if want := slices.Sorted(slices.Values([]string{deadOnes, reused})); !slices.Equal(removed, want) {
+	if want := slices.Sorted(slices.Values([]string{deadOnes, reused, emptyDead})); !slices.Equal(removed, want) {
 		t.Errorf("removed %v, want %v", removed, want)
 	}
 	for _, kept := range []string{user, userLike, forged, liveOnes} {
 		if _, err := os.Stat(filepath.Join(kept, "user-data")); err != nil {
 			t.Errorf("%s was touched: %v", kept, err)
 		}
+	}
+	if _, err := os.Stat(emptyLive); err != nil {
+		t.Errorf("a live process's empty directory was removed: %v", err)
 	}
 	removed, err = processTrials.cleanTempDirs(true, dir)
 	if err != nil || !slices.Equal(removed, []string{liveOnes}) {
@@ -212,5 +226,42 @@ func TestMakeTempDirIsCleanable(t *testing.T) {
 	removed, err := processTrials.cleanTempDirs(true, filepath.Dir(path))
 	if err != nil || slices.Contains(removed, path) {
 		t.Errorf("Clean removed this process's own directory: %v %v", removed, err)
+	}
+}
+
+// TestCleanEmptyMountPoints: a run killed between making a namespace's mount
+// point and mounting it (or between unmounting and removing it) leaves an empty
+// file under NetnsDir with nothing mounted: Clean removes it when its PID is
+// gone, and leaves a live process's and any file with content alone.
+func TestCleanEmptyMountPoints(t *testing.T) {
+	requireRoot(t)
+	dead := deadPID(t)
+	live := sleeper(t, "")
+	mk := func(name, content string) string {
+		t.Helper()
+		path := filepath.Join(NetnsDir, name)
+		if err := os.WriteFile(path, []byte(content), 0o444); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { os.Remove(path) })
+		return path
+	}
+	emptyDead := namespaceName(dead, 3, Client)
+	emptyLive := namespaceName(live.Process.Pid, 3, Client)
+	withContent := namespaceName(dead, 4, Server)
+	mk(emptyDead, "")
+	mk(emptyLive, "")
+	mk(withContent, "not a mount point\n")
+	removed, err := processTrials.clean(t.Context(), false, only(emptyDead, emptyLive, withContent))
+	if err != nil {
+		t.Fatalf("Clean: %v", err)
+	}
+	if !slices.Equal(removed, []string{emptyDead}) {
+		t.Errorf("Clean removed %v, want only %s", removed, emptyDead)
+	}
+	for _, kept := range []string{emptyLive, withContent} {
+		if _, err := os.Stat(filepath.Join(NetnsDir, kept)); err != nil {
+			t.Errorf("%s was removed: %v", kept, err)
+		}
 	}
 }

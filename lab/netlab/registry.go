@@ -14,6 +14,8 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // NamespacePrefix begins the name of every namespace this package makes.
@@ -266,7 +268,17 @@ func (r *registry) clean(ctx context.Context, all bool, only func(name string) b
 		default:
 			mountPoint := filepath.Join(NetnsDir, name)
 			owner, err := namespaceOwner(mountPoint)
-			if pid, _ := nameOwnerPID(namespacePattern, name); err != nil || owner.PID != pid {
+			pid, _ := nameOwnerPID(namespacePattern, name)
+			if err != nil && pid != r.owner.PID && !pidExists(pid) && emptyMountPoint(mountPoint) {
+				// A run killed between making the mount point and mounting the
+				// namespace on it, or between unmounting and removing it: an empty
+				// file with nothing mounted, which holds nothing of anyone's.
+				if os.Remove(mountPoint) == nil {
+					removed = append(removed, name)
+				}
+				continue
+			}
+			if err != nil || owner.PID != pid {
 				continue // no proof that this package made it: not ours to remove
 			}
 			if !all && owner != r.owner && owner.Alive() {
@@ -307,6 +319,16 @@ func (r *registry) cleanTempDirs(all bool, dir string) ([]string, error) {
 		path := filepath.Join(dir, entry.Name())
 		owner, err := tempDirOwner(path)
 		pid, _ := nameOwnerPID(tempDirPattern, entry.Name())
+		if err != nil && pid != r.owner.PID && emptyDir(path) && !pidExists(pid) {
+			// No marker, and nothing inside: a run killed between making the
+			// directory and marking it, or between emptying and removing it.
+			// Removing an empty directory of the lab's exact name can lose
+			// nothing of anyone's.
+			if os.Remove(path) == nil {
+				removed = append(removed, path)
+			}
+			continue
+		}
 		if err != nil || owner.PID != pid || owner == r.owner || (!all && owner.Alive()) {
 			continue
 		}
@@ -317,4 +339,35 @@ func (r *registry) cleanTempDirs(all bool, dir string) ([]string, error) {
 		removed = append(removed, path)
 	}
 	return removed, errors.Join(errs...)
+}
+
+// emptyDir reports whether the directory at path holds nothing.
+func emptyDir(path string) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	names, err := f.Readdirnames(1)
+	return err != nil && len(names) == 0
+}
+
+// pidExists reports whether a process with this PID runs now.
+func pidExists(pid int) bool {
+	if pid <= 0 {
+		return true // not a PID: never treated as gone
+	}
+	_, err := os.Stat(fmt.Sprintf("/proc/%d", pid))
+	return err == nil
+}
+
+// emptyMountPoint reports whether path is an empty regular file with nothing
+// mounted on it (a mounted namespace reads as a file of the nsfs file system).
+func emptyMountPoint(path string) bool {
+	var fs unix.Statfs_t
+	if err := unix.Statfs(path, &fs); err != nil || fs.Type == unix.NSFS_MAGIC {
+		return false
+	}
+	info, err := os.Lstat(path)
+	return err == nil && info.Mode().IsRegular() && info.Size() == 0
 }
