@@ -193,3 +193,45 @@ func onlyServerData(t *testing.T, path string) report.Connection {
 	}
 	return found[0]
 }
+
+// TestLoadedPathProbeIsNoWindow: on a loaded host, a tail loss probe the server sent
+// alone 43 ms after its first ten segments (its timestamp echo unchanged: it had
+// heard nothing from the client) reached the client 4 ms after the tenth, as if part
+// of the first round (testdata/captures/README.md reads the trace). The route's
+// initcwnd was 10: the reading must leave room for it, and must not be an exact 11.
+func TestLoadedPathProbeIsNoWindow(t *testing.T) {
+	rep, err := analysis.File(context.Background(), filepath.Join(capturesDir, "loaded-tlp-iw10.client.pcap"), analysis.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Other page loads of the same client namespace show up too (a SYN, a
+	// handshake): the one that carried the page is the one with data.
+	var iw *report.InitialWindow
+	for _, c := range rep.Connections {
+		if c.Server == "10.64.0.10:8080" && len(c.Rounds) > 0 {
+			iw = c.InitialWindow
+		}
+	}
+	if iw == nil {
+		t.Fatal("no IW reading")
+	}
+	const truth = 10
+	high := iw.Segments
+	if iw.SegmentsMax > 0 {
+		high = iw.SegmentsMax
+	}
+	switch iw.Verdict {
+	case "exact":
+		if iw.Segments != truth {
+			t.Errorf("exact %d, the route's initcwnd was %d", iw.Segments, truth)
+		}
+	case "range":
+		if iw.Segments > truth || high < truth {
+			t.Errorf("range %d-%d leaves out the true %d", iw.Segments, high, truth)
+		}
+	case "lower_bound":
+		if iw.Segments > truth {
+			t.Errorf("at least %d, above the true %d", iw.Segments, truth)
+		}
+	}
+}

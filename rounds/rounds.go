@@ -107,6 +107,18 @@ type Round struct {
 	ProbeSegments, ProbeBytes int
 	// ProbeGapNs is the silence before the probe.
 	ProbeGapNs int64
+	// MaybeProbe: the round's last segment came alone after a silence on the
+	// server's own clock, with the server's timestamp echo showing it had heard
+	// nothing new from the client (so no acknowledgement released it), but the
+	// silence was shorter than the round trip measured, which a loaded path or host
+	// can overstate: a tail loss probe (Linux fires one at 2·SRTT of the server's
+	// own, smaller, estimate) or a late write, which the packets cannot tell apart.
+	MaybeProbe      bool
+	MaybeProbeGapNs int64
+	// maybeFromTS and maybeToTS are the server's timestamps around that silence,
+	// read on its clock once the clock's rate is known (label).
+	maybeFromTS, maybeToTS uint32
+	maybeSpacingNs         int64
 	// PartialEnd: the round's last frame ended in a segment shorter than a full one.
 	PartialEnd bool
 	// RatePaced: at the client, the next round's data arrived without an idle gap
@@ -232,6 +244,7 @@ type Tracker struct {
 	// to time a silence on the server's own clock.
 	serverClock   flow.SenderClock
 	lastDataTS    uint32
+	lastDataTSEcr uint32 // the last new-data segment's timestamp echo
 	lastDataTSSet bool
 	firstAckIdx   int // first round whose FirstAckNs is not yet set
 	lastDataNs    int64
@@ -543,8 +556,16 @@ func (t *Tracker) addServer(s *flow.Segment) {
 	if r == len(t.rounds) {
 		last := &t.rounds[len(t.rounds)-1]
 		last.ProbeSegments, last.ProbeBytes, last.ProbeGapNs = 0, 0, 0
+		last.MaybeProbe, last.MaybeProbeGapNs = false, 0
+		last.maybeFromTS, last.maybeToTS, last.maybeSpacingNs = 0, 0, 0
 		last.unclockedProbe, last.probeLong = false, false
 		probeGapNs, isProbe = t.probeGap(s)
+		if !isProbe && t.unclockedLone(s) {
+			last.maybeFromTS, last.maybeToTS = t.lastDataTS, s.TSVal
+			if last.Packets > 1 {
+				last.maybeSpacingNs = (last.LastNs - last.FirstNs) / int64(last.Packets-1)
+			}
+		}
 		if !t.openedSinceData {
 			if paused, long := t.pause(s); paused {
 				last.UnclockedSends++
@@ -630,6 +651,7 @@ func (t *Tracker) addServer(s *flow.Segment) {
 	t.prevDataNs, t.prevDataTS, t.prevDataTSSet, t.prevData = t.lastDataNs, t.lastDataTS, t.lastDataTSSet, true
 	t.lastDataNs = s.TimeNs
 	t.lastDataTS, t.lastDataTSSet = s.TSVal, s.HasTS
+	t.lastDataTSEcr = s.TSEcr
 	t.learnedSinceData, t.openedSinceData = false, false
 }
 
@@ -748,6 +770,16 @@ func (t *Tracker) probeGap(s *flow.Segment) (gapNs int64, ok bool) {
 	return gapNs, gapNs > 4*spacingNs
 }
 
+// unclockedLone reports whether new-data segment s, joining the last round, came
+// alone (at most one segment) after the server's clock moved on, while by its
+// timestamp echo the server had heard nothing new from the client: not released
+// by an acknowledgement. label decides, with the server's clock, whether the
+// silence makes it a possible tail loss probe (MaybeProbe).
+func (t *Tracker) unclockedLone(s *flow.Segment) bool {
+	return s.HasTS && t.lastDataTSSet && s.TSEcr == t.lastDataTSEcr && s.NewLen <= t.mss() &&
+		len(t.rounds) > 0 && int32(s.TSVal-t.lastDataTS) > 0
+}
+
 // assign returns the round of a new-data segment.
 func (t *Tracker) assign(s *flow.Segment) int {
 	last := len(t.rounds)
@@ -808,6 +840,23 @@ func (t *Tracker) label(rounds []Round, messageEnds []int64, ending Ending) []Ro
 		// one at the end of the last round is left as data.
 		last := &rounds[n-1]
 		last.ProbeSegments, last.ProbeBytes, last.ProbeGapNs = 0, 0, 0
+		last.maybeToTS = 0
+	}
+	for i := range rounds {
+		r := &rounds[i]
+		r.MaybeProbe, r.MaybeProbeGapNs = false, 0
+		if r.maybeToTS == 0 || r.ProbeSegments > 0 {
+			continue
+		}
+		// Read on the server's clock as known now (its rate from the whole
+		// connection so far): at least Linux's least probe timeout, and far beyond
+		// the round's own spacing.
+		if _, known := t.serverClock.GapNs(t.lastDataTS, t.lastDataTS, t.lastDataNs); !known || !t.lastDataTSSet {
+			continue
+		}
+		if ns := int64(int32(r.maybeToTS-r.maybeFromTS)) * 1_000_000; ns >= lossProbeMinGapNs && ns > 4*r.maybeSpacingNs {
+			r.MaybeProbe, r.MaybeProbeGapNs = true, ns
+		}
 	}
 	if t.cfg.MSS == 0 {
 		// The segment size was learned as the data came: count again with the
@@ -1085,6 +1134,15 @@ func InitialWindow(rs []Round, source string, full int) *report.InitialWindow {
 		iw.Segments = max(r.WindowBytes()/full, 1)
 		iw.Reason = fmt.Sprintf("the server stopped after the first round with data left and sent more as soon as the first acknowledgement came back, but the round's %d packets carried only %d bytes (a segment shorter than a full one inside it): %d segments for a sender that counts its window in packets (Linux), %d to %d bytes for one that counts bytes",
 			r.WindowSegments(), r.WindowBytes(), r.WindowSegments(), r.WindowBytes(), r.WindowBytes()+full-1)
+	case r.Limit == report.LimitCwnd && r.MaybeProbe && r.WindowSegments() > 1:
+		// A tail loss probe is not part of the window; a late write is. Either
+		// way the window is one of these two.
+		iw.Verdict = report.VerdictRange
+		iw.SegmentsMax, iw.BytesMax = iw.Segments, iw.Bytes
+		iw.Segments = r.WindowSegments() - 1
+		iw.Bytes = r.WindowBytes() - r.LastFrameBytes
+		iw.Reason = fmt.Sprintf("the server stopped after the first round with data left and sent more as soon as the first acknowledgement came back, but its last segment came alone %.1f ms later on the server's clock, before any acknowledgement reached it (its timestamp echo is the same): a tail loss probe, not part of the window (%d segments), or a late write (%d)",
+			float64(r.MaybeProbeGapNs)/1e6, r.WindowSegments()-1, r.WindowSegments())
 	case r.Limit == report.LimitCwnd:
 		iw.Verdict = report.VerdictExact
 		iw.Reason = "the server stopped after the first round with data left and room in the receive window, and sent more as soon as the first acknowledgement came back"
