@@ -489,42 +489,5 @@ func (r *pcapngReader) blockAt(buf []byte, at int, eof bool) runResult {
 // on, up to the next good block (see blockAt) or the end of the input. It
 // counts the bytes skipped and returns only read errors.
 func (r *pcapngReader) resync(skip int) error {
-	for {
-		buf, err := r.s.peek(r.s.window())
-		eof := false
-		if err != nil {
-			if !errors.Is(err, io.EOF) {
-				return err
-			}
-			eof = true
-		}
-		at := skip
-		found := false
-	scan:
-		for ; at < len(buf); at++ {
-			switch r.blockAt(buf, at, eof) {
-			case runFound:
-				found = true
-				break scan
-			case runUnknown:
-				break scan
-			}
-		}
-		if at == 0 && !found {
-			at = 1
-		}
-		at = min(at, len(buf))
-		r.damage.Bytes += int64(at)
-		if err := r.s.discard(at); err != nil && !errors.Is(err, io.EOF) {
-			return err
-		}
-		if found {
-			return nil
-		}
-		if eof {
-			r.damage.ToEnd = true
-			return nil
-		}
-		skip = 0
-	}
+	return r.s.resync(skip, r.damage, r.blockAt)
 }
