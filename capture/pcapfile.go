@@ -196,9 +196,7 @@ func (r *pcapReader) next(rec *record) error {
 				// be one: this record's length may be wrong, which records
 				// starting inside it would show.
 				if skip := r.runInside(total); skip > 0 {
-					r.damage.place(r.records+1, r.s.offset)
-					r.damage.Bytes += int64(skip)
-					if err := r.s.discard(skip); err != nil {
+					if err := r.s.skipDamage(r.damage, r.records+1, skip); err != nil {
 						return err
 					}
 					continue

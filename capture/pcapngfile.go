@@ -322,9 +322,7 @@ func (r *pcapngReader) nextBlock() (blockType uint32, body []byte, err error) {
 				// wrong, which a good block starting inside it would show.
 				if errors.Is(err, io.EOF) {
 					if skip := r.blockInside(int(length)); skip > 0 {
-						r.damage.place(r.records+1, r.s.offset)
-						r.damage.Bytes += int64(skip)
-						if err := r.s.discard(skip); err != nil {
+						if err := r.s.skipDamage(r.damage, r.records+1, skip); err != nil {
 							return 0, nil, err
 						}
 						continue
@@ -344,9 +342,7 @@ func (r *pcapngReader) nextBlock() (blockType uint32, body []byte, err error) {
 				// reads the next block's length), which a good block
 				// starting inside it would show.
 				if skip := r.blockInside(int(length)); skip > 0 {
-					r.damage.place(r.records+1, r.s.offset)
-					r.damage.Bytes += int64(skip)
-					if err := r.s.discard(skip); err != nil {
+					if err := r.s.skipDamage(r.damage, r.records+1, skip); err != nil {
 						return 0, nil, err
 					}
 					continue

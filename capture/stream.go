@@ -78,6 +78,14 @@ func endOfInput(got int, err error) error {
 	}
 }
 
+// skipDamage consumes n damaged bytes at the stream's position, up to a good
+// record found inside them, and counts them as damage before record.
+func (s *byteStream) skipDamage(damage *Damage, record int64, n int) error {
+	damage.place(record, s.offset)
+	damage.Bytes += int64(n)
+	return s.discard(n)
+}
+
 // resync consumes bytes, from skip bytes after the stream's position on, up to
 // the next place where readAt finds records to read again (runFound), or up to
 // where it cannot tell yet (runUnknown: the window ends first), or to the end of
