@@ -5,13 +5,13 @@ import (
 	"testing"
 
 	"github.com/slowstart/slowstart/flow"
-	"github.com/slowstart/slowstart/internal/piecetest"
+	"github.com/slowstart/slowstart/internal/streamtest"
 )
 
 // planWrites hands stream over to c as direction dir in the pieces plan makes
-// (piecetest.Plan).
+// (streamtest.Plan).
 func planWrites(c *Conn, dir flow.Dir, stream, plan []byte, allCaptured bool) {
-	for _, p := range piecetest.Plan(stream, plan, allCaptured) {
+	for _, p := range streamtest.Plan(stream, plan, allCaptured) {
 		c.Write(dir, p.Offset, p.Data, p.Length)
 	}
 }

@@ -4,7 +4,7 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/slowstart/slowstart/internal/piecetest"
+	"github.com/slowstart/slowstart/internal/streamtest"
 )
 
 func FuzzHTTPParser(f *testing.F) {
@@ -13,14 +13,14 @@ func FuzzHTTPParser(f *testing.F) {
 		[]byte(chunked+"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.0 200 OK\r\nConnection: keep-alive\r\nContent-Length: 1\r\n\r\nx"), []byte{0x3f, 0xc0 | 5, 1, 2})
 	f.Add([]byte("CONNECT h:443 HTTP/1.1\r\n\r\n\x16\x03\x01"), []byte("HTTP/1.1 200 OK\r\n\r\n\x16\x03\x03"), []byte{})
 	f.Fuzz(func(t *testing.T, requestStream, responseStream, plan []byte) {
-		singleRequests, singleResponses := parsePair(piecetest.Whole(requestStream), piecetest.Whole(responseStream))
+		singleRequests, singleResponses := parsePair(streamtest.Whole(requestStream), streamtest.Whole(responseStream))
 		for _, parser := range []*Parser{singleRequests, singleResponses} {
 			checkMessageOrder(t, parser.Messages())
 		}
 
 		// Fully captured, split anyhow: the same as one piece unless sync was lost
 		// (then resynchronization depends on where segments start).
-		splitRequests, splitResponses := parsePair(piecetest.Plan(requestStream, plan, true), piecetest.Plan(responseStream, plan, true))
+		splitRequests, splitResponses := parsePair(streamtest.Plan(requestStream, plan, true), streamtest.Plan(responseStream, plan, true))
 		if singleRequests.LostAt() < 0 && !reflect.DeepEqual(splitRequests.Messages(), singleRequests.Messages()) {
 			t.Fatalf("split requests differ:\n got %+v\nwant %+v", summarize(splitRequests.Messages()), summarize(singleRequests.Messages()))
 		}
@@ -30,7 +30,7 @@ func FuzzHTTPParser(f *testing.F) {
 		}
 
 		// Cut and holed: ordered messages, and those found before any loss are real.
-		cutRequests, cutResponses := parsePair(piecetest.Plan(requestStream, plan, false), piecetest.Plan(responseStream, plan, false))
+		cutRequests, cutResponses := parsePair(streamtest.Plan(requestStream, plan, false), streamtest.Plan(responseStream, plan, false))
 		for _, parser := range []*Parser{cutRequests, cutResponses} {
 			checkMessageOrder(t, parser.Messages())
 		}

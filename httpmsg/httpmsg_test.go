@@ -6,11 +6,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/slowstart/slowstart/internal/piecetest"
+	"github.com/slowstart/slowstart/internal/streamtest"
 )
 
 // piece is one Write call.
-type piece = piecetest.Piece
+type piece = streamtest.Piece
 
 // segmentizeWrites cuts stream as TCP would send it: a segment never spans two
 // writes (each write pushed at once, as on an idle connection) and holds at most
@@ -61,7 +61,7 @@ func checkTiling(t *testing.T, name string, messages []Message, streamBytes int)
 
 func TestNetHTTPExchange(t *testing.T) {
 	recorded := runExchange(t, exchangeRequests)
-	requests, responses := parsePair(piecetest.Whole(recorded.requestStream), piecetest.Whole(recorded.responseStream))
+	requests, responses := parsePair(streamtest.Whole(recorded.requestStream), streamtest.Whole(recorded.responseStream))
 	if !requests.IsHTTP() || !responses.IsHTTP() {
 		t.Fatalf("IsHTTP request=%t response=%t", requests.IsHTTP(), responses.IsHTTP())
 	}
@@ -101,13 +101,13 @@ func TestNetHTTPExchange(t *testing.T) {
 // invented boundaries).
 func TestSplitsAndSnaplen(t *testing.T) {
 	recorded := runExchange(t, exchangeRequests)
-	truthRequests, truthResponses := parsePair(piecetest.Whole(recorded.requestStream), piecetest.Whole(recorded.responseStream))
+	truthRequests, truthResponses := parsePair(streamtest.Whole(recorded.requestStream), streamtest.Whole(recorded.responseStream))
 	for _, split := range []struct {
 		name         string
 		segmentBytes int
 	}{{"1-byte pieces", 1}, {"7-byte pieces", 7}, {"1448-byte segments", 1448}} {
-		requests, responses := parsePair(piecetest.Segmentize(recorded.requestStream, split.segmentBytes, 0),
-			piecetest.Segmentize(recorded.responseStream, split.segmentBytes, 0))
+		requests, responses := parsePair(streamtest.Segmentize(recorded.requestStream, split.segmentBytes, 0),
+			streamtest.Segmentize(recorded.responseStream, split.segmentBytes, 0))
 		if !reflect.DeepEqual(requests.Messages(), truthRequests.Messages()) ||
 			!reflect.DeepEqual(responses.Messages(), truthResponses.Messages()) {
 			t.Errorf("%s: messages differ from the one-piece parse", split.name)
@@ -124,8 +124,8 @@ func TestSplitsAndSnaplen(t *testing.T) {
 		{"snaplen 200 and holes", 148, []int{2}},
 	} {
 		t.Run(cut.name, func(t *testing.T) {
-			requests, responses := parsePair(piecetest.Segmentize(recorded.requestStream, 1448, cut.capturedBytes, cut.holes...),
-				piecetest.Segmentize(recorded.responseStream, 1448, cut.capturedBytes, cut.holes...))
+			requests, responses := parsePair(streamtest.Segmentize(recorded.requestStream, 1448, cut.capturedBytes, cut.holes...),
+				streamtest.Segmentize(recorded.responseStream, 1448, cut.capturedBytes, cut.holes...))
 			checkNoInventedBoundaries(t, requests.Messages(), truthRequests.Messages())
 			checkNoInventedBoundaries(t, responses.Messages(), truthResponses.Messages())
 			if len(responses.Messages()) == 0 || responses.Messages()[0].Status != 200 {
@@ -140,7 +140,7 @@ func TestSplitsAndSnaplen(t *testing.T) {
 // message must be found again, by following or by resynchronization.
 func TestSnaplenWithWriteAlignedSegments(t *testing.T) {
 	recorded := runExchange(t, exchangeRequests)
-	truthRequests, truthResponses := parsePair(piecetest.Whole(recorded.requestStream), piecetest.Whole(recorded.responseStream))
+	truthRequests, truthResponses := parsePair(streamtest.Whole(recorded.requestStream), streamtest.Whole(recorded.responseStream))
 	requests, responses := parsePair(segmentizeWrites(recorded.requestStream, recorded.requestWrites, 1448, 148),
 		segmentizeWrites(recorded.responseStream, recorded.responseWrites, 1448, 148))
 	checkNoInventedBoundaries(t, requests.Messages(), truthRequests.Messages())
@@ -351,11 +351,11 @@ func TestSynthetic(t *testing.T) {
 	}
 	for _, test := range tests {
 		t.Run(test.name, func(t *testing.T) {
-			responsePieces := piecetest.Whole([]byte(test.responses))
+			responsePieces := streamtest.Whole([]byte(test.responses))
 			if test.responsePieces != nil {
 				responsePieces = test.responsePieces([]byte(test.responses))
 			}
-			requests, responses := parsePair(piecetest.Whole([]byte(test.requests)), responsePieces)
+			requests, responses := parsePair(streamtest.Whole([]byte(test.requests)), responsePieces)
 			if requests.IsHTTP() != test.wantHTTP || responses.IsHTTP() != test.wantHTTP {
 				t.Errorf("IsHTTP request=%t response=%t, want %t", requests.IsHTTP(), responses.IsHTTP(), test.wantHTTP)
 			}
@@ -367,7 +367,7 @@ func TestSynthetic(t *testing.T) {
 			}
 			// The same streams in 1-byte pieces give the same messages when all is captured.
 			if test.responsePieces == nil {
-				oneByteRequests, oneByteResponses := parsePair(piecetest.Segmentize([]byte(test.requests), 1, 0), piecetest.Segmentize([]byte(test.responses), 1, 0))
+				oneByteRequests, oneByteResponses := parsePair(streamtest.Segmentize([]byte(test.requests), 1, 0), streamtest.Segmentize([]byte(test.responses), 1, 0))
 				if !reflect.DeepEqual(oneByteRequests.Messages(), requests.Messages()) ||
 					!reflect.DeepEqual(oneByteResponses.Messages(), responses.Messages()) {
 					t.Errorf("1-byte pieces give different messages:\n%+v\n%+v", summarize(oneByteResponses.Messages()), summarize(responses.Messages()))
@@ -381,7 +381,7 @@ func TestSynthetic(t *testing.T) {
 // the framing fields survive.
 func TestHeaderSplitAcrossSegments(t *testing.T) {
 	stream := []byte(chunked + resp5)
-	_, want := parsePair(nil, piecetest.Whole(stream))
+	_, want := parsePair(nil, streamtest.Whole(stream))
 	for split := 1; split < len(stream); split++ {
 		_, got := parsePair(nil, []piece{{Offset: 0, Data: stream[:split], Length: split}, {Offset: int64(split), Data: stream[split:], Length: len(stream) - split}})
 		if !reflect.DeepEqual(got.Messages(), want.Messages()) {
@@ -420,7 +420,7 @@ func TestLongLineLosesSync(t *testing.T) {
 // the caller did not filter) and empty pieces change nothing.
 func TestOverlapAndEmptyPieces(t *testing.T) {
 	stream := []byte(resp5 + chunked)
-	_, want := parsePair(nil, piecetest.Whole(stream))
+	_, want := parsePair(nil, streamtest.Whole(stream))
 	_, got := parsePair(nil, []piece{
 		{Offset: 0, Data: stream[:20], Length: 20},
 		{Offset: 0, Data: stream[:30], Length: 30}, // overlaps the first 20 bytes

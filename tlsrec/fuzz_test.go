@@ -5,7 +5,7 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/slowstart/slowstart/internal/piecetest"
+	"github.com/slowstart/slowstart/internal/streamtest"
 )
 
 func FuzzTLSStream(f *testing.F) {
@@ -23,12 +23,12 @@ func FuzzTLSStream(f *testing.F) {
 		}
 	}
 	f.Fuzz(func(t *testing.T, stream, plan []byte) {
-		single := parse(piecetest.Whole(stream))
+		single := parse(streamtest.Whole(stream))
 		checkRecordOrder(t, single.Records())
 
 		// Fully captured, split anyhow: the same as one piece, unless sync was lost
 		// (then resynchronization depends on where segments start).
-		split := parse(piecetest.Plan(stream, plan, true))
+		split := parse(streamtest.Plan(stream, plan, true))
 		if single.LostAt() < 0 {
 			if !reflect.DeepEqual(split.Records(), single.Records()) || !reflect.DeepEqual(split.Hello(), single.Hello()) {
 				t.Fatalf("split parse differs from one piece:\n got %+v\nwant %+v", split.Records(), single.Records())
@@ -36,7 +36,7 @@ func FuzzTLSStream(f *testing.F) {
 		}
 
 		// Cut and holed: ordered records, and those before any loss are real ones.
-		cut := parse(piecetest.Plan(stream, plan, false))
+		cut := parse(streamtest.Plan(stream, plan, false))
 		checkRecordOrder(t, cut.Records())
 		if single.LostAt() < 0 {
 			var trusted []Record

@@ -13,30 +13,11 @@ import (
 	"io"
 	"math/big"
 	"net"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/slowstart/slowstart/internal/streamtest"
 )
-
-// recordingConn keeps a copy of every byte its side writes.
-type recordingConn struct {
-	net.Conn
-	mu      sync.Mutex
-	written bytes.Buffer
-}
-
-func (c *recordingConn) Write(p []byte) (int, error) {
-	c.mu.Lock()
-	c.written.Write(p)
-	c.mu.Unlock()
-	return c.Conn.Write(p)
-}
-
-func (c *recordingConn) bytes() []byte {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return bytes.Clone(c.written.Bytes())
-}
 
 // tlsSession is what one TLS connection put on the wire, and what each side's
 // crypto/tls said about it afterwards.
@@ -80,8 +61,8 @@ func runTLS(t testing.TB, version uint16, certificate tls.Certificate, responseB
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	clientEnd, serverEnd := net.Pipe()
-	clientConn := &recordingConn{Conn: clientEnd}
-	serverConn := &recordingConn{Conn: serverEnd}
+	clientConn := &streamtest.RecordingConn{Conn: clientEnd}
+	serverConn := &streamtest.RecordingConn{Conn: serverEnd}
 	session := tlsSession{serverName: "server.test", clientALPN: []string{"h2", "http/1.1"}}
 
 	server := tls.Server(serverConn, &tls.Config{
@@ -136,7 +117,7 @@ func runTLS(t testing.TB, version uint16, certificate tls.Certificate, responseB
 		t.Fatal(err)
 	}
 	client.Close()
-	session.clientStream = clientConn.bytes()
-	session.serverStream = serverConn.bytes()
+	session.clientStream = clientConn.Bytes()
+	session.serverStream = serverConn.Bytes()
 	return session
 }

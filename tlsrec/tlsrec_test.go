@@ -7,11 +7,11 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/slowstart/slowstart/internal/piecetest"
+	"github.com/slowstart/slowstart/internal/streamtest"
 )
 
 // piece is one Write call.
-type piece = piecetest.Piece
+type piece = streamtest.Piece
 
 func parse(pieces []piece) *Stream {
 	stream := NewStream()
@@ -66,7 +66,7 @@ func TestRealHandshakes(t *testing.T) {
 				stream []byte
 			}{{"client", session.clientStream}, {"server", session.serverStream}} {
 				t.Run(side.name, func(t *testing.T) {
-					parsed := parse(piecetest.Whole(side.stream))
+					parsed := parse(streamtest.Whole(side.stream))
 					records := parsed.Records()
 					count, chainEnd := recordChainEnd(side.stream)
 					if !parsed.IsTLS() || !parsed.Synced() || parsed.LostAt() != -1 {
@@ -177,7 +177,7 @@ func TestSplitsGiveTheSameResult(t *testing.T) {
 	for _, version := range []uint16{tls.VersionTLS12, tls.VersionTLS13} {
 		session := runTLS(t, version, certificate, 5000)
 		for _, stream := range [][]byte{session.clientStream, session.serverStream} {
-			want := parse(piecetest.Whole(stream))
+			want := parse(streamtest.Whole(stream))
 			check := func(name string, pieces []piece) {
 				t.Helper()
 				got := parse(pieces)
@@ -186,8 +186,8 @@ func TestSplitsGiveTheSameResult(t *testing.T) {
 						VersionString(version), name, got.Hello(), want.Hello())
 				}
 			}
-			check("1-byte pieces", piecetest.Segmentize(stream, 1, 0))
-			check("1448-byte segments", piecetest.Segmentize(stream, 1448, 0))
+			check("1-byte pieces", streamtest.Segmentize(stream, 1, 0))
+			check("1448-byte segments", streamtest.Segmentize(stream, 1448, 0))
 			// Split in two at every position of the first record (the hello) and a bit past.
 			firstEnd := int(want.Records()[0].End())
 			for split := 1; split < min(firstEnd+12, len(stream)); split++ {
@@ -207,7 +207,7 @@ func TestSnaplen(t *testing.T) {
 			name   string
 			stream []byte
 		}{{"client", session.clientStream}, {"server", session.serverStream}} {
-			truth := parse(piecetest.Whole(side.stream))
+			truth := parse(streamtest.Whole(side.stream))
 			for _, cut := range []struct {
 				name          string
 				capturedBytes int
@@ -218,7 +218,7 @@ func TestSnaplen(t *testing.T) {
 				{"hole at second segment", 0, []int{1}},
 				{"snaplen 60", 8, nil},
 			} {
-				pieces := piecetest.Segmentize(side.stream, 1448, cut.capturedBytes, cut.holes...)
+				pieces := streamtest.Segmentize(side.stream, 1448, cut.capturedBytes, cut.holes...)
 				parsed := parse(pieces)
 				last := pieces[len(pieces)-1]
 				handedOverEnd := last.Offset + int64(last.Length)
@@ -337,7 +337,7 @@ func TestSynthetic(t *testing.T) {
 		{
 			name:        "handshake message spanning records with a split header",
 			stream:      spanning,
-			pieces:      piecetest.Whole,
+			pieces:      streamtest.Whole,
 			wantTLS:     true,
 			wantSynced:  true,
 			wantLostAt:  -1,
@@ -348,7 +348,7 @@ func TestSynthetic(t *testing.T) {
 		{
 			name:   "not TLS",
 			stream: []byte("GET / HTTP/1.1\r\nHost: a\r\n\r\n"),
-			pieces: piecetest.Whole, wantTLS: false, wantSynced: false, wantLostAt: -1,
+			pieces: streamtest.Whole, wantTLS: false, wantSynced: false, wantLostAt: -1,
 		},
 		{
 			// The second record header falls into the uncaptured part of the first
@@ -407,7 +407,7 @@ func TestSynthetic(t *testing.T) {
 			stream: concat(record(ContentHandshake, clientHello), record(ContentChangeCipherSpec, []byte{1}),
 				record(ContentHandshake, clientHello), record(ContentApplicationData, make([]byte, 50)),
 				record(ContentHandshake, make([]byte, 40))),
-			pieces:  func(stream []byte) []piece { return piecetest.Segmentize(stream, 7, 0) },
+			pieces:  func(stream []byte) []piece { return streamtest.Segmentize(stream, 7, 0) },
 			wantTLS: true, wantSynced: true, wantLostAt: -1,
 			wantOffsets: []int64{0, int64(5 + len(clientHello)), int64(11 + len(clientHello)), int64(16 + 2*len(clientHello)), int64(71 + 2*len(clientHello))},
 			wantTypes:   [][]uint8{{HandshakeClientHello}, nil, {HandshakeClientHello}, nil, nil},
@@ -417,7 +417,7 @@ func TestSynthetic(t *testing.T) {
 		{
 			name:   "TLS 1.3 server: HelloRetryRequest, compatibility ChangeCipherSpec, ServerHello",
 			stream: concat(record(ContentHandshake, handshakeMessage(HandshakeServerHello, serverHelloBody(helloRetryRandom[:], 0x1301, VersionTLS13))), record(ContentChangeCipherSpec, []byte{1}), record(ContentHandshake, handshakeMessage(HandshakeServerHello, serverHelloBody(make([]byte, 32), 0x1302, VersionTLS13))), appData),
-			pieces: piecetest.Whole, wantTLS: true, wantSynced: true, wantLostAt: -1,
+			pieces: streamtest.Whole, wantTLS: true, wantSynced: true, wantLostAt: -1,
 			wantOffsets: []int64{0, 87, 93, 180},
 			wantTypes:   [][]uint8{{HandshakeServerHello}, nil, {HandshakeServerHello}, nil},
 			wantHello:   HelloInfo{Found: true, LegacyVersion: VersionTLS12, NegotiatedVersion: VersionTLS13, CipherSuite: 0x1302, HelloRetryRequest: true},
@@ -485,7 +485,7 @@ func TestVersionString(t *testing.T) {
 func TestOverlapAndEmptyPieces(t *testing.T) {
 	stream := concat(record(ContentHandshake, handshakeMessage(HandshakeServerHello, serverHelloBody(make([]byte, 32), 0xc02f, 0))),
 		record(ContentApplicationData, make([]byte, 300)))
-	want := parse(piecetest.Whole(stream))
+	want := parse(streamtest.Whole(stream))
 	got := parse([]piece{
 		{Offset: 0, Data: stream[:50], Length: 50},
 		{Offset: 0, Data: stream[:60], Length: 60}, // overlaps the first 50 bytes

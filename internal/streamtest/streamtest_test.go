@@ -1,4 +1,4 @@
-package piecetest
+package streamtest
 
 import (
 	"reflect"
