@@ -10,7 +10,6 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"fmt"
-	"io"
 	"math/big"
 	"net"
 	"testing"
@@ -80,43 +79,7 @@ func runTLS(t testing.TB, version uint16, certificate tls.Certificate, responseB
 	})
 	request := []byte("GET / HTTP/1.1\r\nHost: server.test\r\n\r\n")
 
-	serverDone := make(chan error, 1)
-	go func() {
-		serverDone <- func() error {
-			defer server.Close()
-			if err := server.HandshakeContext(ctx); err != nil {
-				return fmt.Errorf("server handshake: %w", err)
-			}
-			got := make([]byte, len(request))
-			if _, err := io.ReadFull(server, got); err != nil {
-				return fmt.Errorf("server reading the request: %w", err)
-			}
-			if _, err := server.Write(bytes.Repeat([]byte("x"), responseBytes)); err != nil {
-				return fmt.Errorf("server writing the response: %w", err)
-			}
-			session.serverState = server.ConnectionState()
-			return nil
-		}()
-	}()
-
-	if err := client.HandshakeContext(ctx); err != nil {
-		t.Fatalf("client handshake: %v", err)
-	}
-	if _, err := client.Write(request); err != nil {
-		t.Fatalf("client writing the request: %v", err)
-	}
-	received, err := io.ReadAll(client)
-	if err != nil {
-		t.Fatalf("client reading the response: %v", err)
-	}
-	if len(received) != responseBytes {
-		t.Fatalf("client received %d bytes, want %d", len(received), responseBytes)
-	}
-	session.clientState = client.ConnectionState()
-	if err := <-serverDone; err != nil {
-		t.Fatal(err)
-	}
-	client.Close()
+	session.clientState, session.serverState = streamtest.TLSExchange(ctx, t, client, server, request, bytes.Repeat([]byte("x"), responseBytes), 0)
 	session.clientStream = clientConn.Bytes()
 	session.serverStream = serverConn.Bytes()
 	return session
