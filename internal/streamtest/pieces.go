@@ -1,10 +1,10 @@
 // Package streamtest is test support for the stream parsers (tlsrec, httpmsg,
-// http2msg): it cuts a byte stream into the pieces a capture hands them
+// http2msg, tlsdecrypt): it cuts a byte stream into the pieces a capture hands them
 // (Write(offset, data, length) calls of which only data was captured, with holes
-// the capture missed), records what each side of a real connection writes, and runs
-// a crypto/tls exchange to record (TLSExchange). It
-// serves their tests and fuzz targets, so that each does these the same way; it is
-// not for production code.
+// the capture missed), records what each side of a real connection writes, and
+// runs a crypto/tls exchange to record (TLSExchange). It serves their tests and
+// fuzz targets, so that each does these the same way; it is not for production
+// code.
 package streamtest
 
 import "slices"
