@@ -1,7 +1,7 @@
 # slowstart: two commands.
 #   make demo   installs what the build needs, builds ./slowstart and runs the demo (as root)
 #   make test   installs what the suite needs, then lint and the whole suite (as root)
-# Other targets: build, setup (the suite's Debian packages and tools), lint, web, clean.
+# Other targets: build, setup (the suite's Debian packages and tools), lint, web, web-check, clean.
 GO      ?= go
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 COMMIT  ?= $(shell git rev-parse HEAD 2>/dev/null)
@@ -16,7 +16,7 @@ GO_MIN_MINOR := 21
 
 GOBIN = $(shell $(GO) env GOPATH)/bin
 
-.PHONY: all demo build go-check setup setup-check test lint web clean
+.PHONY: all demo build go-check setup setup-check test lint web web-check clean
 
 all: build
 
@@ -61,9 +61,14 @@ setup: go-check
 web:
 	cd web && npm ci --no-audit --no-fund && npm run build
 
-# The whole suite: vet, lint, unit and integration tests (real kernel TCP in network
-# namespaces when run as root), and the fuzz targets' seed corpora.
-test: setup-check lint
+# The web UI's check: type-check web/src and fail when the committed web/dist is not
+# what the sources build (rebuilt into a temporary directory and compared; a second or so).
+web-check:
+	cd web && npm run --silent check
+
+# The whole suite: vet, lint, the web UI's check, unit and integration tests (real kernel
+# TCP in network namespaces when run as root), and the fuzz targets' seed corpora.
+test: setup-check lint web-check
 	$(GO) test -count=1 -p 1 -timeout 30m ./...
 
 setup-check: go-check

@@ -196,9 +196,7 @@ func (r *pcapReader) next(rec *record) error {
 				// be one: this record's length may be wrong, which records
 				// starting inside it would show.
 				if skip := r.runInside(total); skip > 0 {
-					r.damage.place(r.records+1, r.s.offset)
-					r.damage.Bytes += int64(skip)
-					if err := r.s.discard(skip); err != nil {
+					if err := r.s.skipDamage(r.damage, r.records+1, skip); err != nil {
 						return err
 					}
 					continue
@@ -300,42 +298,5 @@ func (r *pcapReader) runAt(buf []byte, at int, eof bool) runResult {
 // again (see runAt), or to the end of the input. It counts the bytes skipped
 // and returns only read errors.
 func (r *pcapReader) resync(skip int) error {
-	for {
-		buf, err := r.s.peek(r.s.window())
-		eof := false
-		if err != nil {
-			if !errors.Is(err, io.EOF) {
-				return err
-			}
-			eof = true
-		}
-		at := skip
-		found := false
-	scan:
-		for ; at < len(buf); at++ {
-			switch r.runAt(buf, at, eof) {
-			case runFound:
-				found = true
-				break scan
-			case runUnknown:
-				break scan
-			}
-		}
-		if at == 0 && !found { // a run too long to check from the start of the window
-			at = 1
-		}
-		at = min(at, len(buf))
-		r.damage.Bytes += int64(at)
-		if err := r.s.discard(at); err != nil && !errors.Is(err, io.EOF) {
-			return err
-		}
-		if found {
-			return nil
-		}
-		if eof {
-			r.damage.ToEnd = true
-			return nil
-		}
-		skip = 0
-	}
+	return r.s.resync(skip, r.damage, r.runAt)
 }

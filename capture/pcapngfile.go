@@ -322,9 +322,7 @@ func (r *pcapngReader) nextBlock() (blockType uint32, body []byte, err error) {
 				// wrong, which a good block starting inside it would show.
 				if errors.Is(err, io.EOF) {
 					if skip := r.blockInside(int(length)); skip > 0 {
-						r.damage.place(r.records+1, r.s.offset)
-						r.damage.Bytes += int64(skip)
-						if err := r.s.discard(skip); err != nil {
+						if err := r.s.skipDamage(r.damage, r.records+1, skip); err != nil {
 							return 0, nil, err
 						}
 						continue
@@ -344,9 +342,7 @@ func (r *pcapngReader) nextBlock() (blockType uint32, body []byte, err error) {
 				// reads the next block's length), which a good block
 				// starting inside it would show.
 				if skip := r.blockInside(int(length)); skip > 0 {
-					r.damage.place(r.records+1, r.s.offset)
-					r.damage.Bytes += int64(skip)
-					if err := r.s.discard(skip); err != nil {
+					if err := r.s.skipDamage(r.damage, r.records+1, skip); err != nil {
 						return 0, nil, err
 					}
 					continue
@@ -489,42 +485,5 @@ func (r *pcapngReader) blockAt(buf []byte, at int, eof bool) runResult {
 // on, up to the next good block (see blockAt) or the end of the input. It
 // counts the bytes skipped and returns only read errors.
 func (r *pcapngReader) resync(skip int) error {
-	for {
-		buf, err := r.s.peek(r.s.window())
-		eof := false
-		if err != nil {
-			if !errors.Is(err, io.EOF) {
-				return err
-			}
-			eof = true
-		}
-		at := skip
-		found := false
-	scan:
-		for ; at < len(buf); at++ {
-			switch r.blockAt(buf, at, eof) {
-			case runFound:
-				found = true
-				break scan
-			case runUnknown:
-				break scan
-			}
-		}
-		if at == 0 && !found {
-			at = 1
-		}
-		at = min(at, len(buf))
-		r.damage.Bytes += int64(at)
-		if err := r.s.discard(at); err != nil && !errors.Is(err, io.EOF) {
-			return err
-		}
-		if found {
-			return nil
-		}
-		if eof {
-			r.damage.ToEnd = true
-			return nil
-		}
-		skip = 0
-	}
+	return r.s.resync(skip, r.damage, r.blockAt)
 }

@@ -77,3 +77,58 @@ func endOfInput(got int, err error) error {
 		return err
 	}
 }
+
+// skipDamage consumes n damaged bytes at the stream's position, up to a good
+// record found inside them, and counts them as damage before record.
+func (s *byteStream) skipDamage(damage *Damage, record int64, n int) error {
+	damage.place(record, s.offset)
+	damage.Bytes += int64(n)
+	return s.discard(n)
+}
+
+// resync consumes bytes, from skip bytes after the stream's position on, up to
+// the next place where readAt finds records to read again (runFound), or up to
+// where it cannot tell yet (runUnknown: the window ends first), or to the end of
+// the input; it adds the bytes it skipped to damage (and marks a damage that
+// runs to the end) and returns only read errors. pcap and pcapng differ only in
+// readAt.
+func (s *byteStream) resync(skip int, damage *Damage, readAt func(buf []byte, at int, eof bool) runResult) error {
+	for {
+		buf, err := s.peek(s.window())
+		eof := false
+		if err != nil {
+			if !errors.Is(err, io.EOF) {
+				return err
+			}
+			eof = true
+		}
+		at := skip
+		found := false
+	scan:
+		for ; at < len(buf); at++ {
+			switch readAt(buf, at, eof) {
+			case runFound:
+				found = true
+				break scan
+			case runUnknown:
+				break scan
+			}
+		}
+		if at == 0 && !found { // a run too long to check from the start of the window
+			at = 1
+		}
+		at = min(at, len(buf))
+		damage.Bytes += int64(at)
+		if err := s.discard(at); err != nil && !errors.Is(err, io.EOF) {
+			return err
+		}
+		if found {
+			return nil
+		}
+		if eof {
+			damage.ToEnd = true
+			return nil
+		}
+		skip = 0
+	}
+}

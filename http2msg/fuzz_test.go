@@ -5,36 +5,14 @@ import (
 	"testing"
 
 	"github.com/slowstart/slowstart/flow"
+	"github.com/slowstart/slowstart/internal/streamtest"
 )
 
-// planWrites hands stream over to c as direction dir following plan: each plan
-// byte gives a piece length (low 6 bits, plus one) and a mode (high 2 bits): 0
-// captured whole, 1 half captured, 2 nothing captured, 3 a hole (never handed
-// over). With allCaptured every piece is captured whole. The rest of the stream
-// is one last piece.
+// planWrites hands stream over to c as direction dir in the pieces plan makes
+// (streamtest.Plan).
 func planWrites(c *Conn, dir flow.Dir, stream, plan []byte, allCaptured bool) {
-	position := 0
-	for _, step := range plan {
-		if position >= len(stream) {
-			break
-		}
-		length := min(int(step&0x3f)+1, len(stream)-position)
-		mode := step >> 6
-		if allCaptured {
-			mode = 0
-		}
-		switch mode {
-		case 0:
-			c.Write(dir, int64(position), stream[position:position+length], length)
-		case 1:
-			c.Write(dir, int64(position), stream[position:position+length/2], length)
-		case 2:
-			c.Write(dir, int64(position), nil, length)
-		}
-		position += length
-	}
-	if position < len(stream) {
-		c.Write(dir, int64(position), stream[position:], len(stream)-position)
+	for _, p := range streamtest.Plan(stream, plan, allCaptured) {
+		c.Write(dir, p.Offset, p.Data, p.Length)
 	}
 }
 

@@ -13,27 +13,8 @@ import (
 	"time"
 
 	"github.com/slowstart/slowstart/flow"
+	"github.com/slowstart/slowstart/internal/streamtest"
 )
-
-// recordingConn keeps what its side wrote.
-type recordingConn struct {
-	net.Conn
-	mu      sync.Mutex
-	written bytes.Buffer
-}
-
-func (c *recordingConn) Write(p []byte) (int, error) {
-	c.mu.Lock()
-	c.written.Write(p)
-	c.mu.Unlock()
-	return c.Conn.Write(p)
-}
-
-func (c *recordingConn) bytes() []byte {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return bytes.Clone(c.written.Bytes())
-}
 
 // served is what the test handler sends for a path.
 var served = map[string]struct {
@@ -85,7 +66,7 @@ func runH2C(t *testing.T, paths []string, postBytes int) (client, server []byte)
 	go httpServer.Serve(recording)
 	defer httpServer.Close()
 
-	var clientConn *recordingConn
+	var clientConn *streamtest.RecordingConn
 	transport := &http.Transport{
 		Protocols: &protocols,
 		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
@@ -96,7 +77,7 @@ func runH2C(t *testing.T, paths []string, postBytes int) (client, server []byte)
 			if err != nil {
 				return nil, err
 			}
-			clientConn = &recordingConn{Conn: conn}
+			clientConn = &streamtest.RecordingConn{Conn: conn}
 			return clientConn, nil
 		},
 	}
@@ -151,14 +132,14 @@ func runH2C(t *testing.T, paths []string, postBytes int) (client, server []byte)
 	if serverConn == nil || clientConn == nil {
 		t.Fatal("no connection was made")
 	}
-	return clientConn.bytes(), serverConn.bytes()
+	return clientConn.Bytes(), serverConn.Bytes()
 }
 
 // recordingListener records the one connection it accepts.
 type recordingListener struct {
 	net.Listener
 	mu       sync.Mutex
-	accepted *recordingConn
+	accepted *streamtest.RecordingConn
 }
 
 func (l *recordingListener) Accept() (net.Conn, error) {
@@ -166,14 +147,14 @@ func (l *recordingListener) Accept() (net.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	recording := &recordingConn{Conn: conn}
+	recording := &streamtest.RecordingConn{Conn: conn}
 	l.mu.Lock()
 	l.accepted = recording
 	l.mu.Unlock()
 	return recording, nil
 }
 
-func (l *recordingListener) conn() *recordingConn {
+func (l *recordingListener) conn() *streamtest.RecordingConn {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.accepted

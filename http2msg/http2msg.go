@@ -25,6 +25,7 @@ import (
 	"golang.org/x/net/http2/hpack"
 
 	"github.com/slowstart/slowstart/flow"
+	"github.com/slowstart/slowstart/internal/inorder"
 )
 
 // ClientPreface is what a client sends before its first frame (RFC 9113, 3.4).
@@ -266,21 +267,12 @@ func (c *Conn) Write(dir flow.Dir, offset int64, data []byte, length int) {
 		return
 	}
 	r := &c.dirs[dir]
-	end := offset + int64(length)
-	if end <= r.next {
+	gap, data, end, ok := inorder.Past(r.next, offset, data, length)
+	if !ok {
 		return
 	}
-	if offset < r.next {
-		trim := r.next - offset
-		if trim >= int64(len(data)) {
-			data = nil
-		} else {
-			data = data[trim:]
-		}
-		offset = r.next
-	}
-	if offset > r.next {
-		c.skip(r, offset-r.next)
+	if gap > 0 {
+		c.skip(r, gap)
 	}
 	c.consume(r, data)
 	if uncaptured := end - r.next; uncaptured > 0 {

@@ -8,40 +8,13 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/slowstart/slowstart/internal/streamtest"
 )
-
-// recordingConn keeps a copy of every byte its side writes.
-type recordingConn struct {
-	net.Conn
-	mu      sync.Mutex
-	written bytes.Buffer
-	writes  []int // the size of each Write, in order
-}
-
-func (c *recordingConn) Write(p []byte) (int, error) {
-	c.mu.Lock()
-	c.written.Write(p)
-	c.writes = append(c.writes, len(p))
-	c.mu.Unlock()
-	return c.Conn.Write(p)
-}
-
-func (c *recordingConn) writeSizes() []int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return slices.Clone(c.writes)
-}
-
-func (c *recordingConn) bytes() []byte {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return bytes.Clone(c.written.Bytes())
-}
 
 // oneConnListener hands out a single connection, then blocks until closed.
 type oneConnListener struct {
@@ -115,8 +88,8 @@ func runExchange(t testing.TB, requests []exchangeRequest) exchange {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	clientEnd, serverEnd := net.Pipe()
-	clientConn := &recordingConn{Conn: clientEnd}
-	serverConn := &recordingConn{Conn: serverEnd}
+	clientConn := &streamtest.RecordingConn{Conn: clientEnd}
+	serverConn := &streamtest.RecordingConn{Conn: serverEnd}
 	listener := &oneConnListener{conn: make(chan net.Conn, 1), closed: make(chan struct{})}
 	listener.conn <- serverConn
 	server := &http.Server{Handler: http.HandlerFunc(testHandler)}
@@ -162,8 +135,8 @@ func runExchange(t testing.TB, requests []exchangeRequest) exchange {
 		t.Fatalf("test server: %v", err)
 	}
 	return exchange{
-		requestStream: clientConn.bytes(), responseStream: serverConn.bytes(),
-		requestWrites: clientConn.writeSizes(), responseWrites: serverConn.writeSizes(),
+		requestStream: clientConn.Bytes(), responseStream: serverConn.Bytes(),
+		requestWrites: clientConn.WriteSizes(), responseWrites: serverConn.WriteSizes(),
 	}
 }
 

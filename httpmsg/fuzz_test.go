@@ -3,39 +3,9 @@ package httpmsg
 import (
 	"reflect"
 	"testing"
-)
 
-// planPieces turns plan bytes into Write calls over stream. Each plan byte gives a
-// piece length (low 6 bits, plus one) and a mode (high 2 bits): 0 captured whole,
-// 1 half captured, 2 nothing captured, 3 a hole (never handed over). When allCaptured
-// is set every piece is captured whole. The rest of the stream is one last piece.
-func planPieces(stream, plan []byte, allCaptured bool) []piece {
-	var pieces []piece
-	position := 0
-	for _, step := range plan {
-		if position >= len(stream) {
-			break
-		}
-		length := min(int(step&0x3f)+1, len(stream)-position)
-		mode := step >> 6
-		if allCaptured {
-			mode = 0
-		}
-		switch mode {
-		case 0:
-			pieces = append(pieces, piece{int64(position), stream[position : position+length], length})
-		case 1:
-			pieces = append(pieces, piece{int64(position), stream[position : position+length/2], length})
-		case 2:
-			pieces = append(pieces, piece{int64(position), nil, length})
-		}
-		position += length
-	}
-	if position < len(stream) {
-		pieces = append(pieces, piece{int64(position), stream[position:], len(stream) - position})
-	}
-	return pieces
-}
+	"github.com/slowstart/slowstart/internal/streamtest"
+)
 
 func FuzzHTTPParser(f *testing.F) {
 	f.Add([]byte(getA+headA+getB), []byte(resp5+respHd+resp5), []byte{3, 0x80 | 20, 0x40 | 9})
@@ -43,14 +13,14 @@ func FuzzHTTPParser(f *testing.F) {
 		[]byte(chunked+"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.0 200 OK\r\nConnection: keep-alive\r\nContent-Length: 1\r\n\r\nx"), []byte{0x3f, 0xc0 | 5, 1, 2})
 	f.Add([]byte("CONNECT h:443 HTTP/1.1\r\n\r\n\x16\x03\x01"), []byte("HTTP/1.1 200 OK\r\n\r\n\x16\x03\x03"), []byte{})
 	f.Fuzz(func(t *testing.T, requestStream, responseStream, plan []byte) {
-		singleRequests, singleResponses := parsePair(whole(requestStream), whole(responseStream))
+		singleRequests, singleResponses := parsePair(streamtest.Whole(requestStream), streamtest.Whole(responseStream))
 		for _, parser := range []*Parser{singleRequests, singleResponses} {
 			checkMessageOrder(t, parser.Messages())
 		}
 
 		// Fully captured, split anyhow: the same as one piece unless sync was lost
 		// (then resynchronization depends on where segments start).
-		splitRequests, splitResponses := parsePair(planPieces(requestStream, plan, true), planPieces(responseStream, plan, true))
+		splitRequests, splitResponses := parsePair(streamtest.Plan(requestStream, plan, true), streamtest.Plan(responseStream, plan, true))
 		if singleRequests.LostAt() < 0 && !reflect.DeepEqual(splitRequests.Messages(), singleRequests.Messages()) {
 			t.Fatalf("split requests differ:\n got %+v\nwant %+v", summarize(splitRequests.Messages()), summarize(singleRequests.Messages()))
 		}
@@ -60,7 +30,7 @@ func FuzzHTTPParser(f *testing.F) {
 		}
 
 		// Cut and holed: ordered messages, and those found before any loss are real.
-		cutRequests, cutResponses := parsePair(planPieces(requestStream, plan, false), planPieces(responseStream, plan, false))
+		cutRequests, cutResponses := parsePair(streamtest.Plan(requestStream, plan, false), streamtest.Plan(responseStream, plan, false))
 		for _, parser := range []*Parser{cutRequests, cutResponses} {
 			checkMessageOrder(t, parser.Messages())
 		}

@@ -17,6 +17,8 @@ package httpmsg
 import (
 	"bytes"
 	"fmt"
+
+	"github.com/slowstart/slowstart/internal/inorder"
 )
 
 const (
@@ -200,21 +202,12 @@ func (p *Parser) Write(offset int64, data []byte, length int) {
 	case stateNotHTTP, stateSwitched, stateClosed:
 		return
 	}
-	end := offset + int64(length)
-	if end <= p.nextOffset {
+	gap, data, end, ok := inorder.Past(p.nextOffset, offset, data, length)
+	if !ok {
 		return
 	}
-	if offset < p.nextOffset {
-		trim := p.nextOffset - offset
-		if trim >= int64(len(data)) {
-			data = nil
-		} else {
-			data = data[trim:]
-		}
-		offset = p.nextOffset
-	}
-	if offset > p.nextOffset {
-		p.skip(offset - p.nextOffset)
+	if gap > 0 {
+		p.skip(gap)
 	}
 	if p.state == stateLost {
 		p.tryResync(data)

@@ -3,35 +3,14 @@ package httpmsg
 import (
 	"fmt"
 	"reflect"
-	"slices"
 	"strings"
 	"testing"
+
+	"github.com/slowstart/slowstart/internal/streamtest"
 )
 
 // piece is one Write call.
-type piece struct {
-	offset int64
-	data   []byte
-	length int
-}
-
-// segmentize cuts stream into segments of segmentBytes, each captured up to
-// capturedBytes (0: whole), dropping the segments whose index is in holes.
-func segmentize(stream []byte, segmentBytes, capturedBytes int, holes ...int) []piece {
-	var pieces []piece
-	for index, start := 0, 0; start < len(stream); index, start = index+1, start+segmentBytes {
-		end := min(start+segmentBytes, len(stream))
-		if slices.Contains(holes, index) {
-			continue
-		}
-		captured := end
-		if capturedBytes > 0 {
-			captured = min(start+capturedBytes, end)
-		}
-		pieces = append(pieces, piece{offset: int64(start), data: []byte(stream[start:captured]), length: end - start})
-	}
-	return pieces
-}
+type piece = streamtest.Piece
 
 // segmentizeWrites cuts stream as TCP would send it: a segment never spans two
 // writes (each write pushed at once, as on an idle connection) and holds at most
@@ -43,24 +22,22 @@ func segmentizeWrites(stream []byte, writes []int, mss, capturedBytes int) []pie
 		for end := start + size; start < end; {
 			segmentEnd := min(start+mss, end)
 			captured := min(start+capturedBytes, segmentEnd)
-			pieces = append(pieces, piece{int64(start), stream[start:captured], segmentEnd - start})
+			pieces = append(pieces, piece{Offset: int64(start), Data: stream[start:captured], Length: segmentEnd - start})
 			start = segmentEnd
 		}
 	}
 	return pieces
 }
 
-func whole(stream []byte) []piece { return []piece{{0, stream, len(stream)}} }
-
 // parsePair feeds both directions, requests first within each step, and closes both.
 func parsePair(requestPieces, responsePieces []piece) (requests, responses *Parser) {
 	requests = NewRequestParser()
 	responses = NewResponseParser(requests)
 	for _, p := range requestPieces {
-		requests.Write(p.offset, p.data, p.length)
+		requests.Write(p.Offset, p.Data, p.Length)
 	}
 	for _, p := range responsePieces {
-		responses.Write(p.offset, p.data, p.length)
+		responses.Write(p.Offset, p.Data, p.Length)
 	}
 	requests.Close()
 	responses.Close()
@@ -84,7 +61,7 @@ func checkTiling(t *testing.T, name string, messages []Message, streamBytes int)
 
 func TestNetHTTPExchange(t *testing.T) {
 	recorded := runExchange(t, exchangeRequests)
-	requests, responses := parsePair(whole(recorded.requestStream), whole(recorded.responseStream))
+	requests, responses := parsePair(streamtest.Whole(recorded.requestStream), streamtest.Whole(recorded.responseStream))
 	if !requests.IsHTTP() || !responses.IsHTTP() {
 		t.Fatalf("IsHTTP request=%t response=%t", requests.IsHTTP(), responses.IsHTTP())
 	}
@@ -124,13 +101,13 @@ func TestNetHTTPExchange(t *testing.T) {
 // invented boundaries).
 func TestSplitsAndSnaplen(t *testing.T) {
 	recorded := runExchange(t, exchangeRequests)
-	truthRequests, truthResponses := parsePair(whole(recorded.requestStream), whole(recorded.responseStream))
+	truthRequests, truthResponses := parsePair(streamtest.Whole(recorded.requestStream), streamtest.Whole(recorded.responseStream))
 	for _, split := range []struct {
 		name         string
 		segmentBytes int
 	}{{"1-byte pieces", 1}, {"7-byte pieces", 7}, {"1448-byte segments", 1448}} {
-		requests, responses := parsePair(segmentize(recorded.requestStream, split.segmentBytes, 0),
-			segmentize(recorded.responseStream, split.segmentBytes, 0))
+		requests, responses := parsePair(streamtest.Segmentize(recorded.requestStream, split.segmentBytes, 0),
+			streamtest.Segmentize(recorded.responseStream, split.segmentBytes, 0))
 		if !reflect.DeepEqual(requests.Messages(), truthRequests.Messages()) ||
 			!reflect.DeepEqual(responses.Messages(), truthResponses.Messages()) {
 			t.Errorf("%s: messages differ from the one-piece parse", split.name)
@@ -147,8 +124,8 @@ func TestSplitsAndSnaplen(t *testing.T) {
 		{"snaplen 200 and holes", 148, []int{2}},
 	} {
 		t.Run(cut.name, func(t *testing.T) {
-			requests, responses := parsePair(segmentize(recorded.requestStream, 1448, cut.capturedBytes, cut.holes...),
-				segmentize(recorded.responseStream, 1448, cut.capturedBytes, cut.holes...))
+			requests, responses := parsePair(streamtest.Segmentize(recorded.requestStream, 1448, cut.capturedBytes, cut.holes...),
+				streamtest.Segmentize(recorded.responseStream, 1448, cut.capturedBytes, cut.holes...))
 			checkNoInventedBoundaries(t, requests.Messages(), truthRequests.Messages())
 			checkNoInventedBoundaries(t, responses.Messages(), truthResponses.Messages())
 			if len(responses.Messages()) == 0 || responses.Messages()[0].Status != 200 {
@@ -163,7 +140,7 @@ func TestSplitsAndSnaplen(t *testing.T) {
 // message must be found again, by following or by resynchronization.
 func TestSnaplenWithWriteAlignedSegments(t *testing.T) {
 	recorded := runExchange(t, exchangeRequests)
-	truthRequests, truthResponses := parsePair(whole(recorded.requestStream), whole(recorded.responseStream))
+	truthRequests, truthResponses := parsePair(streamtest.Whole(recorded.requestStream), streamtest.Whole(recorded.responseStream))
 	requests, responses := parsePair(segmentizeWrites(recorded.requestStream, recorded.requestWrites, 1448, 148),
 		segmentizeWrites(recorded.responseStream, recorded.responseWrites, 1448, 148))
 	checkNoInventedBoundaries(t, requests.Messages(), truthRequests.Messages())
@@ -326,7 +303,7 @@ func TestSynthetic(t *testing.T) {
 			responses: "HTTP/1.1 200 OK\r\nServer: a-long-server-name\r\nContent-Length: 10\r\n\r\n0123456789" +
 				"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok",
 			responsePieces: func(stream []byte) []piece {
-				return []piece{{0, stream[:30], 77}, {77, stream[77:], len(stream) - 77}}
+				return []piece{{Offset: 0, Data: stream[:30], Length: 77}, {Offset: 77, Data: stream[77:], Length: len(stream) - 77}}
 			},
 			wantHTTP: true,
 			wantRequests: []wantMessage{
@@ -343,7 +320,7 @@ func TestSynthetic(t *testing.T) {
 			requests:  getA,
 			responses: chunked,
 			responsePieces: func(stream []byte) []piece {
-				return []piece{{0, stream[:53], 56}, {56, stream[56:], len(stream) - 56}}
+				return []piece{{Offset: 0, Data: stream[:53], Length: 56}, {Offset: 56, Data: stream[56:], Length: len(stream) - 56}}
 			},
 			wantHTTP: true,
 			wantRequests: []wantMessage{
@@ -359,7 +336,7 @@ func TestSynthetic(t *testing.T) {
 			requests:  getA + getB,
 			responses: resp5 + resp5,
 			responsePieces: func(stream []byte) []piece {
-				return []piece{{0, stream[:40], 43}, {43, stream[43:], len(stream) - 43}}
+				return []piece{{Offset: 0, Data: stream[:40], Length: 43}, {Offset: 43, Data: stream[43:], Length: len(stream) - 43}}
 			},
 			wantHTTP: true,
 			wantRequests: []wantMessage{
@@ -374,11 +351,11 @@ func TestSynthetic(t *testing.T) {
 	}
 	for _, test := range tests {
 		t.Run(test.name, func(t *testing.T) {
-			responsePieces := whole([]byte(test.responses))
+			responsePieces := streamtest.Whole([]byte(test.responses))
 			if test.responsePieces != nil {
 				responsePieces = test.responsePieces([]byte(test.responses))
 			}
-			requests, responses := parsePair(whole([]byte(test.requests)), responsePieces)
+			requests, responses := parsePair(streamtest.Whole([]byte(test.requests)), responsePieces)
 			if requests.IsHTTP() != test.wantHTTP || responses.IsHTTP() != test.wantHTTP {
 				t.Errorf("IsHTTP request=%t response=%t, want %t", requests.IsHTTP(), responses.IsHTTP(), test.wantHTTP)
 			}
@@ -390,7 +367,7 @@ func TestSynthetic(t *testing.T) {
 			}
 			// The same streams in 1-byte pieces give the same messages when all is captured.
 			if test.responsePieces == nil {
-				oneByteRequests, oneByteResponses := parsePair(segmentize([]byte(test.requests), 1, 0), segmentize([]byte(test.responses), 1, 0))
+				oneByteRequests, oneByteResponses := parsePair(streamtest.Segmentize([]byte(test.requests), 1, 0), streamtest.Segmentize([]byte(test.responses), 1, 0))
 				if !reflect.DeepEqual(oneByteRequests.Messages(), requests.Messages()) ||
 					!reflect.DeepEqual(oneByteResponses.Messages(), responses.Messages()) {
 					t.Errorf("1-byte pieces give different messages:\n%+v\n%+v", summarize(oneByteResponses.Messages()), summarize(responses.Messages()))
@@ -404,9 +381,9 @@ func TestSynthetic(t *testing.T) {
 // the framing fields survive.
 func TestHeaderSplitAcrossSegments(t *testing.T) {
 	stream := []byte(chunked + resp5)
-	_, want := parsePair(nil, whole(stream))
+	_, want := parsePair(nil, streamtest.Whole(stream))
 	for split := 1; split < len(stream); split++ {
-		_, got := parsePair(nil, []piece{{0, stream[:split], split}, {int64(split), stream[split:], len(stream) - split}})
+		_, got := parsePair(nil, []piece{{Offset: 0, Data: stream[:split], Length: split}, {Offset: int64(split), Data: stream[split:], Length: len(stream) - split}})
 		if !reflect.DeepEqual(got.Messages(), want.Messages()) {
 			t.Fatalf("split at %d: %+v, want %+v", split, summarize(got.Messages()), summarize(want.Messages()))
 		}
@@ -443,12 +420,12 @@ func TestLongLineLosesSync(t *testing.T) {
 // the caller did not filter) and empty pieces change nothing.
 func TestOverlapAndEmptyPieces(t *testing.T) {
 	stream := []byte(resp5 + chunked)
-	_, want := parsePair(nil, whole(stream))
+	_, want := parsePair(nil, streamtest.Whole(stream))
 	_, got := parsePair(nil, []piece{
-		{0, stream[:20], 20},
-		{0, stream[:30], 30}, // overlaps the first 20 bytes
-		{30, nil, 0},
-		{25, stream[25:], len(stream) - 25},
+		{Offset: 0, Data: stream[:20], Length: 20},
+		{Offset: 0, Data: stream[:30], Length: 30}, // overlaps the first 20 bytes
+		{Offset: 30, Data: nil, Length: 0},
+		{Offset: 25, Data: stream[25:], Length: len(stream) - 25},
 	})
 	if !reflect.DeepEqual(got.Messages(), want.Messages()) || len(want.Messages()) != 2 {
 		t.Fatalf("messages %+v, want %+v", summarize(got.Messages()), summarize(want.Messages()))

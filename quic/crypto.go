@@ -227,13 +227,7 @@ func (k *Keys) openUnprotected(packet []byte, h *Header, first byte, truncated u
 	if h.Size-headerEnd < k.aead.Overhead() {
 		return Unprotected{}, ErrShort
 	}
-	var nonce [12]byte
-	copy(nonce[:], k.iv)
-	var pnb [8]byte
-	binary.BigEndian.PutUint64(pnb[:], uint64(pn))
-	for i := 0; i < 8; i++ {
-		nonce[4+i] ^= pnb[i]
-	}
+	nonce := k.nonce(pn)
 	payload, err := k.aead.Open(packet[headerEnd:headerEnd], nonce[:], packet[headerEnd:h.Size], packet[:headerEnd])
 	if err != nil {
 		return Unprotected{}, ErrDecrypt
@@ -241,10 +235,9 @@ func (k *Keys) openUnprotected(packet []byte, h *Header, first byte, truncated u
 	return Unprotected{Number: pn, KeyPhase: !IsLongHeader(first) && first&0x04 != 0, FirstByte: first, Payload: payload}, nil
 }
 
-// Seal protects a packet whose header (with the packet number, unprotected) is
-// header and whose frames are payload, for packet number pn; it returns the packet as
-// it goes on the wire. It serves tests and fuzzing: this package does not send.
-func (k *Keys) Seal(header, payload []byte, pn int64, pnOffset int) []byte {
+// nonce is the AEAD nonce of packet number pn: the IV with the packet number,
+// left-padded to its length, XORed in (RFC 9001 §5.3).
+func (k *Keys) nonce(pn int64) [12]byte {
 	var nonce [12]byte
 	copy(nonce[:], k.iv)
 	var pnb [8]byte
@@ -252,6 +245,14 @@ func (k *Keys) Seal(header, payload []byte, pn int64, pnOffset int) []byte {
 	for i := 0; i < 8; i++ {
 		nonce[4+i] ^= pnb[i]
 	}
+	return nonce
+}
+
+// Seal protects a packet whose header (with the packet number, unprotected) is
+// header and whose frames are payload, for packet number pn; it returns the packet as
+// it goes on the wire. It serves tests and fuzzing: this package does not send.
+func (k *Keys) Seal(header, payload []byte, pn int64, pnOffset int) []byte {
+	nonce := k.nonce(pn)
 	out := append([]byte(nil), header...)
 	out = k.aead.Seal(out, nonce[:], payload, header)
 	mask := k.hp.mask(out[pnOffset+4 : pnOffset+20])

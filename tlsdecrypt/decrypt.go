@@ -35,6 +35,7 @@ import (
 	"sort"
 
 	"github.com/slowstart/slowstart/flow"
+	"github.com/slowstart/slowstart/internal/inorder"
 	"github.com/slowstart/slowstart/keylog"
 	"github.com/slowstart/slowstart/tlsrec"
 )
@@ -361,22 +362,13 @@ func (d *Decryptor) process(s *side, offset int64, data []byte, length int, time
 	if !d.setup {
 		s.hello.Write(offset, data, length)
 	}
-	end := offset + int64(length)
-	if end <= s.next || s.framing == framingNotTLS || s.stopped {
+	gap, data, end, ok := inorder.Past(s.next, offset, data, length)
+	if !ok || s.framing == framingNotTLS || s.stopped {
 		return
 	}
-	if offset < s.next {
-		trim := s.next - offset
-		if trim >= int64(len(data)) {
-			data = nil
-		} else {
-			data = data[trim:]
-		}
-		offset = s.next
-	}
 	s.timeNs = timeNs
-	if offset > s.next {
-		d.skip(s, offset-s.next)
+	if gap > 0 {
+		d.skip(s, gap)
 	}
 	d.consume(s, data)
 	if uncaptured := end - s.next; uncaptured > 0 {

@@ -10,8 +10,6 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
-	"fmt"
-	"io"
 	"math/big"
 	"net"
 	"sync"
@@ -19,6 +17,7 @@ import (
 	"time"
 
 	"github.com/slowstart/slowstart/flow"
+	"github.com/slowstart/slowstart/internal/streamtest"
 	"github.com/slowstart/slowstart/keylog"
 )
 
@@ -178,45 +177,7 @@ func (p *goTLSPair) run(t testing.TB, request, response []byte, chunk int) goSes
 	server := tls.Server(&loggingConn{serverEnd, flow.ToClient, wire}, serverConfig)
 	client := tls.Client(&loggingConn{clientEnd, flow.ToServer, wire}, clientConfig)
 
-	serverDone := make(chan error, 1)
-	go func() {
-		serverDone <- func() error {
-			defer server.Close()
-			if err := server.HandshakeContext(ctx); err != nil {
-				return fmt.Errorf("server handshake: %w", err)
-			}
-			got := make([]byte, len(request))
-			if _, err := io.ReadFull(server, got); err != nil {
-				return fmt.Errorf("server reading the request: %w", err)
-			}
-			for rest := response; len(rest) > 0; {
-				n := min(chunk, len(rest))
-				if _, err := server.Write(rest[:n]); err != nil {
-					return fmt.Errorf("server writing the response: %w", err)
-				}
-				rest = rest[n:]
-			}
-			return nil
-		}()
-	}()
-	if err := client.HandshakeContext(ctx); err != nil {
-		t.Fatalf("client handshake: %v", err)
-	}
-	if _, err := client.Write(request); err != nil {
-		t.Fatalf("client writing the request: %v", err)
-	}
-	received, err := io.ReadAll(client)
-	if err != nil {
-		t.Fatalf("client reading the response: %v", err)
-	}
-	if !bytes.Equal(received, response) {
-		t.Fatalf("client received %d bytes, want the %d sent", len(received), len(response))
-	}
-	if err := <-serverDone; err != nil {
-		t.Fatal(err)
-	}
-	state := client.ConnectionState()
-	client.Close()
+	state, _ := streamtest.TLSExchange(ctx, t, client, server, request, response, chunk)
 	keys, err := keylog.Parse(&keyLog)
 	if err != nil {
 		t.Fatal(err)

@@ -4,39 +4,9 @@ import (
 	"crypto/tls"
 	"reflect"
 	"testing"
-)
 
-// planPieces turns plan bytes into Write calls over stream. Each plan byte gives a
-// piece length (low 6 bits, plus one) and a mode (high 2 bits): 0 captured whole,
-// 1 half captured, 2 nothing captured, 3 a hole (never handed over). When allCaptured
-// is set every piece is captured whole. The rest of the stream is one last piece.
-func planPieces(stream, plan []byte, allCaptured bool) []piece {
-	var pieces []piece
-	position := 0
-	for _, step := range plan {
-		if position >= len(stream) {
-			break
-		}
-		length := min(int(step&0x3f)+1, len(stream)-position)
-		mode := step >> 6
-		if allCaptured {
-			mode = 0
-		}
-		switch mode {
-		case 0:
-			pieces = append(pieces, piece{int64(position), stream[position : position+length], length})
-		case 1:
-			pieces = append(pieces, piece{int64(position), stream[position : position+length/2], length})
-		case 2:
-			pieces = append(pieces, piece{int64(position), nil, length})
-		}
-		position += length
-	}
-	if position < len(stream) {
-		pieces = append(pieces, piece{int64(position), stream[position:], len(stream) - position})
-	}
-	return pieces
-}
+	"github.com/slowstart/slowstart/internal/streamtest"
+)
 
 func FuzzTLSStream(f *testing.F) {
 	clientHello := handshakeMessage(HandshakeClientHello, clientHelloBody("example.test", []string{"h2"}, []uint16{VersionTLS13, VersionTLS12}))
@@ -53,12 +23,12 @@ func FuzzTLSStream(f *testing.F) {
 		}
 	}
 	f.Fuzz(func(t *testing.T, stream, plan []byte) {
-		single := parse(whole(stream))
+		single := parse(streamtest.Whole(stream))
 		checkRecordOrder(t, single.Records())
 
 		// Fully captured, split anyhow: the same as one piece, unless sync was lost
 		// (then resynchronization depends on where segments start).
-		split := parse(planPieces(stream, plan, true))
+		split := parse(streamtest.Plan(stream, plan, true))
 		if single.LostAt() < 0 {
 			if !reflect.DeepEqual(split.Records(), single.Records()) || !reflect.DeepEqual(split.Hello(), single.Hello()) {
 				t.Fatalf("split parse differs from one piece:\n got %+v\nwant %+v", split.Records(), single.Records())
@@ -66,7 +36,7 @@ func FuzzTLSStream(f *testing.F) {
 		}
 
 		// Cut and holed: ordered records, and those before any loss are real ones.
-		cut := parse(planPieces(stream, plan, false))
+		cut := parse(streamtest.Plan(stream, plan, false))
 		checkRecordOrder(t, cut.Records())
 		if single.LostAt() < 0 {
 			var trusted []Record

@@ -10,33 +10,13 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"fmt"
-	"io"
 	"math/big"
 	"net"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/slowstart/slowstart/internal/streamtest"
 )
-
-// recordingConn keeps a copy of every byte its side writes.
-type recordingConn struct {
-	net.Conn
-	mu      sync.Mutex
-	written bytes.Buffer
-}
-
-func (c *recordingConn) Write(p []byte) (int, error) {
-	c.mu.Lock()
-	c.written.Write(p)
-	c.mu.Unlock()
-	return c.Conn.Write(p)
-}
-
-func (c *recordingConn) bytes() []byte {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return bytes.Clone(c.written.Bytes())
-}
 
 // tlsSession is what one TLS connection put on the wire, and what each side's
 // crypto/tls said about it afterwards.
@@ -80,8 +60,8 @@ func runTLS(t testing.TB, version uint16, certificate tls.Certificate, responseB
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	clientEnd, serverEnd := net.Pipe()
-	clientConn := &recordingConn{Conn: clientEnd}
-	serverConn := &recordingConn{Conn: serverEnd}
+	clientConn := &streamtest.RecordingConn{Conn: clientEnd}
+	serverConn := &streamtest.RecordingConn{Conn: serverEnd}
 	session := tlsSession{serverName: "server.test", clientALPN: []string{"h2", "http/1.1"}}
 
 	server := tls.Server(serverConn, &tls.Config{
@@ -99,44 +79,8 @@ func runTLS(t testing.TB, version uint16, certificate tls.Certificate, responseB
 	})
 	request := []byte("GET / HTTP/1.1\r\nHost: server.test\r\n\r\n")
 
-	serverDone := make(chan error, 1)
-	go func() {
-		serverDone <- func() error {
-			defer server.Close()
-			if err := server.HandshakeContext(ctx); err != nil {
-				return fmt.Errorf("server handshake: %w", err)
-			}
-			got := make([]byte, len(request))
-			if _, err := io.ReadFull(server, got); err != nil {
-				return fmt.Errorf("server reading the request: %w", err)
-			}
-			if _, err := server.Write(bytes.Repeat([]byte("x"), responseBytes)); err != nil {
-				return fmt.Errorf("server writing the response: %w", err)
-			}
-			session.serverState = server.ConnectionState()
-			return nil
-		}()
-	}()
-
-	if err := client.HandshakeContext(ctx); err != nil {
-		t.Fatalf("client handshake: %v", err)
-	}
-	if _, err := client.Write(request); err != nil {
-		t.Fatalf("client writing the request: %v", err)
-	}
-	received, err := io.ReadAll(client)
-	if err != nil {
-		t.Fatalf("client reading the response: %v", err)
-	}
-	if len(received) != responseBytes {
-		t.Fatalf("client received %d bytes, want %d", len(received), responseBytes)
-	}
-	session.clientState = client.ConnectionState()
-	if err := <-serverDone; err != nil {
-		t.Fatal(err)
-	}
-	client.Close()
-	session.clientStream = clientConn.bytes()
-	session.serverStream = serverConn.bytes()
+	session.clientState, session.serverState = streamtest.TLSExchange(ctx, t, client, server, request, bytes.Repeat([]byte("x"), responseBytes), 0)
+	session.clientStream = clientConn.Bytes()
+	session.serverStream = serverConn.Bytes()
 	return session
 }

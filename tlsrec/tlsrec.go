@@ -14,7 +14,11 @@
 // where a flight or the application data starts and ends.
 package tlsrec
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/slowstart/slowstart/internal/inorder"
+)
 
 // Record content types.
 const (
@@ -243,21 +247,12 @@ func (s *Stream) Write(offset int64, data []byte, length int) {
 	if offset < 0 || length == 0 || s.state == stateNotTLS {
 		return
 	}
-	end := offset + int64(length)
-	if end <= s.nextOffset {
+	gap, data, end, ok := inorder.Past(s.nextOffset, offset, data, length)
+	if !ok {
 		return // wholly overlaps what was handed over before
 	}
-	if offset < s.nextOffset {
-		trim := s.nextOffset - offset
-		if trim >= int64(len(data)) {
-			data = nil
-		} else {
-			data = data[trim:]
-		}
-		offset = s.nextOffset
-	}
-	if offset > s.nextOffset {
-		s.skip(offset - s.nextOffset)
+	if gap > 0 {
+		s.skip(gap)
 	}
 	if s.state == stateLost {
 		s.tryResync(data)

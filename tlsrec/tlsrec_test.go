@@ -6,42 +6,20 @@ import (
 	"reflect"
 	"slices"
 	"testing"
+
+	"github.com/slowstart/slowstart/internal/streamtest"
 )
 
 // piece is one Write call.
-type piece struct {
-	offset int64
-	data   []byte
-	length int
-}
-
-// segmentize cuts stream into segments of segmentBytes, each captured up to
-// capturedBytes (0: whole), dropping the segments whose index is in holes.
-func segmentize(stream []byte, segmentBytes, capturedBytes int, holes ...int) []piece {
-	var pieces []piece
-	for index, start := 0, 0; start < len(stream); index, start = index+1, start+segmentBytes {
-		end := min(start+segmentBytes, len(stream))
-		if slices.Contains(holes, index) {
-			continue
-		}
-		captured := end
-		if capturedBytes > 0 {
-			captured = min(start+capturedBytes, end)
-		}
-		pieces = append(pieces, piece{offset: int64(start), data: stream[start:captured], length: end - start})
-	}
-	return pieces
-}
+type piece = streamtest.Piece
 
 func parse(pieces []piece) *Stream {
 	stream := NewStream()
 	for _, p := range pieces {
-		stream.Write(p.offset, p.data, p.length)
+		stream.Write(p.Offset, p.Data, p.Length)
 	}
 	return stream
 }
-
-func whole(stream []byte) []piece { return []piece{{0, stream, len(stream)}} }
 
 // recordChainEnd follows record headers through a fully captured stream and
 // returns how many records there are and where the chain ends.
@@ -88,7 +66,7 @@ func TestRealHandshakes(t *testing.T) {
 				stream []byte
 			}{{"client", session.clientStream}, {"server", session.serverStream}} {
 				t.Run(side.name, func(t *testing.T) {
-					parsed := parse(whole(side.stream))
+					parsed := parse(streamtest.Whole(side.stream))
 					records := parsed.Records()
 					count, chainEnd := recordChainEnd(side.stream)
 					if !parsed.IsTLS() || !parsed.Synced() || parsed.LostAt() != -1 {
@@ -199,7 +177,7 @@ func TestSplitsGiveTheSameResult(t *testing.T) {
 	for _, version := range []uint16{tls.VersionTLS12, tls.VersionTLS13} {
 		session := runTLS(t, version, certificate, 5000)
 		for _, stream := range [][]byte{session.clientStream, session.serverStream} {
-			want := parse(whole(stream))
+			want := parse(streamtest.Whole(stream))
 			check := func(name string, pieces []piece) {
 				t.Helper()
 				got := parse(pieces)
@@ -208,12 +186,12 @@ func TestSplitsGiveTheSameResult(t *testing.T) {
 						VersionString(version), name, got.Hello(), want.Hello())
 				}
 			}
-			check("1-byte pieces", segmentize(stream, 1, 0))
-			check("1448-byte segments", segmentize(stream, 1448, 0))
+			check("1-byte pieces", streamtest.Segmentize(stream, 1, 0))
+			check("1448-byte segments", streamtest.Segmentize(stream, 1448, 0))
 			// Split in two at every position of the first record (the hello) and a bit past.
 			firstEnd := int(want.Records()[0].End())
 			for split := 1; split < min(firstEnd+12, len(stream)); split++ {
-				check("split", []piece{{0, stream[:split], split}, {int64(split), stream[split:], len(stream) - split}})
+				check("split", []piece{{Offset: 0, Data: stream[:split], Length: split}, {Offset: int64(split), Data: stream[split:], Length: len(stream) - split}})
 			}
 		}
 	}
@@ -229,7 +207,7 @@ func TestSnaplen(t *testing.T) {
 			name   string
 			stream []byte
 		}{{"client", session.clientStream}, {"server", session.serverStream}} {
-			truth := parse(whole(side.stream))
+			truth := parse(streamtest.Whole(side.stream))
 			for _, cut := range []struct {
 				name          string
 				capturedBytes int
@@ -240,10 +218,10 @@ func TestSnaplen(t *testing.T) {
 				{"hole at second segment", 0, []int{1}},
 				{"snaplen 60", 8, nil},
 			} {
-				pieces := segmentize(side.stream, 1448, cut.capturedBytes, cut.holes...)
+				pieces := streamtest.Segmentize(side.stream, 1448, cut.capturedBytes, cut.holes...)
 				parsed := parse(pieces)
 				last := pieces[len(pieces)-1]
-				handedOverEnd := last.offset + int64(last.length)
+				handedOverEnd := last.Offset + int64(last.Length)
 				name := VersionString(version) + " " + side.name + " " + cut.name
 				t.Run(name, func(t *testing.T) {
 					checkNoInventedRecords(t, parsed.Records(), truth.Records())
@@ -359,7 +337,7 @@ func TestSynthetic(t *testing.T) {
 		{
 			name:        "handshake message spanning records with a split header",
 			stream:      spanning,
-			pieces:      whole,
+			pieces:      streamtest.Whole,
 			wantTLS:     true,
 			wantSynced:  true,
 			wantLostAt:  -1,
@@ -370,7 +348,7 @@ func TestSynthetic(t *testing.T) {
 		{
 			name:   "not TLS",
 			stream: []byte("GET / HTTP/1.1\r\nHost: a\r\n\r\n"),
-			pieces: whole, wantTLS: false, wantSynced: false, wantLostAt: -1,
+			pieces: streamtest.Whole, wantTLS: false, wantSynced: false, wantLostAt: -1,
 		},
 		{
 			// The second record header falls into the uncaptured part of the first
@@ -380,9 +358,9 @@ func TestSynthetic(t *testing.T) {
 			pieces: func(stream []byte) []piece {
 				appStart := len(stream) - 2*len(appData)
 				return []piece{
-					{0, stream[:200], appStart - 30},
-					{int64(appStart - 30), nil, 30},
-					{int64(appStart), stream[appStart:], len(stream) - appStart},
+					{Offset: 0, Data: stream[:200], Length: appStart - 30},
+					{Offset: int64(appStart - 30), Data: nil, Length: 30},
+					{Offset: int64(appStart), Data: stream[appStart:], Length: len(stream) - appStart},
 				}
 			},
 			wantTLS: true, wantSynced: true,
@@ -399,7 +377,7 @@ func TestSynthetic(t *testing.T) {
 			stream: concat(record(ContentApplicationData, make([]byte, 100)), []byte{23, 3, 3, 0, 0},
 				[]byte{23, 3, 3, 0, 4, 1, 2, 3, 4, 0x99, 0x99, 0x99, 0x99, 0x99}),
 			pieces: func(stream []byte) []piece {
-				return []piece{{0, stream[:5], 110}, {110, stream[110:], len(stream) - 110}}
+				return []piece{{Offset: 0, Data: stream[:5], Length: 110}, {Offset: 110, Data: stream[110:], Length: len(stream) - 110}}
 			},
 			wantTLS: true, wantSynced: false, wantLostAt: 105,
 			wantOffsets: []int64{0},
@@ -413,8 +391,8 @@ func TestSynthetic(t *testing.T) {
 			pieces: func(stream []byte) []piece {
 				firstEnd := 5 + len(serverHello12) + len(certificate)
 				return []piece{
-					{0, stream[:5+len(serverHello12)+2], firstEnd}, // certificate header cut
-					{int64(firstEnd), stream[firstEnd:], len(stream) - firstEnd},
+					{Offset: 0, Data: stream[:5+len(serverHello12)+2], Length: firstEnd}, // certificate header cut
+					{Offset: int64(firstEnd), Data: stream[firstEnd:], Length: len(stream) - firstEnd},
 				}
 			},
 			wantTLS: true, wantSynced: true, wantLostAt: -1,
@@ -429,7 +407,7 @@ func TestSynthetic(t *testing.T) {
 			stream: concat(record(ContentHandshake, clientHello), record(ContentChangeCipherSpec, []byte{1}),
 				record(ContentHandshake, clientHello), record(ContentApplicationData, make([]byte, 50)),
 				record(ContentHandshake, make([]byte, 40))),
-			pieces:  func(stream []byte) []piece { return segmentize(stream, 7, 0) },
+			pieces:  func(stream []byte) []piece { return streamtest.Segmentize(stream, 7, 0) },
 			wantTLS: true, wantSynced: true, wantLostAt: -1,
 			wantOffsets: []int64{0, int64(5 + len(clientHello)), int64(11 + len(clientHello)), int64(16 + 2*len(clientHello)), int64(71 + 2*len(clientHello))},
 			wantTypes:   [][]uint8{{HandshakeClientHello}, nil, {HandshakeClientHello}, nil, nil},
@@ -439,7 +417,7 @@ func TestSynthetic(t *testing.T) {
 		{
 			name:   "TLS 1.3 server: HelloRetryRequest, compatibility ChangeCipherSpec, ServerHello",
 			stream: concat(record(ContentHandshake, handshakeMessage(HandshakeServerHello, serverHelloBody(helloRetryRandom[:], 0x1301, VersionTLS13))), record(ContentChangeCipherSpec, []byte{1}), record(ContentHandshake, handshakeMessage(HandshakeServerHello, serverHelloBody(make([]byte, 32), 0x1302, VersionTLS13))), appData),
-			pieces: whole, wantTLS: true, wantSynced: true, wantLostAt: -1,
+			pieces: streamtest.Whole, wantTLS: true, wantSynced: true, wantLostAt: -1,
 			wantOffsets: []int64{0, 87, 93, 180},
 			wantTypes:   [][]uint8{{HandshakeServerHello}, nil, {HandshakeServerHello}, nil},
 			wantHello:   HelloInfo{Found: true, LegacyVersion: VersionTLS12, NegotiatedVersion: VersionTLS13, CipherSuite: 0x1302, HelloRetryRequest: true},
@@ -447,7 +425,7 @@ func TestSynthetic(t *testing.T) {
 		{
 			name:    "ClientHello cut by the snaplen",
 			stream:  concat(record(ContentHandshake, clientHello)),
-			pieces:  func(stream []byte) []piece { return []piece{{0, stream[:100], len(stream)}} },
+			pieces:  func(stream []byte) []piece { return []piece{{Offset: 0, Data: stream[:100], Length: len(stream)}} },
 			wantTLS: true, wantSynced: true, wantLostAt: -1,
 			wantOffsets: []int64{0},
 			wantTypes:   [][]uint8{{HandshakeClientHello}},
@@ -507,12 +485,12 @@ func TestVersionString(t *testing.T) {
 func TestOverlapAndEmptyPieces(t *testing.T) {
 	stream := concat(record(ContentHandshake, handshakeMessage(HandshakeServerHello, serverHelloBody(make([]byte, 32), 0xc02f, 0))),
 		record(ContentApplicationData, make([]byte, 300)))
-	want := parse(whole(stream))
+	want := parse(streamtest.Whole(stream))
 	got := parse([]piece{
-		{0, stream[:50], 50},
-		{0, stream[:60], 60}, // overlaps the first 50 bytes
-		{60, nil, 0},
-		{40, stream[40:], len(stream) - 40},
+		{Offset: 0, Data: stream[:50], Length: 50},
+		{Offset: 0, Data: stream[:60], Length: 60}, // overlaps the first 50 bytes
+		{Offset: 60, Data: nil, Length: 0},
+		{Offset: 40, Data: stream[40:], Length: len(stream) - 40},
 	})
 	if !reflect.DeepEqual(got.Records(), want.Records()) || !reflect.DeepEqual(got.Hello(), want.Hello()) {
 		t.Fatalf("records %+v, want %+v", got.Records(), want.Records())

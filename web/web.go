@@ -9,6 +9,10 @@
 // filesystem.
 package web
 
+// The page's TypeScript types (src/types.ts) are declared from the Go types that
+// write its JSON; internal/tsgen's test fails when they differ.
+//go:generate go run ../internal/tsgen/gen.go
+
 import (
 	"bytes"
 	"crypto/sha256"

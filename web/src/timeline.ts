@@ -3,13 +3,14 @@
 // TLS handshake and HTTP messages are bars; the axis zooms and pans.
 import { axisTop } from "d3-axis";
 import { scaleLinear, type ScaleLinear } from "d3-scale";
-import { select, type Selection } from "d3-selection";
-import { zoom, zoomIdentity, type ZoomBehavior, type ZoomTransform } from "d3-zoom";
+import type { Selection } from "d3-selection";
+import { zoomIdentity, type ZoomBehavior, type ZoomTransform } from "d3-zoom";
 
-import { el, sizeCanvas, svgNS } from "./canvas";
+import { el, sizeCanvas } from "./canvas";
 import { lowerBound, type ConnModel, type ServerGroup, type TimeUnit } from "./data";
 import * as fmt from "./format";
 import { barColor, tickColor, tickKinds, type TickKind } from "./palette";
+import { plotLayers, zoomable } from "./plot";
 import type { Tooltip, TooltipRows } from "./tooltip";
 
 const axisHeight = 30;
@@ -90,33 +91,25 @@ export class Timeline {
     this.height = y + 6;
 
     // Three layers: backgrounds (SVG), ticks (canvas), labels, bars and axis (SVG).
-    this.plot = el("div", "plot");
-    const backEl = document.createElementNS(svgNS, "svg");
-    backEl.setAttribute("aria-hidden", "true");
-    this.plot.appendChild(backEl);
-    this.back = select(backEl);
-    this.canvas = el("canvas");
-    this.plot.appendChild(this.canvas);
-    const svgEl = document.createElementNS(svgNS, "svg");
-    this.plot.appendChild(svgEl);
+    const layers = plotLayers("timeline of every connection's packets");
+    this.plot = layers.plot;
+    this.back = layers.back;
+    this.canvas = layers.canvas;
+    this.svg = layers.svg;
     this.section.appendChild(this.plot);
-    this.svg = select(svgEl);
-    this.svg.attr("role", "img").attr("aria-label", "timeline of every connection's packets");
 
-    this.zoomBehavior = zoom<SVGSVGElement, unknown>()
-      .scaleExtent([1, maxZoom])
-      .on("zoom", (event: { transform: ZoomTransform }) => {
-        this.transform = event.transform;
+    this.zoomBehavior = zoomable(
+      this.svg,
+      maxZoom,
+      (t) => {
+        this.transform = t;
         this.tooltip.hide();
         this.draw();
-      });
-    this.svg.call(this.zoomBehavior);
-    this.svg.on("dblclick.zoom", null);
-    // One finger scrolls the page up and down; sideways drags and pinches zoom and pan.
-    this.svg.style("touch-action", "pan-y");
-    svgEl.addEventListener("pointermove", (e) => this.hover(e));
-    svgEl.addEventListener("pointerleave", () => this.tooltip.hide());
-    svgEl.addEventListener("click", (e) => this.click(e));
+      },
+      (e) => this.hover(e),
+      () => this.tooltip.hide(),
+    );
+    this.svg.node()?.addEventListener("click", (e) => this.click(e));
 
     this.section.dataset.connections = String(groups.reduce((n, g) => n + g.conns.length, 0));
     this.section.dataset.groups = String(groups.length);

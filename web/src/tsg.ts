@@ -5,13 +5,14 @@
 import { axisBottom, axisLeft } from "d3-axis";
 import { format } from "d3-format";
 import { scaleLinear, type ScaleLinear } from "d3-scale";
-import { select, type Selection } from "d3-selection";
-import { zoom, zoomIdentity, type ZoomBehavior, type ZoomTransform } from "d3-zoom";
+import type { Selection } from "d3-selection";
+import { zoomIdentity, type ZoomBehavior, type ZoomTransform } from "d3-zoom";
 
-import { el, sizeCanvas, svgNS } from "./canvas";
+import { el, sizeCanvas } from "./canvas";
 import { lowerBound, type ConnModel, type TimeUnit } from "./data";
 import * as fmt from "./format";
 import { color, limitText } from "./palette";
+import { plotLayers, zoomable } from "./plot";
 import { packetRows } from "./timeline";
 import type { Tooltip, TooltipRows } from "./tooltip";
 import type { Packet, Round } from "./types";
@@ -80,31 +81,23 @@ export class TimeSequenceGraph {
     this.section.appendChild(this.empty);
     // Three layers: round bands (SVG), segments and lines (canvas), axes, labels and
     // the bands' hover areas (SVG).
-    this.plot = el("div", "plot");
-    const backEl = document.createElementNS(svgNS, "svg");
-    backEl.setAttribute("aria-hidden", "true");
-    this.plot.appendChild(backEl);
-    this.back = select(backEl);
-    this.canvas = el("canvas");
-    this.plot.appendChild(this.canvas);
-    const svgEl = document.createElementNS(svgNS, "svg");
-    this.plot.appendChild(svgEl);
+    const layers = plotLayers("time-sequence graph of the server's data");
+    this.plot = layers.plot;
+    this.back = layers.back;
+    this.canvas = layers.canvas;
+    this.svg = layers.svg;
     this.section.appendChild(this.plot);
-    this.svg = select(svgEl);
-    this.svg.attr("role", "img").attr("aria-label", "time-sequence graph of the server's data");
-    this.zoomBehavior = zoom<SVGSVGElement, unknown>()
-      .scaleExtent([1, maxZoom])
-      .on("zoom", (event: { transform: ZoomTransform }) => {
-        this.transform = event.transform;
+    this.zoomBehavior = zoomable(
+      this.svg,
+      maxZoom,
+      (t) => {
+        this.transform = t;
         this.tooltip.hide();
         this.draw();
-      });
-    this.svg.call(this.zoomBehavior);
-    this.svg.on("dblclick.zoom", null);
-    // One finger scrolls the page up and down; sideways drags and pinches zoom and pan.
-    this.svg.style("touch-action", "pan-y");
-    svgEl.addEventListener("pointermove", (e) => this.hover(e));
-    svgEl.addEventListener("pointerleave", () => this.tooltip.hide());
+      },
+      (e) => this.hover(e),
+      () => this.tooltip.hide(),
+    );
   }
 
   setConnection(m: ConnModel): void {

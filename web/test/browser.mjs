@@ -8,47 +8,17 @@
 import { readFileSync, mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
-import { chromium } from "playwright-core";
+import { check, finish, launch, watch } from "./harness.mjs";
 
 const config = JSON.parse(readFileSync(process.argv[2], "utf8"));
 mkdirSync(config.artifacts, { recursive: true });
 
-let failures = 0;
-function check(ok, what) {
-  if (ok) {
-    console.log(`ok   ${what}`);
-  } else {
-    failures++;
-    console.log(`FAIL ${what}`);
-  }
-}
-
-// launch() gives the browser a fresh temporary profile (--user-data-dir) of its own.
-const browser = await chromium.launch({
-  executablePath: config.chromium,
-  args: [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-  ],
-});
+const browser = await launch(config.chromium);
 
 /** Opens a page that records console errors, page errors and every request. */
 async function open(context, url) {
   const page = await context.newPage();
-  const problems = [];
-  const requests = [];
-  page.on("console", (m) => {
-    if (m.type() === "error" || m.type() === "warning") problems.push(`console ${m.type()}: ${m.text()}`);
-  });
-  page.on("pageerror", (e) => problems.push(`page error: ${e.message}`));
-  page.on("request", (r) => requests.push(r.url()));
-  page.on("requestfailed", (r) => problems.push(`request failed: ${r.url()} ${r.failure()?.errorText}`));
+  const { problems, requests } = watch(page);
   await page.goto(url);
   await page.waitForSelector("body[data-ready=true]", { timeout: 30000 });
   return { page, problems, requests };
@@ -279,5 +249,4 @@ for (const cs of config.cases) {
 }
 
 await browser.close();
-console.log(failures === 0 ? "PASS" : `${failures} check(s) failed`);
-process.exit(failures === 0 ? 0 : 1);
+finish();

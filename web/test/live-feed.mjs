@@ -10,7 +10,7 @@
 import { readFileSync, mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
-import { chromium } from "playwright-core";
+import { check, finish, launch, watch } from "./harness.mjs";
 
 const config = JSON.parse(readFileSync(process.argv[2], "utf8"));
 mkdirSync(config.artifacts, { recursive: true });
@@ -20,21 +20,10 @@ async function step(n) {
   const { value, done } = await lines.next();
   if (done || value.trim() !== `done ${n}`) throw new Error(`expected "done ${n}", got ${done ? "end of input" : JSON.stringify(value)}`);
 }
-let failures = 0;
-function check(ok, what) {
-  console.log(`${ok ? "ok  " : "FAIL"} ${what}`);
-  if (!ok) failures++;
-}
-
-const browser = await chromium.launch({
-  executablePath: config.chromium,
-  args: ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
-});
+const browser = await launch(config.chromium);
 const context = await browser.newContext({ viewport: { width: 1366, height: 900 } });
 const page = await context.newPage();
-const problems = [];
-page.on("console", (m) => (m.type() === "error" || m.type() === "warning") && problems.push(`console ${m.type()}: ${m.text()}`));
-page.on("pageerror", (e) => problems.push(`page error: ${e.message}`));
+const { problems } = watch(page, { requests: false });
 const attr = (sel, name) => page.locator(sel).first().getAttribute(`data-${name}`);
 
 await page.goto(config.url);
@@ -70,5 +59,4 @@ await page.waitForSelector("[data-testid=live][data-state=stopped]", { timeout: 
 check((await attr("[data-testid=live]", "state")) === "stopped", "the page says the capture stopped");
 check(problems.length === 0, `no console errors${problems.length ? ": " + problems.join("; ") : ""}`);
 await browser.close();
-console.log(failures === 0 ? "PASS" : `${failures} check(s) failed`);
-process.exit(failures === 0 ? 0 : 1);
+finish();

@@ -13,7 +13,7 @@
 import { readFileSync, writeFileSync, mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
-import { chromium } from "playwright-core";
+import { check, finish, launch, watch } from "./harness.mjs";
 
 const config = JSON.parse(readFileSync(process.argv[2], "utf8"));
 mkdirSync(config.artifacts, { recursive: true });
@@ -23,30 +23,11 @@ async function expectLine(want) {
   if (done || value.trim() !== want) throw new Error(`expected "${want}" on stdin, got ${done ? "end of input" : JSON.stringify(value)}`);
 }
 
-let failures = 0;
-function check(ok, what) {
-  console.log(`${ok ? "ok  " : "FAIL"} ${what}`);
-  if (!ok) failures++;
-}
-
-const browser = await chromium.launch({
-  executablePath: config.chromium,
-  args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync"],
-});
+const browser = await launch(config.chromium);
 const context = await browser.newContext({ viewport: { width: 1366, height: 900 } });
 const page = await context.newPage();
-const problems = [];
-const requests = [];
-page.on("console", (m) => {
-  if (m.type() === "error" || m.type() === "warning") problems.push(`console ${m.type()}: ${m.text()}`);
-});
-page.on("pageerror", (e) => problems.push(`page error: ${e.message}`));
-page.on("request", (r) => requests.push(r.url()));
-page.on("requestfailed", (r) => {
-  // The event stream is cut when the server stops; that is expected at the end.
-  if (!r.url().endsWith("/api/events")) problems.push(`request failed: ${r.url()} ${r.failure()?.errorText}`);
-});
+// The event stream is cut when the server stops; that is expected at the end.
+const { problems, requests } = watch(page, { expectedFailure: (url) => url.endsWith("/api/events") });
 
 const count = async () => Number(await page.locator("[data-testid=live-count]").getAttribute("data-count"));
 async function waitCount(n) {
@@ -128,5 +109,4 @@ await page.screenshot({ path: join(config.artifacts, "live-stopped.png"), fullPa
 check(problems.length === 0, `no console errors${problems.length ? ": " + problems.join("; ") : ""}`);
 
 await browser.close();
-console.log(failures === 0 ? "PASS" : `${failures} check(s) failed`);
-process.exit(failures === 0 ? 0 : 1);
+finish();

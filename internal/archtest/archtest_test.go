@@ -1,0 +1,395 @@
+package archtest
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"go/build/constraint"
+	"go/parser"
+	"go/token"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/slowstart/slowstart"
+
+// A rule closes a corridor that the layers leave open: no package matching From may
+// import a package matching To, directly (Direct) or through any chain of imports.
+// A pattern is a package ("lab") or a package and everything below it ("lab/...").
+type rule struct {
+	From, To []string
+	Direct   bool
+	Why      string
+}
+
+var rules = []rule{
+	{From: []string{"probe/..."}, To: []string{"lab/link", "lab/netlab"}, Direct: true,
+		Why: "the probe takes a path from the lab's API instead of assembling the emulator and its namespaces"},
+	{From: []string{"compare"}, To: []string{"lab/..."},
+		Why: "comparing samples needs statistics, not the lab that made them"},
+	{From: []string{"lab/..."}, To: []string{"probe/..."},
+		Why: "the lab and the probe are sibling clients; what both need lives below them"},
+	{From: []string{"lab/link", "lab/netlab", "lab/server", "lab/client"}, To: []string{"lab"}, Direct: true,
+		Why: "the lab's parts do not import the lab that assembles them"},
+	{From: []string{"..."}, To: []string{"cmd/...", "bench/..."}, Direct: true,
+		Why: "commands only wire flags to calls; nothing imports them"},
+}
+
+// knownViolations are the violations the code had when their rule was written,
+// "importer → imported" as the test reports them. Each goes when the change named
+// beside it removes the import; the test fails when an entry is no longer violated,
+// so delete it then.
+var knownViolations = map[string]string{
+	// probe's demo and lab tests assemble a trial by hand (probe/labserver.go);
+	// gone when they use the lab's path API (issue 15: lab path assembly).
+	"probe → lab/link":   "probe/labserver.go builds its own path",
+	"probe → lab/netlab": "probe/labserver.go builds its own namespaces",
+	// compare uses lab.Quantile and lab.Row; gone with the shared statistics package.
+	"compare → lab": "compare/stats.go uses the lab's quantiles",
+	// lab times HTTP/3 with probe/quicprobe's client; gone when that client lives
+	// below both.
+	"lab → probe/quicprobe": "lab/lab.go times HTTP/3 with the probe's client",
+}
+
+// pkg is one package of the module: its path inside the module ("lab/link", "" for
+// the root) and the module packages its non-test files import.
+type pkg struct {
+	rel     string
+	imports []string
+}
+
+func moduleDir(t *testing.T) string {
+	t.Helper()
+	dir, err := filepath.Abs(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir
+		}
+		if filepath.Dir(dir) == dir {
+			t.Fatal("no go.mod above the test's directory")
+		}
+		dir = filepath.Dir(dir)
+	}
+}
+
+// loadPackages parses the imports of every package under root. Build constraints
+// other than "ignore" are not applied: a file for another OS imports for real there.
+func loadPackages(root string) (map[string]*pkg, error) {
+	pkgs := map[string]*pkg{}
+	fset := token.NewFileSet()
+	err := filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		name := d.Name()
+		if d.IsDir() {
+			if path != root && (name == "testdata" || name == "vendor" || name == "node_modules" || strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_")) {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(name, ".go") {
+			return nil
+		}
+		rel, err := filepath.Rel(root, filepath.Dir(path))
+		if err != nil {
+			return err
+		}
+		rel = filepath.ToSlash(rel)
+		if rel == "." {
+			rel = ""
+		}
+		p := pkgs[rel]
+		if p == nil {
+			p = &pkg{rel: rel}
+			pkgs[rel] = p
+		}
+		if strings.HasSuffix(name, "_test.go") {
+			return nil
+		}
+		f, err := parser.ParseFile(fset, path, nil, parser.ImportsOnly|parser.ParseComments)
+		if err != nil {
+			return err
+		}
+		for _, cg := range f.Comments {
+			if cg.Pos() >= f.Package {
+				break
+			}
+			for _, c := range cg.List {
+				if expr, err := constraint.Parse(c.Text); err == nil && !expr.Eval(func(tag string) bool { return tag != "ignore" }) {
+					return nil // //go:build ignore: a program run by hand or by go generate
+				}
+			}
+		}
+		for _, im := range f.Imports {
+			ip, err := strconv.Unquote(im.Path.Value)
+			if err != nil {
+				return err
+			}
+			if ip == module || strings.HasPrefix(ip, module+"/") {
+				r := strings.TrimPrefix(strings.TrimPrefix(ip, module), "/")
+				if !slices.Contains(p.imports, r) {
+					p.imports = append(p.imports, r)
+				}
+			}
+		}
+		return nil
+	})
+	for _, p := range pkgs {
+		sort.Strings(p.imports)
+	}
+	return pkgs, err
+}
+
+// layers reads the table "Packages by layer" of docs/architecture.md: the layers
+// from the bottom up and the layer of each package.
+func layers(doc string) (order []string, of map[string]int, err error) {
+	of = map[string]int{}
+	in := false
+	sc := bufio.NewScanner(strings.NewReader(doc))
+	row := regexp.MustCompile("^\\| ([a-z]+) \\| (`.*`) \\|$")
+	for sc.Scan() {
+		line := sc.Text()
+		if strings.HasPrefix(line, "## ") {
+			in = line == "## Packages by layer"
+			continue
+		}
+		m := row.FindStringSubmatch(line)
+		if !in || m == nil {
+			continue
+		}
+		order = append(order, m[1])
+		for _, f := range strings.Split(m[2], ",") {
+			name := strings.Trim(strings.TrimSpace(f), "`")
+			if _, dup := of[name]; dup {
+				return nil, nil, fmt.Errorf("%s is in two layers", name)
+			}
+			of[name] = len(order) - 1
+		}
+	}
+	if len(order) == 0 {
+		return nil, nil, errors.New(`no table under "## Packages by layer"`)
+	}
+	return order, of, nil
+}
+
+func matches(pattern, rel string) bool {
+	if pattern == "..." {
+		return true
+	}
+	if base, ok := strings.CutSuffix(pattern, "/..."); ok {
+		return rel == base || strings.HasPrefix(rel, base+"/")
+	}
+	return rel == pattern
+}
+
+func matchesAny(patterns []string, rel string) bool {
+	return slices.ContainsFunc(patterns, func(p string) bool { return matches(p, rel) })
+}
+
+// violations returns, for each package matching r.From, the forbidden packages it
+// reaches, with the shortest chain of imports. A chain stops at the first forbidden
+// package (what that one imports is its own matter) and at a package the rule also
+// applies to (reported on its own), so each violation is named once, where it is.
+func (r rule) violations(pkgs map[string]*pkg) map[string][]string {
+	out := map[string][]string{}
+	names := make([]string, 0, len(pkgs))
+	for n := range pkgs {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, from := range names {
+		// Inside the closed area (cmd/slowstart's own packages, say) the rule has
+		// nothing to say.
+		if !matchesAny(r.From, from) || matchesAny(r.To, from) {
+			continue
+		}
+		prev := map[string]string{from: ""}
+		queue := []string{from}
+		for len(queue) > 0 {
+			cur := queue[0]
+			queue = queue[1:]
+			p := pkgs[cur]
+			if p == nil {
+				continue
+			}
+			for _, im := range p.imports {
+				if _, seen := prev[im]; seen {
+					continue
+				}
+				prev[im] = cur
+				if matchesAny(r.To, im) && !matchesAny(r.From, im) || matchesAny(r.To, im) && r.Direct {
+					chain := []string{im}
+					for at := cur; at != ""; at = prev[at] {
+						chain = append([]string{at}, chain...)
+					}
+					out[from+" → "+im] = chain
+					continue
+				}
+				// A package the rule also applies to answers for its own imports.
+				if !r.Direct && !matchesAny(r.From, im) {
+					queue = append(queue, im)
+				}
+			}
+		}
+	}
+	return out
+}
+
+func TestLayers(t *testing.T) {
+	root := moduleDir(t)
+	docBytes, err := os.ReadFile(filepath.Join(root, "docs", "architecture.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(docBytes)
+	order, layerOf, err := layers(doc)
+	if err != nil {
+		t.Fatalf("docs/architecture.md: %v", err)
+	}
+	pkgs, err := loadPackages(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := make([]string, 0, len(pkgs))
+	for n := range pkgs {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		if _, ok := layerOf[n]; !ok {
+			t.Errorf("package %s is in no layer of docs/architecture.md: give it its place in the table \"Packages by layer\"", show(n))
+		}
+	}
+	for n := range layerOf {
+		if pkgs[n] == nil {
+			t.Errorf("docs/architecture.md places %s, which is not a package of the module", n)
+		}
+	}
+	// A package imports its own layer or those above it in the table, never one below.
+	edges := map[[2]int]bool{}
+	for _, n := range names {
+		from, ok := layerOf[n]
+		if !ok {
+			continue
+		}
+		for _, im := range pkgs[n].imports {
+			to, ok := layerOf[im]
+			if !ok {
+				continue
+			}
+			if to > from {
+				t.Errorf("%s (layer %s) imports %s (layer %s): a package imports only its own row of docs/architecture.md's layers and the rows above it", show(n), order[from], im, order[to])
+			}
+			if to != from {
+				edges[[2]int{from, to}] = true
+			}
+		}
+	}
+	// The doc's table of imports by layer is what the code does.
+	var b strings.Builder
+	b.WriteString("| layer | imports (besides its own layer) |\n|---|---|\n")
+	for i, l := range order {
+		var to []string
+		for j, m := range order {
+			if edges[[2]int{i, j}] {
+				to = append(to, m)
+			}
+		}
+		if len(to) == 0 {
+			to = []string{"—"}
+		}
+		fmt.Fprintf(&b, "| %s | %s |\n", l, strings.Join(to, ", "))
+	}
+	const begin, end = "<!-- layer-imports: begin -->\n", "<!-- layer-imports: end -->"
+	i, j := strings.Index(doc, begin), strings.Index(doc, end)
+	if i < 0 || j < i {
+		t.Fatalf("docs/architecture.md lacks the %q … %q markers around the table of imports by layer", strings.TrimSpace(begin), end)
+	}
+	if got := doc[i+len(begin) : j]; got != b.String() {
+		t.Errorf("docs/architecture.md's table of imports by layer is not what the code imports; it is now:\n%s", b.String())
+	}
+}
+
+func TestRules(t *testing.T) {
+	pkgs, err := loadPackages(moduleDir(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := map[string]bool{}
+	for _, r := range rules {
+		v := r.violations(pkgs)
+		keys := make([]string, 0, len(v))
+		for k := range v {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			found[k] = true
+			if _, known := knownViolations[k]; known {
+				t.Logf("known violation %s (%s): %s", k, strings.Join(v[k], " → "), r.Why)
+				continue
+			}
+			t.Errorf("forbidden import %s, by %s: %s", k, strings.Join(v[k], " → "), r.Why)
+		}
+	}
+	for k, what := range knownViolations {
+		if !found[k] {
+			t.Errorf("knownViolations lists %s (%s), which no longer happens: delete the entry", k, what)
+		}
+	}
+}
+
+// TestRulesFire checks the rules on a made-up module, so that a rule that can no
+// longer match anything is noticed.
+func TestRulesFire(t *testing.T) {
+	pkgs := map[string]*pkg{
+		"probe":               {rel: "probe", imports: []string{"lab", "lab/netlab"}},
+		"probe/exact":         {rel: "probe/exact", imports: []string{"lab/link"}},
+		"compare":             {rel: "compare", imports: []string{"stats"}},
+		"stats":               {rel: "stats", imports: []string{"lab/link"}},
+		"lab":                 {rel: "lab", imports: []string{"lab/link", "lab/netlab", "lab/client"}},
+		"lab/link":            {rel: "lab/link"},
+		"lab/netlab":          {rel: "lab/netlab"},
+		"lab/client":          {rel: "lab/client", imports: []string{"lab", "h3"}},
+		"h3":                  {rel: "h3", imports: []string{"probe/quicprobe"}},
+		"probe/quicprobe":     {rel: "probe/quicprobe", imports: []string{"cmd/slowstart"}},
+		"cmd/slowstart":       {rel: "cmd/slowstart", imports: []string{"cmd/slowstart/flags"}},
+		"cmd/slowstart/flags": {rel: "cmd/slowstart/flags"},
+	}
+	var got []string
+	for _, r := range rules {
+		for k, chain := range r.violations(pkgs) {
+			got = append(got, k+" ("+strings.Join(chain, " → ")+")")
+		}
+	}
+	sort.Strings(got)
+	want := []string{
+		"compare → lab/link (compare → stats → lab/link)",
+		"lab/client → lab (lab/client → lab)",
+		"lab/client → probe/quicprobe (lab/client → h3 → probe/quicprobe)",
+		"probe → lab/netlab (probe → lab/netlab)",
+		"probe/exact → lab/link (probe/exact → lab/link)",
+		"probe/quicprobe → cmd/slowstart (probe/quicprobe → cmd/slowstart)",
+	}
+	sort.Strings(want)
+	if !slices.Equal(got, want) {
+		t.Errorf("violations in the made-up module:\n\t%s\nwant\n\t%s", strings.Join(got, "\n\t"), strings.Join(want, "\n\t"))
+	}
+}
+
+func show(rel string) string {
+	if rel == "" {
+		return "the module's root"
+	}
+	return rel
+}
