@@ -12,7 +12,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/slowstart/slowstart/lab"
 	"github.com/slowstart/slowstart/report"
 )
 
@@ -234,8 +233,8 @@ func parseJSON(data []byte, name, metric string, filter map[string]string) (*Sam
 				return err
 			}
 			reports = append(reports, &rep)
-		case probeShape.Schema != "" && probeShape.Schema != lab.Schema:
-			return fmt.Errorf("schema %q is neither %s nor %s", probeShape.Schema, report.Schema, lab.Schema)
+		case probeShape.Schema != "" && probeShape.Schema != LabSchema:
+			return fmt.Errorf("schema %q is neither %s nor %s", probeShape.Schema, report.Schema, LabSchema)
 		case probeShape.Trials != nil:
 			var trials []json.RawMessage
 			if err := json.Unmarshal(probeShape.Trials, &trials); err != nil {
@@ -288,14 +287,14 @@ func parseJSON(data []byte, name, metric string, filter map[string]string) (*Sam
 	return nil, fmt.Errorf("%s: %w", name, ErrUnknownFormat)
 }
 
+// LabSchema is the schema of the lab's run output (lab.Schema, slowstart.lab/v1),
+// named here so that compare reads lab results without depending on the lab.
+const LabSchema = "slowstart.lab/v1"
+
 // rowFields is a lab row as its JSON keys and values (strings, as in the CSV).
 type rowFields map[string]string
 
 func rowFromJSON(raw []byte) (rowFields, error) {
-	var r lab.Row
-	if err := json.Unmarshal(raw, &r); err != nil {
-		return nil, err
-	}
 	var m map[string]any
 	if err := json.Unmarshal(raw, &m); err != nil {
 		return nil, err
