@@ -482,32 +482,42 @@ func fromReports(reports []*report.Report, name, metric string) (*Sample, error)
 	return s, nil
 }
 
+// probeValue reads metric from the connection's summary row (report.Summary, the
+// row watch stores): the initial window counts only when exact, as a bound or a
+// range is not a value to take a median of.
 func probeValue(c *report.Connection, metric string) (float64, bool) {
-	t := c.ClientTiming
+	row := report.Summary(c)
+	positive := func(v *float64) (float64, bool) {
+		if v == nil || *v <= 0 {
+			return 0, false
+		}
+		return *v, true
+	}
 	switch metric {
 	case "last_byte":
-		return t.LastByteAtMs, t.LastByteAtMs > 0
+		return positive(row.LastByteMs)
 	case "first_byte":
-		return t.FirstByteAtMs, t.FirstByteAtMs > 0
+		return positive(row.FirstByteMs)
 	case "connect":
-		return t.ConnectMs, t.ConnectMs > 0
+		return positive(row.ConnectMs)
 	case "tls":
-		if t.TLSMs == nil {
+		if row.TLSMs == nil {
 			return 0, false
 		}
-		return *t.TLSMs, true
+		return *row.TLSMs, true
 	case "handshake_rtt":
-		if c.HandshakeRTTMs == nil {
+		if row.HandshakeRTTMs == nil {
 			return 0, false
 		}
-		return *c.HandshakeRTTMs, true
+		return *row.HandshakeRTTMs, true
 	case "rounds":
-		return float64(c.RoundTrips.Total), c.RoundTrips.Total > 0
-	case "iw":
-		if c.InitialWindow == nil || c.InitialWindow.Segments == 0 {
+		if row.RoundTrips == nil || *row.RoundTrips == 0 {
 			return 0, false
 		}
-		return float64(c.InitialWindow.Segments), true
+		return float64(*row.RoundTrips), true
+	case "iw":
+		iw, ok := row.IW.Exact()
+		return float64(iw), ok && iw > 0
 	}
 	return 0, false
 }
