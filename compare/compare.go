@@ -14,6 +14,8 @@ import (
 	"fmt"
 	"math"
 	"strings"
+
+	"github.com/slowstart/slowstart/stats"
 )
 
 // Options control a comparison.
@@ -109,8 +111,8 @@ func Compare(before, after *Sample, opts Options) *Result {
 	if r.Before.Median != 0 {
 		r.RelativeDiff = r.MedianDiff / r.Before.Median
 	}
-	r.CI = BootstrapMedianDiff(before.Values, after.Values, o.Resamples, o.Level, o.Seed)
-	r.Test = MannWhitney(after.Values, before.Values)
+	r.CI = stats.BootstrapMedianDiff(before.Values, after.Values, o.Resamples, o.Level, o.Seed)
+	r.Test = stats.MannWhitney(after.Values, before.Values)
 	ciExcludesZero := !r.CI.Contains(0)
 	r.Significant = r.Test.P < o.Alpha && ciExcludesZero
 	few := min(len(before.Values), len(after.Values)) < 5

@@ -12,7 +12,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/slowstart/slowstart/lab"
 	"github.com/slowstart/slowstart/report"
 )
 
@@ -234,8 +233,8 @@ func parseJSON(data []byte, name, metric string, filter map[string]string) (*Sam
 				return err
 			}
 			reports = append(reports, &rep)
-		case probeShape.Schema != "" && probeShape.Schema != lab.Schema:
-			return fmt.Errorf("schema %q is neither %s nor %s", probeShape.Schema, report.Schema, lab.Schema)
+		case probeShape.Schema != "" && probeShape.Schema != LabSchema:
+			return fmt.Errorf("schema %q is neither %s nor %s", probeShape.Schema, report.Schema, LabSchema)
 		case probeShape.Trials != nil:
 			var trials []json.RawMessage
 			if err := json.Unmarshal(probeShape.Trials, &trials); err != nil {
@@ -288,14 +287,14 @@ func parseJSON(data []byte, name, metric string, filter map[string]string) (*Sam
 	return nil, fmt.Errorf("%s: %w", name, ErrUnknownFormat)
 }
 
+// LabSchema is the schema of the lab's run output (lab.Schema, slowstart.lab/v1),
+// named here so that compare reads lab results without depending on the lab.
+const LabSchema = "slowstart.lab/v1"
+
 // rowFields is a lab row as its JSON keys and values (strings, as in the CSV).
 type rowFields map[string]string
 
 func rowFromJSON(raw []byte) (rowFields, error) {
-	var r lab.Row
-	if err := json.Unmarshal(raw, &r); err != nil {
-		return nil, err
-	}
 	var m map[string]any
 	if err := json.Unmarshal(raw, &m); err != nil {
 		return nil, err
@@ -483,32 +482,42 @@ func fromReports(reports []*report.Report, name, metric string) (*Sample, error)
 	return s, nil
 }
 
+// probeValue reads metric from the connection's summary row (report.Summary, the
+// row watch stores): the initial window counts only when exact, as a bound or a
+// range is not a value to take a median of.
 func probeValue(c *report.Connection, metric string) (float64, bool) {
-	t := c.ClientTiming
+	row := report.Summary(c)
+	positive := func(v *float64) (float64, bool) {
+		if v == nil || *v <= 0 {
+			return 0, false
+		}
+		return *v, true
+	}
 	switch metric {
 	case "last_byte":
-		return t.LastByteAtMs, t.LastByteAtMs > 0
+		return positive(row.LastByteMs)
 	case "first_byte":
-		return t.FirstByteAtMs, t.FirstByteAtMs > 0
+		return positive(row.FirstByteMs)
 	case "connect":
-		return t.ConnectMs, t.ConnectMs > 0
+		return positive(row.ConnectMs)
 	case "tls":
-		if t.TLSMs == nil {
+		if row.TLSMs == nil {
 			return 0, false
 		}
-		return *t.TLSMs, true
+		return *row.TLSMs, true
 	case "handshake_rtt":
-		if c.HandshakeRTTMs == nil {
+		if row.HandshakeRTTMs == nil {
 			return 0, false
 		}
-		return *c.HandshakeRTTMs, true
+		return *row.HandshakeRTTMs, true
 	case "rounds":
-		return float64(c.RoundTrips.Total), c.RoundTrips.Total > 0
-	case "iw":
-		if c.InitialWindow == nil || c.InitialWindow.Segments == 0 {
+		if row.RoundTrips == nil || *row.RoundTrips == 0 {
 			return 0, false
 		}
-		return float64(c.InitialWindow.Segments), true
+		return float64(*row.RoundTrips), true
+	case "iw":
+		iw, ok := row.IW.Exact()
+		return float64(iw), ok && iw > 0
 	}
 	return 0, false
 }

@@ -134,3 +134,30 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// TestProbeIWOnlyExact: the iw metric takes a run's window only when its verdict
+// is exact; a bound, a range or an ambiguous reading is left out and counted.
+func TestProbeIWOnlyExact(t *testing.T) {
+	conn := func(run int, iw report.InitialWindow) report.Connection {
+		return report.Connection{InitialWindow: &iw,
+			ClientTiming: &report.ClientTiming{Run: run, Hop: 1, URL: "https://example.com/", Status: 200, LastByteAtMs: 100}}
+	}
+	rep := &report.Report{Schema: report.Schema, Connections: []report.Connection{
+		conn(1, report.InitialWindow{Segments: 10, Verdict: report.VerdictExact}),
+		conn(2, report.InitialWindow{Segments: 4, Verdict: report.VerdictLowerBound}),
+		conn(3, report.InitialWindow{Segments: 4, SegmentsMax: 10, Verdict: report.VerdictRange}),
+		conn(4, report.InitialWindow{Segments: 7, Verdict: report.VerdictAmbiguous}),
+		conn(5, report.InitialWindow{Segments: 12, Verdict: report.VerdictExact}),
+	}}
+	var buf bytes.Buffer
+	if err := report.WriteJSON(&buf, rep); err != nil {
+		t.Fatal(err)
+	}
+	s, err := Parse(buf.Bytes(), "probe.json", "iw", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Values) != 2 || s.Values[0] != 10 || s.Values[1] != 12 || s.Skipped != 3 {
+		t.Errorf("values %v, skipped %d: want [10 12] and 3 left out", s.Values, s.Skipped)
+	}
+}

@@ -3,8 +3,10 @@ package compare
 import (
 	"fmt"
 	"image/color"
+	"slices"
 
 	"github.com/slowstart/slowstart/internal/plotfile"
+	"github.com/slowstart/slowstart/stats"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
@@ -47,7 +49,7 @@ func WriteCDF(path string, before, after *Sample, res *Result) error {
 			name = "BEFORE"
 			line.Dashes = []vg.Length{vg.Points(6), vg.Points(3)}
 		}
-		med := Median(s.Values)
+		med := stats.Median(s.Values)
 		p.Add(line)
 		p.Legend.Add(fmt.Sprintf("%s (n=%d, median %s)", name, len(s.Values), formatValue(med, unit)), line)
 		mark, err := plotter.NewScatter(plotter.XYs{{X: med, Y: 0.5}})
@@ -96,7 +98,7 @@ func axisLabel(metric string) string {
 // cdfPoints is the empirical CDF as a step line: for each sorted value, a point at
 // the fraction below it and one at the fraction up to it.
 func cdfPoints(xs []float64) plotter.XYs {
-	s := sortedCopy(xs)
+	s := slices.Sorted(slices.Values(xs))
 	n := float64(len(s))
 	pts := make(plotter.XYs, 0, 2*len(s))
 	for i, x := range s {

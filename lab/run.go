@@ -8,12 +8,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
 	"sync"
+
+	"github.com/slowstart/slowstart/stats"
 )
 
 // Row is one trial's result with every parameter of its point, as written to a
@@ -124,51 +125,13 @@ func (e *Env) RunJobs(ctx context.Context, jobs []Job, opts RunOptions) ([]Row, 
 	return rows, ctx.Err()
 }
 
-// Stats summarizes a sample.
-type Stats struct {
-	N      int     `json:"n"`
-	Min    float64 `json:"min"`
-	P10    float64 `json:"p10"`
-	Median float64 `json:"median"`
-	P90    float64 `json:"p90"`
-	P99    float64 `json:"p99"`
-	Max    float64 `json:"max"`
-	Mean   float64 `json:"mean"`
-	Stddev float64 `json:"stddev"`
-}
+// Stats summarizes a sample (package stats computes it).
+type Stats = stats.Summary
 
 // Summarize computes Stats of xs (which it sorts).
 func Summarize(xs []float64) Stats {
-	if len(xs) == 0 {
-		return Stats{}
-	}
 	sort.Float64s(xs)
-	var sum float64
-	for _, x := range xs {
-		sum += x
-	}
-	mean := sum / float64(len(xs))
-	var ss float64
-	for _, x := range xs {
-		ss += (x - mean) * (x - mean)
-	}
-	sd := 0.0
-	if len(xs) > 1 {
-		sd = math.Sqrt(ss / float64(len(xs)-1))
-	}
-	return Stats{N: len(xs), Min: xs[0], P10: Quantile(xs, 0.1), Median: Quantile(xs, 0.5), P90: Quantile(xs, 0.9), P99: Quantile(xs, 0.99), Max: xs[len(xs)-1], Mean: mean, Stddev: sd}
-}
-
-// Quantile of sorted xs at q in [0, 1], by linear interpolation between order
-// statistics (R's type 7, numpy's default); NaN for none.
-func Quantile(sorted []float64, q float64) float64 {
-	if len(sorted) == 0 {
-		return math.NaN()
-	}
-	pos := q * float64(len(sorted)-1)
-	lo := int(math.Floor(pos))
-	hi := min(lo+1, len(sorted)-1)
-	return sorted[lo] + (sorted[hi]-sorted[lo])*(pos-float64(lo))
+	return stats.SummarizeSorted(xs)
 }
 
 // ReadRows reads a JSONL results file; a missing file gives no rows. A last line cut

@@ -3,7 +3,6 @@ package probe
 import (
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -12,15 +11,12 @@ import (
 	"net/http/httptrace"
 	"net/netip"
 	"net/url"
-	"sync"
 	"time"
 
+	"github.com/slowstart/slowstart/httptiming"
 	"github.com/slowstart/slowstart/report"
 	"github.com/slowstart/slowstart/tlsrec"
 )
-
-// readBufferBytes is the buffer the body is read into.
-const readBufferBytes = 64 << 10
 
 // hop is one request of a probe: a URL and the address to connect to.
 type hop struct {
@@ -29,28 +25,6 @@ type hop struct {
 	// dnsDone: when the address came from a lookup, its start and end.
 	dnsStart, dnsDone time.Time
 	start             time.Time // before the lookup
-}
-
-// moments are the instants of one request, filled by tracing hooks that may run
-// on other goroutines (HTTP/2 writes requests from its own).
-type moments struct {
-	mu             sync.Mutex
-	connectStart   time.Time
-	connectDone    time.Time
-	tlsStart       time.Time
-	tlsDone        time.Time
-	requestWritten time.Time
-	firstByte      time.Time
-	local, remote  string
-}
-
-func (m *moments) set(at *time.Time) {
-	now := time.Now()
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if at.IsZero() {
-		*at = now
-	}
 }
 
 // resolve finds the address of t, from opts.Resolve, an IP literal, or a DNS lookup
@@ -104,57 +78,39 @@ type fetched struct {
 }
 
 // fetch makes one request over one new connection to h.addr and reads the whole
-// body. It never follows a redirect: it returns where it points.
+// body (package httptiming times it). It never follows a redirect: it returns where
+// it points.
 func fetch(ctx context.Context, opts *Options, h hop, keylog io.Writer) (fetched, error) {
 	t := h.target
-	var m moments
 	addrPort := netip.AddrPortFrom(h.addr, t.port)
 	dialer := &net.Dialer{}
-	transport := &http.Transport{
-		DialContext: func(ctx context.Context, network, _ string) (net.Conn, error) {
-			conn, err := dialIn(ctx, opts.Netns, dialer, "tcp", addrPort.String())
-			if err != nil {
-				return nil, err
-			}
-			m.mu.Lock()
-			m.local, m.remote = conn.LocalAddr().String(), conn.RemoteAddr().String()
-			m.mu.Unlock()
-			return conn, nil
-		},
-		DisableCompression:  true, // Accept-Encoding is set by hand, and bodies are counted as they travel
-		DisableKeepAlives:   true,
-		MaxIdleConnsPerHost: -1,
-	}
-	defer transport.CloseIdleConnections()
 	var protocols http.Protocols
 	protocols.SetHTTP1(true)
+	config := httptiming.Config{
+		Dial: func(ctx context.Context, network, _ string) (net.Conn, error) {
+			return dialIn(ctx, opts.Netns, dialer, "tcp", addrPort.String())
+		},
+		Protocols:       &protocols,
+		CloseConnection: true,
+	}
 	if t.url.Scheme == "https" {
 		protocols.SetHTTP2(!opts.HTTP1Only)
-		transport.TLSClientConfig = tlsConfig(opts, t, keylog)
+		config.TLS = tlsConfig(opts, t, keylog)
 	}
-	transport.Protocols = &protocols
 
-	trace := &httptrace.ClientTrace{
-		ConnectStart:         func(string, string) { m.set(&m.connectStart) },
-		ConnectDone:          func(_, _ string, err error) { m.set(&m.connectDone) },
-		TLSHandshakeStart:    func() { m.set(&m.tlsStart) },
-		TLSHandshakeDone:     func(tls.ConnectionState, error) { m.set(&m.tlsDone) },
-		WroteRequest:         func(httptrace.WroteRequestInfo) { m.set(&m.requestWritten) },
-		GotFirstResponseByte: func() { m.set(&m.firstByte) },
-	}
 	ctx, cancel := context.WithTimeout(ctx, opts.Timeout)
 	defer cancel()
-	request, err := http.NewRequestWithContext(httptrace.WithClientTrace(ctx, trace), http.MethodGet, t.url.String(), nil)
+	request, err := http.NewRequestWithContext(ctx, http.MethodGet, t.url.String(), nil)
 	if err != nil {
 		return fetched{}, newError(KindURL, "making the request for %s: %v", t.url, err)
 	}
 	setHeaders(request, opts)
 
-	response, err := transport.RoundTrip(request)
+	ex, err := httptiming.Do(request, config)
 	if err != nil {
 		return fetched{}, classifyFetchError(ctx, t.url.String(), err)
 	}
-	defer response.Body.Close()
+	response := ex.Response
 	var out fetched
 	timing := &out.timing
 	timing.URL = t.url.String()
@@ -169,28 +125,15 @@ func fetch(ctx context.Context, opts *Options, h hop, keylog io.Writer) (fetched
 	if cs := response.TLS; cs != nil {
 		timing.TLSVersion = tlsrec.VersionString(cs.Version)
 		timing.ServerName = cs.ServerName
-		timing.ChainBytes = certificateMessageBytes(cs.PeerCertificates)
+		chain := make([][]byte, len(cs.PeerCertificates))
+		for i, c := range cs.PeerCertificates {
+			chain[i] = c.Raw
+		}
+		timing.ChainBytes = tlsrec.CertificateMessageBytes(chain, "1.2")
 	}
 
-	buffer := make([]byte, readBufferBytes)
-	var lastByte time.Time
-	var readErr error
-	for {
-		n, err := response.Body.Read(buffer)
-		if n > 0 {
-			timing.BodyBytes += int64(n)
-			lastByte = time.Now()
-		}
-		if err != nil {
-			if !errors.Is(err, io.EOF) {
-				readErr = err
-			}
-			break
-		}
-	}
-	if lastByte.IsZero() {
-		lastByte = time.Now()
-	}
+	timing.BodyBytes = ex.BodyBytes
+	readErr := ex.BodyErr
 	if response.ContentLength >= 0 {
 		n := response.ContentLength
 		timing.ExpectedBodyBytes = &n
@@ -220,11 +163,9 @@ func fetch(ctx context.Context, opts *Options, h hop, keylog io.Writer) (fetched
 		timing.Location = next.String()
 	}
 
-	m.mu.Lock()
-	defer m.mu.Unlock()
 	// The timeline runs from the lookup's start as if the connect had followed it at
 	// once: the capture is opened between the two, and that is no part of a fetch.
-	start := m.connectStart
+	start := ex.ConnectStart
 	if !h.dnsStart.IsZero() {
 		dns := h.dnsDone.Sub(h.dnsStart)
 		v := float64(dns.Nanoseconds()) / 1e6
@@ -233,22 +174,24 @@ func fetch(ctx context.Context, opts *Options, h hop, keylog io.Writer) (fetched
 	}
 	ms := func(at time.Time) float64 { return float64(at.Sub(start).Nanoseconds()) / 1e6 }
 	timing.StartUnixNs = start.UnixNano()
-	timing.Local, timing.Remote = m.local, m.remote
-	if !m.connectStart.IsZero() && !m.connectDone.IsZero() {
-		timing.ConnectMs = float64(m.connectDone.Sub(m.connectStart).Nanoseconds()) / 1e6
-		timing.ConnectAtMs = ms(m.connectDone)
+	timing.Local, timing.Remote = ex.LocalAddr, ex.RemoteAddr
+	if !ex.ConnectStart.IsZero() && !ex.ConnectDone.IsZero() {
+		timing.ConnectMs = float64(ex.ConnectDone.Sub(ex.ConnectStart).Nanoseconds()) / 1e6
+		timing.ConnectAtMs = ms(ex.ConnectDone)
 	}
-	if !m.tlsStart.IsZero() && !m.tlsDone.IsZero() {
-		d, at := float64(m.tlsDone.Sub(m.tlsStart).Nanoseconds())/1e6, ms(m.tlsDone)
+	if !ex.TLSStart.IsZero() && !ex.TLSDone.IsZero() {
+		d, at := float64(ex.TLSDone.Sub(ex.TLSStart).Nanoseconds())/1e6, ms(ex.TLSDone)
 		timing.TLSMs, timing.TLSAtMs = &d, &at
 	}
-	if !m.requestWritten.IsZero() {
-		timing.RequestSentMs = ms(m.requestWritten)
+	// Over HTTP/2 the request-written report can come after the response; httptiming
+	// waits for it, so this is never left at 0 for a request that was sent.
+	if !ex.RequestWritten.IsZero() {
+		timing.RequestSentMs = ms(ex.RequestWritten)
 	}
-	if !m.firstByte.IsZero() {
-		timing.FirstByteAtMs = ms(m.firstByte)
+	if !ex.FirstByte.IsZero() {
+		timing.FirstByteAtMs = ms(ex.FirstByte)
 	}
-	timing.LastByteAtMs = ms(lastByte)
+	timing.LastByteAtMs = ms(ex.LastByte)
 	return out, readErr
 }
 
@@ -303,18 +246,4 @@ func tlsConfig(opts *Options, t target, keylog io.Writer) *tls.Config {
 		c.MinVersion = tls.VersionTLS13
 	}
 	return c
-}
-
-// certificateMessageBytes is the size of the TLS 1.2 Certificate message that
-// carries the chain: a 4-byte handshake header, a 3-byte list length, and each
-// certificate with its 3-byte length.
-func certificateMessageBytes(chain []*x509.Certificate) int {
-	if len(chain) == 0 {
-		return 0
-	}
-	n := 7
-	for _, c := range chain {
-		n += 3 + len(c.Raw)
-	}
-	return n
 }

@@ -17,7 +17,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"net/netip"
 	"net/url"
 	"os"
@@ -302,17 +301,4 @@ func (out *outputs) close() error {
 		errs = append(errs, out.pcap.close())
 	}
 	return errors.Join(errs...)
-}
-
-// median of xs (sorted in place); NaN for none.
-func median(xs []float64) float64 {
-	if len(xs) == 0 {
-		return math.NaN()
-	}
-	sort.Float64s(xs)
-	n := len(xs)
-	if n%2 == 1 {
-		return xs[n/2]
-	}
-	return (xs[n/2-1] + xs[n/2]) / 2
 }

@@ -2,10 +2,10 @@ package probe
 
 import (
 	"fmt"
-	"math"
 	"slices"
 
 	"github.com/slowstart/slowstart/report"
+	"github.com/slowstart/slowstart/stats"
 )
 
 // summarizeRuns sums up the runs of res: the IW of each run's final connection,
@@ -54,11 +54,11 @@ func summarizeWindows(s *report.RunSummary) {
 	slices.Sort(sorted)
 	s.IWMin = sorted[0]
 	s.IWSpread = sorted[len(sorted)-1] - sorted[0]
-	if n := len(sorted); n%2 == 1 {
-		s.IWMedian = float64(sorted[n/2])
-	} else {
-		s.IWMedian = float64(sorted[n/2-1]+sorted[n/2]) / 2
+	windows := make([]float64, len(sorted))
+	for i, n := range sorted {
+		windows[i] = float64(n)
 	}
+	s.IWMedian = stats.Median(windows)
 	s.IWMode = mode(sorted)
 	if len(exact) < 2 || slices.Min(exact) == slices.Max(exact) {
 		return
@@ -117,17 +117,5 @@ func spread(xs []float64) report.Spread {
 	if len(xs) == 0 {
 		return report.Spread{}
 	}
-	s := report.Spread{N: len(xs), Min: slices.Min(xs), Max: slices.Max(xs), Median: median(slices.Clone(xs))}
-	if len(xs) > 1 {
-		var sum, ss float64
-		for _, x := range xs {
-			sum += x
-		}
-		mean := sum / float64(len(xs))
-		for _, x := range xs {
-			ss += (x - mean) * (x - mean)
-		}
-		s.Stddev = math.Sqrt(ss / float64(len(xs)-1))
-	}
-	return s
+	return report.Spread{N: len(xs), Min: slices.Min(xs), Max: slices.Max(xs), Median: stats.Median(xs), Stddev: stats.Stddev(xs)}
 }

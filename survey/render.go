@@ -111,15 +111,12 @@ func exactIWText(r *Row) string {
 	return "≥ " + strconv.Itoa(*r.ExactIWSegments)
 }
 
+// passiveIWText is the page load's reading as report.IWReading writes it (a range
+// shows both ends, never one alone); the verdict when it gives no number.
 func passiveIWText(r *Row) string {
-	switch {
-	case r.PassiveIWSegments != nil && r.PassiveVerdict == report.VerdictExact:
-		return strconv.Itoa(*r.PassiveIWSegments)
-	case r.PassiveIWSegments != nil && r.PassiveVerdict == report.VerdictRange && r.PassiveIWSegmentsMax != nil:
-		// Either end may be the window: never one end alone.
-		return fmt.Sprintf("%d-%d", *r.PassiveIWSegments, *r.PassiveIWSegmentsMax)
-	case r.PassiveIWSegments != nil:
-		return "≥ " + strconv.Itoa(*r.PassiveIWSegments)
+	reading := report.IWReading{Verdict: r.PassiveVerdict, Segments: r.PassiveIWSegments, SegmentsMax: r.PassiveIWSegmentsMax}
+	if text := reading.Text(); text != "" {
+		return text
 	}
 	return dash(r.PassiveVerdict)
 }

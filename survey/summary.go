@@ -3,12 +3,14 @@ package survey
 import (
 	"cmp"
 	"fmt"
+	"math"
 	"slices"
 	"sort"
 	"strings"
 
 	"github.com/slowstart/slowstart/probe/exact"
 	"github.com/slowstart/slowstart/report"
+	"github.com/slowstart/slowstart/stats"
 )
 
 // SummarySchema names the JSON form of a Summary (docs/schemas/survey-summary.json).
@@ -348,15 +350,16 @@ func share(n, total int) float64 {
 	return float64(n) / float64(total)
 }
 
+// median of byte counts (stats.Median), rounded down to a whole byte; nil for none.
 func median(xs []int) *int {
 	if len(xs) == 0 {
 		return nil
 	}
-	slices.Sort(xs)
-	m := xs[len(xs)/2]
-	if len(xs)%2 == 0 {
-		m = (xs[len(xs)/2-1] + xs[len(xs)/2]) / 2
+	values := make([]float64, len(xs))
+	for i, x := range xs {
+		values[i] = float64(x)
 	}
+	m := int(math.Floor(stats.Median(values)))
 	return &m
 }
 

@@ -627,49 +627,23 @@ func fillExact(row *Row, res *exact.Result) {
 	}
 }
 
+// fillPassive fills the page load's columns from its final connection, as
+// report.Summary projects it (the same row watch stores).
 func fillPassive(row *Row, res *probe.Result) {
 	c := res.Final(0)
 	if c == nil {
 		return
 	}
-	if iw := c.InitialWindow; iw != nil {
-		row.PassiveVerdict = iw.Verdict
-		if iw.Verdict != report.VerdictNone && iw.Verdict != report.VerdictAmbiguous {
-			row.PassiveIWSegments = ptr(iw.Segments)
-		}
-		if iw.Verdict == report.VerdictRange && iw.SegmentsMax > 0 {
-			row.PassiveIWSegmentsMax = ptr(iw.SegmentsMax)
-			row.PassiveIWExactIf = iw.ExactIf
-		}
-	}
-	for _, r := range c.Rounds {
-		if r.Phase != report.PhaseTLS {
-			row.FirstRoundBytes = ptr(r.Bytes)
-			break
-		}
-	}
-	if c.TLS != nil && c.TLS.ServerFlightBytes > 0 {
-		row.TLSFlightBytes = ptr(c.TLS.ServerFlightBytes)
-	}
-	if len(c.Rounds) > 0 || c.HandshakeRTTMs != nil {
-		row.TLSRoundTrips, row.RoundTrips = ptr(c.RoundTrips.TLS), ptr(c.RoundTrips.Total)
-	}
-	if c.HandshakeRTTMs != nil {
-		row.HandshakeRTTMs = ptr(*c.HandshakeRTTMs)
-	}
-	if c.MSS > 0 {
-		row.MSS = ptr(c.MSS)
-	}
-	if ct := c.ClientTiming; ct != nil {
-		if ct.Status != 0 {
-			row.Status = ptr(ct.Status)
-			row.BodyBytes = ptr(ct.BodyBytes)
-			row.LastByteMs = ptr(ct.LastByteAtMs)
-		}
-		row.Protocol = ct.Protocol
-		if ct.URL != "" && ct.URL != row.URL {
-			row.FinalURL = ct.URL
-		}
+	sum := report.Summary(c)
+	row.PassiveVerdict = sum.IW.Verdict
+	row.PassiveIWSegments, row.PassiveIWSegmentsMax, row.PassiveIWExactIf = sum.IW.Segments, sum.IW.SegmentsMax, sum.IW.ExactIf
+	row.FirstRoundBytes, row.TLSFlightBytes = sum.FirstRoundBytes, sum.TLSFlightBytes
+	row.TLSRoundTrips, row.RoundTrips = sum.TLSRoundTrips, sum.RoundTrips
+	row.HandshakeRTTMs, row.MSS = sum.HandshakeRTTMs, sum.MSS
+	row.Status, row.BodyBytes, row.LastByteMs = sum.Status, sum.BodyBytes, sum.LastByteMs
+	row.Protocol = sum.Protocol
+	if sum.URL != "" && sum.URL != row.URL {
+		row.FinalURL = sum.URL
 	}
 }
 

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/slowstart/slowstart/report"
 )
 
 // Metrics holds what the Prometheus endpoint serves: per watch, counters of probes
@@ -103,8 +105,13 @@ func (m *Metrics) Write(w io.Writer) error {
 			}
 			return float64(u.last.Time.UnixNano()) / 1e9, true
 		})
-	family("slowstart_watch_initial_window_segments", "gauge", "The server's initial window seen by the last successful probe (segments).",
-		integer(func(r *Row) *int { return r.IWSegments }))
+	family("slowstart_watch_initial_window_segments", "gauge", "The server's initial window seen by the last successful probe (segments), when its verdict was exact.",
+		integer(func(r *Row) *int {
+			if r.IWVerdict != report.VerdictExact {
+				return nil // a bound or a range is no gauge value
+			}
+			return r.IWSegments
+		}))
 	family("slowstart_watch_handshake_rtt_seconds", "gauge", "TCP handshake round-trip time of the last successful probe.",
 		seconds(func(r *Row) *float64 { return r.HandshakeRTTMs }))
 	family("slowstart_watch_tls_seconds", "gauge", "TLS handshake duration of the last successful probe.",

@@ -147,6 +147,44 @@ func TestStoreMigratesVersion1(t *testing.T) {
 	}
 }
 
+// TestStoreMigratesVersion2: a version-2 store gains iw_segments_max; its rows
+// read back without one, and a range written after the upgrade keeps both ends.
+func TestStoreMigratesVersion2(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "v2.db")
+	db, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v2 := `CREATE TABLE probes (id INTEGER PRIMARY KEY AUTOINCREMENT, time_unix_ns INTEGER NOT NULL, url TEXT NOT NULL,
+		iw_segments INTEGER, iw_verdict TEXT, handshake_rtt_ms REAL, tls_ms REAL, first_byte_ms REAL, last_byte_ms REAL,
+		round_trips INTEGER, body_bytes INTEGER, error TEXT NOT NULL DEFAULT '', label TEXT NOT NULL DEFAULT '', status INTEGER);
+		INSERT INTO probes (time_unix_ns, url, iw_segments, iw_verdict) VALUES (1, 'https://example.com/', 10, 'exact');
+		PRAGMA user_version = 2;`
+	if _, err := db.Exec(v2); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	s, err := OpenStore(path, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	low, high := 4, 10
+	if _, err := s.Insert(context.Background(), Row{Time: time.Now(), URL: "https://example.com/", IWSegments: &low, IWSegmentsMax: &high, IWVerdict: "range"}); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := s.Rows(context.Background(), Query{})
+	if err != nil || len(rows) != 2 {
+		t.Fatalf("rows %+v (%v)", rows, err)
+	}
+	if old := rows[0]; old.IWSegments == nil || *old.IWSegments != 10 || old.IWSegmentsMax != nil || old.IWVerdict != "exact" {
+		t.Errorf("the version-2 row reads back as %+v", old)
+	}
+	if r := rows[1]; r.IWSegments == nil || *r.IWSegments != 4 || r.IWSegmentsMax == nil || *r.IWSegmentsMax != 10 {
+		t.Errorf("the range reads back as %+v", r)
+	}
+}
+
 // TestMetricsServer: :PORT listens on loopback only; only GET and HEAD are
 // answered, and on loopback only with an IP address or localhost as Host.
 func TestMetricsServer(t *testing.T) {

@@ -9,12 +9,13 @@ import (
 	"time"
 
 	// The pure-Go SQLite driver: no cgo, so the binary stays static.
+	"github.com/slowstart/slowstart/report"
 	_ "modernc.org/sqlite"
 )
 
 // StoreVersion is the schema version of the store (SQLite's user_version).
-// Version 2 added the label and status columns.
-const StoreVersion = 2
+// Version 2 added the label and status columns, version 3 iw_segments_max.
+const StoreVersion = 3
 
 // schema creates the store's one table. Times are Unix nanoseconds (UTC);
 // milliseconds are REAL; a column is NULL where the probe gave no value.
@@ -24,6 +25,7 @@ CREATE TABLE IF NOT EXISTS probes (
 	time_unix_ns     INTEGER NOT NULL,
 	url              TEXT    NOT NULL,
 	iw_segments      INTEGER,
+	iw_segments_max  INTEGER,
 	iw_verdict       TEXT,
 	handshake_rtt_ms REAL,
 	tls_ms           REAL,
@@ -46,10 +48,13 @@ type Row struct {
 	URL string `json:"url"`
 	// Label names the watch (--label); "" when none was given.
 	Label string `json:"label,omitempty"`
-	// IWSegments and IWVerdict are the server's initial window as the page load
-	// showed it (report.InitialWindow); nil and "" without a reading.
-	IWSegments *int   `json:"iw_segments"`
-	IWVerdict  string `json:"iw_verdict"`
+	// IWSegments, IWSegmentsMax and IWVerdict are the server's initial window as
+	// the page load showed it (report.Summary): the window (exact), both ends of a
+	// range, a lower bound (lower_bound, rwnd_limited), and no number for
+	// ambiguous and none; "" as verdict without a reading.
+	IWSegments    *int   `json:"iw_segments"`
+	IWSegmentsMax *int   `json:"iw_segments_max,omitempty"`
+	IWVerdict     string `json:"iw_verdict"`
 	// HandshakeRTTMs is the TCP handshake's round trip from the capture.
 	HandshakeRTTMs *float64 `json:"handshake_rtt_ms"`
 	// TLSMs is the TLS handshake's duration; nil over cleartext.
@@ -67,6 +72,11 @@ type Row struct {
 	BodyBytes *int64 `json:"body_bytes"`
 	// Error says why the probe failed; "" when it did not.
 	Error string `json:"error"`
+}
+
+// IWReading is the row's initial window as report.Summary gave it.
+func (r Row) IWReading() report.IWReading {
+	return report.IWReading{Verdict: r.IWVerdict, Segments: r.IWSegments, SegmentsMax: r.IWSegmentsMax}
 }
 
 // Schema names the JSON of watch --list (docs/schemas/watch.json).
@@ -128,11 +138,16 @@ func (s *Store) init() error {
 	if version > StoreVersion {
 		return fmt.Errorf("store version %d is newer than this slowstart knows (%d)", version, StoreVersion)
 	}
-	if version == 1 {
-		for _, column := range []string{"label TEXT NOT NULL DEFAULT ''", "status INTEGER"} {
-			if _, err := s.db.Exec("ALTER TABLE probes ADD COLUMN " + column); err != nil {
-				return err
-			}
+	var added []string // columns later versions added
+	switch version {
+	case 1:
+		added = []string{"label TEXT NOT NULL DEFAULT ''", "status INTEGER", "iw_segments_max INTEGER"}
+	case 2:
+		added = []string{"iw_segments_max INTEGER"}
+	}
+	for _, column := range added {
+		if _, err := s.db.Exec("ALTER TABLE probes ADD COLUMN " + column); err != nil {
+			return err
 		}
 	}
 	if version == 0 {
@@ -156,9 +171,9 @@ func (s *Store) Close() error { return s.db.Close() }
 
 // Insert appends a row and returns its id.
 func (s *Store) Insert(ctx context.Context, r Row) (int64, error) {
-	res, err := s.db.ExecContext(ctx, `INSERT INTO probes (time_unix_ns, url, iw_segments, iw_verdict, handshake_rtt_ms,
-		tls_ms, first_byte_ms, last_byte_ms, round_trips, body_bytes, error, label, status) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		r.Time.UnixNano(), r.URL, r.IWSegments, nullString(r.IWVerdict), r.HandshakeRTTMs, r.TLSMs, r.FirstByteMs,
+	res, err := s.db.ExecContext(ctx, `INSERT INTO probes (time_unix_ns, url, iw_segments, iw_segments_max, iw_verdict, handshake_rtt_ms,
+		tls_ms, first_byte_ms, last_byte_ms, round_trips, body_bytes, error, label, status) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		r.Time.UnixNano(), r.URL, r.IWSegments, r.IWSegmentsMax, nullString(r.IWVerdict), r.HandshakeRTTMs, r.TLSMs, r.FirstByteMs,
 		r.LastByteMs, r.RoundTrips, r.BodyBytes, r.Error, r.Label, r.Status)
 	if err != nil {
 		return 0, fmt.Errorf("writing to the watch store %s: %w", s.path, err)
@@ -195,7 +210,7 @@ func (s *Store) Rows(ctx context.Context, q Query) ([]Row, error) {
 		where += " AND time_unix_ns < ?"
 		args = append(args, q.To.UnixNano())
 	}
-	rows, err := s.db.QueryContext(ctx, `SELECT id, time_unix_ns, url, iw_segments, iw_verdict, handshake_rtt_ms, tls_ms,
+	rows, err := s.db.QueryContext(ctx, `SELECT id, time_unix_ns, url, iw_segments, iw_segments_max, iw_verdict, handshake_rtt_ms, tls_ms,
 		first_byte_ms, last_byte_ms, round_trips, body_bytes, error, label, status FROM probes WHERE `+where+` ORDER BY time_unix_ns, id`, args...)
 	if err != nil {
 		return nil, fmt.Errorf("reading the watch store %s: %w", s.path, err)
@@ -205,15 +220,15 @@ func (s *Store) Rows(ctx context.Context, q Query) ([]Row, error) {
 	for rows.Next() {
 		var r Row
 		var ns int64
-		var iw, rounds, body, status sql.NullInt64
+		var iw, iwMax, rounds, body, status sql.NullInt64
 		var verdict sql.NullString
 		var hs, tlsMs, fb, lb sql.NullFloat64
-		if err := rows.Scan(&r.ID, &ns, &r.URL, &iw, &verdict, &hs, &tlsMs, &fb, &lb, &rounds, &body, &r.Error, &r.Label, &status); err != nil {
+		if err := rows.Scan(&r.ID, &ns, &r.URL, &iw, &iwMax, &verdict, &hs, &tlsMs, &fb, &lb, &rounds, &body, &r.Error, &r.Label, &status); err != nil {
 			return nil, fmt.Errorf("reading the watch store %s: %w", s.path, err)
 		}
 		r.Time = time.Unix(0, ns).UTC()
 		r.IWVerdict = verdict.String
-		r.IWSegments, r.RoundTrips, r.Status = intPtr(iw), intPtr(rounds), intPtr(status)
+		r.IWSegments, r.IWSegmentsMax, r.RoundTrips, r.Status = intPtr(iw), intPtr(iwMax), intPtr(rounds), intPtr(status)
 		if body.Valid {
 			r.BodyBytes = &body.Int64
 		}

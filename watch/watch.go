@@ -125,31 +125,13 @@ func RowFromResult(at time.Time, url string, res *probe.Result, err error) Row {
 		}
 		return row
 	}
-	if iw := conn.InitialWindow; iw != nil && iw.Verdict != report.VerdictNone {
-		segments := iw.Segments
-		row.IWSegments, row.IWVerdict = &segments, iw.Verdict
-	}
-	if conn.HandshakeRTTMs != nil {
-		v := *conn.HandshakeRTTMs
-		row.HandshakeRTTMs = &v
-	}
-	total := conn.RoundTrips.Total
-	row.RoundTrips = &total
-	if ct := conn.ClientTiming; ct != nil {
-		if ct.TLSMs != nil {
-			v := *ct.TLSMs
-			row.TLSMs = &v
-		}
-		// A probe that failed before the response has no first or last byte.
-		if ct.Status != 0 {
-			status := ct.Status
-			row.Status = &status
-			fb, lb, body := ct.FirstByteAtMs, ct.LastByteAtMs, ct.BodyBytes
-			row.FirstByteMs, row.LastByteMs, row.BodyBytes = &fb, &lb, &body
-		}
-		if ct.Status >= 400 && row.Error == "" {
-			row.Error = fmt.Sprintf("HTTP status %d", ct.Status)
-		}
+	// The same projection survey shows (report.Summary).
+	sum := report.Summary(conn)
+	row.IWSegments, row.IWSegmentsMax, row.IWVerdict = sum.IW.Segments, sum.IW.SegmentsMax, sum.IW.Verdict
+	row.HandshakeRTTMs, row.RoundTrips, row.TLSMs = sum.HandshakeRTTMs, sum.RoundTrips, sum.TLSMs
+	row.Status, row.BodyBytes, row.FirstByteMs, row.LastByteMs = sum.Status, sum.BodyBytes, sum.FirstByteMs, sum.LastByteMs
+	if sum.Status != nil && *sum.Status >= 400 && row.Error == "" {
+		row.Error = fmt.Sprintf("HTTP status %d", *sum.Status)
 	}
 	return row
 }

@@ -269,7 +269,9 @@ func storeValue(r watch.Row, metric string) (float64, bool) {
 	case "rounds":
 		return i(r.RoundTrips)
 	case "iw":
-		return i(r.IWSegments)
+		// Exact readings only, as for probe Reports: a bound or a range is no value.
+		iw, ok := r.IWReading().Exact()
+		return float64(iw), ok && iw > 0
 	case "bytes":
 		if r.BodyBytes == nil {
 			return 0, false

@@ -436,7 +436,8 @@ func TestCompareStoreWindows(t *testing.T) {
 			last, iw = 700.0+float64(i%5), 10
 		}
 		rounds := 6
-		insert(watch.Row{Time: at, URL: site, LastByteMs: &last, IWSegments: &iw, RoundTrips: &rounds})
+		// As watch stores a reading: the window with its verdict (iw counts exact ones only).
+		insert(watch.Row{Time: at, URL: site, LastByteMs: &last, IWSegments: &iw, IWVerdict: "exact", RoundTrips: &rounds})
 		insert(watch.Row{Time: at, URL: other, LastByteMs: &last})
 	}
 	insert(watch.Row{Time: change.Add(-30 * time.Minute), URL: site, Error: "dial tcp: connection refused"})

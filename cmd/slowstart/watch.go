@@ -178,8 +178,10 @@ func formatWatchRow(r watch.Row) string {
 	if r.Status != nil {
 		s += fmt.Sprintf("  HTTP %d", *r.Status)
 	}
-	if r.IWSegments != nil {
-		s += fmt.Sprintf("  IW %d (%s)", *r.IWSegments, r.IWVerdict)
+	if text := r.IWReading().Text(); text != "" {
+		s += fmt.Sprintf("  IW %s (%s)", text, r.IWVerdict)
+	} else if r.IWVerdict != "" {
+		s += fmt.Sprintf("  IW ? (%s)", r.IWVerdict)
 	} else {
 		s += "  IW ?"
 	}
@@ -200,6 +202,13 @@ func formatWatchRow(r watch.Row) string {
 	}
 	if r.Error != "" {
 		s += "  error: " + textsafe.Escape(r.Error)
+	}
+	return s
+}
+
+func dashIfEmpty(s string) string {
+	if s == "" {
+		return "-"
 	}
 	return s
 }
@@ -249,7 +258,7 @@ func listStore(ctx context.Context, w io.Writer, path, url string, asJSON bool) 
 			verdict = "-"
 		}
 		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.Time.UTC().Format("2006-01-02 15:04:05"), textsafe.Escape(r.URL),
-			n(r.Status), n(r.IWSegments), verdict, f(r.HandshakeRTTMs), f(r.TLSMs), f(r.FirstByteMs), f(r.LastByteMs), n(r.RoundTrips), body, textsafe.Escape(r.Error))
+			n(r.Status), dashIfEmpty(r.IWReading().Text()), verdict, f(r.HandshakeRTTMs), f(r.TLSMs), f(r.FirstByteMs), f(r.LastByteMs), n(r.RoundTrips), body, textsafe.Escape(r.Error))
 	}
 	if err := tw.Flush(); err != nil {
 		return err

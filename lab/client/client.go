@@ -1,7 +1,8 @@
 // Package client provides the clients the lab times: a built-in HTTP client that fetches
 // one URL over one fresh connection and reports when each step of the transfer happened
-// (connect, TLS handshake, request written, first and last response byte), and a driver
-// for curl that reports the same Result from curl's own timers.
+// (connect, TLS handshake, request written, first and last response byte), timed by
+// package httptiming as the probe's fetches are, and a driver for curl that reports the
+// same Result from curl's own timers.
 //
 // The clients use the dial function they are given, so the caller decides where sockets
 // are made (e.g. in a client network namespace); the package makes no namespaces and
@@ -12,16 +13,14 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
-	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"net/http"
-	"net/http/httptrace"
 	"net/url"
-	"sync"
 	"time"
+
+	"github.com/slowstart/slowstart/httptiming"
 )
 
 // Client names, as reported in Result.Client.
@@ -35,9 +34,6 @@ const (
 	ProtocolHTTP1 = "HTTP/1.1"
 	ProtocolHTTP2 = "HTTP/2"
 )
-
-// readBufferBytes is the size of the buffer the built-in client reads bodies into.
-const readBufferBytes = 64 << 10
 
 // FetchConfig describes one fetch.
 type FetchConfig struct {
@@ -111,38 +107,10 @@ type Result struct {
 	RemoteAddr string `json:"remote_addr"`
 }
 
-// timeline collects the moments of one fetch; the hooks that fill it may run on other
-// goroutines (HTTP/2 writes requests from its own).
-type timeline struct {
-	mu             sync.Mutex
-	connectStart   time.Time
-	connectDone    time.Time
-	tlsDone        time.Time
-	requestWritten time.Time
-	firstByte      time.Time
-	localAddr      string
-	remoteAddr     string
-}
-
-func (t *timeline) set(moment *time.Time, at time.Time) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if moment.IsZero() {
-		*moment = at
-	}
-}
-
-// sinceStart returns at relative to the connect start in nanoseconds, 0 when at is unset.
-func (t *timeline) sinceStart(at time.Time) int64 {
-	if at.IsZero() {
-		return 0
-	}
-	return at.Sub(t.connectStart).Nanoseconds()
-}
-
 // Fetch fetches cfg.URL with net/http over one new connection (a fresh Transport, nothing
-// reused), reads the whole body, and reports sizes and timings. On an HTTP error status or
-// a protocol other than the one asked for it returns the Result with an error.
+// reused; package httptiming times it), reads the whole body, and reports sizes and
+// timings. On an HTTP error status or a protocol other than the one asked for it returns
+// the Result with an error.
 func Fetch(ctx context.Context, cfg FetchConfig) (Result, error) {
 	target, err := url.Parse(cfg.URL)
 	if err != nil {
@@ -155,32 +123,7 @@ func Fetch(ctx context.Context, cfg FetchConfig) (Result, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	dial := cfg.Dial
-	if dial == nil {
-		dial = (&net.Dialer{}).DialContext
-	}
 
-	var moments timeline
-	// net/http reports the request written from the goroutine that wrote it, which for
-	// HTTP/2 can run after the response has been read: wait for it before reporting.
-	requestWritten := make(chan struct{})
-	var requestWrittenOnce sync.Once
-	transport := &http.Transport{
-		DialContext: func(ctx context.Context, network, address string) (net.Conn, error) {
-			moments.set(&moments.connectStart, time.Now())
-			conn, err := dial(ctx, network, address)
-			if err != nil {
-				return nil, err
-			}
-			moments.set(&moments.connectDone, time.Now())
-			moments.mu.Lock()
-			moments.localAddr, moments.remoteAddr = conn.LocalAddr().String(), conn.RemoteAddr().String()
-			moments.mu.Unlock()
-			return conn, nil
-		},
-		DisableCompression: true,
-	}
-	defer transport.CloseIdleConnections()
 	var protocols http.Protocols
 	switch {
 	case cfg.HTTP2 && target.Scheme == "http":
@@ -191,30 +134,16 @@ func Fetch(ctx context.Context, cfg FetchConfig) (Result, error) {
 	default:
 		protocols.SetHTTP1(true)
 	}
-	transport.Protocols = &protocols
+	timingConfig := httptiming.Config{Dial: cfg.Dial, Protocols: &protocols}
 	if target.Scheme == "https" {
 		tlsConfig, err := clientTLSConfig(cfg, target.Hostname())
 		if err != nil {
 			return Result{}, err
 		}
-		transport.TLSClientConfig = tlsConfig
+		timingConfig.TLS = tlsConfig
 	}
 
-	trace := &httptrace.ClientTrace{
-		TLSHandshakeDone: func(_ tls.ConnectionState, err error) {
-			if err == nil {
-				moments.set(&moments.tlsDone, time.Now())
-			}
-		},
-		WroteRequest: func(info httptrace.WroteRequestInfo) {
-			if info.Err == nil {
-				moments.set(&moments.requestWritten, time.Now())
-			}
-			requestWrittenOnce.Do(func() { close(requestWritten) })
-		},
-		GotFirstResponseByte: func() { moments.set(&moments.firstByte, time.Now()) },
-	}
-	request, err := http.NewRequestWithContext(httptrace.WithClientTrace(ctx, trace), http.MethodGet, cfg.URL, nil)
+	request, err := http.NewRequestWithContext(ctx, http.MethodGet, cfg.URL, nil)
 	if err != nil {
 		return Result{}, fmt.Errorf("making the request for %s: %w", cfg.URL, err)
 	}
@@ -225,52 +154,36 @@ func Fetch(ctx context.Context, cfg FetchConfig) (Result, error) {
 		}
 	}
 
-	response, err := transport.RoundTrip(request)
+	ex, err := httptiming.Do(request, timingConfig)
 	if err != nil {
 		return Result{}, fmt.Errorf("fetching %s: %w", cfg.URL, err)
 	}
-	defer response.Body.Close()
-	result := Result{Client: ClientBuiltin, URL: cfg.URL, Status: response.StatusCode, Protocol: ProtocolHTTP1}
+	response := ex.Response
+	result := Result{Client: ClientBuiltin, URL: cfg.URL, Status: response.StatusCode, Protocol: ProtocolHTTP1, Bytes: ex.BodyBytes}
 	if response.ProtoMajor == 2 {
 		result.Protocol = ProtocolHTTP2
 	}
 	if response.TLS != nil {
 		result.TLSVersion = tlsVersionName(response.TLS.Version)
 	}
-
-	buffer := make([]byte, readBufferBytes)
-	var lastByte time.Time
 	var readErr error
-	for {
-		n, err := response.Body.Read(buffer)
-		if n > 0 {
-			result.Bytes += int64(n)
-			lastByte = time.Now()
-		}
-		if err != nil {
-			if !errors.Is(err, io.EOF) {
-				readErr = fmt.Errorf("reading the body of %s after %d bytes: %w", cfg.URL, result.Bytes, err)
-			}
-			break
-		}
-	}
-	if result.Bytes == 0 {
-		lastByte = time.Now()
-	}
-	select {
-	case <-requestWritten:
-	case <-ctx.Done():
+	if ex.BodyErr != nil {
+		readErr = fmt.Errorf("reading the body of %s after %d bytes: %w", cfg.URL, result.Bytes, ex.BodyErr)
 	}
 
-	moments.mu.Lock()
-	result.StartUnixNs = moments.connectStart.UnixNano()
-	result.ConnectNs = moments.sinceStart(moments.connectDone)
-	result.TLSNs = moments.sinceStart(moments.tlsDone)
-	result.RequestWrittenNs = moments.sinceStart(moments.requestWritten)
-	result.FirstByteNs = moments.sinceStart(moments.firstByte)
-	result.LastByteNs = moments.sinceStart(lastByte)
-	result.LocalAddr, result.RemoteAddr = moments.localAddr, moments.remoteAddr
-	moments.mu.Unlock()
+	sinceStart := func(at time.Time) int64 {
+		if at.IsZero() {
+			return 0
+		}
+		return at.Sub(ex.ConnectStart).Nanoseconds()
+	}
+	result.StartUnixNs = ex.ConnectStart.UnixNano()
+	result.ConnectNs = sinceStart(ex.ConnectDone)
+	result.TLSNs = sinceStart(ex.TLSDone)
+	result.RequestWrittenNs = sinceStart(ex.RequestWritten)
+	result.FirstByteNs = sinceStart(ex.FirstByte)
+	result.LastByteNs = sinceStart(ex.LastByte)
+	result.LocalAddr, result.RemoteAddr = ex.LocalAddr, ex.RemoteAddr
 	result.FCTPaperNs = result.LastByteNs - result.FirstByteNs
 	result.FCTUserNs = result.LastByteNs
 	logger.Debug("fetched", "url", cfg.URL, "status", result.Status, "bytes", result.Bytes,

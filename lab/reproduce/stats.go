@@ -6,6 +6,7 @@ import (
 
 	"github.com/slowstart/slowstart/lab"
 	"github.com/slowstart/slowstart/model"
+	"github.com/slowstart/slowstart/stats"
 )
 
 // Point is one lab point's trials, summarized, with the model's prediction.
@@ -47,25 +48,7 @@ func summarize(spec lab.Spec, rows []lab.Row) Point {
 }
 
 // ci95 is the half-width of the 95% confidence interval of the mean (Student's t).
-func ci95(s lab.Stats) float64 {
-	if s.N < 2 {
-		return 0
-	}
-	return tQuantile975(s.N-1) * s.Stddev / math.Sqrt(float64(s.N))
-}
-
-// tQuantile975 is the 97.5% quantile of Student's t with df degrees of freedom.
-func tQuantile975(df int) float64 {
-	table := []float64{0, 12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
-		2.201, 2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086}
-	if df < len(table) {
-		return table[df]
-	}
-	if df < 30 {
-		return 2.05
-	}
-	return 1.96
-}
+func ci95(s lab.Stats) float64 { return stats.MeanCI95(s) }
 
 // Improvement compares a base point (IW 3) with an experiment point (IW 10).
 type Improvement struct {

@@ -19,6 +19,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/slowstart/slowstart/tlsrec"
 )
 
 // KeyType names the key pair of the certificates of a chain.
@@ -52,7 +54,7 @@ type ChainConfig struct {
 	// Intermediates is the number of intermediate CAs between the root and the leaf.
 	Intermediates int
 	// TargetBytes is the size of the Certificate handshake message to hit (see
-	// CertificateMessageBytes, TLS 1.2 form); 0 generates the chain without padding.
+	// tlsrec.CertificateMessageBytes, TLS 1.2 form); 0 generates the chain without padding.
 	TargetBytes int
 	// KeyType is the key of every certificate in the chain; KeyAuto picks by TargetBytes.
 	KeyType KeyType
@@ -90,28 +92,6 @@ func GenerateChain(cfg ChainConfig) (tls.Certificate, *x509.CertPool, error) {
 		return tls.Certificate{}, nil, err
 	}
 	return chain.Certificate, chain.Roots, nil
-}
-
-// CertificateMessageBytes is the size on the wire of the TLS Certificate handshake
-// message that carries chain (DER certificates, leaf first), handshake header included:
-//
-//	TLS 1.2: 4 (type, length) + 3 (list length) + Σ (3 + len(cert))
-//	TLS 1.3: 4 (type, length) + 1 (empty request context) + 3 (list length)
-//	         + Σ (3 + len(cert) + 2 (empty extensions))
-//
-// In TLS 1.3 the message travels encrypted, with 17 more bytes of record overhead per
-// record (content type and AEAD tag) besides the 5-byte record header both versions have.
-func CertificateMessageBytes(chain [][]byte, tlsVersion string) int {
-	total := 4 + 3
-	perCertificate := 3
-	if tlsVersion == "1.3" {
-		total++
-		perCertificate += 2
-	}
-	for _, certificate := range chain {
-		total += perCertificate + len(certificate)
-	}
-	return total
 }
 
 // NewChain generates a chain as GenerateChain does and reports what it achieved. The
@@ -210,7 +190,7 @@ func NewChain(cfg ChainConfig) (*Chain, error) {
 		if err != nil {
 			return nil, err
 		}
-		messageBytes = CertificateMessageBytes(append([][]byte{leaf.Raw}, intermediates...), "1.2")
+		messageBytes = tlsrec.CertificateMessageBytes(append([][]byte{leaf.Raw}, intermediates...), "1.2")
 		missingBytes := cfg.TargetBytes - messageBytes
 		if cfg.TargetBytes == 0 || missingBytes == 0 || attempt == 6 {
 			break

@@ -11,6 +11,8 @@ import (
 	"net/netip"
 	"testing"
 	"time"
+
+	"github.com/slowstart/slowstart/tlsrec"
 )
 
 // recordingConn keeps a copy of every byte read from the connection.
@@ -126,7 +128,7 @@ func TestChainSizeOnTheWire(t *testing.T) {
 				if err != nil {
 					t.Fatalf("TLS %s handshake with the generated chain (verified against its root): %v", tlsVersion, err)
 				}
-				formulaBytes := CertificateMessageBytes(peerChain, tlsVersion)
+				formulaBytes := tlsrec.CertificateMessageBytes(peerChain, tlsVersion)
 				if tlsVersion == "1.3" {
 					// Encrypted on the wire: check the formula's difference to TLS 1.2.
 					if want := chain.CertificateMessageBytes + 1 + 2*len(peerChain); formulaBytes != want {
