@@ -50,8 +50,6 @@ var knownViolations = map[string]string{
 	// gone when they use the lab's path API (issue 15: lab path assembly).
 	"probe → lab/link":   "probe/labserver.go builds its own path",
 	"probe → lab/netlab": "probe/labserver.go builds its own namespaces",
-	// compare uses lab.Quantile and lab.Row; gone with the shared statistics package.
-	"compare → lab": "compare/stats.go uses the lab's quantiles",
 	// lab times HTTP/3 with probe/quicprobe's client; gone when that client lives
 	// below both.
 	"lab → probe/quicprobe": "lab/lab.go times HTTP/3 with the probe's client",
