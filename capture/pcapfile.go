@@ -13,8 +13,9 @@ import (
 // The pcap format: a 24-byte file header (magic number, version, snaplen,
 // link type), then records, each a 16-byte header (seconds, microseconds or
 // nanoseconds, captured length, original length) and the captured bytes.
-// (pcapFileHeaderBytes and pcapRecordHeaderBytes are in pcapwriter.go.)
 const (
+	pcapFileHeaderBytes   = 24
+	pcapRecordHeaderBytes = 16
 	// maxSnaplen is libpcap's MAXIMUM_SNAPLEN: a record up to this long is
 	// read whatever snaplen the file declares (some writers exceed theirs),
 	// longer ones only when the declared snaplen allows them.

@@ -2,33 +2,30 @@ package capture
 
 import (
 	"bufio"
-	"encoding/binary"
 	"fmt"
 	"io"
 	"math"
 	"sync"
+	"time"
+
+	"github.com/gopacket/gopacket"
+	"github.com/gopacket/gopacket/layers"
+	"github.com/gopacket/gopacket/pcapgo"
 )
 
-// pcap file constants (the libpcap format, little-endian, nanosecond timestamps).
-const (
-	pcapMagicNanos        = 0xa1b23c4d
-	pcapVersionMajor      = 2
-	pcapVersionMinor      = 4
-	pcapFileHeaderBytes   = 24
-	pcapRecordHeaderBytes = 16
-	pcapLinkTypeRaw       = 101 // LINKTYPE_RAW: the record starts at the IP header
-	pcapWriteBufferBytes  = 256 << 10
-)
+// pcapWriteBufferBytes is the buffer between a PcapWriter and its file.
+const pcapWriteBufferBytes = 256 << 10
 
 // PcapWriter writes packets that start at the IP header as a pcap file (link
-// type RAW, nanosecond timestamps), the way tcpdump -w on a TUN device would.
-// It buffers: call Flush before reading what it wrote. It is safe for use by
-// several goroutines.
+// type RAW, nanosecond timestamps), the way tcpdump -w on a TUN device would; the
+// format itself is gopacket's pcapgo. It buffers: call Flush before reading what
+// it wrote. It is safe for use by several goroutines. It is the one pcap writer
+// of the tool: the probe's, the live view's and the lab's captures all use it.
 type PcapWriter struct {
 	mu      sync.Mutex
 	out     *bufio.Writer
+	w       *pcapgo.Writer
 	snaplen int
-	header  [pcapRecordHeaderBytes]byte
 	err     error // sticky: the first write error
 }
 
@@ -42,15 +39,9 @@ func NewPcapWriter(w io.Writer, snaplen int) (*PcapWriter, error) {
 	if snaplen < 0 || snaplen > math.MaxInt32 {
 		return nil, fmt.Errorf("capture: pcap snap length %d out of range (1 to 2^31-1 bytes)", snaplen)
 	}
-	pw := &PcapWriter{out: bufio.NewWriterSize(w, pcapWriteBufferBytes), snaplen: snaplen}
-	var header [pcapFileHeaderBytes]byte
-	binary.LittleEndian.PutUint32(header[0:], pcapMagicNanos)
-	binary.LittleEndian.PutUint16(header[4:], pcapVersionMajor)
-	binary.LittleEndian.PutUint16(header[6:], pcapVersionMinor)
-	// Bytes 8 to 15 (time zone offset and timestamp accuracy) stay 0.
-	binary.LittleEndian.PutUint32(header[16:], uint32(snaplen))
-	binary.LittleEndian.PutUint32(header[20:], pcapLinkTypeRaw)
-	if _, err := pw.out.Write(header[:]); err != nil {
+	out := bufio.NewWriterSize(w, pcapWriteBufferBytes)
+	pw := &PcapWriter{out: out, w: pcapgo.NewWriterNanos(out), snaplen: snaplen}
+	if err := pw.w.WriteFileHeader(uint32(snaplen), layers.LinkTypeRaw); err != nil {
 		return nil, fmt.Errorf("capture: writing the pcap file header: %w", err)
 	}
 	return pw, nil
@@ -69,19 +60,12 @@ func (w *PcapWriter) WritePacket(data []byte, unixNs int64, origLen int) error {
 	if unixNs < 0 {
 		return fmt.Errorf("capture: pcap record time %d ns is before 1970", unixNs)
 	}
-	origLen = max(origLen, len(data))
+	origLen = min(max(origLen, len(data)), math.MaxUint32)
 	if len(data) > w.snaplen {
 		data = data[:w.snaplen]
 	}
-	binary.LittleEndian.PutUint32(w.header[0:], uint32(unixNs/1e9))
-	binary.LittleEndian.PutUint32(w.header[4:], uint32(unixNs%1e9))
-	binary.LittleEndian.PutUint32(w.header[8:], uint32(len(data)))
-	binary.LittleEndian.PutUint32(w.header[12:], uint32(min(uint64(origLen), math.MaxUint32)))
-	if _, err := w.out.Write(w.header[:]); err != nil {
-		w.err = fmt.Errorf("capture: writing a pcap record: %w", err)
-		return w.err
-	}
-	if _, err := w.out.Write(data); err != nil {
+	ci := gopacket.CaptureInfo{Timestamp: time.Unix(0, unixNs), CaptureLength: len(data), Length: origLen}
+	if err := w.w.WritePacket(ci, data); err != nil {
 		w.err = fmt.Errorf("capture: writing a pcap record: %w", err)
 		return w.err
 	}

@@ -1,27 +1,19 @@
 package lab
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"os"
-	"sync"
-	"time"
 
-	"github.com/gopacket/gopacket"
-	"github.com/gopacket/gopacket/layers"
-	"github.com/gopacket/gopacket/pcapgo"
+	"github.com/slowstart/slowstart/capture"
 )
 
 // pcapFile writes the packets one TUN device saw (link type RAW: IP headers first),
-// as tcpdump on that device would.
+// as tcpdump on that device would, with the tool's one pcap writer.
 type pcapFile struct {
-	mu   sync.Mutex
 	path string
 	f    *os.File
-	bw   *bufio.Writer
-	w    *pcapgo.Writer
-	err  error
+	w    *capture.PcapWriter
 }
 
 func newPcapFile(path string) (*pcapFile, error) {
@@ -29,36 +21,21 @@ func newPcapFile(path string) (*pcapFile, error) {
 	if err != nil {
 		return nil, fmt.Errorf("capture file: %w", err)
 	}
-	bw := bufio.NewWriterSize(f, 256<<10)
-	w := pcapgo.NewWriterNanos(bw)
-	if err := w.WriteFileHeader(65535, layers.LinkTypeRaw); err != nil {
+	w, err := capture.NewPcapWriter(f, capture.DefaultSnaplen)
+	if err != nil {
 		f.Close()
 		return nil, fmt.Errorf("capture file %s: %w", path, err)
 	}
-	return &pcapFile{path: path, f: f, bw: bw, w: w}, nil
+	return &pcapFile{path: path, f: f, w: w}, nil
 }
 
+// write keeps one packet; the first error sticks, and close returns it.
 func (p *pcapFile) write(data []byte, unixNs int64) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.err != nil {
-		return
-	}
-	ci := gopacket.CaptureInfo{Timestamp: time.Unix(0, unixNs), CaptureLength: len(data), Length: len(data)}
-	p.err = p.w.WritePacket(ci, data)
+	_ = p.w.WritePacket(data, unixNs, len(data))
 }
 
 func (p *pcapFile) close() error {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	err := p.err
-	if e := p.bw.Flush(); err == nil {
-		err = e
-	}
-	if e := p.f.Close(); err == nil {
-		err = e
-	}
-	return err
+	return errors.Join(p.w.Flush(), p.f.Close())
 }
 
 // pcapTaps holds the client-side and server-side captures of a trial (the

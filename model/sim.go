@@ -482,219 +482,269 @@ func simulate(p Params) (Result, error) {
 	if err := p.Normalize(); err != nil {
 		return Result{}, err
 	}
+	sim := newSimulation(p)
+	sim.start()
+	for sim.q.Len() > 0 {
+		sim.handle(heap.Pop(&sim.q).(event))
+	}
+	return sim.result()
+}
+
+// simulation is one run of the model: the two directions of the path, the server's
+// sender and the client's receiver, the queue of events, and what the run records
+// on the way.
+type simulation struct {
+	p        Params
+	ex       []exchange
+	c2s, s2c *pipe
+	snd      *sender
+	rcv      *receiver
+	q        eventQueue
+	order    int64
+
+	// exchangeEnd holds the server message ends, in bytes of its stream, set as
+	// the server answers each (in the order the requests reach it).
+	exchangeEnd                []int64
+	streamBytes, appendedBytes int64
+	// baseHTTP is the first HTTP exchange and lastHTTP the last request; postIdx
+	// the post-handshake segments' exchange (last), or -1.
+	baseHTTP, lastHTTP, postIdx int
+	postSent                    bool
+	sentNs                      []int64
+
+	connectNs, readyNs, firstByteNs, lastByteNs, tlsDoneNs int64
+}
+
+func newSimulation(p Params) *simulation {
 	ex := exchanges(p)
 	oneWay := p.RTTNs / 2
-	c2s := &pipe{rateBitsPerSecond: p.RateBitsPerSecond, oneWayNs: p.RTTNs - oneWay}
-	s2c := &pipe{rateBitsPerSecond: p.RateBitsPerSecond, oneWayNs: oneWay}
-	hd := p.HostDelayNs
-
-	snd := &sender{p: p, cwnd: p.IW, ssthresh: infiniteSSThreshold}
-	rcv := &receiver{p: p, windowBytes: linuxInitialWindowBytes, clampBytes: linuxWindowClampBytes,
-		spaceBytes: linuxAutotuneSpaceSegments * int64(p.MSS), quickACKs: maxQuickACKs}
+	sim := &simulation{p: p, ex: ex,
+		c2s: &pipe{rateBitsPerSecond: p.RateBitsPerSecond, oneWayNs: p.RTTNs - oneWay},
+		s2c: &pipe{rateBitsPerSecond: p.RateBitsPerSecond, oneWayNs: oneWay},
+		snd: &sender{p: p, cwnd: p.IW, ssthresh: infiniteSSThreshold},
+		rcv: &receiver{p: p, windowBytes: linuxInitialWindowBytes, clampBytes: linuxWindowClampBytes,
+			spaceBytes: linuxAutotuneSpaceSegments * int64(p.MSS), quickACKs: maxQuickACKs},
+	}
 	if p.RwndBytes > 0 {
-		rcv.windowBytes, rcv.clampBytes = p.RwndBytes, p.RwndBytes
+		sim.rcv.windowBytes, sim.rcv.clampBytes = p.RwndBytes, p.RwndBytes
 	}
-	rcv.quickACKs = int(min(int64(maxQuickACKs), rcv.windowBytes/int64(2*p.MSS)))
-
-	var q eventQueue
-	var order int64
-	push := func(e event) {
-		order++
-		e.order = order
-		heap.Push(&q, e)
-	}
-
-	// Handshake: SYN, SYN/ACK, then the client's ACK and first message back to back.
-	synAtServer := c2s.send(0, synBytes, hd)
-	connectNs := s2c.send(synAtServer, synBytes, hd)
-	handshakeACKAtServer := c2s.send(connectNs, HeaderBytes, hd)
-	snd.hystartReset(handshakeACKAtServer)
-	rcv.measureStartNs = connectNs
-	res := Result{Params: p, ConnectMs: float64(connectNs) / 1e6}
-	res.RoundTrips.TCP = 1
-
-	// Server message ends, in bytes of its stream, set as the server answers each
-	// (in the order the requests reach it).
-	exchangeEnd := make([]int64, len(ex))
-	var streamBytes, appendedBytes int64
+	sim.rcv.quickACKs = int(min(int64(maxQuickACKs), sim.rcv.windowBytes/int64(2*p.MSS)))
+	sim.exchangeEnd = make([]int64, len(ex))
 	for _, e := range ex {
-		streamBytes += e.serverBytes
+		sim.streamBytes += e.serverBytes
 	}
-	// The first HTTP exchange, and the requests after it; the post-handshake
-	// segments, if any, last.
-	baseHTTP := len(baseExchanges(p)) - 1
-	lastHTTP, postIdx := len(ex)-1, -1
+	sim.baseHTTP = len(baseExchanges(p)) - 1
+	sim.lastHTTP, sim.postIdx = len(ex)-1, -1
 	if ex[len(ex)-1].phase == "post" {
-		lastHTTP, postIdx = len(ex)-2, len(ex)-1
+		sim.lastHTTP, sim.postIdx = len(ex)-2, len(ex)-1
 	}
-	postSent := false
-	sentNs := make([]int64, len(ex))
-	sendClientMessage := func(nowNs int64, i int) {
-		sentNs[i] = nowNs
-		at := nowNs
-		bytes := ex[i].clientBytes
-		for bytes > 0 {
-			n := min(bytes, p.MSS)
-			at = c2s.send(nowNs, HeaderBytes+n, hd)
-			bytes -= n
-		}
-		push(event{atNs: at, sentNs: nowNs, kind: evServerGetsClientPacket, exchange: i, ackBytes: rcv.rcvNxtBytes, windowBytes: rcv.windowBytes})
-	}
-	var readyNs int64
-	// ready sends the HTTP requests once the connection is ready: each now, or
-	// at its time.
-	ready := func(nowNs int64) {
-		readyNs = nowNs
-		sent := false
-		for i := baseHTTP; i <= lastHTTP; i++ {
-			if ex[i].atNs > nowNs {
-				push(event{atNs: ex[i].atNs, kind: evClientSendsRequest, exchange: i})
-				continue
-			}
-			rcv.unacked = 0
-			sendClientMessage(nowNs, i)
-			sent = true
-		}
-		if !sent && postIdx >= 0 {
-			// No request yet: the client's Finished goes alone.
-			rcv.unacked = 0
-			sendClientMessage(nowNs, postIdx)
-		}
-	}
-	if baseHTTP == 0 {
-		ready(connectNs)
+	sim.sentNs = make([]int64, len(ex))
+	return sim
+}
+
+func (sim *simulation) push(e event) {
+	sim.order++
+	e.order = sim.order
+	heap.Push(&sim.q, e)
+}
+
+// start runs the handshake (SYN, SYN/ACK, then the client's ACK and first message
+// back to back) and sends the client's first message.
+func (sim *simulation) start() {
+	hd := sim.p.HostDelayNs
+	synAtServer := sim.c2s.send(0, synBytes, hd)
+	sim.connectNs = sim.s2c.send(synAtServer, synBytes, hd)
+	handshakeACKAtServer := sim.c2s.send(sim.connectNs, HeaderBytes, hd)
+	sim.snd.hystartReset(handshakeACKAtServer)
+	sim.rcv.measureStartNs = sim.connectNs
+	if sim.baseHTTP == 0 {
+		sim.ready(sim.connectNs)
 	} else {
-		sendClientMessage(connectNs, 0)
+		sim.sendClientMessage(sim.connectNs, 0)
 	}
+}
 
-	sendACK := func(nowNs int64) {
-		rcv.unacked = 0
-		at := c2s.send(nowNs, HeaderBytes, hd)
-		push(event{atNs: at, sentNs: nowNs, kind: evServerGetsACK, ackBytes: rcv.rcvNxtBytes, windowBytes: rcv.windowBytes})
+// sendClientMessage sends exchange i's client message, in segments.
+func (sim *simulation) sendClientMessage(nowNs int64, i int) {
+	sim.sentNs[i] = nowNs
+	at := nowNs
+	bytes := sim.ex[i].clientBytes
+	for bytes > 0 {
+		n := min(bytes, sim.p.MSS)
+		at = sim.c2s.send(nowNs, HeaderBytes+n, sim.p.HostDelayNs)
+		bytes -= n
 	}
+	sim.push(event{atNs: at, sentNs: nowNs, kind: evServerGetsClientPacket, exchange: i, ackBytes: sim.rcv.rcvNxtBytes, windowBytes: sim.rcv.windowBytes})
+}
 
-	trySend := func(nowNs int64) {
-		stop := ""
-		for snd.next < len(snd.segments) {
-			sg := &snd.segments[snd.next]
-			if snd.packetsOut >= snd.cwnd {
-				stop = "cwnd"
-				break
-			}
-			if sg.endByte > snd.sndUnaBytes+snd.sndWndBytes {
-				stop = "rwnd"
-				break
-			}
-			sg.sentNs = nowNs
-			sg.round = snd.roundOfAcked + 1
-			sg.echoNs = snd.lastClientSentNs
-			sg.cwndAtSend = snd.cwnd
-			at := s2c.send(nowNs, HeaderBytes+int(sg.endByte-sg.startByte), hd)
-			push(event{atNs: at, kind: evClientGetsSegment, segment: snd.next})
-			snd.next++
-			snd.packetsOut++
+// ready sends the HTTP requests once the connection is ready: each now, or at its
+// time.
+func (sim *simulation) ready(nowNs int64) {
+	sim.readyNs = nowNs
+	sent := false
+	for i := sim.baseHTTP; i <= sim.lastHTTP; i++ {
+		if sim.ex[i].atNs > nowNs {
+			sim.push(event{atNs: sim.ex[i].atNs, kind: evClientSendsRequest, exchange: i})
+			continue
 		}
-		if snd.next > 0 && stop != "" {
-			snd.segments[snd.next-1].stopReason = stop
+		sim.rcv.unacked = 0
+		sim.sendClientMessage(nowNs, i)
+		sent = true
+	}
+	if !sent && sim.postIdx >= 0 {
+		// No request yet: the client's Finished goes alone.
+		sim.rcv.unacked = 0
+		sim.sendClientMessage(nowNs, sim.postIdx)
+	}
+}
+
+func (sim *simulation) sendACK(nowNs int64) {
+	sim.rcv.unacked = 0
+	at := sim.c2s.send(nowNs, HeaderBytes, sim.p.HostDelayNs)
+	sim.push(event{atNs: at, sentNs: nowNs, kind: evServerGetsACK, ackBytes: sim.rcv.rcvNxtBytes, windowBytes: sim.rcv.windowBytes})
+}
+
+// trySend sends what the congestion and receive windows allow.
+func (sim *simulation) trySend(nowNs int64) {
+	snd := sim.snd
+	stop := ""
+	for snd.next < len(snd.segments) {
+		sg := &snd.segments[snd.next]
+		if snd.packetsOut >= snd.cwnd {
+			stop = "cwnd"
+			break
 		}
-		// tcp_cwnd_validate
-		isLimited := stop == "cwnd"
-		if snd.sndUnaBytes >= snd.cwndUsageSeq || isLimited || (!snd.isCwndLimited && snd.packetsOut > snd.maxPacketsOut) {
-			snd.isCwndLimited = isLimited
-			snd.maxPacketsOut = snd.packetsOut
-			snd.cwndUsageSeq = snd.sndNxtBytes()
+		if sg.endByte > snd.sndUnaBytes+snd.sndWndBytes {
+			stop = "rwnd"
+			break
+		}
+		sg.sentNs = nowNs
+		sg.round = snd.roundOfAcked + 1
+		sg.echoNs = snd.lastClientSentNs
+		sg.cwndAtSend = snd.cwnd
+		at := sim.s2c.send(nowNs, HeaderBytes+int(sg.endByte-sg.startByte), sim.p.HostDelayNs)
+		sim.push(event{atNs: at, kind: evClientGetsSegment, segment: snd.next})
+		snd.next++
+		snd.packetsOut++
+	}
+	if snd.next > 0 && stop != "" {
+		snd.segments[snd.next-1].stopReason = stop
+	}
+	// tcp_cwnd_validate
+	isLimited := stop == "cwnd"
+	if snd.sndUnaBytes >= snd.cwndUsageSeq || isLimited || (!snd.isCwndLimited && snd.packetsOut > snd.maxPacketsOut) {
+		snd.isCwndLimited = isLimited
+		snd.maxPacketsOut = snd.packetsOut
+		snd.cwndUsageSeq = snd.sndNxtBytes()
+	}
+}
+
+// appendMessage queues exchange i's server message in segments of segmentBytes.
+func (sim *simulation) appendMessage(i int, segmentBytes int64) {
+	start := sim.appendedBytes
+	sim.appendedBytes += sim.ex[i].serverBytes
+	sim.exchangeEnd[i] = sim.appendedBytes
+	for b := start; b < sim.appendedBytes; b += segmentBytes {
+		sim.snd.segments = append(sim.snd.segments, segment{startByte: b, endByte: min(b+segmentBytes, sim.appendedBytes), exchange: i})
+	}
+}
+
+// handle runs one event.
+func (sim *simulation) handle(e event) {
+	now := e.atNs
+	switch e.kind {
+	case evServerGetsClientPacket:
+		sim.serverGetsClientPacket(now, e)
+	case evServerResponds:
+		sim.appendMessage(e.exchange, int64(sim.p.MSS))
+		sim.trySend(now)
+	case evClientSendsRequest:
+		sim.rcv.unacked = 0
+		sim.sendClientMessage(now, e.exchange)
+	case evServerGetsACK:
+		sim.snd.lastClientSentNs = e.sentNs
+		serverProcessACK(sim.snd, now, e.ackBytes, e.windowBytes)
+		sim.trySend(now)
+	case evClientGetsSegment:
+		sim.clientGetsSegment(now, e.segment)
+	case evClientDelayedACK:
+		sim.rcv.timerArmed = false
+		if sim.rcv.unacked > 0 {
+			sim.sendACK(now)
 		}
 	}
+}
 
-	var firstByteNs, lastByteNs, tlsDoneNs int64
-	lastExchange := baseHTTP
-	for q.Len() > 0 {
-		e := heap.Pop(&q).(event)
-		now := e.atNs
-		switch e.kind {
-		case evServerGetsClientPacket:
-			snd.lastClientSentNs = e.sentNs
-			// The client's packet acknowledges what it had received and carries its message.
-			serverProcessACK(snd, now, e.ackBytes, e.windowBytes)
-			if postIdx >= 0 && !postSent && (e.exchange == postIdx || e.exchange >= baseHTTP) {
-				// The client's Finished: the post-handshake segments go at once.
-				postSent = true
-				start := appendedBytes
-				appendedBytes += ex[postIdx].serverBytes
-				exchangeEnd[postIdx] = appendedBytes
-				for b := start; b < appendedBytes; b += PostHandshakeSegmentBytes {
-					snd.segments = append(snd.segments, segment{startByte: b, endByte: min(b+PostHandshakeSegmentBytes, appendedBytes), exchange: postIdx})
-				}
-				trySend(now)
-			}
-			if e.exchange == postIdx {
-				break
-			}
-			s2c.send(now, HeaderBytes, hd) // the server's immediate ACK of the data
-			push(event{atNs: now + p.ServerDelayNs, kind: evServerResponds, exchange: e.exchange})
-		case evServerResponds:
-			start := appendedBytes
-			appendedBytes += ex[e.exchange].serverBytes
-			exchangeEnd[e.exchange] = appendedBytes
-			for b := start; b < exchangeEnd[e.exchange]; b += int64(p.MSS) {
-				snd.segments = append(snd.segments, segment{startByte: b, endByte: min(b+int64(p.MSS), exchangeEnd[e.exchange]), exchange: e.exchange})
-			}
-			trySend(now)
-		case evClientSendsRequest:
+// serverGetsClientPacket: the client's packet acknowledges what it had received
+// and carries its message.
+func (sim *simulation) serverGetsClientPacket(now int64, e event) {
+	sim.snd.lastClientSentNs = e.sentNs
+	serverProcessACK(sim.snd, now, e.ackBytes, e.windowBytes)
+	if sim.postIdx >= 0 && !sim.postSent && (e.exchange == sim.postIdx || e.exchange >= sim.baseHTTP) {
+		// The client's Finished: the post-handshake segments go at once.
+		sim.postSent = true
+		sim.appendMessage(sim.postIdx, PostHandshakeSegmentBytes)
+		sim.trySend(now)
+	}
+	if e.exchange == sim.postIdx {
+		return
+	}
+	sim.s2c.send(now, HeaderBytes, sim.p.HostDelayNs) // the server's immediate ACK of the data
+	sim.push(event{atNs: now + sim.p.ServerDelayNs, kind: evServerResponds, exchange: e.exchange})
+}
+
+// clientGetsSegment: the client takes a segment, ACKs it (at once or delayed),
+// and sends its next message when one of the handshake's is complete.
+func (sim *simulation) clientGetsSegment(now int64, index int) {
+	rcv := sim.rcv
+	sg := &sim.snd.segments[index]
+	sg.arrivedNs = now
+	n := sg.endByte - sg.startByte
+	rcv.dataArrived(now, sg.echoNs, n)
+	if sg.exchange == sim.baseHTTP {
+		if sim.firstByteNs == 0 {
+			sim.firstByteNs = now
+		}
+		sim.lastByteNs = now
+	}
+	rcv.unacked++
+	complete := sg.endByte == sim.exchangeEnd[sg.exchange]
+	switch {
+	case !sim.p.DelayedACK:
+		sim.sendACK(now)
+	case rcv.quickACKs > 0:
+		rcv.quickACKs--
+		sim.sendACK(now)
+	case rcv.unacked >= 2:
+		sim.sendACK(now)
+	case !rcv.timerArmed:
+		rcv.timerArmed = true
+		sim.push(event{atNs: now + delayedACKNs, kind: evClientDelayedACK})
+	}
+	if complete && sg.exchange < sim.baseHTTP {
+		if sg.exchange+1 == sim.baseHTTP {
+			sim.tlsDoneNs = now
+			sim.ready(now)
+		} else {
 			rcv.unacked = 0
-			sendClientMessage(now, e.exchange)
-		case evServerGetsACK:
-			snd.lastClientSentNs = e.sentNs
-			serverProcessACK(snd, now, e.ackBytes, e.windowBytes)
-			trySend(now)
-		case evClientGetsSegment:
-			sg := &snd.segments[e.segment]
-			sg.arrivedNs = now
-			n := sg.endByte - sg.startByte
-			rcv.dataArrived(now, sg.echoNs, n)
-			if sg.exchange == lastExchange {
-				if firstByteNs == 0 {
-					firstByteNs = now
-				}
-				lastByteNs = now
-			}
-			rcv.unacked++
-			complete := sg.endByte == exchangeEnd[sg.exchange]
-			switch {
-			case !p.DelayedACK:
-				sendACK(now)
-			case rcv.quickACKs > 0:
-				rcv.quickACKs--
-				sendACK(now)
-			case rcv.unacked >= 2:
-				sendACK(now)
-			case !rcv.timerArmed:
-				rcv.timerArmed = true
-				push(event{atNs: now + delayedACKNs, kind: evClientDelayedACK})
-			}
-			if complete && sg.exchange < baseHTTP {
-				if sg.exchange+1 == baseHTTP {
-					tlsDoneNs = now
-					ready(now)
-				} else {
-					rcv.unacked = 0
-					sendClientMessage(now, sg.exchange+1)
-				}
-			}
-		case evClientDelayedACK:
-			rcv.timerArmed = false
-			if rcv.unacked > 0 {
-				sendACK(now)
-			}
+			sim.sendClientMessage(now, sg.exchange+1)
 		}
 	}
-	if rcv.rcvNxtBytes < streamBytes {
-		return res, fmt.Errorf("model: the transfer stalled at %d of %d bytes (a bug in the model)", rcv.rcvNxtBytes, streamBytes)
+}
+
+// result is what the run saw: times, rounds and responses.
+func (sim *simulation) result() (Result, error) {
+	p, ex, snd := sim.p, sim.ex, sim.snd
+	res := Result{Params: p, ConnectMs: float64(sim.connectNs) / 1e6}
+	res.RoundTrips.TCP = 1
+	if sim.rcv.rcvNxtBytes < sim.streamBytes {
+		return res, fmt.Errorf("model: the transfer stalled at %d of %d bytes (a bug in the model)", sim.rcv.rcvNxtBytes, sim.streamBytes)
 	}
+	firstByteNs, lastByteNs := sim.firstByteNs, sim.lastByteNs
 	if p.SizeBytes == 0 {
-		firstByteNs, lastByteNs = connectNs, connectNs
+		firstByteNs, lastByteNs = sim.connectNs, sim.connectNs
 	}
-	res.TLSMs = float64(tlsDoneNs) / 1e6
+	res.TLSMs = float64(sim.tlsDoneNs) / 1e6
 	res.FirstByteMs = float64(firstByteNs) / 1e6
 	res.LastByteMs = float64(lastByteNs) / 1e6
 	res.FCTPaperMs = float64(lastByteNs-firstByteNs) / 1e6
@@ -706,7 +756,7 @@ func simulate(p Params) (Result, error) {
 		res.ServerFlightBytes = int(ex[0].serverBytes)
 		res.ServerFlightSegments = int(ceilDiv(ex[0].serverBytes, int64(p.MSS)))
 	}
-	res.Rounds = collectRounds(snd, ex, s2c)
+	res.Rounds = collectRounds(snd, ex, sim.s2c)
 	for _, r := range res.Rounds {
 		if r.Phase == "tls" {
 			res.RoundTrips.TLS++
@@ -715,26 +765,31 @@ func simulate(p Params) (Result, error) {
 		}
 	}
 	res.RoundTrips.Total = res.RoundTrips.TCP + res.RoundTrips.TLS + res.RoundTrips.HTTP
-	res.ReadyMs = float64(readyNs) / 1e6
-	for i := baseHTTP; i <= lastHTTP; i++ {
-		r := Response{SentMs: float64(sentNs[i]) / 1e6}
-		var start int64 = -1
-		for _, sg := range snd.segments[:snd.next] {
-			if sg.exchange != i {
-				continue
-			}
-			if r.FirstRound == 0 {
-				r.FirstRound, r.FirstByteMs = sg.round, float64(sg.arrivedNs)/1e6
-				start = sg.startByte
-			}
-			r.LastRound, r.LastByteMs = sg.round, float64(sg.arrivedNs)/1e6
-			r.Segments = append(r.Segments, SegmentArrival{EndByte: sg.endByte - start, ArrivedMs: float64(sg.arrivedNs) / 1e6, Round: sg.round})
-		}
-		res.Responses = append(res.Responses, r)
+	res.ReadyMs = float64(sim.readyNs) / 1e6
+	for i := sim.baseHTTP; i <= sim.lastHTTP; i++ {
+		res.Responses = append(res.Responses, sim.response(i))
 	}
-	res.RateLimitedFromRound = rateLimitedFrom(snd, s2c, res.Rounds)
+	res.RateLimitedFromRound = rateLimitedFrom(snd, sim.s2c, res.Rounds)
 	res.HyStartExitRound = snd.hystartExitRound
 	return res, nil
+}
+
+// response is HTTP exchange i's response as the client received it.
+func (sim *simulation) response(i int) Response {
+	r := Response{SentMs: float64(sim.sentNs[i]) / 1e6}
+	var start int64 = -1
+	for _, sg := range sim.snd.segments[:sim.snd.next] {
+		if sg.exchange != i {
+			continue
+		}
+		if r.FirstRound == 0 {
+			r.FirstRound, r.FirstByteMs = sg.round, float64(sg.arrivedNs)/1e6
+			start = sg.startByte
+		}
+		r.LastRound, r.LastByteMs = sg.round, float64(sg.arrivedNs)/1e6
+		r.Segments = append(r.Segments, SegmentArrival{EndByte: sg.endByte - start, ArrivedMs: float64(sg.arrivedNs) / 1e6, Round: sg.round})
+	}
+	return r
 }
 
 // serverProcessACK is the sender's tcp_ack: clean the retransmission queue, run the

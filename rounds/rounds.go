@@ -100,8 +100,8 @@ type Round struct {
 	ClientDataAtStart int64
 	ClientDataAtEnd   int64
 	// ProbeSegments and ProbeBytes are the round's last segment when it was a tail loss
-	// probe: one new segment the server sent after a silence of at least LossProbeRTTs
-	// round trips with no acknowledgement (Linux sends one after 2·SRTT), beyond what
+	// probe: one new segment the server sent after a silence with no acknowledgement
+	// that the LossProbe rule takes for a timer's (Linux sends one after 2·SRTT), beyond what
 	// the congestion window allowed. They are counted in Segments and Bytes; the
 	// round's window is WindowSegments.
 	ProbeSegments, ProbeBytes int
@@ -193,16 +193,38 @@ func (r *Round) PartialInside(full int) bool {
 // WindowBytes is Bytes less a tail loss probe.
 func (r *Round) WindowBytes() int { return r.Bytes - r.ProbeBytes }
 
-// LossProbeRTTs is the least silence, in round trips (and at least
-// lossProbeMinGapNs), before a lone new segment at a round's end that the tracker
-// takes for a tail loss probe. Linux's probe timeout is 2·SRTT, at least 10 ms; one
-// RTT leaves room for a handshake RTT inflated by a stall on the way. A sender limited
-// by its window cannot send after such a silence with nothing acknowledged but by a
-// timer; one that had paused for its application would have had its ACKs back.
-const LossProbeRTTs = 1.0
+// LossProbeRule is the one test of a tail loss probe: a lone new segment at the end
+// of a round, sent after a silence in which nothing was acknowledged. A sender
+// limited by its window cannot send after such a silence but by a timer; one that
+// had paused for its application would have had its ACKs back. The rule's numbers
+// are its parameters; LossProbe holds those of a passive reading, and a reader that
+// measures otherwise (probe/exact, which sends no ACKs at all) names its own.
+type LossProbeRule struct {
+	// RTTs is the least silence in round trips (of the RTT the reader knows).
+	RTTs float64
+	// MinGapNs is the least silence whatever the RTT.
+	MinGapNs int64
+	// SpacingTimes: the silence must also exceed this many times the mean spacing
+	// of the round's segments before it, so that a flight spread out by pacing or
+	// a slow link is not taken for silence and probe; 0 skips the test.
+	SpacingTimes int64
+}
 
-// lossProbeMinGapNs is Linux's least probe timeout.
-const lossProbeMinGapNs = 10_000_000
+// LossProbe is the rule of a passive reading. Linux's probe timeout is 2·SRTT, at
+// least 10 ms; one RTT leaves room for a handshake RTT inflated by a stall on the
+// way, and four times the round's spacing keeps a paced round whole.
+var LossProbe = LossProbeRule{RTTs: 1, MinGapNs: 10_000_000, SpacingTimes: 4}
+
+// Holds reports whether a silence of gapNs before a lone new segment makes it a
+// tail loss probe, on a path of rttNs (0: unknown, when only MinGapNs bounds the
+// silence) whose round so far had its segments spacingNs apart on average (0: one
+// segment, or unknown).
+func (r LossProbeRule) Holds(gapNs, rttNs, spacingNs int64) bool {
+	if gapNs < r.MinGapNs || float64(gapNs) < r.RTTs*float64(max(rttNs, 0)) {
+		return false
+	}
+	return r.SpacingTimes == 0 || gapNs > r.SpacingTimes*spacingNs
+}
 
 type clientPacket struct {
 	timeNs int64
@@ -752,22 +774,19 @@ func (t *Tracker) pause(s *flow.Segment) (paused, long bool) {
 
 // probeGap reports whether new-data segment s, in the same round as the last one
 // (before s joins it), looks like a tail loss probe, and the silence before it: one
-// segment, after a silence of LossProbeRTTs round trips (and far beyond the round's
-// own spacing of segments) in which no client packet became known.
+// segment, after a silence that the LossProbe rule takes for a probe timer's, in
+// which no client packet became known.
 func (t *Tracker) probeGap(s *flow.Segment) (gapNs int64, ok bool) {
 	if t.cfg.RTTNs <= 0 || t.learnedSinceData || s.NewLen > t.mss() || len(t.rounds) == 0 {
 		return 0, false
 	}
 	rd := &t.rounds[len(t.rounds)-1]
 	gapNs = t.serverGapNs(s)
-	if gapNs < lossProbeMinGapNs || float64(gapNs) < LossProbeRTTs*float64(t.cfg.RTTNs) {
-		return 0, false
-	}
 	var spacingNs int64
 	if rd.Packets > 1 {
 		spacingNs = (rd.LastNs - rd.FirstNs) / int64(rd.Packets-1)
 	}
-	return gapNs, gapNs > 4*spacingNs
+	return gapNs, LossProbe.Holds(gapNs, t.cfg.RTTNs, spacingNs)
 }
 
 // unclockedLone reports whether new-data segment s, joining the last round, came

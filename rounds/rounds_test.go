@@ -412,3 +412,33 @@ func TestStalledCaptureIsNoPause(t *testing.T) {
 		})
 	}
 }
+
+// TestLossProbeRule: each bound of the one tail loss probe rule decides on its own.
+func TestLossProbeRule(t *testing.T) {
+	const ms = int64(1_000_000)
+	ackless := LossProbeRule{RTTs: 0.75, MinGapNs: 4 * ms, SpacingTimes: 4}
+	cases := []struct {
+		name                    string
+		rule                    LossProbeRule
+		gapNs, rttNs, spacingNs int64
+		want                    bool
+	}{
+		{"a silence of two RTTs after a tight round", LossProbe, 40 * ms, 20 * ms, ms / 100, true},
+		{"exactly one RTT", LossProbe, 20 * ms, 20 * ms, 0, true},
+		{"under one RTT", LossProbe, 19 * ms, 20 * ms, 0, false},
+		{"under the 10 ms floor on a short path", LossProbe, 9 * ms, 2 * ms, 0, false},
+		{"at the 10 ms floor on a short path", LossProbe, 10 * ms, 2 * ms, 0, true},
+		{"not beyond four times the round's spacing (a paced round)", LossProbe, 40 * ms, 20 * ms, 10 * ms, false},
+		{"just beyond four times the round's spacing", LossProbe, 40 * ms, 20 * ms, 10*ms - 1, true},
+		{"without ACKs: three quarters of the RTT is enough", ackless, 15 * ms, 20 * ms, 0, true},
+		{"without ACKs: under three quarters of the RTT", ackless, 14 * ms, 20 * ms, 0, false},
+		{"without ACKs: 4 ms on a short path", ackless, 4 * ms, ms, 0, true},
+		{"without ACKs: under 4 ms", ackless, 3 * ms, ms, 0, false},
+		{"RTT unknown: the floor alone", LossProbe, 10 * ms, 0, 0, true},
+	}
+	for _, tc := range cases {
+		if got := tc.rule.Holds(tc.gapNs, tc.rttNs, tc.spacingNs); got != tc.want {
+			t.Errorf("%s: Holds(%d, %d, %d) = %v, want %v", tc.name, tc.gapNs, tc.rttNs, tc.spacingNs, got, tc.want)
+		}
+	}
+}

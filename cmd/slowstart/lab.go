@@ -6,9 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/schollz/progressbar/v3"
@@ -84,187 +82,27 @@ func (f *pathFlags) register(cmd *cobra.Command, lists bool) {
 	fl.StringVar(&f.captureDir, "capture", "", "write the client-side and server-side pcap of every trial to this directory")
 }
 
-func splitList(s string) []string {
-	var out []string
-	for _, p := range strings.Split(s, ",") {
-		if p = strings.TrimSpace(p); p != "" {
-			out = append(out, p)
-		}
-	}
-	return out
+// splitList splits a comma-separated flag value.
+func splitList(s string) []string { return lab.SplitList(s) }
+
+// grid is the lab's points as the flags give them.
+func (f *pathFlags) grid() lab.Grid {
+	return lab.Grid{RTT: f.rtt, Rate: f.rate, IW: f.iw, Size: f.size, Loss: f.loss, Queue: f.queue,
+		TLS: f.tls, Chain: f.chain, Server: f.server, Client: f.client, CC: f.cc, Think: f.think, ThinkAfter: f.thinkAfter,
+		HTTP2: f.h2, IPv6: f.ipv6, SlowStartAfterIdle: f.slowStartAfterIdle, InitRwnd: f.initrwnd, Seed: f.seed, Trials: f.trials,
+		HTTP3: f.http3, TLSGiven: f.changed("tls"), HTTP2Given: f.changed("h2")}
 }
 
 // specs expands the flags into every point of the grid.
 func (f *pathFlags) specs() ([]lab.Spec, error) {
-	base := lab.Spec{Server: f.server, Client: f.client, CC: f.cc, HTTP2: f.h2, IPv6: f.ipv6, InitRwnd: f.initrwnd,
-		SlowStartAfterIdle: f.slowStartAfterIdle, Seed: f.seed}
-	if f.http3 {
-		// The TCP side of the comparison as a browser's: HTTP/2 over TLS 1.3, unless asked otherwise.
-		if !f.changed("tls") {
-			f.tls = "1.3"
-		}
-		if !f.changed("h2") {
-			base.HTTP2 = true
-		}
-		if f.tls == "none" || f.tls == "" {
-			return nil, errors.New("--http3 compares HTTP/3 with HTTPS over TCP: give --tls 1.2 or 1.3 (the default with --http3 is 1.3)")
-		}
-	}
-	if f.tls != "none" && f.tls != "" {
-		base.TLS = f.tls
-		chain, err := units.ParseSize(f.chain)
-		if err != nil {
-			return nil, fmt.Errorf("--chain: %w", err)
-		}
-		base.ChainBytes = int(chain)
-	}
-	if f.queue != "" {
-		if n, ok := strings.CutSuffix(f.queue, "p"); ok {
-			var packets int
-			if _, err := fmt.Sscanf(n, "%d", &packets); err != nil || packets <= 0 {
-				return nil, fmt.Errorf("--queue %q: use bytes (64KB) or packets (100p)", f.queue)
-			}
-			base.QueuePackets = packets
-		} else {
-			b, err := units.ParseSize(f.queue)
-			if err != nil {
-				return nil, fmt.Errorf("--queue: %w", err)
-			}
-			base.QueueBytes = b
-		}
-	}
-	think, err := units.ParseDuration(f.think)
+	specs, err := f.grid().Specs()
 	if err != nil {
-		return nil, fmt.Errorf("--think: %w", err)
-	}
-	base.ThinkNs = think
-	if base.ThinkAfterBytes, err = units.ParseSize(f.thinkAfter); err != nil {
-		return nil, fmt.Errorf("--think-after: %w", err)
-	}
-	specs := []lab.Spec{base}
-	expand := func(flag, list string, set func(*lab.Spec, string) error) error {
-		var out []lab.Spec
-		items := splitList(list)
-		if len(items) == 0 {
-			return fmt.Errorf("--%s: give at least one value", flag)
-		}
-		for _, s := range specs {
-			for _, it := range items {
-				n := s
-				if err := set(&n, it); err != nil {
-					return fmt.Errorf("--%s: %w", flag, err)
-				}
-				out = append(out, n)
-			}
-		}
-		specs = out
-		return nil
-	}
-	steps := []struct {
-		flag, list string
-		set        func(*lab.Spec, string) error
-	}{
-		{"rtt", f.rtt, func(s *lab.Spec, v string) (err error) { s.RTTNs, err = units.ParseDuration(v); return }},
-		{"rate", f.rate, func(s *lab.Spec, v string) (err error) {
-			if v == "0" || v == "none" {
-				return nil
-			}
-			s.RateBitsPerSecond, err = units.ParseRate(v)
-			return
-		}},
-		{"iw", f.iw, func(s *lab.Spec, v string) error {
-			_, err := fmt.Sscanf(v, "%d", &s.IW)
-			if err != nil || s.IW < 1 {
-				return fmt.Errorf("%q is not a number of segments", v)
-			}
-			return nil
-		}},
-		{"size", f.size, func(s *lab.Spec, v string) (err error) { s.SizeBytes, err = units.ParseSize(v); return }},
-		{"loss", f.loss, func(s *lab.Spec, v string) (err error) { s.LossRate, err = units.ParsePercent(v); return }},
-	}
-	for _, st := range steps {
-		if err := expand(st.flag, st.list, st.set); err != nil {
-			return nil, err
-		}
-	}
-	for i := range specs {
-		if err := specs[i].Normalize(); err != nil {
-			return nil, err
-		}
-	}
-	if f.http3 {
-		// Each point over TCP, then the same over HTTP/3.
-		var both []lab.Spec
-		for _, s := range specs {
-			twin, err := s.HTTP3Twin()
-			if err != nil {
-				return nil, fmt.Errorf("--http3: %w", err)
-			}
-			both = append(both, s, twin)
-		}
-		specs = both
-	}
-	for _, s := range specs {
-		if err := checkTools(s); err != nil {
-			return nil, err
-		}
-	}
-	if f.trials < 1 {
-		return nil, errors.New("--trials must be 1 or more")
+		return nil, err
 	}
 	if f.parallel < 1 {
 		return nil, errors.New("--parallel must be 1 or more")
 	}
 	return specs, nil
-}
-
-// checkTools says, before any work, when a point needs a program this machine
-// lacks (nginx, curl).
-func checkTools(s lab.Spec) error {
-	for _, need := range []struct {
-		used               bool
-		program, flag, pkg string
-	}{
-		{s.Server == lab.ServerNginx, "nginx", "--server nginx", "nginx-light"},
-		{s.Server == lab.ServerCaddy, "caddy", "--server caddy", "caddy"},
-		{s.Client == lab.ClientCurl, "curl", "--client curl", "curl"},
-	} {
-		if _, err := exec.LookPath(need.program); need.used && err != nil {
-			return fmt.Errorf("%s: %s is not installed (apt-get install %s), or use the built-in one", need.flag, need.program, need.pkg)
-		}
-	}
-	return nil
-}
-
-func (f *pathFlags) jobs(specs []lab.Spec) []lab.Job {
-	var jobs []lab.Job
-	if f.http3 {
-		// TCP and HTTP/3 trials alternate, so that what the host does to the
-		// timing falls on both alike; their round trips are counted.
-		for t := 1; t <= f.trials; t++ {
-			for _, s := range specs {
-				jobs = append(jobs, lab.Job{Spec: s, Trial: t, RoundTrips: true})
-			}
-		}
-		return jobs
-	}
-	for _, s := range specs {
-		for t := 1; t <= f.trials; t++ {
-			jobs = append(jobs, lab.Job{Spec: s, Trial: t})
-		}
-	}
-	return jobs
-}
-
-// describeSpecs says in words what the points of a run emulate: the TCP point, and
-// its HTTP/3 twin with --http3.
-func describeSpecs(specs []lab.Spec) string {
-	out := lab.Describe(specs[0])
-	if len(specs) == 2 && specs[1].HTTP3 {
-		_, h3, _ := strings.Cut(lab.Describe(specs[1]), "\n")
-		out += "\nand over HTTP/3: " + h3
-	}
-	return out
 }
 
 // needRoot fails with a clear message when the lab can't make namespaces.
@@ -336,22 +174,6 @@ func isTerminal(f *os.File) bool {
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }
 
-// writeLabWarnings prints the warnings of a batch of trials after its tables.
-func writeLabWarnings(w io.Writer, warnings []string) {
-	for _, warning := range warnings {
-		fmt.Fprintf(w, "warning: %s\n", warning)
-	}
-}
-
-// labWarnings are the drops nobody asked for and a host too busy to trust.
-func labWarnings(sums []lab.PointSummary, steal lab.HostSteal) []string {
-	warnings := lab.DropWarnings(sums)
-	if w := lab.StealWarning(steal); w != "" {
-		warnings = append(warnings, w)
-	}
-	return warnings
-}
-
 func newLabRunCommand() *cobra.Command {
 	var f pathFlags
 	var asJSON bool
@@ -409,7 +231,7 @@ library's (quic-go: 32 packets of 1,280 bytes).
 			total := f.trials * len(specs)
 			bar := newProgress(total, "trials", "trials")
 			var finished []lab.Row
-			rows, err := env.RunJobs(ctx, f.jobs(specs), lab.RunOptions{Parallel: f.parallel, CaptureDir: f.captureDir,
+			rows, err := env.RunJobs(ctx, f.grid().Jobs(specs), lab.RunOptions{Parallel: f.parallel, CaptureDir: f.captureDir,
 				OnResult: func(_ lab.Job, r lab.Row, _ error) {
 					finished = append(finished, r)
 					bar.Add(1)
@@ -418,49 +240,25 @@ library's (quic-go: 32 packets of 1,280 bytes).
 			if err != nil {
 				// Interrupted: the trials that ended are the result so far.
 				if !asJSON && len(finished) > 0 {
-					out := cmd.OutOrStdout()
-					fmt.Fprintf(out, "%s\n", describeSpecs(specs))
-					sums := lab.SummarizePoints(specs, finished)
-					if werr := errors.Join(lab.WriteTrials(out, finished), lab.WriteSummaries(out, sums),
-						lab.WriteComparisons(out, lab.Comparisons(specs, sums))); werr != nil {
+					if werr := lab.WriteRunText(cmd.OutOrStdout(), specs, finished, lab.NewHostSteal(meter.Read())); werr != nil {
 						return werr
 					}
-					writeLabWarnings(out, labWarnings(sums, lab.NewHostSteal(meter.Read())))
 				}
 				return interrupted("interrupted; %d of %d trials finished (above); the lab's namespaces were removed", len(finished), total)
 			}
-			sums := lab.SummarizePoints(specs, rows)
 			steal := lab.NewHostSteal(meter.Read())
-			warnings := labWarnings(sums, steal)
-			comparisons := lab.Comparisons(specs, sums)
 			if asJSON {
-				output := lab.RunOutput{Schema: lab.Schema, Summary: sums[0], Trials: rows,
-					Warnings: append([]string{}, warnings...), HostSteal: steal}
-				if f.http3 {
-					output.HTTP3 = &sums[1]
-					if len(comparisons) == 1 {
-						output.Comparison = &comparisons[0]
-					}
-				}
-				return writeJSON(cmd.OutOrStdout(), output)
+				return writeJSON(cmd.OutOrStdout(), lab.NewRunOutput(specs, rows, steal))
 			}
 			out := cmd.OutOrStdout()
-			fmt.Fprintf(out, "%s\n", describeSpecs(specs))
-			if err := errors.Join(lab.WriteTrials(out, rows), lab.WriteSummaries(out, sums), lab.WriteComparisons(out, comparisons)); err != nil {
+			if err := lab.WriteRunText(out, specs, rows, steal); err != nil {
 				return err
 			}
-			writeLabWarnings(out, warnings)
 			if f.captureDir != "" {
 				fmt.Fprintf(out, "captures: %s (analyze them with: slowstart analyze FILE; an HTTP/3 trial's with --keylog FILE.keys)\n", f.captureDir)
 			}
-			failed := 0
-			for _, s := range sums {
-				if s.Failed == s.Trials {
-					failed++
-				}
-			}
-			if failed > 0 {
-				return fmt.Errorf("every trial of %d of the %d points failed", failed, len(sums))
+			if failed := lab.FailedPoints(specs, rows); failed > 0 {
+				return fmt.Errorf("every trial of %d of the %d points failed", failed, len(specs))
 			}
 			return nil
 		},
@@ -510,18 +308,11 @@ again to resume an interrupted sweep: trials already in results.jsonl are skippe
 				return err
 			}
 			defer stop()
-			jsonl := filepath.Join(out, "results.jsonl")
-			previous, err := lab.ReadRows(jsonl)
+			jsonl := filepath.Join(out, lab.SweepJSONL)
+			jobs := lab.ShardJobs(f.grid().Jobs(specs), part.Index, part.Count)
+			todo, err := lab.PendingJobs(jobs, jsonl)
 			if err != nil {
 				return fileError(fmt.Errorf("reading %s to resume: %w", jsonl, err))
-			}
-			done := lab.DoneKeys(previous)
-			var todo []lab.Job
-			jobs := shardJobs(f.jobs(specs), part)
-			for _, j := range jobs {
-				if !done[j.Key()] {
-					todo = append(todo, j)
-				}
 			}
 			if skipped := len(jobs) - len(todo); skipped > 0 {
 				fmt.Fprintf(cmd.ErrOrStderr(), "resuming: %d of %d trials already done in %s\n", skipped, skipped+len(todo), jsonl)
@@ -531,14 +322,10 @@ again to resume an interrupted sweep: trials already in results.jsonl are skippe
 				return fileError(err)
 			}
 			defer w.Close()
-			capture := ""
-			if f.captureDir != "" {
-				capture = f.captureDir
-			}
 			bar := newProgress(len(todo), fmt.Sprintf("%d points", len(specs)), "trials")
 			meter := hoststeal.Start()
 			var writeErr error
-			_, runErr := lab.NewEnv().RunJobs(ctx, todo, lab.RunOptions{Parallel: f.parallel, CaptureDir: capture,
+			_, runErr := lab.NewEnv().RunJobs(ctx, todo, lab.RunOptions{Parallel: f.parallel, CaptureDir: f.captureDir,
 				OnResult: func(_ lab.Job, r lab.Row, _ error) {
 					if err := w.Write(r); err != nil && writeErr == nil {
 						writeErr = err
@@ -549,31 +336,17 @@ again to resume an interrupted sweep: trials already in results.jsonl are skippe
 			if writeErr != nil {
 				return fileError(fmt.Errorf("writing %s: %w", jsonl, writeErr))
 			}
-			all, err := lab.ReadRows(jsonl)
+			rows, err := lab.FinishSweep(out)
 			if err != nil {
-				return fileError(err)
-			}
-			csvPath := filepath.Join(out, "results.csv")
-			cf, err := os.Create(csvPath)
-			if err != nil {
-				return fileError(err)
-			}
-			if err := lab.WriteCSV(cf, lab.LatestRows(all)); err != nil {
-				cf.Close()
-				return fileError(err)
-			}
-			if err := cf.Close(); err != nil {
 				return fileError(err)
 			}
 			if runErr != nil {
-				return interrupted("interrupted; %d trials are in %s: run the same command again to resume", len(lab.LatestRows(all)), jsonl)
+				return interrupted("interrupted; %d trials are in %s: run the same command again to resume", len(rows), jsonl)
 			}
-			sums := lab.SummarizePoints(specs, lab.LatestRows(all))
-			if err := errors.Join(lab.WriteSummaries(cmd.OutOrStdout(), sums), lab.WriteComparisons(cmd.OutOrStdout(), lab.Comparisons(specs, sums))); err != nil {
+			if err := lab.WriteSweepText(cmd.OutOrStdout(), specs, rows, lab.NewHostSteal(meter.Read())); err != nil {
 				return err
 			}
-			writeLabWarnings(cmd.OutOrStdout(), labWarnings(sums, lab.NewHostSteal(meter.Read())))
-			fmt.Fprintf(cmd.OutOrStdout(), "results: %s, %s\n", jsonl, csvPath)
+			fmt.Fprintf(cmd.OutOrStdout(), "results: %s, %s\n", jsonl, filepath.Join(out, lab.SweepCSV))
 			return nil
 		},
 	}

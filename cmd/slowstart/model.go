@@ -3,9 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
-	"io"
 	"strconv"
-	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
@@ -113,7 +111,7 @@ Equation 1 of Dukkipati et al. (2010) is shown beside it for comparison.
 			if f.asJSON {
 				return writeJSON(cmd.OutOrStdout(), out)
 			}
-			return writeModelText(cmd.OutOrStdout(), out.Runs, f.bodyBytes)
+			return model.WriteText(cmd.OutOrStdout(), out)
 		},
 	}
 	fl := cmd.Flags()
@@ -131,80 +129,4 @@ Equation 1 of Dukkipati et al. (2010) is shown beside it for comparison.
 	fl.BoolVar(&f.labLatency, "lab", false, "add the lab's per-packet and server latencies, to compare with slowstart lab run")
 	fl.BoolVar(&f.asJSON, "json", false, "print the prediction as JSON")
 	return cmd
-}
-
-func writeModelText(w io.Writer, runs []model.Prediction, bodyBytes int64) error {
-	p := runs[0].Result.Params
-	path := fmt.Sprintf("path: RTT %s ms", strconv.FormatFloat(float64(p.RTTNs)/1e6, 'f', -1, 64))
-	if p.RateBitsPerSecond > 0 {
-		bdp := p.RateBitsPerSecond / 8 * p.RTTNs / 1e9
-		path += fmt.Sprintf(", %s (BDP %s, %d segments)", units.FormatRate(p.RateBitsPerSecond), units.FormatSize(bdp), bdp/int64(p.MSS))
-	} else {
-		path += ", no rate limit"
-	}
-	fmt.Fprintln(w, path)
-	win := "a Linux client's default receive window (64 KB, autotuned after a round trip)"
-	if p.RwndBytes > 0 {
-		win = "receive window " + units.FormatSize(p.RwndBytes)
-	}
-	proto := "HTTP/1.1 in the clear"
-	if p.TLS != "" {
-		r := runs[0].Result
-		proto = fmt.Sprintf("HTTP/1.1 over TLS %s (certificate chain %s; server flight about %s, %d segments)", p.TLS, units.FormatSize(int64(p.ChainBytes)), units.FormatSize(int64(r.ServerFlightBytes)), r.ServerFlightSegments)
-	}
-	acks := "an ACK per segment"
-	if p.DelayedACK {
-		acks = "delayed ACKs"
-	}
-	fmt.Fprintf(w, "response: %s of body + %s of headers over %s; MSS %d; %s; %s; %s\n\n", units.FormatSize(bodyBytes),
-		units.FormatSize(p.SizeBytes-bodyBytes), proto, p.MSS, win, acks, p.CC)
-
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "IW\tTCP\tTLS\tHTTP\ttotal RTs\tfirst byte ms\tlast byte ms\tfirst→last ms\tEq. 1 rounds\tEq. 1 ms\t\n")
-	for _, r := range runs {
-		rt := r.Result.RoundTrips
-		fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%d\t%.0f\t%.0f\t%.0f\t%d\t%.0f\t\n", r.IW, rt.TCP, rt.TLS, rt.HTTP, rt.Total,
-			r.Result.FirstByteMs, r.Result.LastByteMs, r.Result.FCTPaperMs, r.ClosedForm.Rounds, r.ClosedForm.LatencyMs)
-	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	for _, r := range runs {
-		fmt.Fprintf(w, "\nIW %d:\n", r.IW)
-		phaseStart := 0
-		for i, b := range r.Result.Rounds {
-			if i > 0 && b.Phase != r.Result.Rounds[i-1].Phase {
-				phaseStart = i
-			}
-			first := r.Result.Rounds[phaseStart].Index
-			label := fmt.Sprintf("round %d carries", b.Index)
-			if b.Index != first {
-				label = fmt.Sprintf("rounds %d-%d carry", first, b.Index)
-			}
-			fmt.Fprintf(w, "  %s %s (%d segments in this round, %s)\n", label, units.FormatSize(b.CumulativeBytes), b.Segments, phaseLimit(b))
-		}
-		if r.Result.RateLimitedFromRound > 0 {
-			fmt.Fprintf(w, "  the link is busy without a pause from round %d: rate-limited from there (the response alone takes %.0f ms on the link)\n", r.Result.RateLimitedFromRound, r.Result.SerializationMs)
-		} else if r.Result.SerializationMs > 0 {
-			fmt.Fprintf(w, "  window-limited to the end (the response alone takes %.0f ms on the link)\n", r.Result.SerializationMs)
-		}
-		if r.Result.Params.TLS != "" && r.Result.ServerFlightSegments > r.IW {
-			fmt.Fprintf(w, "  the TLS server flight (%d segments) is larger than the IW: it costs an extra round trip\n", r.Result.ServerFlightSegments)
-		}
-		if r.Result.HyStartExitRound > 0 {
-			fmt.Fprintf(w, "  HyStart leaves slow start in HTTP round %d\n", r.Result.HyStartExitRound)
-		}
-		if r.Result.HTTPRoundsMin != r.Result.HTTPRoundsMax {
-			fmt.Fprintf(w, "  %d or %d HTTP rounds: the last segments go out in the round before or after a boundary as timing noise decides\n", r.Result.HTTPRoundsMin, r.Result.HTTPRoundsMax)
-		}
-	}
-	return nil
-}
-
-func phaseLimit(r model.Round) string {
-	limit := map[string]string{"cwnd": "cut by the congestion window", "rwnd": "cut by the receive window", "rate": "link busy", "end": "the end of the message"}[r.Limit]
-	if r.Phase == "tls" {
-		return "TLS, " + limit
-	}
-	return limit
 }

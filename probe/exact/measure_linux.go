@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"github.com/slowstart/slowstart/internal/netnsexec"
-	"github.com/slowstart/slowstart/tlsrec"
 
 	"golang.org/x/sys/unix"
 
@@ -137,15 +136,49 @@ func measureRun(ctx context.Context, opts Options, fw *firewall, tgt target, rem
 		}
 	}()
 
+	conn, dialNs, err := st.connect(ctx, opts, remote, iface, phase)
+	if err != nil {
+		return run, err
+	}
+	tcpConn := conn.(*net.TCPConn)
+	defer func() {
+		tcpConn.SetLinger(0) // a reset: the server forgets the connection at once
+		tcpConn.Close()
+	}()
+	announcedMSS, err := st.handshakeMSS(opts, remote, iface)
+	if err != nil {
+		return run, err
+	}
+	counting := &countingConn{Conn: conn}
+	fl, err := st.startFlight(ctx, opts, tgt, counting, remote, phase)
+	if err != nil {
+		return run, err
+	}
+	flightBytes := st.awaitFlight(ctx, opts, fl, dialNs)
+	if err := ctx.Err(); err != nil {
+		return run, err
+	}
+	run = st.tracker.classify(classifyInput{announcedMSS: announcedMSS, flightBytes: flightBytes, requestAtNs: fl.requestAt.UnixNano()})
+	run.Local = st.local.String()
+	if run.TLSVersion == "" && tgt.tls {
+		run.TLSVersion = serverHelloVersion(counting.prefixBytes())
+	}
+	tcpConn.SetLinger(0)
+	tcpConn.Close()
+	<-fl.readerDone
+	return run, nil
+}
+
+// connect dials remote from opts.Netns; before the SYN leaves, the dialer's
+// Control binds to learn the local port, adds the table that rewrites this
+// connection's MSS, and starts capturing it. dialNs is how long the dial took.
+func (st *runState) connect(ctx context.Context, opts Options, remote netip.AddrPort, iface, phase string) (conn net.Conn, dialNs int64, err error) {
 	dialer := &net.Dialer{
 		Timeout: opts.Timeout,
-		// Before the SYN: bind to learn the local port, then add the table that
-		// rewrites this connection's MSS, and start capturing it.
 		Control: func(network, address string, raw syscall.RawConn) error {
 			return st.prepare(ctx, opts, raw, remote, iface, phase)
 		},
 	}
-	var conn net.Conn
 	dialStart := time.Now()
 	err = netnsexec.Run(opts.Netns, func() error {
 		var dialErr error
@@ -153,79 +186,94 @@ func measureRun(ctx context.Context, opts Options, fw *firewall, tgt target, rem
 		return dialErr
 	})
 	if err != nil {
-		return run, fmt.Errorf("connect to %s: %w", remote, err)
+		return nil, 0, fmt.Errorf("connect to %s: %w", remote, err)
 	}
-	dialNs := time.Since(dialStart).Nanoseconds()
-	tcpConn := conn.(*net.TCPConn)
-	defer func() {
-		tcpConn.SetLinger(0) // a reset: the server forgets the connection at once
-		tcpConn.Close()
-	}()
+	return conn, time.Since(dialStart).Nanoseconds(), nil
+}
 
+// handshakeMSS waits for the capture to see the handshake and returns the MSS
+// the SYN left with, which must be the rewritten one.
+func (st *runState) handshakeMSS(opts Options, remote netip.AddrPort, iface string) (int, error) {
 	select {
 	case <-st.tracker.handshakeSeen:
 	case <-time.After(time.Second):
-		return run, fmt.Errorf("the capture on %s did not see the handshake with %s: check the interface (--interface)", iface, remote)
+		return 0, fmt.Errorf("the capture on %s did not see the handshake with %s: check the interface (--interface)", iface, remote)
 	}
 	// The rewrite only ever lowers the MSS: a kernel that announced less on its
 	// own (a small path MTU) keeps its value.
 	announcedMSS := st.tracker.clientMSSSeen()
 	if announcedMSS > opts.MSS || announcedMSS == 0 {
-		return run, fmt.Errorf("the SYN left with MSS %d instead of %d: the kernel did not apply the nftables rewrite (it needs nf_tables with TCP option support, Linux 4.19 or later)", announcedMSS, opts.MSS)
+		return 0, fmt.Errorf("the SYN left with MSS %d instead of %d: the kernel did not apply the nftables rewrite (it needs nf_tables with TCP option support, Linux 4.19 or later)", announcedMSS, opts.MSS)
 	}
+	return announcedMSS, nil
+}
 
-	counting := &countingConn{Conn: conn}
-	flightDone := make(chan int64, 1) // the flight's length, when it completes
-	var readerDone chan struct{}
-	var requestAt time.Time
+// flight is a flight under way: flightDone receives its length when this side
+// sees it complete, readerDone is closed when the reader stops.
+type flight struct {
+	flightDone chan int64
+	readerDone chan struct{}
+	requestAt  time.Time
+}
 
+// startFlight holds this side's ACKs back and sends what makes the server send the
+// flight counted: the request (in the clear, or after a TLS handshake), or the
+// ClientHello.
+func (st *runState) startFlight(ctx context.Context, opts Options, tgt target, counting *countingConn, remote netip.AddrPort, phase string) (flight, error) {
+	fl := flight{flightDone: make(chan int64, 1)}
 	switch {
 	case phase == PhaseHTTP && !tgt.tls:
 		if err := st.rules.holdACKs(holdTimeout(opts)); err != nil {
-			return run, err
+			return fl, err
 		}
-		requestAt = time.Now()
-		if _, err := io.WriteString(conn, httpRequest(tgt, opts.UserAgent)); err != nil {
-			return run, fmt.Errorf("send the request to %s: %w", remote, err)
+		fl.requestAt = time.Now()
+		if _, err := io.WriteString(counting.Conn, httpRequest(tgt, opts.UserAgent)); err != nil {
+			return fl, fmt.Errorf("send the request to %s: %w", remote, err)
 		}
-		readerDone = readHTTPResponse(counting, flightDone, func(br *bufio.Reader) int64 {
+		fl.readerDone = readHTTPResponse(counting, fl.flightDone, func(br *bufio.Reader) int64 {
 			return counting.readBytes() - int64(br.Buffered())
 		})
 	case phase == PhaseHTTP: // after a TLS handshake
 		tlsConn := tls.Client(counting, tlsConfig(tgt, opts, []string{"http/1.1"}))
 		tlsConn.SetDeadline(time.Now().Add(opts.Timeout))
 		if err := tlsConn.HandshakeContext(ctx); err != nil {
-			return run, fmt.Errorf("TLS handshake with %s: %w", remote, err)
+			return fl, fmt.Errorf("TLS handshake with %s: %w", remote, err)
 		}
 		tlsConn.SetDeadline(time.Time{})
-		run.TLSVersion = tlsrec.VersionString(tlsConn.ConnectionState().Version)
 		handshakeBytes := counting.readBytes()
 		st.tracker.setBase(handshakeBytes)
 		if err := st.rules.holdACKs(holdTimeout(opts)); err != nil {
-			return run, err
+			return fl, err
 		}
-		requestAt = time.Now()
+		fl.requestAt = time.Now()
 		if _, err := io.WriteString(tlsConn, httpRequest(tgt, opts.UserAgent)); err != nil {
-			return run, fmt.Errorf("send the request to %s: %w", remote, err)
+			return fl, fmt.Errorf("send the request to %s: %w", remote, err)
 		}
-		readerDone = readHTTPResponse(tlsConn, flightDone, func(*bufio.Reader) int64 {
+		fl.readerDone = readHTTPResponse(tlsConn, fl.flightDone, func(*bufio.Reader) int64 {
 			// The raw stream ends with the record that ended the body.
 			return counting.readBytes() - handshakeBytes
 		})
 	default: // the TLS handshake flight
 		if err := st.rules.holdACKs(holdTimeout(opts)); err != nil {
-			return run, err
+			return fl, err
 		}
-		counting.holdWrites(flightDone)
+		counting.holdWrites(fl.flightDone)
 		tlsConn := tls.Client(counting, tlsConfig(tgt, opts, []string{"h2", "http/1.1"}))
-		readerDone = make(chan struct{})
-		requestAt = time.Now()
+		readerDone := make(chan struct{})
+		fl.readerDone = readerDone
+		fl.requestAt = time.Now()
 		go func() {
 			defer close(readerDone)
 			tlsConn.Handshake() // it stalls or fails once the writes are held back: the count is in the capture
 		}()
 	}
+	return fl, nil
+}
 
+// awaitFlight waits for the run's end (the first retransmission, FIN or RST, the
+// flight complete, 1 s + 6 handshake RTTs at most opts.MaxWait, or ctx), stops the
+// capture, and returns the flight's length when this side saw it complete, else -1.
+func (st *runState) awaitFlight(ctx context.Context, opts Options, fl flight, dialNs int64) int64 {
 	rttNs := st.tracker.handshakeRTTNs()
 	if rttNs <= 0 {
 		rttNs = dialNs
@@ -236,7 +284,7 @@ func measureRun(ctx context.Context, opts Options, fw *firewall, tgt target, rem
 	var flightBytes int64 = -1
 	select {
 	case <-st.tracker.ended:
-	case flightBytes = <-flightDone:
+	case flightBytes = <-fl.flightDone:
 	case <-timer.C:
 	case <-ctx.Done():
 	}
@@ -247,8 +295,8 @@ func measureRun(ctx context.Context, opts Options, fw *firewall, tgt target, rem
 		// the reader may just not have got to it yet (a busy host).
 		readerWait := time.NewTimer(time.Second)
 		select {
-		case flightBytes = <-flightDone:
-		case <-readerDone: // what it reported, if anything, is taken below
+		case flightBytes = <-fl.flightDone:
+		case <-fl.readerDone: // what it reported, if anything, is taken below
 		case <-readerWait.C:
 		case <-ctx.Done():
 		}
@@ -256,22 +304,11 @@ func measureRun(ctx context.Context, opts Options, fw *firewall, tgt target, rem
 	}
 	if flightBytes < 0 {
 		select {
-		case flightBytes = <-flightDone:
+		case flightBytes = <-fl.flightDone:
 		default:
 		}
 	}
-	if err := ctx.Err(); err != nil {
-		return run, err
-	}
-	run = st.tracker.classify(classifyInput{announcedMSS: announcedMSS, flightBytes: flightBytes, requestAtNs: requestAt.UnixNano()})
-	run.Local = st.local.String()
-	if run.TLSVersion == "" && tgt.tls {
-		run.TLSVersion = serverHelloVersion(counting.prefixBytes())
-	}
-	tcpConn.SetLinger(0)
-	tcpConn.Close()
-	<-readerDone
-	return run, nil
+	return flightBytes
 }
 
 // prepare runs in the dialer's Control hook, on the socket before connect.

@@ -8,6 +8,7 @@ import (
 
 	"github.com/slowstart/slowstart/capture"
 	tcpflow "github.com/slowstart/slowstart/flow"
+	"github.com/slowstart/slowstart/rounds"
 )
 
 // tracker follows one connection's packets as the capture delivers them and
@@ -244,6 +245,17 @@ func (t *tracker) handshakeRTTNs() int64 {
 	return t.synAckAtNs - t.synAtNs
 }
 
+// acklessLossProbe is rounds' tail loss probe rule with the thresholds of a
+// measurement that sends no ACKs. A passive reading (rounds.LossProbe) must tell a
+// probe timer from a server that paused for its application with its ACKs back, and
+// asks for a full RTT and Linux's 10 ms floor. Here no ACK ever reaches the server:
+// once its window is out it can send again only on a timer, so the bar has only to
+// clear the flight's own spacing and a handshake RTT inflated by a stall on the way
+// (Linux's probe timeout is 2·SRTT, so three quarters of the measured RTT leaves room
+// for a handshake RTT read at up to 2.6 times the true one), and 4 ms stays under the
+// 10 ms floor, which a timer counted in whole kernel ticks can cut short by a tick.
+var acklessLossProbe = rounds.LossProbeRule{RTTs: 0.75, MinGapNs: 4_000_000, SpacingTimes: rounds.LossProbe.SpacingTimes}
+
 // classifyInput is what the run knew besides the packets.
 type classifyInput struct {
 	announcedMSS int
@@ -274,83 +286,106 @@ func (t *tracker) classify(in classifyInput) Run {
 		}
 	}
 	if len(newData) == 0 {
-		if run.ReceiveWindowBytes == 0 {
-			run.ReceiveWindowBytes = t.clientWindowBytes
-		}
-		switch {
-		case t.rstAtNs != 0:
-			run.Outcome, run.Reason = OutcomeRST, "the server reset the connection before sending any data"
-		case t.finAtNs != 0:
-			run.Outcome, run.Reason = OutcomeFIN, "the server closed the connection before sending any data"
-		default:
-			run.Outcome, run.Reason = OutcomeTimeout, "the server sent no data in time"
-		}
+		t.classifyNoData(&run)
 		return run
 	}
+	run.SegmentBytes, run.MergedSegments = t.segmentSize(newData, in.announcedMSS)
+	probeBytes := t.lossProbeBytes(newData, run.SegmentBytes)
+	run.LossProbeBytes = int(probeBytes)
+	t.judge(&run, newData, probeBytes, in.flightBytes)
+	return run
+}
 
-	// The segment size: the largest payload seen, or the announced MSS less the
-	// server's TCP options when every segment was short.
+// classifyNoData is the outcome of a run in which the server sent no new data.
+func (t *tracker) classifyNoData(run *Run) {
+	if run.ReceiveWindowBytes == 0 {
+		run.ReceiveWindowBytes = t.clientWindowBytes
+	}
+	switch {
+	case t.rstAtNs != 0:
+		run.Outcome, run.Reason = OutcomeRST, "the server reset the connection before sending any data"
+	case t.finAtNs != 0:
+		run.Outcome, run.Reason = OutcomeFIN, "the server closed the connection before sending any data"
+	default:
+		run.Outcome, run.Reason = OutcomeTimeout, "the server sent no data in time"
+	}
+}
+
+// segmentSize is the size of the server's segments: the largest payload seen, or
+// the announced MSS less the server's TCP options when every segment was short;
+// merged tells that the capture saw several segments as one packet.
+func (t *tracker) segmentSize(newData []serverSegment, announcedMSS int) (segmentBytes int, merged bool) {
 	maxPayload := 0
 	for _, s := range newData {
 		maxPayload = max(maxPayload, int(s.end-s.start))
 	}
 	optionBytes := max(newData[0].headerLen-20, 0)
-	run.SegmentBytes = max(maxPayload, in.announcedMSS-optionBytes, 1)
-	if full := in.announcedMSS - optionBytes; full > 0 && maxPayload > full {
-		// Longer than the server may send: either the server raised the MSS
-		// (a higher minimum than Linux's 48 bytes: every full segment then has
-		// that one larger size), or the capture saw segments merged (GSO on
-		// loopback, GRO on a receiving NIC: sizes that vary, sums of segments).
-		larger := map[int]int{}
-		for _, s := range newData {
-			if n := int(s.end - s.start); n > full {
-				larger[n]++
-			}
-		}
-		merged := len(larger) > 1 || (len(larger) == 1 && maxPayload%full == 0 && larger[maxPayload] == 1)
-		if merged {
-			run.SegmentBytes = full
-			run.MergedSegments = true
-		}
-		// The first retransmission resends the flight's first segment, one segment
-		// whatever offload merged on the way out: a shorter one that divides the
-		// larger packets proves they were merged segments of its size (not a raised
-		// MSS, whose segments are all one larger size, retransmissions included).
-		if retx := t.firstRetransmission; retx >= 0 {
-			n := int(t.segments[retx].end - t.segments[retx].start)
-			if n > 0 && n < maxPayload && maxPayload%n == 0 {
-				run.SegmentBytes = n
-				run.MergedSegments = true
-			}
+	segmentBytes = max(maxPayload, announcedMSS-optionBytes, 1)
+	full := announcedMSS - optionBytes
+	if full <= 0 || maxPayload <= full {
+		return segmentBytes, false
+	}
+	// Longer than the server may send: either the server raised the MSS
+	// (a higher minimum than Linux's 48 bytes: every full segment then has
+	// that one larger size), or the capture saw segments merged (GSO on
+	// loopback, GRO on a receiving NIC: sizes that vary, sums of segments).
+	larger := map[int]int{}
+	for _, s := range newData {
+		if n := int(s.end - s.start); n > full {
+			larger[n]++
 		}
 	}
-
-	// A tail loss probe: the last new data came alone, one segment at most, a
-	// round trip or more after the rest, beyond everything sent before. The silence
-	// is timed on the server's clock too where its timestamps allow: a stall on the
-	// way can bunch the flight and the probe up on arrival, and inflate the
-	// handshake's RTT.
-	probeBytes := int64(0)
-	if n := len(newData); n >= 2 {
-		last, previous := newData[n-1], newData[n-2]
-		highest := int64(0)
-		for _, s := range newData[:n-1] {
-			highest = max(highest, s.end)
-		}
-		rttNs := max(t.synAckAtNs-t.synAtNs, 0)
-		thresholdNs := max(rttNs*3/4, 4_000_000)
-		silenceNs := last.atNs - previous.atNs
-		if last.hasTS && previous.hasTS {
-			if serverNs, ok := t.serverClock.GapNs(previous.tsVal, last.tsVal, last.atNs); ok {
-				silenceNs = max(silenceNs, serverNs)
-			}
-		}
-		if silenceNs >= thresholdNs && last.end-last.start <= int64(run.SegmentBytes) && last.start >= highest {
-			probeBytes = last.end - last.start
+	if len(larger) > 1 || (len(larger) == 1 && maxPayload%full == 0 && larger[maxPayload] == 1) {
+		segmentBytes, merged = full, true
+	}
+	// The first retransmission resends the flight's first segment, one segment
+	// whatever offload merged on the way out: a shorter one that divides the
+	// larger packets proves they were merged segments of its size (not a raised
+	// MSS, whose segments are all one larger size, retransmissions included).
+	if retx := t.firstRetransmission; retx >= 0 {
+		n := int(t.segments[retx].end - t.segments[retx].start)
+		if n > 0 && n < maxPayload && maxPayload%n == 0 {
+			segmentBytes, merged = n, true
 		}
 	}
-	run.LossProbeBytes = int(probeBytes)
+	return segmentBytes, merged
+}
 
+// lossProbeBytes is the length of a tail loss probe ending newData, or 0: the last
+// new data came alone, one segment at most, after a silence the acklessLossProbe
+// rule takes for a timer's, beyond everything sent before. The silence is timed on
+// the server's clock too where its timestamps allow: a stall on the way can bunch
+// the flight and the probe up on arrival, and inflate the handshake's RTT.
+func (t *tracker) lossProbeBytes(newData []serverSegment, segmentBytes int) int64 {
+	n := len(newData)
+	if n < 2 {
+		return 0
+	}
+	last, previous := newData[n-1], newData[n-2]
+	highest := int64(0)
+	for _, s := range newData[:n-1] {
+		highest = max(highest, s.end)
+	}
+	rttNs := max(t.synAckAtNs-t.synAtNs, 0)
+	silenceNs := last.atNs - previous.atNs
+	if last.hasTS && previous.hasTS {
+		if serverNs, ok := t.serverClock.GapNs(previous.tsVal, last.tsVal, last.atNs); ok {
+			silenceNs = max(silenceNs, serverNs)
+		}
+	}
+	var spacingNs int64
+	if n > 2 {
+		spacingNs = (previous.atNs - newData[0].atNs) / int64(n-2)
+	}
+	if acklessLossProbe.Holds(silenceNs, rttNs, spacingNs) && last.end-last.start <= int64(segmentBytes) && last.start >= highest {
+		return last.end - last.start
+	}
+	return 0
+}
+
+// judge counts the flight's bytes and segments (less the probe) and gives the
+// run its outcome and reason.
+func (t *tracker) judge(run *Run, newData []serverSegment, probeBytes, flightBytes int64) {
 	var covered []byteRange
 	for _, s := range newData {
 		covered = insertRange(covered, byteRange{s.start, s.end})
@@ -364,7 +399,7 @@ func (t *tracker) classify(in classifyInput) Run {
 	run.Bytes = int(distinct - probeBytes)
 	countedEnd := t.baseOffset + int64(run.Bytes)
 	run.Segments = (run.Bytes + run.SegmentBytes - 1) / run.SegmentBytes
-	complete := in.flightBytes >= 0 && t.baseOffset+in.flightBytes <= countedEnd
+	complete := flightBytes >= 0 && t.baseOffset+flightBytes <= countedEnd
 	finInFlight := t.finAtNs != 0 && t.finOffset <= countedEnd && (t.firstRetransmission < 0 || t.finAtNs <= t.segments[t.firstRetransmission].atNs)
 
 	switch {
@@ -399,5 +434,4 @@ func (t *tracker) classify(in classifyInput) Run {
 			run.Reason += fmt.Sprintf("; a %d-byte tail loss probe excluded", probeBytes)
 		}
 	}
-	return run
 }
