@@ -215,6 +215,11 @@ type LossProbeRule struct {
 // way, and four times the round's spacing keeps a paced round whole.
 var LossProbe = LossProbeRule{RTTs: 1, MinGapNs: 10_000_000, SpacingTimes: 4}
 
+// maybeLossProbe is the same rule without the RTT, for a lone segment the server's
+// timestamp echo shows no acknowledgement released (Round.MaybeProbe): the RTT a
+// loaded path measures can be far above the server's own SRTT.
+var maybeLossProbe = LossProbeRule{MinGapNs: LossProbe.MinGapNs, SpacingTimes: LossProbe.SpacingTimes}
+
 // Holds reports whether a silence of gapNs before a lone new segment makes it a
 // tail loss probe, on a path of rttNs (0: unknown, when only MinGapNs bounds the
 // silence) whose round so far had its segments spacingNs apart on average (0: one
@@ -873,7 +878,7 @@ func (t *Tracker) label(rounds []Round, messageEnds []int64, ending Ending) []Ro
 		if _, known := t.serverClock.GapNs(t.lastDataTS, t.lastDataTS, t.lastDataNs); !known || !t.lastDataTSSet {
 			continue
 		}
-		if ns := int64(int32(r.maybeToTS-r.maybeFromTS)) * 1_000_000; ns >= lossProbeMinGapNs && ns > 4*r.maybeSpacingNs {
+		if ns := int64(int32(r.maybeToTS-r.maybeFromTS)) * 1_000_000; maybeLossProbe.Holds(ns, 0, r.maybeSpacingNs) {
 			r.MaybeProbe, r.MaybeProbeGapNs = true, ns
 		}
 	}

@@ -266,6 +266,9 @@ func TestInterruptSurvey(t *testing.T) {
 	base, arrived := hangingServer(t)
 	list := writeSurveyList(t, "a "+base+"/hang", "b "+base+"/hang")
 	p := startBinary(t, nil, "survey", "--no-exact", "--concurrency", "1", list)
+	// Its progress line first (read before the signal, so that what follows the
+	// signal is only what the signal made it say), then the request at the server.
+	p.waitLine(t, true, "Surveying", 30*time.Second)
 	waitArrival(t, arrived)
 	code, after := p.signalAndWait(t, syscall.SIGTERM, 20*time.Second)
 	checkInterrupted(t, code, after, "0 of 2 URLs measured")
