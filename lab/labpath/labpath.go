@@ -212,6 +212,12 @@ func Start(ctx context.Context, cfg Config) (*Path, error) {
 	if cfg.Links != nil {
 		links = *cfg.Links
 	}
+	if err := links.ClientToServer.Validate(); err != nil {
+		return nil, fmt.Errorf("lab path, client→server: %w", err)
+	}
+	if err := links.ServerToClient.Validate(); err != nil {
+		return nil, fmt.Errorf("lab path, server→client: %w", err)
+	}
 	trial, err := netlab.Create(ctx, cfg.namespaceOptions())
 	if err != nil {
 		return nil, err
