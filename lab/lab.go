@@ -448,17 +448,14 @@ func (e *Env) startServer(ctx context.Context, path *labpath.Path, spec Spec) (t
 		if err != nil {
 			return target, err
 		}
-		served := make(chan error, 1)
-		go func() { served <- server.ServeHTTP3(serveCtx, pc, cfg) }()
-		path.OnClose(func() error { stopServe(); <-served; pc.Close(); return nil })
+		path.OnClose(pc.Close)
+		path.Go(serveCtx, func(ctx context.Context) error { return server.ServeHTTP3(ctx, pc, cfg) })
 	case spec.Server == ServerBuiltin:
 		ln, err := path.Listen(labpath.Server, "tcp", target.addr.String())
 		if err != nil {
 			return target, err
 		}
-		served := make(chan error, 1)
-		go func() { served <- server.Serve(serveCtx, ln, cfg) }()
-		path.OnClose(func() error { stopServe(); <-served; return nil })
+		path.Go(serveCtx, func(ctx context.Context) error { return server.Serve(ctx, ln, cfg) })
 	case spec.Server == ServerNginx:
 		curves := "" // nginx's default list
 		if spec.HelloRetry {

@@ -241,10 +241,8 @@ func (s *LabServer) startHTTP3(ctx context.Context, scfg server.Config) error {
 	if err != nil {
 		return err
 	}
-	h3Ctx, stopH3 := context.WithCancel(context.WithoutCancel(ctx))
-	h3Done := make(chan error, 1)
-	go func() { h3Done <- server.ServeHTTP3(h3Ctx, pc, scfg) }()
-	s.path.OnClose(func() error { stopH3(); err := <-h3Done; pc.Close(); return err })
+	s.path.OnClose(func() error { pc.Close(); return nil })
+	s.path.Go(context.WithoutCancel(ctx), func(ctx context.Context) error { return server.ServeHTTP3(ctx, pc, scfg) })
 	return nil
 }
 
@@ -283,10 +281,7 @@ func (s *LabServer) startBuiltin(ctx context.Context, scfg server.Config) error 
 		if err != nil {
 			return err
 		}
-		serveCtx, stopServe := context.WithCancel(context.WithoutCancel(ctx))
-		served := make(chan error, 1)
-		go func() { served <- server.Serve(serveCtx, ln, scfg) }()
-		s.path.OnClose(func() error { stopServe(); return <-served })
+		s.path.Go(context.WithoutCancel(ctx), func(ctx context.Context) error { return server.Serve(ctx, ln, scfg) })
 	}
 	return nil
 }

@@ -278,6 +278,20 @@ func (p *Path) OnClose(stop func() error) {
 	p.onClose = append(p.onClose, stop)
 }
 
+// Go runs run in a goroutine until Close, with a context that ends when ctx does
+// or when the path closes: a server serving on the path. Close cancels it, waits
+// for run to return and reports its error, as an OnClose teardown registered at
+// this point.
+func (p *Path) Go(ctx context.Context, run func(ctx context.Context) error) {
+	runCtx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- run(runCtx) }()
+	p.OnClose(func() error {
+		cancel()
+		return <-done
+	})
+}
+
 // Close runs what OnClose registered, stops the emulator and removes the
 // namespaces, whatever failed before; it returns every error met (the emulator's
 // unless Stop returned it already). Later calls return the first call's result.

@@ -41,7 +41,7 @@ func ownNamespaces(t *testing.T) []string {
 }
 
 // echoServer accepts connections in the path's server namespace and echoes what
-// it reads, until the listener closes.
+// it reads, until the path closes (Path.Go).
 func echoServer(t *testing.T, p *Path, port uint16) netip.AddrPort {
 	t.Helper()
 	addr := netip.AddrPortFrom(p.ServerAddr, port)
@@ -49,18 +49,19 @@ func echoServer(t *testing.T, p *Path, port uint16) netip.AddrPort {
 	if err != nil {
 		t.Fatalf("listen in the server namespace: %v", err)
 	}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
+	p.Go(context.Background(), func(ctx context.Context) error {
+		go func() { <-ctx.Done(); ln.Close() }()
 		for {
 			conn, err := ln.Accept()
 			if err != nil {
-				return
+				if ctx.Err() != nil {
+					return nil
+				}
+				return err
 			}
 			go func() { io.Copy(conn, conn); conn.Close() }()
 		}
-	}()
-	p.OnClose(func() error { ln.Close(); <-done; return nil })
+	})
 	return addr
 }
 
