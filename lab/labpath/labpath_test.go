@@ -124,10 +124,11 @@ func TestPathDelaysAndCloses(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Stop: %v", err)
 	}
-	// The client sent at least the SYN, the ACK, the request and the FIN; the
-	// server at least the SYN/ACK, the echo and its ACKs.
-	if stats.AToB.PacketsOut < 4 || stats.BToA.PacketsOut < 3 {
-		t.Errorf("the emulator carried %d packets client→server and %d server→client, want at least 4 and 3",
+	// The exchange completed, so the emulator delivered at least the client's SYN,
+	// handshake ACK and request, and the server's SYN/ACK and echo (the FINs may
+	// still be inside the emulator's delay when it stops).
+	if stats.AToB.PacketsOut < 3 || stats.BToA.PacketsOut < 2 {
+		t.Errorf("the emulator delivered %d packets client→server and %d server→client, want at least 3 and 2",
 			stats.AToB.PacketsOut, stats.BToA.PacketsOut)
 	}
 	err = p.Close()
