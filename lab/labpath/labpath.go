@@ -198,10 +198,12 @@ type Path struct {
 	// linkErrReported: Stop has returned linkErr, so Close does not repeat it.
 	linkErrReported atomic.Bool
 
-	mu       sync.Mutex
-	onClose  []func() error
-	closeErr error
-	closed   bool
+	mu      sync.Mutex // guards onClose and closed
+	onClose []func() error
+	closed  bool
+
+	closeOnce sync.Once
+	closeErr  error
 }
 
 // Start builds the path and starts its emulator, which runs until Stop or Close
@@ -271,11 +273,17 @@ func (p *Path) stop() (Stats, error) {
 
 // OnClose registers stop to run when the path closes, before the emulator stops
 // and the namespaces go: the teardown of a server or program started on the path.
-// They run in the reverse order of their registration.
+// They run in the reverse order of their registration. On a path already closed,
+// stop runs at once.
 func (p *Path) OnClose(stop func() error) {
 	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.onClose = append(p.onClose, stop)
+	if !p.closed {
+		p.onClose = append(p.onClose, stop)
+		p.mu.Unlock()
+		return
+	}
+	p.mu.Unlock()
+	stop()
 }
 
 // Go runs run in a goroutine until Close, with a context that ends when ctx does
@@ -294,31 +302,27 @@ func (p *Path) Go(ctx context.Context, run func(ctx context.Context) error) {
 
 // Close runs what OnClose registered, stops the emulator and removes the
 // namespaces, whatever failed before; it returns every error met (the emulator's
-// unless Stop returned it already). Later calls return the first call's result.
+// unless Stop returned it already). Later and concurrent calls wait for the first
+// and return its result.
 func (p *Path) Close() error {
-	p.mu.Lock()
-	if p.closed {
+	p.closeOnce.Do(func() {
+		p.mu.Lock()
+		p.closed = true
+		stops := p.onClose
+		p.onClose = nil
 		p.mu.Unlock()
-		return p.closeErr
-	}
-	p.closed = true
-	stops := p.onClose
-	p.onClose = nil
-	p.mu.Unlock()
 
-	var errs []error
-	for i := len(stops) - 1; i >= 0; i-- {
-		errs = append(errs, stops[i]())
-	}
-	if _, err := p.stop(); err != nil && !p.linkErrReported.Load() {
-		errs = append(errs, err)
-	}
-	errs = append(errs, p.Trial.Close())
-	err := errors.Join(errs...)
-	p.mu.Lock()
-	p.closeErr = err
-	p.mu.Unlock()
-	return err
+		var errs []error
+		for i := len(stops) - 1; i >= 0; i-- {
+			errs = append(errs, stops[i]())
+		}
+		if _, err := p.stop(); err != nil && !p.linkErrReported.Load() {
+			errs = append(errs, err)
+		}
+		errs = append(errs, p.Trial.Close())
+		p.closeErr = errors.Join(errs...)
+	})
+	return p.closeErr
 }
 
 // CloseAll removes every path of this process still up (the namespaces of paths

@@ -146,6 +146,11 @@ func TestPathDelaysAndCloses(t *testing.T) {
 			t.Errorf("namespace %s is left after Close (%v)", name, err)
 		}
 	}
+	late := false
+	p.OnClose(func() error { late = true; return nil })
+	if !late {
+		t.Error("a teardown registered after Close did not run at once")
+	}
 }
 
 // TestPathDropsSYNs: DropSYNs reaches the emulator, so the client's first SYN
