@@ -1,6 +1,6 @@
 // Package lab runs transfers over emulated paths with real kernel TCP: each trial
-// gets its own client and server network namespaces (lab/netlab) joined by the
-// userspace link emulator (lab/link), a server (built-in, nginx or Caddy, lab/server)
+// gets its own path (lab/labpath: client and server network namespaces joined by
+// the userspace link emulator), a server (built-in, nginx or Caddy, lab/server)
 // with the initial window on its route, and a client (built-in or curl, lab/client)
 // that times the transfer. A point may run over HTTP/3 instead: the built-in server
 // or Caddy serves QUIC on UDP through the same emulated path, and the HTTP/3 probe
@@ -16,19 +16,17 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
-	"net"
 	"net/netip"
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/slowstart/slowstart/analysis"
 	"github.com/slowstart/slowstart/lab/client"
-	"github.com/slowstart/slowstart/lab/link"
+	"github.com/slowstart/slowstart/lab/labpath"
 	"github.com/slowstart/slowstart/lab/netlab"
 	"github.com/slowstart/slowstart/lab/server"
 	"github.com/slowstart/slowstart/probe/quicprobe"
@@ -156,39 +154,6 @@ func (s Spec) HTTP3Twin() (Spec, error) {
 	return twin, nil
 }
 
-// linkConfigs returns the emulator's configuration each way: half the RTT of delay,
-// the rate and its queue both ways, loss on the data (server→client) path only.
-func (s *Spec) linkConfigs(mtu int) (clientToServer, serverToClient link.Config, queue string) {
-	oneWay := s.RTTNs / 2
-	mk := func(seedOffset uint64) link.Config {
-		c := link.Config{DelayNs: oneWay, RateBitsPerSecond: s.RateBitsPerSecond, Seed: s.Seed + seedOffset}
-		if s.RateBitsPerSecond > 0 {
-			switch {
-			case s.QueueBytes > 0:
-				c.Queue = link.QueueConfig{LimitBytes: s.QueueBytes}
-				queue = fmt.Sprintf("drop-tail, %s", units.FormatSize(s.QueueBytes))
-			case s.QueuePackets > 0:
-				c.Queue = link.QueueConfig{LimitPackets: s.QueuePackets}
-				queue = fmt.Sprintf("drop-tail, %d packets", s.QueuePackets)
-			default:
-				c.Queue, queue = link.DefaultQueue(s.RateBitsPerSecond, s.RTTNs, mtu)
-			}
-		}
-		return c
-	}
-	clientToServer, serverToClient = mk(1), mk(2)
-	if s.DropSYNs > 0 {
-		clientToServer.Drop = link.DropConfig{Count: s.DropSYNs, Match: link.MatchSYN}
-	}
-	if s.LossRate > 0 {
-		serverToClient.Loss = link.LossConfig{Model: link.LossBernoulli, Probability: s.LossRate}
-	}
-	if queue == "" {
-		queue = "none (no rate limit)"
-	}
-	return clientToServer, serverToClient, queue
-}
-
 // TrialResult is what one trial measured.
 type TrialResult struct {
 	Trial       int     `json:"trial"`
@@ -236,9 +201,6 @@ func roundTripsOf(rt report.RoundTrips) *TrialRoundTrips {
 	return &TrialRoundTrips{Handshake: rt.TCP + rt.TLS, Data: rt.HTTP, Total: rt.Total}
 }
 
-// labServerName is the name on the lab's certificates.
-const labServerName = "lab.slowstart.test"
-
 // Env holds what trials share: generated keys and certificate chains.
 type Env struct {
 	// setup serializes the creation of trials: namespace setup is CPU-heavy in the
@@ -265,7 +227,7 @@ func (e *Env) chain(bytes int) (*server.Chain, error) {
 	if c, ok := e.chains[bytes]; ok {
 		return c, nil
 	}
-	c, err := server.NewChain(server.ChainConfig{ServerName: labServerName, Intermediates: 1, TargetBytes: bytes, Keys: e.Keys})
+	c, err := server.NewChain(server.ChainConfig{ServerName: labpath.ServerName, Intermediates: 1, TargetBytes: bytes, Keys: e.Keys})
 	if err != nil {
 		return nil, fmt.Errorf("certificate chain of %d bytes: %w", bytes, err)
 	}
@@ -288,229 +250,297 @@ func (e *Env) RunTrial(ctx context.Context, spec Spec, index int, captureDir, pr
 
 // runTrial is RunTrial; mayPoll false keeps the emulator on timers even when the
 // trial starts alone (the first trial of a parallel batch does); roundTrips counts
-// the transfer's round trips (TrialResult.RoundTrips).
-func (e *Env) runTrial(ctx context.Context, spec Spec, index int, captureDir, prefix string, mayPoll, roundTrips bool) (TrialResult, error) {
-	res := TrialResult{Trial: index}
+// the transfer's round trips (TrialResult.RoundTrips). It opens the captures,
+// brings the path up, starts the server on it, fetches, and reads the emulator's
+// drops (and the round trips) once the path has stopped.
+func (e *Env) runTrial(ctx context.Context, spec Spec, index int, captureDir, prefix string, mayPoll, roundTrips bool) (res TrialResult, err error) {
+	res = TrialResult{Trial: index}
 	if err := spec.Normalize(); err != nil {
 		return res, err
 	}
 	poll := e.active.Add(1) == 1 && mayPoll && (spec.RateBitsPerSecond > 0 || spec.SizeBytes <= pollMaxUnlimitedBytes)
 	defer e.active.Add(-1)
-	opts := netlab.Options{
-		InitCwnd:             spec.IW,
-		InitRwnd:             spec.InitRwnd,
-		CongestionControl:    spec.CC,
-		NoSlowStartAfterIdle: !spec.SlowStartAfterIdle,
-	}
-	if spec.InitRwnd > 0 {
-		// A receive buffer large enough for the initial window asked for: the kernel
-		// caps the first advertised window at what the default buffer can hold.
-		opts.Sysctls = map[string]string{"ipv4/tcp_rmem": fmt.Sprintf("4096 %d 6291456", max(131072, 4*spec.InitRwnd*1500))}
-	}
-	e.setup.Lock()
-	trial, err := netlab.Create(ctx, opts)
-	e.setup.Unlock()
+
+	caps, err := openCaptures(spec, captureDir, prefix, roundTrips)
 	if err != nil {
 		return res, err
 	}
-	defer trial.Close()
+	res.ClientPcap, res.ServerPcap = caps.clientPcap, caps.serverPcap
+	defer func() {
+		if err := caps.close(); err != nil && res.Error == "" {
+			res.Error = err.Error()
+		}
+		caps.remove()
+	}()
+	path, err := e.startPath(ctx, spec, poll, caps.tap())
+	if err != nil {
+		return res, err
+	}
+	defer path.Close()
+	target, err := e.startServer(ctx, path, spec)
+	if err != nil {
+		return res, err
+	}
 
-	c2s, s2c, _ := spec.linkConfigs(1500)
-	var taps *pcapTaps
+	var fetched client.Result
+	if spec.HTTP3 {
+		err = e.fetchHTTP3(ctx, path, spec, target, captureDir, prefix, &res)
+	} else {
+		fetched, err = fetchTCP(ctx, path, spec, target)
+	}
+	if err != nil {
+		res.Error = err.Error()
+		return res, err
+	}
+	stats, err := path.Stop()
+	if err != nil {
+		return res, err
+	}
+	if !spec.HTTP3 {
+		res.setTiming(fetched)
+	}
+	res.setDrops(stats)
+	if roundTrips && !spec.HTTP3 {
+		if res.RoundTrips, err = caps.roundTrips(ctx); err != nil {
+			return res, err
+		}
+	}
+	return res, nil
+}
+
+// pathConfig is the point's path: its delay, rate, queue and loss, and the
+// namespaces' initial windows and TCP settings.
+func (s *Spec) pathConfig(poll bool, tap func(device int, data []byte, unixNs int64)) labpath.Config {
+	cfg := labpath.Config{
+		RTT:                  time.Duration(s.RTTNs),
+		RateBitsPerSecond:    s.RateBitsPerSecond,
+		QueueBytes:           s.QueueBytes,
+		QueuePackets:         s.QueuePackets,
+		LossRate:             s.LossRate,
+		DropSYNs:             s.DropSYNs,
+		Seed:                 s.Seed,
+		IPv6:                 s.IPv6,
+		InitCwnd:             s.IW,
+		InitRwnd:             s.InitRwnd,
+		CongestionControl:    s.CC,
+		NoSlowStartAfterIdle: !s.SlowStartAfterIdle,
+		Poll:                 poll,
+		Tap:                  tap,
+	}
+	if s.InitRwnd > 0 {
+		// A receive buffer large enough for the initial window asked for: the kernel
+		// caps the first advertised window at what the default buffer can hold.
+		cfg.Sysctls = map[string]string{"ipv4/tcp_rmem": fmt.Sprintf("4096 %d 6291456", max(131072, 4*s.InitRwnd*1500))}
+	}
+	return cfg
+}
+
+// startPath brings up the trial's path, one setup at a time (see Env.setup).
+func (e *Env) startPath(ctx context.Context, spec Spec, poll bool, tap func(device int, data []byte, unixNs int64)) (*labpath.Path, error) {
+	e.setup.Lock()
+	defer e.setup.Unlock()
+	return labpath.Start(ctx, spec.pathConfig(poll, tap))
+}
+
+// trialCaptures are the captures a trial's emulator writes: the client-side and
+// server-side ones asked for (a capture directory), or a temporary client-side one
+// to read a TCP transfer's round trips from, or none.
+type trialCaptures struct {
+	taps *pcapTaps // nil when closed or when there are none
+	// clientPcap and serverPcap are the captures kept (TrialResult.ClientPcap).
+	clientPcap, serverPcap string
+	// roundTripsPcap is the client-side capture, kept or temporary.
+	roundTripsPcap string
+	tempDir        string
+}
+
+// openCaptures opens the trial's captures.
+func openCaptures(spec Spec, captureDir, prefix string, roundTrips bool) (*trialCaptures, error) {
+	c := &trialCaptures{}
+	var err error
 	switch {
 	case captureDir != "":
 		if err := os.MkdirAll(captureDir, 0o755); err != nil {
-			return res, fmt.Errorf("capture directory: %w", err)
+			return nil, fmt.Errorf("capture directory: %w", err)
 		}
-		res.ClientPcap = filepath.Join(captureDir, prefix+".client.pcap")
-		res.ServerPcap = filepath.Join(captureDir, prefix+".server.pcap")
-		taps, err = newPcapTaps(res.ClientPcap, res.ServerPcap)
+		c.clientPcap = filepath.Join(captureDir, prefix+".client.pcap")
+		c.serverPcap = filepath.Join(captureDir, prefix+".server.pcap")
+		c.roundTripsPcap = c.clientPcap
+		c.taps, err = newPcapTaps(c.clientPcap, c.serverPcap)
 	case roundTrips && !spec.HTTP3:
 		// The round trips of a TCP transfer come from its client-side capture: a
 		// temporary one.
-		dir, derr := os.MkdirTemp("", fmt.Sprintf("slowstart-%d-roundtrips-", os.Getpid()))
-		if derr != nil {
-			return res, derr
+		if c.tempDir, err = os.MkdirTemp("", fmt.Sprintf("slowstart-%d-roundtrips-", os.Getpid())); err != nil {
+			return nil, err
 		}
-		defer os.RemoveAll(dir)
-		taps, err = newPcapTaps(filepath.Join(dir, "client.pcap"), "")
+		c.roundTripsPcap = filepath.Join(c.tempDir, "client.pcap")
+		c.taps, err = newPcapTaps(c.roundTripsPcap, "")
 	}
 	if err != nil {
-		return res, err
+		c.remove()
+		return nil, err
 	}
-	closeTaps := func() error {
-		if taps == nil {
-			return nil
-		}
-		t := taps
-		taps = nil
-		return t.close()
-	}
-	linkCtx, stopLink := context.WithCancel(ctx)
-	var linkStats link.Stats
-	var linkErr error
-	linkDone := make(chan struct{})
-	runOpts := link.RunOptions{Poll: poll, EarlyWakeNs: -1}
-	if taps != nil {
-		runOpts.Tap = taps.tap
-	}
-	clientDev, err := link.NewTUN(trial.ClientTUN)
-	if err != nil {
-		stopLink()
-		return res, err
-	}
-	serverDev, err := link.NewTUN(trial.ServerTUN)
-	if err != nil {
-		stopLink()
-		return res, err
-	}
-	go func() {
-		defer close(linkDone)
-		linkStats, linkErr = link.Run(linkCtx, clientDev, serverDev, c2s, s2c, runOpts)
-	}()
-	defer func() {
-		stopLink()
-		<-linkDone
-		if err := closeTaps(); err != nil && res.Error == "" {
-			res.Error = err.Error()
-		}
-	}()
+	return c, nil
+}
 
-	serverAddr := trial.Addr(netlab.Server, spec.IPv6)
-	port := 80
-	scheme := "http"
-	if spec.TLS != "" {
-		port, scheme = 443, "https"
+// tap is the emulator's tap that writes the captures; nil when there are none.
+func (c *trialCaptures) tap() func(device int, data []byte, unixNs int64) {
+	if c.taps == nil {
+		return nil
 	}
-	addrPort := netip.AddrPortFrom(serverAddr, uint16(port))
-	fetch := client.FetchConfig{
-		URL:        fmt.Sprintf("%s://%s/bytes/%d", scheme, addrPort, spec.SizeBytes),
-		Dial:       trial.DialFunc(netlab.Client, &net.Dialer{}),
-		TLSVersion: spec.TLS,
-		HTTP2:      spec.HTTP2,
+	return c.taps.tap
+}
+
+// close closes the captures (once the emulator has stopped); later calls do nothing.
+func (c *trialCaptures) close() error {
+	if c.taps == nil {
+		return nil
+	}
+	t := c.taps
+	c.taps = nil
+	return t.close()
+}
+
+// remove removes the temporary capture, if any.
+func (c *trialCaptures) remove() {
+	if c.tempDir != "" {
+		os.RemoveAll(c.tempDir)
+	}
+}
+
+// roundTrips closes the captures and reads the TCP transfer's round trips from the
+// client-side one.
+func (c *trialCaptures) roundTrips(ctx context.Context) (*TrialRoundTrips, error) {
+	if err := c.close(); err != nil {
+		return nil, err
+	}
+	return tcpRoundTrips(ctx, c.roundTripsPcap)
+}
+
+// trialTarget is the trial's server: where it listens, and the certificate chain it
+// serves over TLS (nil without TLS).
+type trialTarget struct {
+	addr  netip.AddrPort
+	chain *server.Chain
+}
+
+// startServer starts the point's server in the path's server namespace, its
+// teardown registered with the path.
+func (e *Env) startServer(ctx context.Context, path *labpath.Path, spec Spec) (trialTarget, error) {
+	port := uint16(80)
+	if spec.TLS != "" {
+		port = 443
+	}
+	target := trialTarget{addr: netip.AddrPortFrom(path.ServerAddr, port)}
+	if spec.TLS != "" {
+		chain, err := e.chain(spec.ChainBytes)
+		if err != nil {
+			return target, err
+		}
+		target.chain = chain
 	}
 	serveCtx, stopServe := context.WithCancel(ctx)
-	defer stopServe()
-	var chain *server.Chain
-	if spec.TLS != "" {
-		if chain, err = e.chain(spec.ChainBytes); err != nil {
-			return res, err
-		}
-		fetch.RootCAs = chain.Roots
-		fetch.RootCAPEM = chain.RootPEM()
-		fetch.ServerName = labServerName
-	}
-	cfg := server.Config{
-		TLSVersion:      spec.TLS,
-		HTTP2:           spec.HTTP2,
-		ThinkAfterBytes: spec.ThinkAfterBytes,
-		ThinkDuration:   time.Duration(spec.ThinkNs),
-		WriteChunkBytes: spec.WriteChunkBytes,
-		WritePause:      time.Duration(spec.WritePauseNs),
-		Nagle:           spec.Nagle,
-	}
-	if spec.HelloRetry {
-		cfg.CurvePreferences = []tls.CurveID{tls.CurveP256}
-	}
-	if chain != nil {
-		cfg.Certificate = chain.Certificate
-	}
+	path.OnClose(func() error { stopServe(); return nil })
+	cfg := spec.builtinServerConfig(target.chain)
 	switch {
 	case spec.Server == ServerBuiltin && spec.HTTP3:
-		pc, err := trial.ListenPacket(netlab.Server, "udp", addrPort.String())
+		pc, err := path.ListenPacket(labpath.Server, "udp", target.addr.String())
 		if err != nil {
-			return res, err
+			return target, err
 		}
-		served := make(chan error, 1)
-		go func() { served <- server.ServeHTTP3(serveCtx, pc, cfg) }()
-		defer func() { stopServe(); <-served; pc.Close() }()
+		path.OnClose(pc.Close)
+		path.Go(serveCtx, func(ctx context.Context) error { return server.ServeHTTP3(ctx, pc, cfg) })
 	case spec.Server == ServerBuiltin:
-		ln, err := trial.Listen(netlab.Server, "tcp", addrPort.String())
+		ln, err := path.Listen(labpath.Server, "tcp", target.addr.String())
 		if err != nil {
-			return res, err
+			return target, err
 		}
-		served := make(chan error, 1)
-		go func() { served <- server.Serve(serveCtx, ln, cfg) }()
-		defer func() { stopServe(); <-served }()
+		path.Go(serveCtx, func(ctx context.Context) error { return server.Serve(ctx, ln, cfg) })
 	case spec.Server == ServerNginx:
 		curves := "" // nginx's default list
 		if spec.HelloRetry {
 			curves = "prime256v1"
 		}
 		ng, err := server.StartNginx(serveCtx, server.NginxConfig{
-			Address:     addrPort.String(),
+			Address:     target.addr.String(),
 			TLSVersion:  spec.TLS,
 			Certificate: cfg.Certificate,
 			HTTP2:       spec.HTTP2,
 			BodySizes:   []int64{spec.SizeBytes},
-			Dial:        fetch.Dial,
+			Dial:        path.Dial,
 			ECDHCurves:  curves,
-		}, trial.WrapCommand(netlab.Server))
+		}, path.WrapCommand(labpath.Server))
 		if err != nil {
-			return res, err
+			return target, err
 		}
-		defer ng.Stop()
+		path.OnClose(ng.Stop)
 	case spec.Server == ServerCaddy:
-		cd, err := server.StartCaddy(serveCtx, server.CaddyConfig{Address: addrPort.String(), ServerName: labServerName,
-			Certificate: cfg.Certificate, BodySizes: []int64{spec.SizeBytes}, Dial: fetch.Dial}, trial.WrapCommand(netlab.Server))
+		cd, err := server.StartCaddy(serveCtx, server.CaddyConfig{Address: target.addr.String(), ServerName: labpath.ServerName,
+			Certificate: cfg.Certificate, BodySizes: []int64{spec.SizeBytes}, Dial: path.Dial}, path.WrapCommand(labpath.Server))
 		if err != nil {
-			return res, err
+			return target, err
 		}
-		defer cd.Stop()
+		path.OnClose(cd.Stop)
 	}
+	return target, nil
+}
 
-	if spec.HTTP3 {
-		if err := e.fetchHTTP3(ctx, trial, spec, addrPort, chain, captureDir, prefix, &res); err != nil {
-			res.Error = err.Error()
-			return res, err
-		}
-		stopLink()
-		<-linkDone
-		if linkErr != nil {
-			return res, fmt.Errorf("link emulator: %w", linkErr)
-		}
-		res.setDrops(linkStats)
-		return res, nil
+// builtinServerConfig is the point's server behaviour: its TLS, HTTP/2, think time
+// and writes (the built-in server's; nginx and Caddy take the certificate).
+func (s *Spec) builtinServerConfig(chain *server.Chain) server.Config {
+	cfg := server.Config{
+		TLSVersion:      s.TLS,
+		HTTP2:           s.HTTP2,
+		ThinkAfterBytes: s.ThinkAfterBytes,
+		ThinkDuration:   time.Duration(s.ThinkNs),
+		WriteChunkBytes: s.WriteChunkBytes,
+		WritePause:      time.Duration(s.WritePauseNs),
+		Nagle:           s.Nagle,
 	}
+	if s.HelloRetry {
+		cfg.CurvePreferences = []tls.CurveID{tls.CurveP256}
+	}
+	if chain != nil {
+		cfg.Certificate = chain.Certificate
+	}
+	return cfg
+}
 
-	var r client.Result
+// fetchTCP fetches the point's page over TCP with the point's client from the
+// path's client namespace.
+func fetchTCP(ctx context.Context, path *labpath.Path, spec Spec, target trialTarget) (client.Result, error) {
+	scheme := "http"
+	if spec.TLS != "" {
+		scheme = "https"
+	}
+	fetch := client.FetchConfig{
+		URL:        fmt.Sprintf("%s://%s/bytes/%d", scheme, target.addr, spec.SizeBytes),
+		Dial:       path.Dial,
+		TLSVersion: spec.TLS,
+		HTTP2:      spec.HTTP2,
+	}
+	if target.chain != nil {
+		fetch.RootCAs = target.chain.Roots
+		fetch.RootCAPEM = target.chain.RootPEM()
+		fetch.ServerName = labpath.ServerName
+	}
 	if spec.Client == ClientCurl {
-		r, err = client.FetchCurl(ctx, fetch, trial.WrapCommand(netlab.Client))
-	} else {
-		r, err = client.Fetch(ctx, fetch)
+		return client.FetchCurl(ctx, fetch, path.WrapCommand(labpath.Client))
 	}
-	if err != nil {
-		res.Error = err.Error()
-		return res, err
-	}
-	stopLink()
-	<-linkDone
-	if linkErr != nil {
-		return res, fmt.Errorf("link emulator: %w", linkErr)
-	}
+	return client.Fetch(ctx, fetch)
+}
+
+// setTiming fills res with the client's timing of a TCP transfer.
+func (res *TrialResult) setTiming(r client.Result) {
 	ms := func(ns int64) float64 { return float64(ns) / 1e6 }
 	res.ConnectMs, res.TLSMs, res.FirstByteMs, res.LastByteMs = ms(r.ConnectNs), ms(r.TLSNs), ms(r.FirstByteNs), ms(r.LastByteNs)
 	res.FCTPaperMs, res.FCTUserMs = ms(r.FCTPaperNs), ms(r.FCTUserNs)
 	res.Bytes, res.Protocol, res.TLSVersion = r.Bytes, r.Protocol, r.TLSVersion
-	res.setDrops(linkStats)
-	if roundTrips {
-		clientPcap := res.ClientPcap
-		if taps != nil {
-			clientPcap = taps.client.path
-		}
-		if err := closeTaps(); err != nil {
-			return res, err
-		}
-		rt, err := tcpRoundTrips(ctx, clientPcap)
-		if err != nil {
-			return res, err
-		}
-		res.RoundTrips = rt
-	}
-	return res, nil
 }
 
-func (res *TrialResult) setDrops(linkStats link.Stats) {
+// setDrops fills res with the emulator's drops: server→client packets are data,
+// client→server ones ACKs.
+func (res *TrialResult) setDrops(linkStats labpath.Stats) {
 	res.DataPacketsDroppedQueue, res.DataPacketsDroppedLoss = linkStats.BToA.PacketsDroppedQueue, linkStats.BToA.PacketsDroppedLoss
 	res.AckPacketsDroppedQueue, res.AckPacketsDroppedLoss = linkStats.AToB.PacketsDroppedQueue, linkStats.AToB.PacketsDroppedLoss
 	res.DataPacketsLost = res.DataPacketsDroppedLoss + res.DataPacketsDroppedQueue
@@ -541,11 +571,12 @@ func tcpRoundTrips(ctx context.Context, clientPcap string) (*TrialRoundTrips, er
 // client namespace and fills res with its timing and round trips (read by the probe
 // from its own datagrams, with its own TLS secrets). With captures, the secrets are
 // written beside them.
-func (e *Env) fetchHTTP3(ctx context.Context, trial *netlab.Trial, spec Spec, addrPort netip.AddrPort, chain *server.Chain, captureDir, prefix string, res *TrialResult) error {
+func (e *Env) fetchHTTP3(ctx context.Context, path *labpath.Path, spec Spec, target trialTarget, captureDir, prefix string, res *TrialResult) error {
+	addrPort := target.addr
 	opts := quicprobe.Options{
-		URL:     fmt.Sprintf("https://%s:%d/bytes/%d", labServerName, addrPort.Port(), spec.SizeBytes),
-		Resolve: map[string]netip.Addr{fmt.Sprintf("%s:%d", labServerName, addrPort.Port()): addrPort.Addr()},
-		RootCAs: chain.Roots, Netns: trial.NamespacePath(netlab.Client),
+		URL:     fmt.Sprintf("https://%s:%d/bytes/%d", labpath.ServerName, addrPort.Port(), spec.SizeBytes),
+		Resolve: map[string]netip.Addr{fmt.Sprintf("%s:%d", labpath.ServerName, addrPort.Port()): addrPort.Addr()},
+		RootCAs: target.chain.Roots, Netns: path.ClientNetns,
 		// X25519 alone, as the TCP client offers (client.FetchConfig.PostQuantumKeyExchange).
 		ClassicKeyShare: true,
 		Timeout:         max(2*time.Minute, time.Duration(spec.RTTNs)*50),
@@ -631,8 +662,7 @@ const defaultChainBytes = 4000
 
 // QueueDescription says which bottleneck buffer the point uses.
 func QueueDescription(s Spec) string {
-	_, _, q := s.linkConfigs(1500)
-	return strings.TrimPrefix(q, "queue: ")
+	return s.pathConfig(false, nil).QueueDescription()
 }
 
 // Describe says in words what a point emulates.

@@ -20,7 +20,7 @@ import (
 
 	"github.com/slowstart/slowstart/browser"
 	"github.com/slowstart/slowstart/har"
-	"github.com/slowstart/slowstart/lab/netlab"
+	"github.com/slowstart/slowstart/lab/labpath"
 	"github.com/slowstart/slowstart/lab/server"
 	"github.com/slowstart/slowstart/model"
 	"github.com/slowstart/slowstart/pageload"
@@ -79,7 +79,7 @@ func TestBrowserPageLoadLab(t *testing.T) {
 	if _, err := os.Stat(browser.DefaultChromium); err != nil {
 		t.Skipf("%s is missing (Debian package chromium)", browser.DefaultChromium)
 	}
-	t.Cleanup(func() { netlab.CloseAll() })
+	t.Cleanup(func() { labpath.CloseAll() })
 	for _, c := range browserLabCases {
 		t.Run(c.name, func(t *testing.T) {
 			page, err := server.ParsePage(c.page)

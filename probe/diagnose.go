@@ -91,118 +91,188 @@ func dataRounds(c *report.Connection) (rounds int, bytes int64) {
 // no receive-window limit and no loss (model.RoundsNeeded).
 func RoundsNeeded(sizeBytes int64, iw, mss int) int { return model.RoundsNeeded(sizeBytes, iw, mss) }
 
+// diagnose finds what cost the connection round trips, in the order a reader
+// would fix them: a redirect, then (on a real network path) the TLS handshake,
+// the initial window, what held the window back (the receive window, loss, the
+// server's pauses) and an uncompressed text body.
 func diagnose(c *report.Connection, ctx diagnosisContext) []report.Diagnosis {
-	out := []report.Diagnosis{}
-	rtt := rttMs(c)
-	cost := func(kind, text string, rts int) report.Diagnosis {
-		return report.Diagnosis{Kind: kind, Text: text, CostRoundTrips: rts, CostMs: round1(float64(rts) * rtt)}
-	}
-	timing := c.ClientTiming
-	if ctx.redirect && timing != nil {
-		rts := c.RoundTrips.Total
-		d := cost(DiagnosisRedirect, fmt.Sprintf("%s redirects to %s: a connection of its own before the page, %s", timing.URL, timing.Location, roundTripsText(rts)), rts)
-		d.CostMs = round1(timing.LastByteAtMs)
-		out = append(out, d)
-	}
-
+	d := newDiagnosis(c, ctx)
+	out := append([]report.Diagnosis{}, d.redirect()...)
 	if IsLocalPath(c) {
 		// No advice about windows or round trips applies here.
-		return append(out, report.Diagnosis{Kind: DiagnosisLocalPath, Text: fmt.Sprintf(
-			"this path is local (round trip %.3f ms, segments of %d bytes): its rounds say nothing about a real network path, and no initcwnd change would matter on it; probe the site over the network, or emulate a path with slowstart lab", rtt, c.MSS)})
+		return append(out, d.localPath())
 	}
+	out = append(out, d.tlsHandshake()...)
+	out = append(out, d.initialWindow()...)
+	out = append(out, d.heldBack()...)
+	out = append(out, d.serverPause()...)
+	return append(out, d.compression()...)
+}
 
-	iw := c.InitialWindow
-	if c.TLS != nil {
-		base := 2
-		if c.TLS.Version == "1.3" {
-			base = 1
+// diagnosis is one connection being diagnosed, with the readings the diagnoses
+// share.
+type diagnosis struct {
+	c      *report.Connection
+	ctx    diagnosisContext
+	rttMs  float64
+	timing *report.ClientTiming
+	iw     *report.InitialWindow
+	mss    int
+	// rounds and bytes are the data rounds (not the TLS handshake's) and their bytes.
+	rounds int
+	bytes  int64
+}
+
+func newDiagnosis(c *report.Connection, ctx diagnosisContext) *diagnosis {
+	d := &diagnosis{c: c, ctx: ctx, rttMs: rttMs(c), timing: c.ClientTiming, iw: c.InitialWindow, mss: c.MSS}
+	d.rounds, d.bytes = dataRounds(c)
+	return d
+}
+
+// cost is a diagnosis that costs rts round trips.
+func (d *diagnosis) cost(kind, text string, rts int) report.Diagnosis {
+	return report.Diagnosis{Kind: kind, Text: text, CostRoundTrips: rts, CostMs: round1(float64(rts) * d.rttMs)}
+}
+
+// windowKnown says whether the initial window and the segment size are known, as
+// the diagnoses counting rounds need.
+func (d *diagnosis) windowKnown() bool { return d.iw != nil && d.iw.Segments > 0 && d.mss > 0 }
+
+// redirect: the connection only answered with a redirect the probe followed.
+func (d *diagnosis) redirect() []report.Diagnosis {
+	if !d.ctx.redirect || d.timing == nil {
+		return nil
+	}
+	rts := d.c.RoundTrips.Total
+	r := d.cost(DiagnosisRedirect, fmt.Sprintf("%s redirects to %s: a connection of its own before the page, %s", d.timing.URL, d.timing.Location, roundTripsText(rts)), rts)
+	r.CostMs = round1(d.timing.LastByteAtMs)
+	return []report.Diagnosis{r}
+}
+
+// localPath says why a loopback or sub-millisecond path gets no advice.
+func (d *diagnosis) localPath() report.Diagnosis {
+	return report.Diagnosis{Kind: DiagnosisLocalPath, Text: fmt.Sprintf(
+		"this path is local (round trip %.3f ms, segments of %d bytes): its rounds say nothing about a real network path, and no initcwnd change would matter on it; probe the site over the network, or emulate a path with slowstart lab", d.rttMs, d.c.MSS)}
+}
+
+// tlsHandshake: a TLS flight larger than the initial window, and TLS 1.2 where the
+// client let the server choose.
+func (d *diagnosis) tlsHandshake() []report.Diagnosis {
+	t := d.c.TLS
+	if t == nil {
+		return nil
+	}
+	var out []report.Diagnosis
+	base := 2
+	if t.Version == "1.3" {
+		base = 1
+	}
+	if extra := t.HandshakeRoundTrips - base; extra > 0 && t.InitialWindow != nil && t.InitialWindow.Verdict == report.VerdictExact {
+		what := fmt.Sprintf("the server's TLS flight (%s)", report.Size(int64(t.ServerFlightBytes)))
+		if d.timing != nil && d.timing.ChainBytes > 0 {
+			what = fmt.Sprintf("the certificate chain (%s)", report.Size(int64(d.timing.ChainBytes)))
 		}
-		if extra := c.TLS.HandshakeRoundTrips - base; extra > 0 && c.TLS.InitialWindow != nil && c.TLS.InitialWindow.Verdict == report.VerdictExact {
-			chain := c.TLS.ServerFlightBytes
-			what := fmt.Sprintf("the server's TLS flight (%s)", report.Size(int64(chain)))
-			if timing != nil && timing.ChainBytes > 0 {
-				what = fmt.Sprintf("the certificate chain (%s)", report.Size(int64(timing.ChainBytes)))
-			}
-			w := c.TLS.InitialWindow
-			out = append(out, cost(DiagnosisCertificateChain, fmt.Sprintf("%s is larger than the initial window (%d segments, %s): +%s; a shorter chain (fewer intermediates, ECDSA keys) or a larger initial window saves it",
-				what, w.Segments, report.Size(int64(w.Bytes)), roundTripsText(extra)), extra))
+		w := t.InitialWindow
+		out = append(out, d.cost(DiagnosisCertificateChain, fmt.Sprintf("%s is larger than the initial window (%d segments, %s): +%s; a shorter chain (fewer intermediates, ECDSA keys) or a larger initial window saves it",
+			what, w.Segments, report.Size(int64(w.Bytes)), roundTripsText(extra)), extra))
+	}
+	if d.ctx.tlsVersionFree && t.Version == "1.2" {
+		out = append(out, d.cost(DiagnosisTLSVersion, "the server negotiated TLS 1.2, whose full handshake takes 2 round trips; TLS 1.3 takes 1: +1 round trip", 1))
+	}
+	return out
+}
+
+// initialWindow: the larger initial windows (alternativeIWs) that would deliver the
+// page in fewer rounds.
+func (d *diagnosis) initialWindow() []report.Diagnosis {
+	if d.rounds == 0 || d.ctx.redirect || !d.windowKnown() {
+		return nil
+	}
+	current := d.iw.Segments
+	var better []string
+	best := d.rounds
+	for _, alt := range alternativeIWs {
+		if alt <= current {
+			continue
 		}
-		if ctx.tlsVersionFree && c.TLS.Version == "1.2" {
-			out = append(out, cost(DiagnosisTLSVersion, "the server negotiated TLS 1.2, whose full handshake takes 2 round trips; TLS 1.3 takes 1: +1 round trip", 1))
+		if n := RoundsNeeded(d.bytes, alt, d.mss); n < d.rounds {
+			better = append(better, fmt.Sprintf("%d at IW %d", n, alt))
+			best = min(best, n)
 		}
 	}
-
-	rounds, bytes := dataRounds(c)
-	mss := c.MSS
-	if rounds > 0 && !ctx.redirect && iw != nil && iw.Segments > 0 && mss > 0 {
-		current := iw.Segments
-		var better []string
-		best := rounds
-		for _, alt := range alternativeIWs {
-			if alt <= current {
-				continue
-			}
-			n := RoundsNeeded(bytes, alt, mss)
-			if n < rounds {
-				better = append(better, fmt.Sprintf("%d at IW %d", n, alt))
-				best = min(best, n)
-			}
-		}
-		if len(better) > 0 {
-			at := fmt.Sprintf("IW %d", current)
-			if iw.Verdict != report.VerdictExact {
-				at = fmt.Sprintf("an IW of at least %d", current)
-			}
-			out = append(out, cost(DiagnosisInitialWindow, fmt.Sprintf("the page (%s) needs %s at %s; %s: raise initcwnd (ip route change ... initcwnd %d) to save %s",
-				report.Size(bytes), plural(rounds, "round", "rounds"), at, strings.Join(better, "; "), alternativeIWs[len(alternativeIWs)-1], roundTripsText(rounds-best)), rounds-best))
-		}
+	if len(better) == 0 {
+		return nil
 	}
+	at := fmt.Sprintf("IW %d", current)
+	if d.iw.Verdict != report.VerdictExact {
+		at = fmt.Sprintf("an IW of at least %d", current)
+	}
+	return []report.Diagnosis{d.cost(DiagnosisInitialWindow, fmt.Sprintf("the page (%s) needs %s at %s; %s: raise initcwnd (ip route change ... initcwnd %d) to save %s",
+		report.Size(d.bytes), plural(d.rounds, "round", "rounds"), at, strings.Join(better, "; "), alternativeIWs[len(alternativeIWs)-1], roundTripsText(d.rounds-best)), d.rounds-best)}
+}
 
+// heldBack: the client's receive window or loss held the window back. The rounds
+// beyond what slow start from the initial window needs are charged to the receive
+// window when it capped a round, else to loss.
+func (d *diagnosis) heldBack() []report.Diagnosis {
 	var rwndRounds, lossRounds int
-	var pauseMs float64
-	for i, r := range c.Rounds {
+	for _, r := range d.c.Rounds {
 		switch r.Limit {
 		case report.LimitRwnd:
 			rwndRounds++
 		case report.LimitLoss:
 			lossRounds++
-		case report.LimitApp:
-			if i+1 < len(c.Rounds) {
-				if gap := c.Rounds[i+1].StartMs - r.EndMs - rtt; gap > 0 {
-					pauseMs += gap
-				}
+		}
+	}
+	excess := 0
+	if d.windowKnown() {
+		if expected := RoundsNeeded(d.bytes, d.iw.Segments, d.mss); expected > 0 {
+			excess = max(d.rounds-expected, 0)
+		}
+	}
+	var out []report.Diagnosis
+	if rwndRounds > 0 && excess > 0 {
+		out = append(out, d.cost(DiagnosisReceiveWindow, fmt.Sprintf("the client's receive window (%s at first) capped %s: the client, not the server, held the transfer back; +%s",
+			report.Size(int64(d.c.ClientWindow.InitialBytes)), plural(rwndRounds, "round", "rounds"), roundTripsText(excess)), excess))
+		excess = 0
+	}
+	if lossRounds > 0 || d.c.Retransmission > 0 {
+		out = append(out, d.cost(DiagnosisLoss, fmt.Sprintf("%s: loss cut the window; +%s",
+			plural(d.c.Retransmission, "segment was retransmitted", "segments were retransmitted"), roundTripsText(excess)), excess))
+	}
+	return out
+}
+
+// serverPause: the time the server sent nothing although its window had room
+// (application-limited rounds followed by a gap longer than a round trip).
+func (d *diagnosis) serverPause() []report.Diagnosis {
+	var pauseMs float64
+	for i, r := range d.c.Rounds {
+		if r.Limit == report.LimitApp && i+1 < len(d.c.Rounds) {
+			if gap := d.c.Rounds[i+1].StartMs - r.EndMs - d.rttMs; gap > 0 {
+				pauseMs += gap
 			}
 		}
 	}
-	expected := 0
-	if iw != nil && iw.Segments > 0 && mss > 0 {
-		expected = RoundsNeeded(bytes, iw.Segments, mss)
+	if pauseMs < 1 {
+		return nil
 	}
-	excess := max(rounds-expected, 0)
-	if expected == 0 {
-		excess = 0
+	return []report.Diagnosis{{Kind: DiagnosisServerPause, Text: fmt.Sprintf("the server paused %.0f ms with room in its window (think time, a slow back end, or a response streamed as it was made)", pauseMs), CostMs: round1(pauseMs)}}
+}
+
+// compression: a text body sent uncompressed although the request offered
+// compression, when a third of its size would take fewer rounds.
+func (d *diagnosis) compression() []report.Diagnosis {
+	t := d.timing
+	if !d.ctx.offeredCompression || t == nil || t.ContentEncoding != "" || !isText(t.ContentType) || d.bytes <= 0 || !d.windowKnown() || d.ctx.redirect {
+		return nil
 	}
-	if rwndRounds > 0 && excess > 0 {
-		out = append(out, cost(DiagnosisReceiveWindow, fmt.Sprintf("the client's receive window (%s at first) capped %s: the client, not the server, held the transfer back; +%s",
-			report.Size(int64(c.ClientWindow.InitialBytes)), plural(rwndRounds, "round", "rounds"), roundTripsText(excess)), excess))
-		excess = 0
+	n := RoundsNeeded(d.bytes/assumedTextCompressionRatio, d.iw.Segments, d.mss)
+	if n >= d.rounds {
+		return nil
 	}
-	if lossRounds > 0 || c.Retransmission > 0 {
-		out = append(out, cost(DiagnosisLoss, fmt.Sprintf("%s: loss cut the window; +%s",
-			plural(c.Retransmission, "segment was retransmitted", "segments were retransmitted"), roundTripsText(excess)), excess))
-	}
-	if pauseMs >= 1 {
-		d := report.Diagnosis{Kind: DiagnosisServerPause, Text: fmt.Sprintf("the server paused %.0f ms with room in its window (think time, a slow back end, or a response streamed as it was made)", pauseMs), CostMs: round1(pauseMs)}
-		out = append(out, d)
-	}
-	if ctx.offeredCompression && timing != nil && timing.ContentEncoding == "" && isText(timing.ContentType) && bytes > 0 && iw != nil && iw.Segments > 0 && mss > 0 && !ctx.redirect {
-		n := RoundsNeeded(bytes/assumedTextCompressionRatio, iw.Segments, mss)
-		if n < rounds {
-			out = append(out, cost(DiagnosisCompression, fmt.Sprintf("the %s body (%s) came uncompressed although the request offered gzip and brotli; at about a third of the size it would need %s: %s to gain",
-				timing.ContentType, report.Size(bytes), plural(n, "round", "rounds"), roundTripsText(rounds-n)), rounds-n))
-		}
-	}
-	return out
+	return []report.Diagnosis{d.cost(DiagnosisCompression, fmt.Sprintf("the %s body (%s) came uncompressed although the request offered gzip and brotli; at about a third of the size it would need %s: %s to gain",
+		t.ContentType, report.Size(d.bytes), plural(n, "round", "rounds"), roundTripsText(d.rounds-n)), d.rounds-n)}
 }
 
 // isText tells content types that compress well.

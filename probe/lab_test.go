@@ -15,7 +15,7 @@ import (
 
 	"github.com/slowstart/slowstart/internal/testroot"
 
-	"github.com/slowstart/slowstart/lab/netlab"
+	"github.com/slowstart/slowstart/lab/labpath"
 	"github.com/slowstart/slowstart/lab/server"
 	"github.com/slowstart/slowstart/report"
 )
@@ -61,7 +61,7 @@ var labKeys = server.NewKeyCache()
 // response is at least twice the IW, never a wrong exact.
 func TestProbeLab(t *testing.T) {
 	requireRoot(t)
-	t.Cleanup(func() { netlab.CloseAll() })
+	t.Cleanup(func() { labpath.CloseAll() })
 	type point struct {
 		stack  string // "h1", "tls1.2", "tls1.3-h2"
 		iw     int
@@ -181,7 +181,7 @@ func TestDemo(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the demo takes a few seconds")
 	}
-	t.Cleanup(func() { netlab.CloseAll() })
+	t.Cleanup(func() { labpath.CloseAll() })
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	d, err := Demo(ctx, DefaultDemo())
@@ -257,7 +257,7 @@ func TestAgreesWithCurl(t *testing.T) {
 	if err != nil {
 		t.Skip("curl is not installed")
 	}
-	t.Cleanup(func() { netlab.CloseAll() })
+	t.Cleanup(func() { labpath.CloseAll() })
 	// A path long enough that 2% of its times exceed the CPU curl (OpenSSL)
 	// spends in the handshake beyond Go's TLS (2-4 ms here: it loads and parses
 	// the CA file there).
@@ -321,7 +321,7 @@ func TestProbeGrid(t *testing.T) {
 	if os.Getenv("SLOWSTART_PROBE_GRID") == "" {
 		t.Skip("set SLOWSTART_PROBE_GRID=1 (bench/probe-grid.sh) for the full grid")
 	}
-	t.Cleanup(func() { netlab.CloseAll() })
+	t.Cleanup(func() { labpath.CloseAll() })
 	const bodyBytes = 150000
 	for _, stack := range []string{"h1", "tls1.2", "tls1.3-h2"} {
 		for _, rtt := range []int{20, 150} {

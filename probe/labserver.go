@@ -2,22 +2,21 @@ package probe
 
 import (
 	"context"
+	"crypto/tls"
 	"crypto/x509"
 	"errors"
 	"fmt"
-	"net"
 	"net/netip"
 	"strconv"
 	"time"
 
-	"github.com/slowstart/slowstart/lab/link"
-	"github.com/slowstart/slowstart/lab/netlab"
+	"github.com/slowstart/slowstart/lab/labpath"
 	"github.com/slowstart/slowstart/lab/server"
 )
 
-// LabServerName is the name on the lab server's certificate; probes reach it
-// with Options.Resolve, as a user would with --resolve.
-const LabServerName = "lab.slowstart.test"
+// LabServerName is the name on the lab server's certificate (labpath.ServerName);
+// probes reach it with Options.Resolve, as a user would with --resolve.
+const LabServerName = labpath.ServerName
 
 // LabSecondServerName is a test page's second host name (LabServerConfig.Page):
 // another origin on the same server, at port LabSecondPort (TLS) or
@@ -61,8 +60,8 @@ type LabServerConfig struct {
 	Page *server.Page
 }
 
-// LabServer is a lab trial (client and server namespaces joined by the link
-// emulator) with the built-in server running in the server namespace.
+// LabServer is a lab path (client and server namespaces joined by the link
+// emulator, package lab/labpath) with a server running in the server namespace.
 type LabServer struct {
 	// Netns is the client namespace's path, for Options.Netns.
 	Netns string
@@ -83,8 +82,7 @@ type LabServer struct {
 	// each request's client port).
 	Nginx     *server.Nginx
 	rootCerts []*x509.Certificate
-	trial     *netlab.Trial
-	stop      func() error
+	path      *labpath.Path
 }
 
 // URL returns the URL of path on the server, by name over TLS (with Resolve to
@@ -122,164 +120,168 @@ func origin(scheme, name string, port uint16) string {
 }
 
 // Close stops the server and the emulator and removes the namespaces.
-func (s *LabServer) Close() error { return s.stop() }
+func (s *LabServer) Close() error { return s.path.Close() }
 
-// StartLabServer brings up a lab trial with the built-in server and keeps it up
-// until Close. It needs root.
+// StartLabServer brings up a lab path (package lab/labpath) with the server cfg
+// describes in its server namespace, and keeps it up until Close. It needs root.
 func StartLabServer(ctx context.Context, cfg LabServerConfig) (_ *LabServer, err error) {
-	trial, err := netlab.Create(ctx, netlab.Options{InitCwnd: cfg.IW, CongestionControl: netlab.CongestionCubic, NoSlowStartAfterIdle: true})
+	path, err := labpath.Start(ctx, labpath.Config{RTT: cfg.RTT, RateBitsPerSecond: cfg.RateBitsPerSecond, IPv6: cfg.IPv6,
+		InitCwnd: cfg.IW, NoSlowStartAfterIdle: true, Tap: cfg.Tap})
 	if err != nil {
 		return nil, err
-	}
-	var cleanups []func() error
-	stop := func() error {
-		var errs []error
-		for i := len(cleanups) - 1; i >= 0; i-- {
-			errs = append(errs, cleanups[i]())
-		}
-		errs = append(errs, trial.Close())
-		return errors.Join(errs...)
 	}
 	defer func() {
 		if err != nil {
-			stop()
+			path.Close()
 		}
 	}()
-
-	oneWay := cfg.RTT.Nanoseconds() / 2
-	mk := func(seed uint64) link.Config {
-		c := link.Config{DelayNs: oneWay, RateBitsPerSecond: cfg.RateBitsPerSecond, Seed: seed}
-		if cfg.RateBitsPerSecond > 0 {
-			c.Queue, _ = link.DefaultQueue(cfg.RateBitsPerSecond, cfg.RTT.Nanoseconds(), netlab.DefaultMTU)
-		}
-		return c
-	}
-	clientDev, err := link.NewTUN(trial.ClientTUN)
-	if err != nil {
-		return nil, err
-	}
-	serverDev, err := link.NewTUN(trial.ServerTUN)
-	if err != nil {
-		return nil, err
-	}
-	linkCtx, stopLink := context.WithCancel(context.WithoutCancel(ctx))
-	linkDone := make(chan error, 1)
-	go func() {
-		_, err := link.Run(linkCtx, clientDev, serverDev, mk(1), mk(2), link.RunOptions{EarlyWakeNs: -1, Tap: cfg.Tap})
-		linkDone <- err
-	}()
-	cleanups = append(cleanups, func() error {
-		stopLink()
-		if err := <-linkDone; err != nil && !errors.Is(err, context.Canceled) {
-			return fmt.Errorf("link emulator: %w", err)
-		}
-		return nil
-	})
-
-	s := &LabServer{trial: trial, Netns: trial.NamespacePath(netlab.Client), Scheme: "http"}
-	port := uint16(80)
-	scfg := cfg.Server
+	s := &LabServer{path: path, Netns: path.ClientNetns, Scheme: "http"}
 	if (cfg.HTTP3 || cfg.Caddy) && cfg.TLSVersion == "" {
 		cfg.TLSVersion = "1.3"
 	}
+	scfg := cfg.Server
 	scfg.TLSVersion, scfg.HTTP2 = cfg.TLSVersion, cfg.HTTP2
+	port := uint16(80)
 	if cfg.TLSVersion != "" {
 		port, s.Scheme = 443, "https"
-		chainBytes := cfg.ChainBytes
-		if chainBytes == 0 {
-			chainBytes = 4000
+		if scfg.Certificate, err = s.makeChain(cfg); err != nil {
+			return nil, err
 		}
-		var more []string
-		if cfg.Page != nil && cfg.Page.HasSecondHost() {
-			more = []string{LabSecondServerName}
-		}
-		chain, err := server.NewChain(server.ChainConfig{ServerName: LabServerName, MoreNames: more, Intermediates: 1, TargetBytes: chainBytes, Keys: cfg.Keys})
-		if err != nil {
-			return nil, fmt.Errorf("certificate chain of %d bytes: %w", chainBytes, err)
-		}
-		scfg.Certificate = chain.Certificate
-		s.RootCAs, s.ChainBytes = chain.Roots, chain.CertificateMessageBytes
-		s.rootCerts = []*x509.Certificate{chain.Root}
 	}
-	s.Addr = netip.AddrPortFrom(trial.Addr(netlab.Server, cfg.IPv6), port)
+	s.Addr = netip.AddrPortFrom(path.ServerAddr, port)
 	if cfg.Page != nil {
-		if cfg.Caddy || cfg.HTTP3 {
-			return nil, errors.New("a test page is served by the built-in server or nginx, over TCP")
-		}
-		page := *cfg.Page
-		page.FirstOrigin = origin(s.Scheme, LabServerName, port)
-		if page.HasSecondHost() {
-			second := uint16(LabSecondPort)
-			if s.Scheme == "http" {
-				second = LabSecondPortCleartext
-			}
-			s.SecondAddr = netip.AddrPortFrom(s.Addr.Addr(), second)
-			page.SecondOrigin = origin(s.Scheme, LabSecondServerName, second)
-		}
-		files, err := page.Files()
-		if err != nil {
+		if scfg.PageFiles, err = s.preparePage(cfg); err != nil {
 			return nil, err
 		}
-		s.Page, scfg.PageFiles = &page, files
 	}
-	if cfg.Caddy {
-		cd, err := server.StartCaddy(ctx, server.CaddyConfig{Address: s.Addr.String(), ServerName: LabServerName,
-			Certificate: scfg.Certificate, BodySizes: cfg.NginxBodySizes, Dial: trial.DialFunc(netlab.Client, &net.Dialer{})},
-			trial.WrapCommand(netlab.Server))
-		if err != nil {
-			return nil, fmt.Errorf("starting caddy: %w", err)
+	switch {
+	case cfg.Caddy:
+		err = s.startCaddy(ctx, cfg, scfg)
+	case cfg.Nginx:
+		if cfg.HTTP3 {
+			err = s.startHTTP3(ctx, scfg)
 		}
-		cleanups = append(cleanups, cd.Stop)
-		s.stop = stop
-		return s, nil
+		if err == nil {
+			err = s.startNginx(ctx, cfg, scfg)
+		}
+	default:
+		if cfg.HTTP3 {
+			err = s.startHTTP3(ctx, scfg)
+		}
+		if err == nil {
+			err = s.startBuiltin(ctx, scfg)
+		}
 	}
-	if cfg.HTTP3 {
-		pc, err := trial.ListenPacket(netlab.Server, "udp", s.Addr.String())
-		if err != nil {
-			return nil, err
-		}
-		h3Ctx, stopH3 := context.WithCancel(context.WithoutCancel(ctx))
-		h3Done := make(chan error, 1)
-		go func() { h3Done <- server.ServeHTTP3(h3Ctx, pc, scfg) }()
-		cleanups = append(cleanups, func() error { stopH3(); err := <-h3Done; pc.Close(); return err })
+	if err != nil {
+		return nil, err
 	}
-	if cfg.Nginx {
-		// nginx lives until Close, not until ctx ends (StartNginx stops it then).
-		ncfg := server.NginxConfig{
-			Address:     s.Addr.String(),
-			TLSVersion:  cfg.TLSVersion,
-			Certificate: scfg.Certificate,
-			HTTP2:       cfg.HTTP2,
-			BodySizes:   cfg.NginxBodySizes,
-			Dial:        trial.DialFunc(netlab.Client, &net.Dialer{}),
-			PageFiles:   scfg.PageFiles,
-		}
-		if s.SecondAddr.IsValid() {
-			ncfg.SecondAddress = s.SecondAddr.String()
-		}
-		ng, err := server.StartNginx(context.WithoutCancel(ctx), ncfg, trial.WrapCommand(netlab.Server))
-		if err != nil {
-			return nil, fmt.Errorf("starting nginx: %w", err)
-		}
-		s.Nginx = ng
-		cleanups = append(cleanups, ng.Stop)
-		s.stop = stop
-		return s, nil
+	return s, nil
+}
+
+// makeChain generates the server's certificate chain (the second host name's too,
+// when the page has one) and notes what a client needs to trust it.
+func (s *LabServer) makeChain(cfg LabServerConfig) (tls.Certificate, error) {
+	chainBytes := cfg.ChainBytes
+	if chainBytes == 0 {
+		chainBytes = 4000
 	}
+	var more []string
+	if cfg.Page != nil && cfg.Page.HasSecondHost() {
+		more = []string{LabSecondServerName}
+	}
+	chain, err := server.NewChain(server.ChainConfig{ServerName: LabServerName, MoreNames: more, Intermediates: 1, TargetBytes: chainBytes, Keys: cfg.Keys})
+	if err != nil {
+		return tls.Certificate{}, fmt.Errorf("certificate chain of %d bytes: %w", chainBytes, err)
+	}
+	s.RootCAs, s.ChainBytes = chain.Roots, chain.CertificateMessageBytes
+	s.rootCerts = []*x509.Certificate{chain.Root}
+	return chain.Certificate, nil
+}
+
+// preparePage fills the test page's origins (and the second host's address) and
+// returns its files.
+func (s *LabServer) preparePage(cfg LabServerConfig) (map[string][]byte, error) {
+	if cfg.Caddy || cfg.HTTP3 {
+		return nil, errors.New("a test page is served by the built-in server or nginx, over TCP")
+	}
+	page := *cfg.Page
+	page.FirstOrigin = origin(s.Scheme, LabServerName, s.Addr.Port())
+	if page.HasSecondHost() {
+		second := uint16(LabSecondPort)
+		if s.Scheme == "http" {
+			second = LabSecondPortCleartext
+		}
+		s.SecondAddr = netip.AddrPortFrom(s.Addr.Addr(), second)
+		page.SecondOrigin = origin(s.Scheme, LabSecondServerName, second)
+	}
+	files, err := page.Files()
+	if err != nil {
+		return nil, err
+	}
+	s.Page = &page
+	return files, nil
+}
+
+// startCaddy serves with Debian's Caddy until ctx ends or Close.
+func (s *LabServer) startCaddy(ctx context.Context, cfg LabServerConfig, scfg server.Config) error {
+	cd, err := server.StartCaddy(ctx, server.CaddyConfig{Address: s.Addr.String(), ServerName: LabServerName,
+		Certificate: scfg.Certificate, BodySizes: cfg.NginxBodySizes, Dial: s.path.Dial},
+		s.path.WrapCommand(labpath.Server))
+	if err != nil {
+		return fmt.Errorf("starting caddy: %w", err)
+	}
+	s.path.OnClose(cd.Stop)
+	return nil
+}
+
+// startHTTP3 serves HTTP/3 with the built-in server on UDP at the server's port
+// until Close.
+func (s *LabServer) startHTTP3(ctx context.Context, scfg server.Config) error {
+	pc, err := s.path.ListenPacket(labpath.Server, "udp", s.Addr.String())
+	if err != nil {
+		return err
+	}
+	s.path.OnClose(func() error { pc.Close(); return nil })
+	s.path.Go(context.WithoutCancel(ctx), func(ctx context.Context) error { return server.ServeHTTP3(ctx, pc, scfg) })
+	return nil
+}
+
+// startNginx serves with Debian's nginx until Close (not until ctx ends).
+func (s *LabServer) startNginx(ctx context.Context, cfg LabServerConfig, scfg server.Config) error {
+	ncfg := server.NginxConfig{
+		Address:     s.Addr.String(),
+		TLSVersion:  cfg.TLSVersion,
+		Certificate: scfg.Certificate,
+		HTTP2:       cfg.HTTP2,
+		BodySizes:   cfg.NginxBodySizes,
+		Dial:        s.path.Dial,
+		PageFiles:   scfg.PageFiles,
+	}
+	if s.SecondAddr.IsValid() {
+		ncfg.SecondAddress = s.SecondAddr.String()
+	}
+	ng, err := server.StartNginx(context.WithoutCancel(ctx), ncfg, s.path.WrapCommand(labpath.Server))
+	if err != nil {
+		return fmt.Errorf("starting nginx: %w", err)
+	}
+	s.Nginx = ng
+	s.path.OnClose(ng.Stop)
+	return nil
+}
+
+// startBuiltin serves with the built-in server over TCP, at the server's address
+// and the second host's, until Close.
+func (s *LabServer) startBuiltin(ctx context.Context, scfg server.Config) error {
 	addrs := []netip.AddrPort{s.Addr}
 	if s.SecondAddr.IsValid() {
 		addrs = append(addrs, s.SecondAddr)
 	}
 	for _, addr := range addrs {
-		ln, err := trial.Listen(netlab.Server, "tcp", addr.String())
+		ln, err := s.path.Listen(labpath.Server, "tcp", addr.String())
 		if err != nil {
-			return nil, err
+			return err
 		}
-		serveCtx, stopServe := context.WithCancel(context.WithoutCancel(ctx))
-		served := make(chan error, 1)
-		go func() { served <- server.Serve(serveCtx, ln, scfg) }()
-		cleanups = append(cleanups, func() error { stopServe(); return <-served })
+		s.path.Go(context.WithoutCancel(ctx), func(ctx context.Context) error { return server.Serve(ctx, ln, scfg) })
 	}
-	s.stop = stop
-	return s, nil
+	return nil
 }

@@ -4,14 +4,12 @@ package tune
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/netip"
 	"testing"
 	"time"
 
-	"github.com/slowstart/slowstart/lab/link"
-	"github.com/slowstart/slowstart/lab/netlab"
+	"github.com/slowstart/slowstart/lab/labpath"
 	"github.com/slowstart/slowstart/lab/server"
 	"github.com/slowstart/slowstart/probe/exact"
 )
@@ -23,41 +21,19 @@ func TestLabProbeSeesNewWindow(t *testing.T) {
 	needRoot(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	trial, err := netlab.Create(ctx, netlab.Options{InitCwnd: 10})
-	if err != nil {
-		t.Fatalf("create the lab's namespaces: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := trial.Close(); err != nil {
-			t.Errorf("close the trial: %v", err)
-		}
-	})
-
 	// A 20 ms path through the link emulator.
-	clientDevice, err := link.NewTUN(trial.ClientTUN)
+	path, err := labpath.Start(ctx, labpath.Config{RTT: 20 * time.Millisecond, InitCwnd: 10})
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("start the lab's path: %v", err)
 	}
-	serverDevice, err := link.NewTUN(trial.ServerTUN)
-	if err != nil {
-		t.Fatal(err)
-	}
-	oneWay := link.Config{DelayNs: 10e6}
-	linkCtx, stopLink := context.WithCancel(ctx)
-	linkDone := make(chan error, 1)
-	go func() {
-		_, err := link.Run(linkCtx, clientDevice, serverDevice, oneWay, oneWay, link.RunOptions{EarlyWakeNs: -1})
-		linkDone <- err
-	}()
 	t.Cleanup(func() {
-		stopLink()
-		if err := <-linkDone; err != nil && !errors.Is(err, context.Canceled) {
-			t.Errorf("link emulator: %v", err)
+		if err := path.Close(); err != nil {
+			t.Errorf("close the path: %v", err)
 		}
 	})
 
-	serverAddr := netip.AddrPortFrom(trial.ServerAddr, 80)
-	listener, err := trial.Listen(netlab.Server, "tcp", serverAddr.String())
+	serverAddr := netip.AddrPortFrom(path.ServerAddr, 80)
+	listener, err := path.Listen(labpath.Server, "tcp", serverAddr.String())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +53,7 @@ func TestLabProbeSeesNewWindow(t *testing.T) {
 		defer mcancel()
 		res, err := exact.Measure(mctx, exact.Options{
 			URL:   fmt.Sprintf("http://%s/bytes/100000", serverAddr),
-			Netns: trial.NamespacePath(netlab.Client),
+			Netns: path.ClientNetns,
 			Runs:  1,
 		})
 		if err != nil {
@@ -89,8 +65,8 @@ func TestLabProbeSeesNewWindow(t *testing.T) {
 		return res.IWSegments
 	}
 
-	route := netip.PrefixFrom(trial.ClientAddr, 32).String()
-	res, err := Apply(ApplyOptions{Netns: trial.ServerNamespace, InitCwnd: 20, Route: route, BackupDir: t.TempDir()})
+	route := netip.PrefixFrom(path.ClientAddr, 32).String()
+	res, err := Apply(ApplyOptions{Netns: path.ServerNamespace, InitCwnd: 20, Route: route, BackupDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -87,7 +87,7 @@ func runHandshake(ctx context.Context, args []string) (*handshakeResult, error) 
 
 	clientToServer, serverToClient := path.configs()
 	taps := &tapRecorder{}
-	trial, err := startTrial(ctx, netlab.Options{}, clientToServer, serverToClient, path.runOptions(), taps.tap)
+	trial, err := startTrial(ctx, nil, clientToServer, serverToClient, path.runOptions(), taps.tap)
 	if err != nil {
 		return nil, err
 	}

@@ -152,7 +152,7 @@ func iperfCommand(ctx context.Context, name, defaultRTT string, args []string) (
 	}
 	clientToServer, serverToClient := path.configs()
 	var deliveries deliveryLog
-	trial, err := startTrial(ctx, netlab.Options{Sysctls: bulkSysctls}, clientToServer, serverToClient, path.runOptions(), deliveries.tap)
+	trial, err := startTrial(ctx, bulkSysctls, clientToServer, serverToClient, path.runOptions(), deliveries.tap)
 	if err != nil {
 		return nil, err
 	}

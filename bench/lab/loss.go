@@ -86,7 +86,7 @@ const lossPort = 9000
 
 func lossOnce(ctx context.Context, clientToServer, serverToClient link.Config, runOptions link.RunOptions, packets, packetsPerSecond int) (lossRun, error) {
 	var run lossRun
-	trial, err := startTrial(ctx, netlab.Options{}, clientToServer, serverToClient, runOptions, nil)
+	trial, err := startTrial(ctx, nil, clientToServer, serverToClient, runOptions, nil)
 	if err != nil {
 		return run, err
 	}

@@ -25,6 +25,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/slowstart/slowstart/lab/labpath"
 	"github.com/slowstart/slowstart/lab/link"
 	"github.com/slowstart/slowstart/lab/netlab"
 	"github.com/slowstart/slowstart/units"
@@ -101,16 +102,11 @@ func (p *pathFlags) parse() error {
 	return nil
 }
 
-// configs returns the two directions as the lab sets them up: half the RTT each way,
-// the rate each way with the lab's default queue.
+// configs returns the two directions as the lab sets them up (labpath.Config): half
+// the RTT each way, the rate each way with the lab's default queue.
 func (p *pathFlags) configs() (clientToServer, serverToClient link.Config) {
-	c := link.Config{DelayNs: p.rttNs / 2, RateBitsPerSecond: p.rateBitsPS}
-	if p.rateBitsPS > 0 {
-		c.Queue, _ = link.DefaultQueue(p.rateBitsPS, p.rttNs, netlab.DefaultMTU)
-	}
-	clientToServer, serverToClient = c, c
-	clientToServer.Seed, serverToClient.Seed = 1, 2
-	return clientToServer, serverToClient
+	links := labpath.Config{RTT: time.Duration(p.rttNs), RateBitsPerSecond: p.rateBitsPS}.LinkConfigs()
+	return links.ClientToServer, links.ServerToClient
 }
 
 // mode names the emulator's timing: poll, spin or timers.
@@ -136,48 +132,36 @@ func (p *pathFlags) runOptions() link.RunOptions {
 	return link.RunOptions{EarlyWakeNs: -1}
 }
 
-// emulatedTrial is one trial with the emulator running between its two TUN devices.
+// emulatedTrial is one lab path (package lab/labpath) with the emulator running
+// between its two namespaces.
 type emulatedTrial struct {
-	trial    *netlab.Trial
-	stopLink context.CancelFunc
-	done     chan struct{}
-	stats    link.Stats
-	err      error
+	trial *netlab.Trial
+	path  *labpath.Path
 }
 
-// startTrial makes a trial and runs the emulator on it until stop.
-// tap, when not nil, sees every packet as link.RunOptions.Tap does.
-func startTrial(ctx context.Context, opts netlab.Options, clientToServer, serverToClient link.Config, runOptions link.RunOptions,
+// startTrial makes a path whose emulator runs the two directions given, with the
+// sysctls in both namespaces, until stop. tap, when not nil, sees every packet as
+// link.RunOptions.Tap does; runOptions says the emulator's timing (Poll, and
+// EarlyWakeNs negative for timers only).
+func startTrial(ctx context.Context, sysctls map[string]string, clientToServer, serverToClient link.Config, runOptions link.RunOptions,
 	tap func(device int, data []byte, unixNs int64)) (*emulatedTrial, error) {
-	trial, err := netlab.Create(ctx, opts)
+	path, err := labpath.Start(ctx, labpath.Config{
+		Sysctls: sysctls,
+		Links:   &labpath.Links{ClientToServer: clientToServer, ServerToClient: serverToClient},
+		Poll:    runOptions.Poll,
+		Spin:    runOptions.EarlyWakeNs >= 0,
+		Tap:     tap,
+	})
 	if err != nil {
-		return nil, fmt.Errorf("making the trial's namespaces: %w", err)
+		return nil, fmt.Errorf("making the trial's path: %w", err)
 	}
-	clientDevice, err := link.NewTUN(trial.ClientTUN)
-	if err != nil {
-		trial.Close()
-		return nil, err
-	}
-	serverDevice, err := link.NewTUN(trial.ServerTUN)
-	if err != nil {
-		trial.Close()
-		return nil, err
-	}
-	linkCtx, stopLink := context.WithCancel(ctx)
-	e := &emulatedTrial{trial: trial, stopLink: stopLink, done: make(chan struct{})}
-	runOptions.Tap = tap
-	go func() {
-		defer close(e.done)
-		e.stats, e.err = link.Run(linkCtx, clientDevice, serverDevice, clientToServer, serverToClient, runOptions)
-	}()
-	return e, nil
+	return &emulatedTrial{trial: path.Trial, path: path}, nil
 }
 
-// stop ends the emulator and removes the trial; it returns the emulator's counters.
+// stop ends the emulator and removes the path; it returns the emulator's counters.
 func (e *emulatedTrial) stop() (link.Stats, error) {
-	e.stopLink()
-	<-e.done
-	return e.stats, errors.Join(e.err, e.trial.Close())
+	stats, err := e.path.Stop()
+	return stats, errors.Join(err, e.path.Close())
 }
 
 // waitFor polls ready every 20 ms until it returns true or timeout passes.

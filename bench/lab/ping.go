@@ -48,7 +48,7 @@ func runPing(ctx context.Context, args []string) (*pingResult, error) {
 		return nil, err
 	}
 	clientToServer, serverToClient := path.configs()
-	trial, err := startTrial(ctx, netlab.Options{}, clientToServer, serverToClient, path.runOptions(), nil)
+	trial, err := startTrial(ctx, nil, clientToServer, serverToClient, path.runOptions(), nil)
 	if err != nil {
 		return nil, err
 	}

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/netip"
 	"os"
@@ -18,8 +17,7 @@ import (
 
 	"github.com/slowstart/slowstart/internal/testroot"
 
-	"github.com/slowstart/slowstart/lab/link"
-	"github.com/slowstart/slowstart/lab/netlab"
+	"github.com/slowstart/slowstart/lab/labpath"
 	"github.com/slowstart/slowstart/lab/server"
 	"github.com/slowstart/slowstart/probe/exact"
 )
@@ -300,38 +298,17 @@ func TestTuneCLILabIW(t *testing.T) {
 	tuneNeedRoot(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	trial, err := netlab.Create(ctx, netlab.Options{InitCwnd: 10})
+	path, err := labpath.Start(ctx, labpath.Config{RTT: 20 * time.Millisecond, InitCwnd: 10})
 	if err != nil {
-		t.Fatalf("create the lab's namespaces: %v", err)
+		t.Fatalf("start the lab's path: %v", err)
 	}
 	t.Cleanup(func() {
-		if err := trial.Close(); err != nil {
-			t.Errorf("close the trial: %v", err)
+		if err := path.Close(); err != nil {
+			t.Errorf("close the path: %v", err)
 		}
 	})
-	clientDevice, err := link.NewTUN(trial.ClientTUN)
-	if err != nil {
-		t.Fatal(err)
-	}
-	serverDevice, err := link.NewTUN(trial.ServerTUN)
-	if err != nil {
-		t.Fatal(err)
-	}
-	oneWay := link.Config{DelayNs: 10e6} // a 20 ms path
-	linkCtx, stopLink := context.WithCancel(ctx)
-	linkDone := make(chan error, 1)
-	go func() {
-		_, err := link.Run(linkCtx, clientDevice, serverDevice, oneWay, oneWay, link.RunOptions{EarlyWakeNs: -1})
-		linkDone <- err
-	}()
-	t.Cleanup(func() {
-		stopLink()
-		if err := <-linkDone; err != nil && !errors.Is(err, context.Canceled) {
-			t.Errorf("link emulator: %v", err)
-		}
-	})
-	serverAddr := netip.AddrPortFrom(trial.ServerAddr, 80)
-	listener, err := trial.Listen(netlab.Server, "tcp", serverAddr.String())
+	serverAddr := netip.AddrPortFrom(path.ServerAddr, 80)
+	listener, err := path.Listen(labpath.Server, "tcp", serverAddr.String())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -351,7 +328,7 @@ func TestTuneCLILabIW(t *testing.T) {
 		defer mcancel()
 		res, err := exact.Measure(mctx, exact.Options{
 			URL:   fmt.Sprintf("http://%s/bytes/100000", serverAddr),
-			Netns: trial.NamespacePath(netlab.Client),
+			Netns: path.ClientNetns,
 			Runs:  1,
 		})
 		if err != nil {
@@ -367,14 +344,14 @@ func TestTuneCLILabIW(t *testing.T) {
 		t.Fatalf("before apply: measured IW %d, want 10", iw)
 	}
 	dir := t.TempDir()
-	code, out, errOut := runCLI(t, "tune", "apply", "--netns", trial.ServerNamespace, "--initcwnd", "20", "--route", "all", "--backup-dir", dir)
+	code, out, errOut := runCLI(t, "tune", "apply", "--netns", path.ServerNamespace, "--initcwnd", "20", "--route", "all", "--backup-dir", dir)
 	if code != exitOK || !strings.Contains(out, "initcwnd 20") {
 		t.Fatalf("apply: exit %d\n%s%s", code, out, errOut)
 	}
 	if iw := measure("after apply"); iw != 20 {
 		t.Errorf("after apply: measured IW %d, want 20", iw)
 	}
-	code, out, errOut = runCLI(t, "tune", "revert", "--netns", trial.ServerNamespace, "--backup-dir", dir)
+	code, out, errOut = runCLI(t, "tune", "revert", "--netns", path.ServerNamespace, "--backup-dir", dir)
 	if code != exitOK || !strings.Contains(out, "Restored") {
 		t.Fatalf("revert: exit %d\n%s%s", code, out, errOut)
 	}

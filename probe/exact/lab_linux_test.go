@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/netip"
 	"os"
 	"strings"
@@ -16,7 +15,7 @@ import (
 
 	"github.com/slowstart/slowstart/internal/testroot"
 
-	"github.com/slowstart/slowstart/lab/link"
+	"github.com/slowstart/slowstart/lab/labpath"
 	"github.com/slowstart/slowstart/lab/netlab"
 	"github.com/slowstart/slowstart/lab/server"
 )
@@ -62,7 +61,7 @@ func (s labSpec) String() string {
 
 // labTrial is a running trial: a client namespace to measure from and a server.
 type labTrial struct {
-	trial  *netlab.Trial
+	trial  *labpath.Path
 	server netip.AddrPort
 	netns  string // the client namespace's path
 	scheme string
@@ -110,12 +109,14 @@ func startLab(t *testing.T, spec labSpec) *labTrial {
 	t.Helper()
 	needRoot(t)
 	ctx, cancel := context.WithCancel(context.Background())
-	trial, err := netlab.Create(ctx, netlab.Options{InitCwnd: spec.iw})
+	// The emulated path: half the RTT each way, loss on the data path only.
+	path, err := labpath.Start(ctx, labpath.Config{RTT: time.Duration(spec.rttMs) * time.Millisecond, InitCwnd: spec.iw,
+		LossRate: spec.lossRate, Seed: spec.seed, IPv6: spec.ipv6})
 	if err != nil {
 		cancel()
-		t.Fatalf("create the trial's namespaces: %v", err)
+		t.Fatalf("start the trial's path: %v", err)
 	}
-	lt := &labTrial{trial: trial, netns: trial.NamespacePath(netlab.Client), scheme: "http"}
+	lt := &labTrial{trial: path, netns: path.ClientNetns, scheme: "http"}
 	var stops []func()
 	t.Cleanup(func() {
 		if tables, err := listOwnTables(lt.netns); err != nil {
@@ -127,42 +128,14 @@ func startLab(t *testing.T, spec labSpec) *labTrial {
 			stops[i]()
 		}
 		cancel()
-		names := []string{trial.ClientNamespace, trial.ServerNamespace}
-		if err := trial.Close(); err != nil {
-			t.Errorf("close the trial: %v", err)
+		names := []string{path.ClientNamespace, path.ServerNamespace}
+		if err := path.Close(); err != nil {
+			t.Errorf("close the trial's path: %v", err)
 		}
 		for _, name := range names {
 			if _, err := os.Stat(netlab.NetnsDir + "/" + name); !errors.Is(err, os.ErrNotExist) {
 				t.Errorf("namespace %s is left behind", name)
 			}
-		}
-	})
-
-	// The emulated path: half the RTT each way, loss on the data path only.
-	oneWayNs := int64(spec.rttMs) * 1e6 / 2
-	clientToServer := link.Config{DelayNs: oneWayNs, Seed: spec.seed + 1}
-	serverToClient := link.Config{DelayNs: oneWayNs, Seed: spec.seed + 2}
-	if spec.lossRate > 0 {
-		serverToClient.Loss = link.LossConfig{Model: link.LossBernoulli, Probability: spec.lossRate}
-	}
-	clientDevice, err := link.NewTUN(trial.ClientTUN)
-	if err != nil {
-		t.Fatalf("client TUN: %v", err)
-	}
-	serverDevice, err := link.NewTUN(trial.ServerTUN)
-	if err != nil {
-		t.Fatalf("server TUN: %v", err)
-	}
-	linkCtx, stopLink := context.WithCancel(ctx)
-	linkDone := make(chan error, 1)
-	go func() {
-		_, err := link.Run(linkCtx, clientDevice, serverDevice, clientToServer, serverToClient, link.RunOptions{EarlyWakeNs: -1})
-		linkDone <- err
-	}()
-	stops = append(stops, func() {
-		stopLink()
-		if err := <-linkDone; err != nil && !errors.Is(err, context.Canceled) {
-			t.Errorf("link emulator: %v", err)
 		}
 	})
 
@@ -176,7 +149,7 @@ func startLab(t *testing.T, spec labSpec) *labTrial {
 		}
 		chain = labChain(t, chainBytes)
 	}
-	lt.server = netip.AddrPortFrom(trial.Addr(netlab.Server, spec.ipv6), port)
+	lt.server = netip.AddrPortFrom(path.ServerAddr, port)
 	serveCtx, stopServe := context.WithCancel(ctx)
 	if spec.nginx {
 		cfg := server.NginxConfig{
@@ -184,12 +157,12 @@ func startLab(t *testing.T, spec labSpec) *labTrial {
 			TLSVersion: spec.tls,
 			HTTP2:      spec.http2,
 			BodySizes:  []int64{spec.bodyBytes},
-			Dial:       trial.DialFunc(netlab.Client, &net.Dialer{}),
+			Dial:       path.Dial,
 		}
 		if chain != nil {
 			cfg.Certificate = chain.Certificate
 		}
-		ng, err := server.StartNginx(serveCtx, cfg, trial.WrapCommand(netlab.Server))
+		ng, err := server.StartNginx(serveCtx, cfg, path.WrapCommand(labpath.Server))
 		if err != nil {
 			stopServe()
 			t.Fatalf("start nginx: %v", err)
@@ -200,7 +173,7 @@ func startLab(t *testing.T, spec labSpec) *labTrial {
 		})
 		return lt
 	}
-	listener, err := trial.Listen(netlab.Server, "tcp", lt.server.String())
+	listener, err := path.Listen(labpath.Server, "tcp", lt.server.String())
 	if err != nil {
 		stopServe()
 		t.Fatalf("listen: %v", err)

@@ -41,7 +41,7 @@ import (
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 
-	"github.com/slowstart/slowstart/lab/link"
+	"github.com/slowstart/slowstart/lab/labpath"
 	"github.com/slowstart/slowstart/lab/netlab"
 	"github.com/slowstart/slowstart/lab/server"
 )
@@ -100,7 +100,7 @@ type Fleet struct {
 	// NginxDirs are the nginx instances' directories (configuration, access log).
 	NginxDirs []string
 
-	trials   []*netlab.Trial
+	paths    []*labpath.Path
 	cleanups []func() error
 }
 
@@ -123,16 +123,14 @@ func Start(ctx context.Context, opts Options) (_ *Fleet, err error) {
 		if g.Addresses < 1 || g.Addresses > 200*addressesPerBlock || len(g.IWs) == 0 {
 			return nil, fmt.Errorf("surveylab: group %d: give 1 to %d addresses and at least one IW", i, 200*addressesPerBlock)
 		}
-		trial, err := netlab.Create(ctx, netlab.Options{CongestionControl: netlab.CongestionCubic, NoSlowStartAfterIdle: true,
+		path, err := labpath.Start(ctx, labpath.Config{RTT: g.RTT, NoSlowStartAfterIdle: true,
 			Sysctls: map[string]string{"ipv4/ip_forward": "1", "ipv4/conf/all/rp_filter": "0", "ipv4/conf/default/rp_filter": "0",
 				"core/somaxconn": "4096", "ipv4/tcp_max_syn_backlog": "4096"}})
 		if err != nil {
 			return nil, err
 		}
-		f.trials = append(f.trials, trial)
-		if err := f.startLink(ctx, trial, g.RTT); err != nil {
-			return nil, err
-		}
+		f.paths = append(f.paths, path)
+		trial := path.Trial
 		// Where the vantage's packets to this group come from, as the server sees them.
 		peer := netip.PrefixFrom(trial.ClientAddr, 32)
 		if i == 0 {
@@ -164,44 +162,16 @@ func (f *Fleet) Close() error {
 		errs = append(errs, f.cleanups[i]())
 	}
 	f.cleanups = nil
-	for _, t := range f.trials {
-		errs = append(errs, t.Close())
+	for _, p := range f.paths {
+		errs = append(errs, p.Close())
 	}
-	f.trials = nil
+	f.paths = nil
 	return errors.Join(errs...)
 }
 
 // blockPrefix is group i's block j: 10.(64+i).j.0/24.
 func blockAddr(group, block, host int) netip.Addr {
 	return netip.AddrFrom4([4]byte{10, byte(64 + group), byte(block), byte(host)})
-}
-
-// startLink runs the link emulator between the trial's TUN devices.
-func (f *Fleet) startLink(ctx context.Context, trial *netlab.Trial, rtt time.Duration) error {
-	clientDev, err := link.NewTUN(trial.ClientTUN)
-	if err != nil {
-		return err
-	}
-	serverDev, err := link.NewTUN(trial.ServerTUN)
-	if err != nil {
-		return err
-	}
-	oneWay := rtt.Nanoseconds() / 2
-	linkCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
-	done := make(chan error, 1)
-	go func() {
-		_, err := link.Run(linkCtx, clientDev, serverDev, link.Config{DelayNs: oneWay, Seed: 1}, link.Config{DelayNs: oneWay, Seed: 2},
-			link.RunOptions{EarlyWakeNs: -1})
-		done <- err
-	}()
-	f.cleanups = append(f.cleanups, func() error {
-		stop()
-		if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
-			return fmt.Errorf("link emulator: %w", err)
-		}
-		return nil
-	})
-	return nil
 }
 
 // joinVantage links group i's client namespace to the vantage with a veth
@@ -217,7 +187,7 @@ func (f *Fleet) joinVantage(i int, trial *netlab.Trial) (netip.Prefix, error) {
 	}
 	defer clientNs.Close()
 	name := "fleet" + strconv.Itoa(i)
-	err = f.trials[0].Do(netlab.Client, func() error {
+	err = f.paths[0].Do(netlab.Client, func() error {
 		h, err := netlink.NewHandle(unix.NETLINK_ROUTE)
 		if err != nil {
 			return err
@@ -466,7 +436,7 @@ func (f *Fleet) startNginx(ctx context.Context, trial *netlab.Trial, chain *serv
 	// Up when it accepts a connection from the vantage.
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		conn, err := f.trials[0].DialContext(ctx, netlab.Client, "tcp", netip.AddrPortFrom(probe, NginxHTTPPort).String())
+		conn, err := f.paths[0].DialContext(ctx, netlab.Client, "tcp", netip.AddrPortFrom(probe, NginxHTTPPort).String())
 		if err == nil {
 			conn.Close()
 			return nil
