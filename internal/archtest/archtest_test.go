@@ -46,10 +46,6 @@ var rules = []rule{
 // beside it removes the import; the test fails when an entry is no longer violated,
 // so delete it then.
 var knownViolations = map[string]string{
-	// probe's demo and lab tests assemble a trial by hand (probe/labserver.go);
-	// gone when they use the lab's path API (issue 15: lab path assembly).
-	"probe → lab/link":   "probe/labserver.go builds its own path",
-	"probe → lab/netlab": "probe/labserver.go builds its own namespaces",
 	// lab times HTTP/3 with probe/quicprobe's client; gone when that client lives
 	// below both.
 	"lab → probe/quicprobe": "lab/lab.go times HTTP/3 with the probe's client",
