@@ -61,7 +61,7 @@ func (h *deadlineHeap) pop() deadline { return heap.Pop(h).(deadline) }
 // attempt is a connection that is only SYNs from its client so far, kept small: a
 // SYN flood or a scan makes millions of them.
 type attempt struct {
-	key          connKey // its client is key.a, or key.b with clientIsB
+	key          compactKey // its client is key's a, or its b with clientIsB
 	index        int32
 	firstOrdinal int64
 	firstNs      int64 // the first SYN
@@ -82,17 +82,43 @@ type attempt struct {
 
 // client and server are the attempt's endpoints.
 func (at *attempt) client() netip.AddrPort {
+	k := at.key.full()
 	if at.clientIsB {
-		return at.key.b
+		return k.b
 	}
-	return at.key.a
+	return k.a
 }
 
 func (at *attempt) server() netip.AddrPort {
+	k := at.key.full()
 	if at.clientIsB {
-		return at.key.a
+		return k.a
 	}
-	return at.key.b
+	return k.b
+}
+
+// compactKey is a connKey in 38 bytes instead of 64 (a netip.AddrPort carries a
+// zone pointer and padding): the key of a SYN-only attempt, of which a SYN flood
+// makes millions. Addresses of captured packets have no zone.
+type compactKey struct {
+	a, b   [16]byte
+	pa, pb uint16
+	a4, b4 bool // the address is IPv4 (4-byte form), not IPv6
+}
+
+func compact(k connKey) compactKey {
+	return compactKey{a: k.a.Addr().As16(), b: k.b.Addr().As16(), pa: k.a.Port(), pb: k.b.Port(), a4: k.a.Addr().Is4(), b4: k.b.Addr().Is4()}
+}
+
+func (k compactKey) full() connKey {
+	addr := func(b [16]byte, is4 bool) netip.Addr {
+		a := netip.AddrFrom16(b)
+		if is4 {
+			return a.Unmap()
+		}
+		return a
+	}
+	return connKey{netip.AddrPortFrom(addr(k.a, k.a4), k.pa), netip.AddrPortFrom(addr(k.b, k.b4), k.pb)}
 }
 
 // options are the SYN's TCP options (a SYN carries no SACK blocks).
@@ -124,11 +150,11 @@ func (h *attemptHeap) pop() attemptDeadline   { return heap.Pop(h).(attemptDeadl
 func (t *Tracker) newAttempt(key connKey, src, dst netip.AddrPort, p *capture.Packet) {
 	t.next++
 	o := &p.Options
-	at := &attempt{key: key, clientIsB: src == key.b, index: int32(t.next), firstOrdinal: t.ordinal,
+	at := &attempt{key: compact(key), clientIsB: src == key.b, index: int32(t.next), firstOrdinal: t.ordinal,
 		firstNs: p.TimestampNs, lastNs: p.TimestampNs, isn: p.Seq, count: 1,
 		tsVal: o.TSVal, tsEcr: o.TSEcr, mss: o.MSS, windowScale: o.WindowScale, sackOK: o.SACKPermitted, ts: o.HasTimestamps,
 		window: p.Window, ipID: p.IPID, flags: p.Flags}
-	t.attempts[key] = at
+	t.attempts[at.key] = at
 	if t.created != nil {
 		t.created(int(at.index), at.firstOrdinal, src, dst)
 	}
@@ -166,7 +192,7 @@ func (t *Tracker) promote(at *attempt) *Conn {
 	syn := capture.Packet{TimestampNs: at.firstNs, Src: client.Addr(), Dst: server.Addr(),
 		SrcPort: client.Port(), DstPort: server.Port(), Seq: at.isn,
 		Protocol: capture.ProtocolTCP, Window: at.window, Options: at.options(), IPID: at.ipID, HeaderLen: 20, Flags: at.flags}
-	c := t.makeConn(at.key, client, server, &syn, int(at.index), at.firstOrdinal)
+	c := t.makeConn(at.key.full(), client, server, &syn, int(at.index), at.firstOrdinal)
 	// The latest SYN is the one a later copy must be recognized by, as a full
 	// connection would have recorded it.
 	latest := syn

@@ -306,7 +306,7 @@ type Tracker struct {
 	// attempts holds connections that are only SYNs so far (a SYN flood, a scan,
 	// an unreachable server) in a few bytes each; any other packet of the
 	// four-tuple makes one a full connection.
-	attempts         map[connKey]*attempt
+	attempts         map[compactKey]*attempt
 	attemptDeadlines attemptHeap
 	compact          bool
 	ending           bool  // FlushEach: the input is over
@@ -352,7 +352,7 @@ func NewTrackerWith(newHandler NewHandlerFunc, hint ServerHint, opts TrackerOpti
 	t := &Tracker{
 		conns:      make(map[connKey]*Conn),
 		finished:   make(map[connKey]tombstone),
-		attempts:   make(map[connKey]*attempt),
+		attempts:   make(map[compactKey]*attempt),
 		newHandler: newHandler,
 		hint:       hint,
 		lingerNs:   2e9,
@@ -405,10 +405,14 @@ func (t *Tracker) AddNumbered(p *capture.Packet, ordinal int64) {
 	}
 	if c == nil {
 		key := makeKey(src, dst)
-		if at := t.attempts[key]; at != nil && t.attemptIdleNs > 0 && at.lastNs+t.attemptIdleNs < p.TimestampNs {
+		var ckey compactKey
+		if len(t.attempts) > 0 {
+			ckey = compact(key)
+		}
+		if at := t.attempts[ckey]; at != nil && t.attemptIdleNs > 0 && at.lastNs+t.attemptIdleNs < p.TimestampNs {
 			t.finish(t.promote(at), at.lastNs+t.attemptIdleNs)
 		}
-		if at := t.attempts[key]; at != nil {
+		if at := t.attempts[ckey]; at != nil {
 			if isSYN && src == at.client() && t.addToAttempt(at, p) {
 				return
 			}

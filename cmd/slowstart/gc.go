@@ -10,7 +10,7 @@ import (
 // tuneGCForBatch trades memory the process does not need for less garbage
 // collection during a batch analysis: the collector runs when the heap has
 // grown 4× past the live data (GOGC 400) rather than 2×, but never lets the
-// heap pass max(minLimitBytes, live data + max(half of it, minLimitBytes/2)), a
+// heap pass max(minLimitBytes, live data + max(a quarter of it, minLimitBytes/2)), a
 // limit raised as the live data
 // grows. The stream holds only open connections (about 60 MB live on the 3.7 M
 // packet bench capture), so captures of any length stay near 140 MB, and a
@@ -43,7 +43,7 @@ func tuneGCForBatch() (stop func()) {
 				return
 			}
 			live := int64(sample[0].Value.Uint64())
-			if want := live + max(live/2, minLimitBytes/2); want > limit {
+			if want := live + max(live/4, minLimitBytes/2); want > limit {
 				limit = want
 				debug.SetMemoryLimit(limit)
 			}
