@@ -10,9 +10,8 @@ import (
 // tuneGCForBatch trades memory the process does not need for less garbage
 // collection during a batch analysis: the collector runs when the heap has
 // grown 4× past the live data (GOGC 400) rather than 2×, but never lets the
-// heap pass max(minLimitBytes, live data + max(a quarter of it, minLimitBytes/2)), a
-// limit raised as the live data
-// grows. The stream holds only open connections (about 60 MB live on the 3.7 M
+// heap pass max(minLimitBytes, live data + max(a quarter of it, minLimitBytes/2)),
+// a limit raised as the live data grows. The stream holds only open connections (about 60 MB live on the 3.7 M
 // packet bench capture), so captures of any length stay near 140 MB, and a
 // capture with very many open connections (or a whole Report kept for a page
 // load) gets the memory it needs (the limit follows it) instead of a collector
