@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"syscall"
 	"strings"
 	"testing"
 	"time"
@@ -72,6 +73,26 @@ func sleeper(t *testing.T, name string) *exec.Cmd {
 		cmd.Process.Kill()
 		cmd.Wait()
 	})
+	if name != "" {
+		// ip netns exec enters the namespace, then runs sleep: wait until the
+		// process is inside, or a Clean right after may not find it there.
+		var st syscall.Stat_t
+		if err := syscall.Stat(filepath.Join(NetnsDir, name), &st); err != nil {
+			t.Fatal(err)
+		}
+		want := fmt.Sprintf("net:[%d]", st.Ino)
+		deadline := time.Now().Add(ioTimeout)
+		for {
+			link, _ := os.Readlink(fmt.Sprintf("/proc/%d/ns/net", cmd.Process.Pid))
+			if link == want {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the process never entered namespace %s (%s, want %s)", name, link, want)
+			}
+			time.Sleep(time.Millisecond) // polling the condition above, not waiting in its place
+		}
+	}
 	return cmd
 }
 
