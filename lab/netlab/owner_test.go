@@ -6,8 +6,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"syscall"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
