@@ -13,14 +13,12 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/slowstart/slowstart/analysis"
 	"github.com/slowstart/slowstart/capture"
 	"github.com/slowstart/slowstart/internal/textsafe"
-	"github.com/slowstart/slowstart/live"
 	"github.com/slowstart/slowstart/probe"
 	"github.com/slowstart/slowstart/report"
 	"github.com/slowstart/slowstart/web"
@@ -306,68 +304,19 @@ func viewLive(cmd *cobra.Command, o liveViewOptions) error {
 	if err != nil {
 		return fmt.Errorf("listening on %s port %d: %w (try another --port)", o.listen, o.port, err)
 	}
-	viewAddr := ln.Addr().(*net.TCPAddr).AddrPort()
-	feed := web.NewFeed(o.keep)
-	status := web.FeedStatus{Capturing: true, Interface: o.iface, Filter: filt.String()}
-	feed.SetStatus(status)
-	rep := &report.Report{
-		Schema: report.Schema, Tool: "slowstart " + version, Connections: []report.Connection{}, Warnings: []string{},
-		Source: report.Source{Kind: "live", Path: o.iface, LinkTypes: []string{capture.LinkTypeNameRaw}, StartUnixNs: time.Now().UnixNano()},
-	}
-	h, err := web.NewLiveHandler(rep, feed, web.HandlerOptions{AnyHost: !o.listen.IsLoopback()})
-	if err != nil {
-		ln.Close()
-		return err
-	}
 	out := cmd.OutOrStdout()
 	fmt.Fprintf(out, "slowstart: capturing on %s (%s); the live view is at http://%s/ (Ctrl-C to stop)\n", o.iface, filt, ln.Addr())
-
-	serveCtx, stopServing := context.WithCancel(context.Background())
-	defer stopServing()
-	served := make(chan error, 1)
-	go func() { served <- web.Serve(serveCtx, ln, h, nil) }()
-
-	watched := make(chan error, 1)
-	go func() {
-		opts := live.WatchOptions{
-			// The page's own traffic, when served on the captured interface, is not shown.
-			Ignore:   []netip.AddrPort{viewAddr},
-			Analysis: analysis.Options{Server: hint, Tool: "slowstart " + version, Packets: true},
-		}
-		watched <- live.Watch(ctx, lv, opts, func(c report.Connection) {
-			if err := feed.Put(c); err != nil {
+	view := web.LiveView{Source: lv, Listener: ln, Interface: o.iface, Filter: filt.String(), Keep: o.keep,
+		Analysis: analysis.Options{Server: hint, Tool: "slowstart " + version, Packets: true},
+		AnyHost:  !o.listen.IsLoopback(),
+		OnConnection: func(c report.Connection, err error) {
+			if err != nil {
 				fmt.Fprintf(cmd.ErrOrStderr(), "slowstart: warning: %v\n", err)
 				return
 			}
 			fmt.Fprintf(out, "slowstart: connection #%d %s → %s: %s\n", c.Index, c.Client, c.Server, liveSummary(&c))
-		})
-	}()
-
-	tick := time.NewTicker(time.Second)
-	defer tick.Stop()
-	var watchErr error
-loop:
-	for {
-		select {
-		case watchErr = <-watched:
-			break loop
-		case err := <-served:
-			stopCapture()
-			<-watched
-			return err
-		case <-tick.C:
-			st := lv.Stats()
-			status.Packets, status.KernelDrops = st.TCP, st.KernelDrops
-			feed.SetStatus(status)
-		}
-	}
-	// The capture ended (Ctrl-C, or an error): say so on the page, then stop serving.
-	st := lv.Stats()
-	status.Capturing, status.Packets, status.KernelDrops = false, st.TCP, st.KernelDrops
-	status.Message = "the capture stopped"
-	feed.SetStatus(status)
-	stopServing()
-	serveErr := <-served
+		}}
+	sum, runErr := view.Run(ctx, stopCapture)
 	var said []string
 	if pw != nil {
 		lv.Tee(nil)
@@ -377,12 +326,11 @@ loop:
 		if err := pcapFile.Close(); err != nil {
 			return fileError(fmt.Errorf("--pcap: %w", err))
 		}
-		said = append(said, fmt.Sprintf("wrote %s (%d packets)", o.pcapPath, st.Packets))
+		said = append(said, fmt.Sprintf("wrote %s (%d packets)", o.pcapPath, lv.Stats().Packets))
 	}
-	fs := feed.Status()
-	said = append(said, fmt.Sprintf("%d connections from %d TCP packets (%d dropped by the kernel)", fs.Connections, st.TCP, st.KernelDrops))
-	if watchErr != nil {
-		return fmt.Errorf("capturing on %s: %w", o.iface, watchErr)
+	said = append(said, fmt.Sprintf("%d connections from %d TCP packets (%d dropped by the kernel)", sum.Connections, sum.Packets, sum.KernelDrops))
+	if runErr != nil && ctx.Err() == nil {
+		return runErr
 	}
 	if ctx.Err() != nil {
 		return interrupted("interrupted; %s", strings.Join(said, "; "))
@@ -390,7 +338,7 @@ loop:
 	for _, s := range said {
 		fmt.Fprintf(cmd.ErrOrStderr(), "slowstart: %s\n", s)
 	}
-	return serveErr
+	return nil
 }
 
 // liveSummary says a connection's round trips and initial window in a few words.
