@@ -439,48 +439,13 @@ func (e *Env) startServer(ctx context.Context, path *labpath.Path, spec Spec) (t
 		}
 		target.chain = chain
 	}
-	serveCtx, stopServe := context.WithCancel(ctx)
-	path.OnClose(func() error { stopServe(); return nil })
-	cfg := spec.builtinServerConfig(target.chain)
-	switch {
-	case spec.Server == ServerBuiltin && spec.HTTP3:
-		pc, err := path.ListenPacket(labpath.Server, "udp", target.addr.String())
-		if err != nil {
-			return target, err
-		}
-		path.OnClose(pc.Close)
-		path.Go(serveCtx, func(ctx context.Context) error { return server.ServeHTTP3(ctx, pc, cfg) })
-	case spec.Server == ServerBuiltin:
-		ln, err := path.Listen(labpath.Server, "tcp", target.addr.String())
-		if err != nil {
-			return target, err
-		}
-		path.Go(serveCtx, func(ctx context.Context) error { return server.Serve(ctx, ln, cfg) })
-	case spec.Server == ServerNginx:
-		curves := "" // nginx's default list
-		if spec.HelloRetry {
-			curves = "prime256v1"
-		}
-		ng, err := server.StartNginx(serveCtx, server.NginxConfig{
-			Address:     target.addr.String(),
-			TLSVersion:  spec.TLS,
-			Certificate: cfg.Certificate,
-			HTTP2:       spec.HTTP2,
-			BodySizes:   []int64{spec.SizeBytes},
-			Dial:        path.Dial,
-			ECDHCurves:  curves,
-		}, path.WrapCommand(labpath.Server))
-		if err != nil {
-			return target, err
-		}
-		path.OnClose(ng.Stop)
-	case spec.Server == ServerCaddy:
-		cd, err := server.StartCaddy(serveCtx, server.CaddyConfig{Address: target.addr.String(), ServerName: labpath.ServerName,
-			Certificate: cfg.Certificate, BodySizes: []int64{spec.SizeBytes}, Dial: path.Dial}, path.WrapCommand(labpath.Server))
-		if err != nil {
-			return target, err
-		}
-		path.OnClose(cd.Stop)
+	o := server.OnPath{Kind: spec.Server, Addr: target.addr, HTTP3Only: spec.HTTP3 && spec.Server == ServerBuiltin,
+		Config: spec.builtinServerConfig(target.chain), BodySizes: []int64{spec.SizeBytes}, ServerName: labpath.ServerName}
+	if spec.Server == ServerNginx && spec.HelloRetry {
+		o.ECDHCurves = "prime256v1"
+	}
+	if _, err := server.StartOnPath(ctx, path, o); err != nil {
+		return target, err
 	}
 	return target, nil
 }

