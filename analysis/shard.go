@@ -21,11 +21,15 @@ type connEnv struct {
 
 // shard tracks and analyzes the connections of its share of the four-tuples.
 type shard struct {
-	id      int
-	stream  *Stream
-	in      chan *shardBatch
-	out     chan shardResult
-	free    chan *shardBatch
+	id     int
+	stream *Stream
+	in     chan *shardBatch
+	out    chan shardResult
+	free   chan *shardBatch
+	// spare takes back the finished slices the merger is done with, for reuse:
+	// a report is large, and growing a fresh slice every batch made most of the
+	// stream's garbage.
+	spare   chan []finished
 	tracker *flow.Tracker
 	env     connEnv
 	result  shardResult
@@ -35,9 +39,10 @@ type shard struct {
 
 func newShard(id int, s *Stream) *shard {
 	sh := &shard{id: id, stream: s,
-		in:   make(chan *shardBatch, batchesInFlight),
-		out:  make(chan shardResult, batchesInFlight),
-		free: make(chan *shardBatch, batchesInFlight+2),
+		in:    make(chan *shardBatch, batchesInFlight),
+		out:   make(chan shardResult, batchesInFlight),
+		free:  make(chan *shardBatch, batchesInFlight+2),
+		spare: make(chan []finished, batchesInFlight+2),
 	}
 	sh.env = connEnv{opts: s.opts.Options, finish: sh.finished}
 	hint := s.opts.Server
@@ -70,6 +75,13 @@ func (sh *shard) freeBatch() *shardBatch {
 
 // finished takes a finished connection's report.
 func (sh *shard) finished(c *flow.Conn, rc report.Connection) {
+	if sh.result.finished == nil {
+		select {
+		case reuse := <-sh.spare:
+			sh.result.finished = reuse[:0]
+		default:
+		}
+	}
 	sh.result.finished = append(sh.result.finished, finished{shard: sh.id, local: c.Index,
 		finishNs: c.FinishNs, ordinal: c.FirstOrdinal, conn: rc})
 }

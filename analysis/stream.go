@@ -350,11 +350,15 @@ func (s *Stream) merge() {
 			next++
 			global[openKey(c.shard, c.local)] = next
 		}
-		var out, snaps []finished
+		var out []*finished
+		var snaps []finished
 		var stats flow.Stats
 		open := 0
-		for _, r := range results {
-			out = append(out, r.finished...)
+		for i := range results {
+			r := &results[i]
+			for k := range r.finished {
+				out = append(out, &r.finished[k])
+			}
 			snaps = append(snaps, r.snapshots...)
 			stats.Trailing += r.stats.Trailing
 			stats.Duplicates += r.stats.Duplicates
@@ -365,7 +369,9 @@ func (s *Stream) merge() {
 			quicDone = append(quicDone, finished{shard: -1, local: i + 1, finishNs: s.maxNs, conn: c})
 		}
 		if !results[0].flushChunks {
-			out = append(out, quicDone...)
+			for k := range quicDone {
+				out = append(out, &quicDone[k])
+			}
 			quicDone = nil
 		}
 		s.quicAtEnd = quicDone
@@ -374,7 +380,7 @@ func (s *Stream) merge() {
 			if out[i].finishNs != out[j].finishNs {
 				return out[i].finishNs < out[j].finishNs
 			}
-			return indexOf(&out[i]) < indexOf(&out[j])
+			return indexOf(out[i]) < indexOf(out[j])
 		})
 		if item.snapshot != nil {
 			var conns []report.Connection
@@ -401,8 +407,18 @@ func (s *Stream) merge() {
 			}
 			emitted++
 		}
-		for k := range out {
-			emit(&out[k])
+		for _, f := range out {
+			emit(f)
+		}
+		// The shards' slices go back to them for their next batches.
+		for i := range results {
+			if f := results[i].finished; cap(f) > 0 {
+				clear(f)
+				select {
+				case s.shards[i].spare <- f[:0]:
+				default:
+				}
+			}
 		}
 		if results[0].flushChunks {
 			if !s.mergeFlushChunks(global, emit) {
