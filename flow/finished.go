@@ -35,7 +35,7 @@ type tombstone struct {
 }
 
 type tombRef struct {
-	key    connKey
+	key    compactKey
 	lastNs int64
 }
 
@@ -51,8 +51,9 @@ func (t *Tracker) bury(key connKey, c *Conn) {
 	if d := &c.Dirs[ToClient]; d.baseSet {
 		tomb.serverNext, tomb.serverKnown = d.base+uint32(d.HighestEnd), true
 	}
-	t.finished[key] = tomb
-	t.tombQueue = append(t.tombQueue, tombRef{key, c.LastNs})
+	ck := compact(key)
+	t.finished[ck] = tomb
+	t.tombQueue = append(t.tombQueue, tombRef{ck, c.LastNs})
 }
 
 // expireTombstones forgets finished connections quiet for longer than tombstoneNs.

@@ -313,7 +313,7 @@ type Tracker struct {
 	last             *Conn // the connection of the previous packet
 	// finished remembers recently finished connections' sequence spaces, so that
 	// their late packets are not taken for new connections.
-	finished  map[connKey]tombstone
+	finished  map[compactKey]tombstone
 	tombQueue []tombRef
 	tombHead  int
 	// ordinal is the number of the packet being added, in the whole input.
@@ -351,7 +351,7 @@ func NewTracker(newHandler NewHandlerFunc, hint ServerHint) *Tracker {
 func NewTrackerWith(newHandler NewHandlerFunc, hint ServerHint, opts TrackerOptions) *Tracker {
 	t := &Tracker{
 		conns:      make(map[connKey]*Conn),
-		finished:   make(map[connKey]tombstone),
+		finished:   make(map[compactKey]tombstone),
 		attempts:   make(map[compactKey]*attempt),
 		newHandler: newHandler,
 		hint:       hint,
@@ -406,7 +406,7 @@ func (t *Tracker) AddNumbered(p *capture.Packet, ordinal int64) {
 	if c == nil {
 		key := makeKey(src, dst)
 		var ckey compactKey
-		if len(t.attempts) > 0 {
+		if len(t.attempts) > 0 || len(t.finished) > 0 {
 			ckey = compact(key)
 		}
 		if at := t.attempts[ckey]; at != nil && t.attemptIdleNs > 0 && at.lastNs+t.attemptIdleNs < p.TimestampNs {
@@ -418,16 +418,16 @@ func (t *Tracker) AddNumbered(p *capture.Packet, ordinal int64) {
 			}
 			c = t.promote(at)
 		} else {
-			if tomb, ok := t.finished[key]; ok {
+			if tomb, ok := t.finished[ckey]; ok {
 				if tomb.continues(key, src, p) {
 					t.stats.Trailing++
 					// Keep it while it goes on (a peer that resets every minute):
 					// its queue entry is moved on when it comes due (expireTombstones).
 					tomb.lastNs = p.TimestampNs
-					t.finished[key] = tomb
+					t.finished[ckey] = tomb
 					return
 				}
-				delete(t.finished, key)
+				delete(t.finished, ckey)
 			}
 			if t.compact && isSYN && !(t.hint.IsSet() && t.hint.Matches(src)) {
 				t.newAttempt(key, src, dst, p)

@@ -11,7 +11,7 @@ import (
 // collection during a batch analysis: the collector runs when the heap has
 // grown 4× past the live data (GOGC 400) rather than 2×, but never lets the
 // heap pass max(minLimitBytes, live data + max(a quarter of it, minLimitBytes/2)),
-// a limit raised as the live data grows. The stream holds only open connections (about 60 MB live on the 3.7 M
+// a limit that follows the live data. The stream holds only open connections (about 60 MB live on the 3.7 M
 // packet bench capture), so captures of any length stay near 140 MB, and a
 // capture with very many open connections (or a whole Report kept for a page
 // load) gets the memory it needs (the limit follows it) instead of a collector
@@ -42,7 +42,9 @@ func tuneGCForBatch() (stop func()) {
 				return
 			}
 			live := int64(sample[0].Value.Uint64())
-			if want := live + max(live/4, minLimitBytes/2); want > limit {
+			// The limit follows the live data both ways: a moment of many open
+			// connections does not keep the heap large for the rest of the run.
+			if want := max(minLimitBytes, live+max(live/4, minLimitBytes/2)); want != limit {
 				limit = want
 				debug.SetMemoryLimit(limit)
 			}
