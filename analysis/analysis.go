@@ -171,23 +171,36 @@ func Run(ctx context.Context, src PacketSource, opts Options) (*report.Report, e
 		conns = append(conns, *c)
 		return nil
 	}}
-	st := NewStream(ctx, so)
+	stats, err := Drain(ctx, src, so)
+	rep := NewReport(opts.Tool, conns)
+	rep.Warnings = append(rep.Warnings, StreamWarnings(stats, DefaultIdleNs)...)
+	return rep, err
+}
+
+// NewReport makes a Report of conns (put in order of their first packet) by tool
+// ("slowstart" when empty), without a source or warnings yet.
+func NewReport(tool string, conns []report.Connection) *report.Report {
+	sort.Slice(conns, func(i, j int) bool { return conns[i].Index < conns[j].Index })
+	if conns == nil {
+		conns = []report.Connection{}
+	}
+	if tool == "" {
+		tool = "slowstart"
+	}
+	return &report.Report{Schema: report.Schema, Tool: tool, Connections: conns, Warnings: []string{}}
+}
+
+// Drain feeds every packet of src to a stream made with opts, then closes it: the
+// stream's counts, and the first error (the input's or the context's, else the
+// stream's own).
+func Drain(ctx context.Context, src PacketSource, opts StreamOptions) (StreamStats, error) {
+	st := NewStream(ctx, opts)
 	err := Feed(ctx, src, st)
 	stats, closeErr := st.Close()
 	if err == nil {
 		err = closeErr
 	}
-	sort.Slice(conns, func(i, j int) bool { return conns[i].Index < conns[j].Index })
-	if conns == nil {
-		conns = []report.Connection{}
-	}
-	tool := opts.Tool
-	if tool == "" {
-		tool = "slowstart"
-	}
-	rep := &report.Report{Schema: report.Schema, Tool: tool, Connections: conns, Warnings: []string{}}
-	rep.Warnings = append(rep.Warnings, StreamWarnings(stats, DefaultIdleNs)...)
-	return rep, err
+	return stats, err
 }
 
 // Feed hands every packet of src to the stream until io.EOF (nil) or another error,

@@ -70,7 +70,7 @@ func run(ctx context.Context, capturePath, cpuPath, heapPath, renderMode string)
 	}
 	var maxHeap uint64
 	var samples int
-	st := analysis.NewStream(ctx, analysis.StreamOptions{Options: analysis.Options{Tool: "slowstart profile"}, Emit: func(c *report.Connection) error {
+	stats, feedErr := analysis.Drain(ctx, reader, analysis.StreamOptions{Options: analysis.Options{Tool: "slowstart profile"}, Emit: func(c *report.Connection) error {
 		if samples++; samples%2000 == 0 {
 			var m runtime.MemStats
 			runtime.ReadMemStats(&m)
@@ -85,11 +85,6 @@ func run(ctx context.Context, capturePath, cpuPath, heapPath, renderMode string)
 		}
 		return w.Connection(c)
 	}})
-	feedErr := analysis.Feed(ctx, reader, st)
-	stats, closeErr := st.Close()
-	if feedErr == nil {
-		feedErr = closeErr
-	}
 	if feedErr != nil {
 		pprof.StopCPUProfile()
 		return fmt.Errorf("analyze %s: %w", capturePath, feedErr)

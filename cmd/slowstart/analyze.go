@@ -97,15 +97,11 @@ printed, the warning names the record, and the exit code is 3.`,
 			}
 			reader, err := openCaptureArgs(args)
 			if err != nil {
-				var coded *exitError
-				if errors.As(err, &coded) {
-					return err
-				}
-				return withCode(inputExitCode(err), err)
+				return err
 			}
 			defer reader.Close()
 			if harPath != "" {
-				return analyzeCaptureWithHAR(cmd, reader, args, analysis.Options{Server: hint, Tool: "slowstart " + version, Packets: htmlOut != "", KeyLog: keys}, harPath, asJSON, htmlOut)
+				return analyzeCaptureWithHAR(cmd, reader, args, analysis.StreamOptions{Options: analysis.Options{Server: hint, Tool: "slowstart " + version, Packets: htmlOut != "", KeyLog: keys}, IdleNs: idleNs(idle)}, harPath, asJSON, htmlOut)
 			}
 
 			out := cmd.OutOrStdout()
@@ -147,20 +143,11 @@ printed, the warning names the record, and the exit code is 3.`,
 				return err
 			}
 			defer tuneGCForBatch()()
-			st := analysis.NewStream(cmd.Context(), opts)
-			feedErr := analysis.Feed(cmd.Context(), reader, st)
-			stats, closeErr := st.Close()
-			if feedErr == nil {
-				feedErr = closeErr
+			stats, warnings, damaged, err := streamCapture(cmd, reader, opts)
+			if err != nil {
+				return err
 			}
 			source := captureSource(args, reader.Stats())
-			warnings := append(analysis.CaptureWarnings(reader.Stats(), int(stats.Connections)), analysis.StreamWarnings(stats, opts.IdleNs)...)
-			if feedErr != nil && !errors.Is(feedErr, capture.ErrDamaged) {
-				return withCode(inputExitCode(feedErr), feedErr)
-			}
-			if feedErr != nil {
-				warnings = append(warnings, feedErr.Error())
-			}
 			// Warnings go to standard error in every format, so a pipe reading
 			// standard output sees only the report; the JSON document keeps them too.
 			for _, warn := range warnings {
@@ -181,11 +168,9 @@ printed, the warning names the record, and the exit code is 3.`,
 					return err
 				}
 			}
-			if feedErr != nil {
-				// A damaged record: everything readable was analyzed and reported.
-				return withCode(exitFile, feedErr)
-			}
-			return nil
+			// nil, or a damaged record's error: everything readable was analyzed
+			// and reported.
+			return damaged
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the Report as one JSON document (schema slowstart.report/v1, see docs/report.md), connections written as they finish")
@@ -209,20 +194,49 @@ func idleNs(d time.Duration) int64 {
 }
 
 // openCaptureArgs opens the capture files given (several are merged in time
-// order, as one capture), or standard input for a lone "-".
+// order, as one capture), or standard input for a lone "-"; its errors carry
+// their exit codes.
 func openCaptureArgs(paths []string) (*capture.Reader, error) {
-	if len(paths) == 1 && paths[0] == "-" {
-		return capture.NewReader(os.Stdin, capture.WithUDP())
-	}
 	for _, p := range paths {
-		if p == "-" {
+		if p == "-" && len(paths) > 1 {
 			return nil, withCode(exitUsage, errors.New("\"-\" (standard input) is read alone, not with other files"))
 		}
 	}
-	if len(paths) == 1 {
-		return capture.Open(paths[0], capture.WithUDP())
+	var r *capture.Reader
+	var err error
+	switch {
+	case paths[0] == "-":
+		r, err = capture.NewReader(os.Stdin, capture.WithUDP())
+	case len(paths) == 1:
+		r, err = capture.Open(paths[0], capture.WithUDP())
+	default:
+		r, err = capture.OpenFiles(paths, capture.WithUDP())
 	}
-	return capture.OpenFiles(paths, capture.WithUDP())
+	if err != nil {
+		return nil, withCode(inputExitCode(err), err)
+	}
+	return r, nil
+}
+
+// streamCapture runs a stream with opts over the capture to its end. It returns
+// the stream's counts and the capture's warnings; a damaged record (skipped:
+// everything readable was analyzed) is among them and is returned as damaged as
+// well, with its exit code, for after the report. err is any other failure.
+func streamCapture(cmd *cobra.Command, reader *capture.Reader, opts analysis.StreamOptions) (stats analysis.StreamStats, warnings []string, damaged, err error) {
+	stats, err = analysis.Drain(cmd.Context(), reader, opts)
+	if err != nil && !errors.Is(err, capture.ErrDamaged) {
+		return stats, nil, nil, withCode(inputExitCode(err), err)
+	}
+	idle := opts.IdleNs
+	if idle == 0 {
+		idle = analysis.DefaultIdleNs
+	}
+	warnings = append(analysis.CaptureWarnings(reader.Stats(), int(stats.Connections)), analysis.StreamWarnings(stats, idle)...)
+	if err != nil {
+		warnings = append(warnings, err.Error())
+		damaged = withCode(exitFile, err)
+	}
+	return stats, warnings, damaged, nil
 }
 
 // captureSource describes the files read (Path is the first, or "standard
@@ -275,25 +289,25 @@ func inputExitCode(err error) int {
 
 // analyzeCaptureWithHAR analyzes the whole capture into one Report (a page load
 // needs every connection at once) and places the HAR's requests on it.
-func analyzeCaptureWithHAR(cmd *cobra.Command, reader *capture.Reader, args []string, opts analysis.Options, harPath string, asJSON bool, htmlOut string) error {
+func analyzeCaptureWithHAR(cmd *cobra.Command, reader *capture.Reader, args []string, opts analysis.StreamOptions, harPath string, asJSON bool, htmlOut string) error {
 	defer tuneGCForBatch()()
-	rep, err := analysis.Run(cmd.Context(), reader, opts)
-	if err != nil && !errors.Is(err, capture.ErrDamaged) {
-		return withCode(inputExitCode(err), err)
+	var conns []report.Connection
+	opts.Emit = func(c *report.Connection) error {
+		conns = append(conns, *c)
+		return nil
 	}
-	rep.Source = captureSource(args, reader.Stats())
-	rep.Warnings = append(rep.Warnings, analysis.CaptureWarnings(reader.Stats(), len(rep.Connections))...)
+	_, warnings, damaged, err := streamCapture(cmd, reader, opts)
 	if err != nil {
-		rep.Warnings = append(rep.Warnings, err.Error())
+		return err
 	}
+	rep := analysis.NewReport(opts.Tool, conns)
+	rep.Source = captureSource(args, reader.Stats())
+	rep.Warnings = append(rep.Warnings, warnings...)
 	for _, w := range rep.Warnings {
 		fmt.Fprintf(cmd.ErrOrStderr(), "slowstart: warning: %s\n", textsafe.Escape(w))
 	}
-	if herr := analyzeWithHAR(cmd, rep, harPath, asJSON, htmlOut); herr != nil {
-		return herr
+	if err := analyzeWithHAR(cmd, rep, harPath, asJSON, htmlOut); err != nil {
+		return err
 	}
-	if err != nil {
-		return withCode(exitFile, err)
-	}
-	return nil
+	return damaged
 }

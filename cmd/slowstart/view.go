@@ -176,30 +176,16 @@ func loadForView(cmd *cobra.Command, path string, opts analysis.Options) (*repor
 func analyzeForPage(cmd *cobra.Command, paths []string, opts analysis.Options) (*report.Report, error) {
 	reader, err := openCaptureArgs(paths)
 	if err != nil {
-		var coded *exitError
-		if errors.As(err, &coded) {
-			return nil, err
-		}
-		return nil, withCode(inputExitCode(err), err)
+		return nil, err
 	}
 	defer reader.Close()
 	page := report.NewCollector(htmlBudgetBytes)
 	defer tuneGCForBatch()()
-	st := analysis.NewStream(cmd.Context(), analysis.StreamOptions{Options: opts, Emit: page.Add})
-	feedErr := analysis.Feed(cmd.Context(), reader, st)
-	stats, closeErr := st.Close()
-	if feedErr == nil {
-		feedErr = closeErr
+	_, warnings, damaged, err := streamCapture(cmd, reader, analysis.StreamOptions{Options: opts, Emit: page.Add})
+	if err != nil {
+		return nil, err
 	}
-	if feedErr != nil && !errors.Is(feedErr, capture.ErrDamaged) {
-		return nil, withCode(inputExitCode(feedErr), feedErr)
-	}
-	warnings := append(analysis.CaptureWarnings(reader.Stats(), int(stats.Connections)), analysis.StreamWarnings(stats, analysis.DefaultIdleNs)...)
-	if feedErr != nil {
-		warnings = append(warnings, feedErr.Error())
-		feedErr = withCode(exitFile, feedErr)
-	}
-	return page.Report(opts.Tool, captureSource(paths, reader.Stats()), warnings), feedErr
+	return page.Report(opts.Tool, captureSource(paths, reader.Stats()), warnings), damaged
 }
 
 // readReport decodes a Report of this schema, or the demo's JSON (its page loads'
