@@ -80,21 +80,13 @@ type attempt struct {
 	done         bool
 }
 
-// client and server are the attempt's endpoints.
-func (at *attempt) client() netip.AddrPort {
+// endpoints are the attempt's client and server.
+func (at *attempt) endpoints() (client, server netip.AddrPort) {
 	k := at.key.full()
 	if at.clientIsB {
-		return k.b
+		return k.b, k.a
 	}
-	return k.a
-}
-
-func (at *attempt) server() netip.AddrPort {
-	k := at.key.full()
-	if at.clientIsB {
-		return k.a
-	}
-	return k.b
+	return k.a, k.b
 }
 
 // compactKey is a connKey in 38 bytes instead of 64 (a netip.AddrPort carries a
@@ -188,11 +180,11 @@ func (t *Tracker) addToAttempt(at *attempt, p *capture.Packet) bool {
 func (t *Tracker) promote(at *attempt) *Conn {
 	at.done = true
 	delete(t.attempts, at.key)
-	client, server := at.client(), at.server()
+	client, server := at.endpoints()
 	syn := capture.Packet{TimestampNs: at.firstNs, Src: client.Addr(), Dst: server.Addr(),
 		SrcPort: client.Port(), DstPort: server.Port(), Seq: at.isn,
 		Protocol: capture.ProtocolTCP, Window: at.window, Options: at.options(), IPID: at.ipID, HeaderLen: 20, Flags: at.flags}
-	c := t.makeConn(at.key.full(), client, server, &syn, int(at.index), at.firstOrdinal)
+	c := t.makeConn(makeKey(client, server), client, server, &syn, int(at.index), at.firstOrdinal)
 	// The latest SYN is the one a later copy must be recognized by, as a full
 	// connection would have recorded it.
 	latest := syn

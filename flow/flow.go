@@ -413,7 +413,7 @@ func (t *Tracker) AddNumbered(p *capture.Packet, ordinal int64) {
 			t.finish(t.promote(at), at.lastNs+t.attemptIdleNs)
 		}
 		if at := t.attempts[ckey]; at != nil {
-			if isSYN && src == at.client() && t.addToAttempt(at, p) {
+			if client, _ := at.endpoints(); isSYN && src == client && t.addToAttempt(at, p) {
 				return
 			}
 			c = t.promote(at)

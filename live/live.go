@@ -13,7 +13,6 @@ package live
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"net/netip"
 	"sync"
@@ -131,7 +130,12 @@ func Watch(ctx context.Context, src analysis.PacketSource, opts WatchOptions, em
 			return nil
 		},
 	})
-	shown := map[int]string{} // Index → what was last reported of a connection still open
+	// What was last reported of each connection still open, by Index.
+	type state struct {
+		durationMs                  float64
+		toClient, toServer, packets int64
+	}
+	shown := map[int]state{}
 	deliver := func() {
 		mu.Lock()
 		out := finished
@@ -155,8 +159,8 @@ func Watch(ctx context.Context, src analysis.PacketSource, opts WatchOptions, em
 			if nowNs-lastNs < int64(opts.Idle) {
 				continue
 			}
-			sig := fmt.Sprintf("%v/%d/%d/%d", c.DurationMs, c.BytesToClient, c.BytesToServer, len(c.Packets))
-			if shown[c.Index] == sig {
+			sig := state{c.DurationMs, c.BytesToClient, c.BytesToServer, int64(len(c.Packets))}
+			if last, ok := shown[c.Index]; ok && last == sig {
 				continue
 			}
 			shown[c.Index] = sig
