@@ -173,7 +173,7 @@ func Load(ctx context.Context, o Options) (*Result, error) {
 	if err != nil {
 		return nil, &Error{Kind: KindBrowser, Err: fmt.Errorf("making a temporary directory for Chromium's profile: %w", err)}
 	}
-	defer os.RemoveAll(dir)
+	defer netlab.RemoveTempDir(dir)
 	pcapPath, keylogPath := o.PcapPath, o.KeylogPath
 	if pcapPath == "" {
 		pcapPath = filepath.Join(dir, "capture.pcap")

@@ -370,7 +370,7 @@ func openCaptures(spec Spec, captureDir, prefix string, roundTrips bool) (*trial
 	case roundTrips && !spec.HTTP3:
 		// The round trips of a TCP transfer come from its client-side capture: a
 		// temporary one.
-		if c.tempDir, err = os.MkdirTemp("", fmt.Sprintf("slowstart-%d-roundtrips-", os.Getpid())); err != nil {
+		if c.tempDir, err = netlab.MakeTempDir("roundtrips"); err != nil {
 			return nil, err
 		}
 		c.roundTripsPcap = filepath.Join(c.tempDir, "client.pcap")
@@ -404,7 +404,7 @@ func (c *trialCaptures) close() error {
 // remove removes the temporary capture, if any.
 func (c *trialCaptures) remove() {
 	if c.tempDir != "" {
-		os.RemoveAll(c.tempDir)
+		netlab.RemoveTempDir(c.tempDir)
 	}
 }
 

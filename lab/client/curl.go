@@ -157,7 +157,7 @@ func curlArguments(cfg FetchConfig) (args []string, cleanup func(), err error) {
 		if err != nil {
 			return nil, cleanup, fmt.Errorf("making a temporary directory for curl's CA file: %w", err)
 		}
-		cleanup = func() { _ = os.RemoveAll(dir) }
+		cleanup = func() { _ = netlab.RemoveTempDir(dir) }
 		caFile := filepath.Join(dir, "roots.pem")
 		if err := os.WriteFile(caFile, cfg.RootCAPEM, 0o600); err != nil {
 			cleanup()

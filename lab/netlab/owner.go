@@ -104,10 +104,34 @@ func MakeTempDir(what string) (string, error) {
 		return "", err
 	}
 	if err := os.WriteFile(filepath.Join(dir, tempDirMarker), []byte(thisProcess.Marker(markerKind)+"\n"), 0o600); err != nil {
-		os.RemoveAll(dir)
+		os.RemoveAll(dir) // nothing in it yet
 		return "", fmt.Errorf("netlab: mark %s as this process's: %w", dir, err)
 	}
 	return dir, nil
+}
+
+// RemoveTempDir removes a directory MakeTempDir made, its marker last: a process
+// killed while removing it leaves a directory that still carries its marker, or
+// an empty one, and Clean removes either (never an unmarked one with files in it,
+// which it must leave alone).
+func RemoveTempDir(dir string) error {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	var errs []error
+	for _, e := range entries {
+		if e.Name() != tempDirMarker {
+			errs = append(errs, os.RemoveAll(filepath.Join(dir, e.Name())))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("netlab: remove %s: %w", dir, err)
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		return fmt.Errorf("netlab: remove %s: %w", dir, err)
+	}
+	return nil
 }
 
 // nameOwnerPID returns the PID a name made by this package carries.

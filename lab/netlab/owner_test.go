@@ -1,6 +1,7 @@
 package netlab
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -284,5 +285,30 @@ func TestCleanEmptyMountPoints(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(NetnsDir, kept)); err != nil {
 			t.Errorf("%s was removed: %v", kept, err)
 		}
+	}
+}
+
+// TestRemoveTempDir: a directory MakeTempDir made goes whole, with what was put
+// in it; one already gone is no error.
+func TestRemoveTempDir(t *testing.T) {
+	dir, err := MakeTempDir("test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.MkdirAll(filepath.Join(dir, "docroot", "sub"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "docroot", "sub", "f"), []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := RemoveTempDir(dir); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("%s still there: %v", dir, err)
+	}
+	if err := RemoveTempDir(dir); err != nil {
+		t.Errorf("removing it again: %v", err)
 	}
 }

@@ -332,8 +332,8 @@ func (r *registry) cleanTempDirs(all bool, dir string) ([]string, error) {
 		if err != nil || owner.PID != pid || owner == r.owner || (!all && owner.Alive()) {
 			continue
 		}
-		if err := os.RemoveAll(path); err != nil {
-			errs = append(errs, fmt.Errorf("netlab: remove %s: %w", path, err))
+		if err := RemoveTempDir(path); err != nil {
+			errs = append(errs, err)
 			continue
 		}
 		removed = append(removed, path)

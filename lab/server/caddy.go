@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"text/template"
 	"time"
+
+	"github.com/slowstart/slowstart/lab/netlab"
 )
 
 // CaddyConfig configures a managed Caddy (Debian's `caddy` package) serving /bytes/N
@@ -75,11 +77,12 @@ func StartCaddy(ctx context.Context, cfg CaddyConfig, wrap func(*exec.Cmd)) (*Ca
 	if len(cfg.Certificate.Certificate) == 0 {
 		return nil, fmt.Errorf("caddy: %w", errNoCertificate)
 	}
-	dir, err := os.MkdirTemp("", fmt.Sprintf("slowstart-%d-caddy-", os.Getpid()))
+	// Marked as this process's, so that lab clean removes it after a kill.
+	dir, err := netlab.MakeTempDir("caddy")
 	if err != nil {
 		return nil, err
 	}
-	fail := func(err error) (*Caddy, error) { os.RemoveAll(dir); return nil, err }
+	fail := func(err error) (*Caddy, error) { netlab.RemoveTempDir(dir); return nil, err }
 	if err := os.Mkdir(filepath.Join(dir, "docroot"), 0o755); err != nil {
 		return fail(err)
 	}
@@ -177,5 +180,5 @@ func (c *Caddy) Stop() error {
 		_ = syscall.Kill(-c.cmd.Process.Pid, syscall.SIGKILL)
 		<-c.exited
 	}
-	return os.RemoveAll(c.Dir)
+	return netlab.RemoveTempDir(c.Dir)
 }

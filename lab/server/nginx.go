@@ -199,7 +199,7 @@ func StartNginx(ctx context.Context, cfg NginxConfig, wrap func(*exec.Cmd)) (*Ng
 	removeDir := true
 	defer func() {
 		if removeDir {
-			_ = os.RemoveAll(dir)
+			_ = netlab.RemoveTempDir(dir)
 		}
 	}()
 	if err := writeNginxFiles(dir, cfg, nginxTemplateData{
@@ -449,7 +449,7 @@ func (n *Nginx) stop() error {
 		_ = syscall.Kill(group, syscall.SIGKILL)
 		time.Sleep(10 * time.Millisecond)
 	}
-	if err := os.RemoveAll(n.Dir); err != nil {
+	if err := netlab.RemoveTempDir(n.Dir); err != nil {
 		errs = append(errs, fmt.Errorf("removing nginx's temporary directory: %w", err))
 	}
 	n.logger.Debug("nginx stopped", "pid", -group, "exit", n.waitErr)

@@ -386,7 +386,7 @@ func (f *Fleet) startNginx(ctx context.Context, trial *netlab.Trial, chain *serv
 	if err != nil {
 		return err
 	}
-	f.cleanups = append(f.cleanups, func() error { return os.RemoveAll(dir) })
+	f.cleanups = append(f.cleanups, func() error { return netlab.RemoveTempDir(dir) })
 	for _, sub := range []string{"tmp", "docroot"} {
 		if err := os.MkdirAll(filepath.Join(dir, sub), 0o700); err != nil {
 			return err
