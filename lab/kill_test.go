@@ -310,8 +310,24 @@ func (r *labRun) checkNothingLeft(t *testing.T, before hostState, what string) {
 		var names []string
 		for _, e := range left {
 			names = append(names, e.Name())
+			// What is inside, for finding how it was left: names and sizes,
+			// and the marker's text.
+			_ = filepath.WalkDir(filepath.Join(r.tempDir, e.Name()), func(path string, d os.DirEntry, err error) error {
+				if err != nil {
+					t.Logf("  %s: %v", path, err)
+					return nil
+				}
+				info, _ := d.Info()
+				if d.Name() == ".slowstart-owner" {
+					marker, _ := os.ReadFile(path)
+					t.Logf("  %s (%q)", path, marker)
+				} else if info != nil {
+					t.Logf("  %s %v %d bytes, modified %s", path, info.Mode(), info.Size(), info.ModTime().Format("15:04:05.000000"))
+				}
+				return nil
+			})
 		}
-		t.Errorf("%s: temporary files left in TMPDIR: %v", what, names)
+		t.Errorf("%s: temporary files left in TMPDIR: %v (checked at %s)", what, names, time.Now().Format("15:04:05.000000"))
 	}
 	after := readHostState(t)
 	if after.routesAndRules != before.routesAndRules {

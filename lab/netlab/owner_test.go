@@ -203,21 +203,47 @@ func TestCleanTempDirsNeedProof(t *testing.T) {
 		}
 	}
 
+	// A dead run's directory holding only a marker file cut short (killed
+	// between creating the file and writing its line) goes too; the same with
+	// anything else inside, or a live process's, stays.
+	partial := func(name string, extra bool) string {
+		t.Helper()
+		path := filepath.Join(dir, name)
+		if err := os.Mkdir(path, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(path, tempDirMarker), []byte("slowstart-lab pid="), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if extra {
+			if err := os.WriteFile(filepath.Join(path, "user-data"), []byte("keep me\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return path
+	}
+	emptyMarkerDead := partial(fmt.Sprintf("slowstart-%d-nginx-10", dead), false)
+	partialWithData := partial(fmt.Sprintf("slowstart-%d-nginx-11", dead), true)
+	partialLive := partial(fmt.Sprintf("slowstart-%d-nginx-12", live.Process.Pid), false)
+
 	removed, err := processTrials.cleanTempDirs(false, dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	slices.Sort(removed)
-	if want := slices.Sorted(slices.Values([]string{deadOnes, reused, emptyDead})); !slices.Equal(removed, want) {
+	if want := slices.Sorted(slices.Values([]string{deadOnes, reused, emptyDead, emptyMarkerDead})); !slices.Equal(removed, want) {
 		t.Errorf("removed %v, want %v", removed, want)
 	}
-	for _, kept := range []string{user, userLike, forged, liveOnes} {
+	for _, kept := range []string{user, userLike, forged, liveOnes, partialWithData} {
 		if _, err := os.Stat(filepath.Join(kept, "user-data")); err != nil {
 			t.Errorf("%s was touched: %v", kept, err)
 		}
 	}
 	if _, err := os.Stat(emptyLive); err != nil {
 		t.Errorf("a live process's empty directory was removed: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(partialLive, tempDirMarker)); err != nil {
+		t.Errorf("a live process's directory being marked was touched: %v", err)
 	}
 	removed, err = processTrials.cleanTempDirs(true, dir)
 	if err != nil || !slices.Equal(removed, []string{liveOnes}) {

@@ -319,12 +319,16 @@ func (r *registry) cleanTempDirs(all bool, dir string) ([]string, error) {
 		path := filepath.Join(dir, entry.Name())
 		owner, err := tempDirOwner(path)
 		pid, _ := nameOwnerPID(tempDirPattern, entry.Name())
-		if err != nil && pid != r.owner.PID && emptyDir(path) && !pidExists(pid) {
-			// No marker, and nothing inside: a run killed between making the
-			// directory and marking it, or between emptying and removing it.
-			// Removing an empty directory of the lab's exact name can lose
-			// nothing of anyone's.
-			if os.Remove(path) == nil {
+		if err != nil && pid != r.owner.PID && !pidExists(pid) {
+			// No readable marker. Nothing inside: a run killed between making
+			// the directory and marking it, or between emptying and removing it.
+			// Only a marker file that is not a whole marker: a run killed while
+			// writing it (between creating the file and writing its line).
+			// Removing either, under the lab's exact name, can lose nothing of
+			// anyone's; anything else in it and the directory is not ours to judge.
+			if emptyDir(path) && os.Remove(path) == nil {
+				removed = append(removed, path)
+			} else if onlyPartialMarker(path) && os.Remove(filepath.Join(path, tempDirMarker)) == nil && os.Remove(path) == nil {
 				removed = append(removed, path)
 			}
 			continue
@@ -350,6 +354,18 @@ func emptyDir(path string) bool {
 	defer f.Close()
 	names, err := f.Readdirnames(1)
 	return err != nil && len(names) == 0
+}
+
+// onlyPartialMarker reports whether the directory at path holds a marker file
+// and nothing else, and the marker is shorter than a whole one: what MakeTempDir
+// leaves when it is killed between creating the marker file and writing it.
+func onlyPartialMarker(path string) bool {
+	entries, err := os.ReadDir(path)
+	if err != nil || len(entries) != 1 || entries[0].Name() != tempDirMarker || !entries[0].Type().IsRegular() {
+		return false
+	}
+	info, err := entries[0].Info()
+	return err == nil && info.Size() <= int64(len(thisProcess.Marker(markerKind))+1)
 }
 
 // pidExists reports whether a process with this PID runs now.
