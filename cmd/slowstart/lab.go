@@ -11,6 +11,7 @@ import (
 
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
+	"golang.org/x/term"
 
 	"github.com/slowstart/slowstart/internal/hoststeal"
 	"github.com/slowstart/slowstart/lab"
@@ -169,10 +170,9 @@ func (p *progress) Finish() {
 	}
 }
 
-func isTerminal(f *os.File) bool {
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
-}
+// isTerminal reports whether f is a terminal (a tty: /dev/null and other
+// character devices are not).
+func isTerminal(f *os.File) bool { return term.IsTerminal(int(f.Fd())) }
 
 func newLabRunCommand() *cobra.Command {
 	var f pathFlags

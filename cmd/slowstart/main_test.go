@@ -355,3 +355,16 @@ func TestVersionNamesTheCommit(t *testing.T) {
 		t.Errorf("--version in process: exit %d, %q", code, out2)
 	}
 }
+
+// TestIsTerminal: /dev/null is a character device but not a terminal; output
+// to it (a benchmark, a cron job) takes no terminal guard or progress bar.
+func TestIsTerminal(t *testing.T) {
+	f, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if isTerminal(f) {
+		t.Errorf("isTerminal(%s) = true", os.DevNull)
+	}
+}

@@ -43,6 +43,11 @@ func Escape(s string) string {
 
 func needsEscape(s string, keepLines bool) bool {
 	for i := 0; i < len(s); {
+		// Printable ASCII, most of any output, needs no decoding.
+		if c := s[i]; c >= 0x20 && c < 0x7f || keepLines && (c == '\n' || c == '\t') {
+			i++
+			continue
+		}
 		r, size := utf8.DecodeRuneInString(s[i:])
 		if r == utf8.RuneError && size <= 1 {
 			return true
