@@ -205,6 +205,25 @@ func (d *decoder) parserFor(linkType layers.LinkType, data []byte) (parser *gopa
 	return nil, false
 }
 
+// ethernetIPv4TCP decodes the commonest record, an Ethernet frame holding an
+// unfragmented IPv4 packet holding TCP, with the same gopacket layers the parser
+// uses and to the same result (decoded holds Ethernet and IPv4), without the
+// parser's dispatch on each layer's next type, which costs as much as the
+// decoding itself. False for any other record, which the parser then decodes
+// from the start.
+func (d *decoder) ethernetIPv4TCP(data []byte) bool {
+	if d.ethernet.DecodeFromBytes(data, gopacket.NilDecodeFeedback) != nil || d.ethernet.EthernetType != layers.EthernetTypeIPv4 {
+		return false
+	}
+	ip := &d.ipv4
+	if ip.DecodeFromBytes(d.ethernet.Payload, gopacket.NilDecodeFeedback) != nil ||
+		ip.Protocol != layers.IPProtocolTCP || ip.Flags&layers.IPv4MoreFragments != 0 || ip.FragOffset != 0 {
+		return false
+	}
+	d.decoded = append(d.decoded[:0], layers.LayerTypeEthernet, layers.LayerTypeIPv4)
+	return true
+}
+
 // layer returns the struct that decoded a layer of the given type.
 func (d *decoder) layer(layerType gopacket.LayerType) gopacket.DecodingLayer {
 	switch layerType {
@@ -397,6 +416,14 @@ func (d *decoder) skippedName(last gopacket.LayerType, next gopacket.LayerType) 
 // decode fills p (all but TimestampNs and Interface) from one record: data is
 // what was captured, wireBytes the record's original length on the wire.
 func (d *decoder) decode(data []byte, wireBytes int, linkType layers.LinkType, p *Packet) decodeResult {
+	if linkType == layers.LinkTypeEthernet && d.ethernetIPv4TCP(data) {
+		return d.fill(data, wireBytes, p)
+	}
+	return d.decodeWithParser(data, wireBytes, linkType, p)
+}
+
+// decodeWithParser is decode through the gopacket parser for the link type.
+func (d *decoder) decodeWithParser(data []byte, wireBytes int, linkType layers.LinkType, p *Packet) decodeResult {
 	parser, known := d.parserFor(linkType, data)
 	if parser == nil {
 		if known {
@@ -409,6 +436,11 @@ func (d *decoder) decode(data []byte, wireBytes int, linkType layers.LinkType, p
 	if err := parser.DecodeLayers(data, &d.decoded); err != nil {
 		return decodedUndecodable
 	}
+	return d.fill(data, wireBytes, p)
+}
+
+// fill fills p from the record's layers as decoded (d.decoded and the layer structs).
+func (d *decoder) fill(data []byte, wireBytes int, p *Packet) decodeResult {
 	if len(d.decoded) == 0 {
 		return decodedUndecodable
 	}
