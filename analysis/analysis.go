@@ -206,16 +206,17 @@ func Drain(ctx context.Context, src PacketSource, opts StreamOptions) (StreamSta
 // Feed hands every packet of src to the stream until io.EOF (nil) or another error,
 // or until ctx is done. It does not close the stream.
 func Feed(ctx context.Context, src PacketSource, st *Stream) error {
-	var p capture.Packet
 	for n := 1; ; n++ {
-		err := src.Next(&p)
+		// Decoded where the stream keeps it: Add need not copy it.
+		p := st.NextPacket()
+		err := src.Next(p)
 		if errors.Is(err, io.EOF) {
 			return nil
 		}
 		if err != nil {
 			return err
 		}
-		if err := st.Add(&p); err != nil {
+		if err := st.Add(p); err != nil {
 			return err
 		}
 		if n&0xffff == 0 && ctx.Err() != nil {

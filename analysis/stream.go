@@ -6,6 +6,7 @@ import (
 	"hash/maphash"
 	"net/netip"
 	"runtime"
+	"slices"
 	"sort"
 	"sync"
 
@@ -65,13 +66,16 @@ type StreamStats struct {
 // the reports in a deterministic order. Add, Advance, Snapshot and Close are called
 // from one goroutine.
 type Stream struct {
-	opts     StreamOptions
-	ctx      context.Context
-	cancel   context.CancelFunc
-	shards   []*shard
-	seed     maphash.Seed
-	pending  []*shardBatch // the batch being filled, per shard
-	inBatch  int           // packets in the current batch
+	opts    StreamOptions
+	ctx     context.Context
+	cancel  context.CancelFunc
+	shards  []*shard
+	seed    maphash.Seed
+	pending []*shardBatch // the batch being filled, per shard
+	// scratch is NextPacket's Packet when there are several shards (the
+	// shard is known only once the packet is decoded).
+	scratch  capture.Packet
+	inBatch  int // packets in the current batch
 	batchSeq int64
 	ordinal  int64
 	firstNs  int64
@@ -197,6 +201,20 @@ func (s *Stream) shardOf(p *capture.Packet) int {
 	return int(h.Sum64() % uint64(len(s.shards)))
 }
 
+// NextPacket returns a Packet to decode the next packet of the input into and
+// pass to Add, which then need not copy it (with one shard it is the batch's
+// next slot). It is valid until the next call of NextPacket or Add.
+func (s *Stream) NextPacket() *capture.Packet {
+	if len(s.shards) != 1 {
+		return &s.scratch
+	}
+	b := s.pending[0]
+	if len(b.packets) == cap(b.packets) {
+		b.packets = slices.Grow(b.packets, batchPackets)
+	}
+	return &b.packets[:len(b.packets)+1][len(b.packets)]
+}
+
 // Add takes the next packet of the input (TCP, or a UDP datagram for QUIC). The
 // packet and its payload may be reused after Add returns.
 func (s *Stream) Add(p *capture.Packet) error {
@@ -213,7 +231,11 @@ func (s *Stream) Add(p *capture.Packet) error {
 		s.addDatagram(p)
 	} else {
 		b := s.pending[s.shardOf(p)]
-		b.packets = append(b.packets, *p)
+		if n := len(b.packets); n < cap(b.packets) && p == &b.packets[:n+1][n] {
+			b.packets = b.packets[:n+1] // decoded in place (NextPacket)
+		} else {
+			b.packets = append(b.packets, *p)
+		}
 		b.ordinals = append(b.ordinals, s.ordinal)
 		b.payload = append(b.payload, p.Payload...)
 	}
