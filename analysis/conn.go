@@ -28,10 +28,12 @@ type timedMessage struct {
 // connAnalyzer is the flow.Handler of one connection: it feeds the rounds tracker
 // and the TLS and HTTP scanners, and turns everything into a report.Connection.
 type connAnalyzer struct {
-	env    *connEnv
-	rounds *rounds.Tracker
-	rttNs  int64 // the RTT the rounds tracker was last given
-	proto  int
+	env *connEnv
+	// captureNs is the input's first packet time (start_ms counts from it).
+	captureNs int64
+	rounds    *rounds.Tracker
+	rttNs     int64 // the RTT the rounds tracker was last given
+	proto     int
 
 	tls [2]*tlsrec.Stream
 	// decrypt decrypts a TLS connection with the key log's secrets (nil without a
@@ -58,7 +60,7 @@ type connAnalyzer struct {
 }
 
 func newConnAnalyzer(env *connEnv, c *flow.Conn) *connAnalyzer {
-	return &connAnalyzer{env: env}
+	return &connAnalyzer{env: env, captureNs: env.captureNs}
 }
 
 func (ca *connAnalyzer) Segment(c *flow.Conn, s *flow.Segment) {
@@ -232,7 +234,7 @@ func sniff(b []byte) int {
 }
 
 func (ca *connAnalyzer) Close(c *flow.Conn) {
-	ca.env.finish(c, ca.build(c, true))
+	ca.env.finish(c, ca)
 }
 
 // build makes the connection's report. A snapshot of a connection still open
@@ -249,7 +251,7 @@ func (ca *connAnalyzer) build(c *flow.Conn, final bool) report.Connection {
 		Client:               c.Client.String(),
 		Server:               c.Server.String(),
 		Vantage:              c.Vantage(),
-		StartMs:              nsToMs(c.FirstNs - ca.env.captureNs),
+		StartMs:              nsToMs(c.FirstNs - ca.captureNs),
 		DurationMs:           nsToMs(c.LastNs - c.FirstNs),
 		MSS:                  c.MSS(),
 		ClientSYN:            endpoint(toServer),

@@ -4,7 +4,6 @@ import (
 	"net/netip"
 
 	"github.com/slowstart/slowstart/flow"
-	"github.com/slowstart/slowstart/report"
 )
 
 // batchesInFlight is how many batches a shard may have queued: enough to keep it
@@ -15,8 +14,8 @@ const batchesInFlight = 4
 type connEnv struct {
 	opts      Options
 	captureNs int64 // the input's first packet time: connections' start_ms count from it
-	// finish takes a finished connection's report.
-	finish func(c *flow.Conn, rc report.Connection)
+	// finish takes a finished connection, whose report the merger builds.
+	finish func(c *flow.Conn, ca *connAnalyzer)
 }
 
 // shard tracks and analyzes the connections of its share of the four-tuples.
@@ -73,8 +72,10 @@ func (sh *shard) freeBatch() *shardBatch {
 	}
 }
 
-// finished takes a finished connection's report.
-func (sh *shard) finished(c *flow.Conn, rc report.Connection) {
+// finished takes a finished connection. Its report is built by the merger
+// (finished.report), on the other side of the pipeline: the shard is done with
+// the connection, and building reports is a good part of the work.
+func (sh *shard) finished(c *flow.Conn, ca *connAnalyzer) {
 	if sh.result.finished == nil {
 		select {
 		case reuse := <-sh.spare:
@@ -83,7 +84,7 @@ func (sh *shard) finished(c *flow.Conn, rc report.Connection) {
 		}
 	}
 	sh.result.finished = append(sh.result.finished, finished{shard: sh.id, local: c.Index,
-		finishNs: c.FinishNs, ordinal: c.FirstOrdinal, conn: rc})
+		finishNs: c.FinishNs, ordinal: c.FirstOrdinal, c: c, ca: ca})
 }
 
 // flushInChunks ends the input: the batch's own result first (what finished

@@ -101,13 +101,27 @@ type creation struct {
 	ordinal int64
 }
 
-// finished is a connection's report from a shard, with what orders it.
+// finished is a connection's report from a shard, with what orders it: a
+// finished TCP connection comes with its analyzer (c and ca), and the merger
+// builds the report (report) when it emits it; a snapshot or a QUIC connection
+// comes with its report in conn.
 type finished struct {
 	shard    int
 	local    int
 	finishNs int64
 	ordinal  int64
 	conn     report.Connection
+	c        *flow.Conn
+	ca       *connAnalyzer
+}
+
+// report builds the report of a finished connection (once), and returns it.
+func (f *finished) report() *report.Connection {
+	if f.ca != nil {
+		f.conn = f.ca.build(f.c, true)
+		f.c, f.ca = nil, nil
+	}
+	return &f.conn
 }
 
 // shardBatch is a batch of one shard's packets, whose captured payloads are
@@ -423,9 +437,10 @@ func (s *Stream) merge() {
 			if !ok {
 				return // filtered out (another server than the one asked for)
 			}
-			f.conn.Index = index
 			if emitErr == nil && s.opts.Emit != nil {
-				emitErr = s.opts.Emit(&f.conn)
+				rc := f.report()
+				rc.Index = index
+				emitErr = s.opts.Emit(rc)
 			}
 			emitted++
 		}
