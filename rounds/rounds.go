@@ -289,8 +289,11 @@ type Tracker struct {
 	clientTSFirstNs, clientTSLastNs int64
 	clientTSSeen                    bool
 	methodDecided                   bool
-	// MethodNote says why the method is not the one the vantage point suggested.
-	methodNote string
+	// coarseClock: the timestamps method was given up for a client timestamp
+	// clock that ticked coarseTicks times over coarseElapsedNs, too few for
+	// the round trip coarseRTTNs (MethodNote).
+	coarseClock                               bool
+	coarseTicks, coarseElapsedNs, coarseRTTNs int64
 	// holeBeforeData: the client acknowledged bytes the capture never saw before any
 	// round began.
 	holeBeforeData bool
@@ -339,7 +342,21 @@ func (t *Tracker) Method() string { return t.method }
 
 // MethodNote is a sentence saying why the method is not what the vantage point
 // suggested (a timestamp clock too coarse for the round trip), or "".
-func (t *Tracker) MethodNote() string { return t.methodNote }
+func (t *Tracker) MethodNote() string {
+	if !t.coarseClock {
+		return ""
+	}
+	clock := "did not tick"
+	if t.coarseTicks > 0 {
+		clock = fmt.Sprintf("ticks every %.1f ms", float64(t.coarseElapsedNs)/float64(t.coarseTicks)/1e6)
+	}
+	instead := "gaps in the server's sending"
+	if t.method == MethodACKClock {
+		instead = "ACK clock by capture time"
+	}
+	return fmt.Sprintf("the client's TCP timestamp clock %s over %s ms of the capture, too coarse for a %s ms round trip: rounds follow the %s instead of the timestamps",
+		clock, formatMs(t.coarseElapsedNs), formatMs(t.coarseRTTNs), instead)
+}
 
 // decideMethod checks, at the server's first data, that the client's timestamp
 // clock ticks often enough in a round trip for the timestamps method; otherwise it
@@ -365,16 +382,12 @@ func (t *Tracker) decideMethod() {
 	if ticks <= 0 && elapsedNs < rttNs/minTicksPerRTT {
 		return // too short a span to tell
 	}
-	clock := "did not tick"
-	if ticks > 0 {
-		clock = fmt.Sprintf("ticks every %.1f ms", float64(elapsedNs)/float64(ticks)/1e6)
-	}
 	fallback := MethodGaps
 	if t.cfg.Vantage == flow.VantageClient && t.cfg.RTTNs > 0 {
 		fallback = MethodACKClock
 	}
-	t.methodNote = fmt.Sprintf("the client's TCP timestamp clock %s over %s ms of the capture, too coarse for a %s ms round trip: rounds follow the %s instead of the timestamps",
-		clock, formatMs(elapsedNs), formatMs(t.cfg.RTTNs), map[string]string{MethodACKClock: "ACK clock by capture time", MethodGaps: "gaps in the server's sending"}[fallback])
+	// The note is written when asked for (MethodNote), from the clock as it was here.
+	t.coarseClock, t.coarseTicks, t.coarseElapsedNs, t.coarseRTTNs = true, ticks, elapsedNs, t.cfg.RTTNs
 	t.method = fallback
 	if fallback == MethodGaps {
 		// Gaps learn every client packet at once.
