@@ -41,6 +41,10 @@ type connAnalyzer struct {
 	decrypt *tlshttp.Conn
 	http    [2]*httpmsg.Parser
 	msgTime [2][]timedMessage
+	// timedFrom is, per direction, the first message whose last byte is not
+	// yet timed: the ones before it are done, and timeMessages starts there
+	// (a keep-alive connection of many requests costs no more per segment).
+	timedFrom [2]int
 	// next stream offset handed to the scanners, per direction
 	fed [2]int64
 	// time of the last data handed over, per direction
@@ -209,11 +213,16 @@ func (ca *connAnalyzer) timeMessages(d flow.Dir, writtenEnd, timeNs int64) {
 			}
 		}
 	}
-	for i := range msgs {
+	from := ca.timedFrom[d]
+	for i := from; i < len(msgs); i++ {
 		if times[i].lastNs == 0 && msgs[i].End >= 0 && msgs[i].End <= writtenEnd {
 			times[i].lastNs = timeNs
 		}
 	}
+	for from < len(times) && times[from].lastNs != 0 {
+		from++
+	}
+	ca.timedFrom[d] = from
 	ca.msgTime[d] = times
 }
 

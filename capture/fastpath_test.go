@@ -52,8 +52,9 @@ func TestEthernetIPv4TCPMatchesTheParser(t *testing.T) {
 			}
 		}
 	}
-	// The test means nothing unless the direct path was taken, and not for everything.
-	if fast < 1000 || fast == records {
+	// The test means nothing unless the direct path was taken, and not for
+	// everything (the committed corpora alone hold a few dozen such records).
+	if fast < 20 || fast == records {
 		t.Errorf("the direct path took %d of %d Ethernet records", fast, records)
 	}
 	t.Logf("%d Ethernet records, %d through the direct path", records, fast)
