@@ -436,7 +436,9 @@ func (t *Tracker) AddNumbered(p *capture.Packet, ordinal int64) {
 			c = t.newConn(key, src, dst, p)
 		}
 	}
-	t.last = c
+	if t.last != c {
+		t.last = c // (written only when it changes: a pointer write costs a barrier while the collector runs)
+	}
 	c.LastNs = p.TimestampNs
 	dir := ToServer
 	if src == c.Server {
