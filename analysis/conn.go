@@ -3,6 +3,7 @@ package analysis
 import (
 	"fmt"
 	"sort"
+	"strconv"
 
 	"github.com/slowstart/slowstart/flow"
 	"github.com/slowstart/slowstart/httpmsg"
@@ -276,7 +277,7 @@ func (ca *connAnalyzer) build(c *flow.Conn, final bool) report.Connection {
 		OutOfOrder:           int(toClient.OutOfOrder + toServer.OutOfOrder),
 		Rounds:               []report.Round{},
 		HTTP:                 []report.HTTPMessage{},
-		Notes:                []string{},
+		Notes:                make([]string, 0, 6), // room for the usual few: one allocation
 	}
 	if final {
 		for _, p := range ca.http {
@@ -473,7 +474,8 @@ func (ca *connAnalyzer) noteCapture(c *flow.Conn, rc *report.Connection) {
 		rc.Notes = append(rc.Notes, "the vantage point could not be told from the handshake")
 	}
 	if rtt := c.HandshakeRTTNs(); (rtt > 0 && rtt < 1e6) || rc.MSS > 9000 {
-		rc.Notes = append(rc.Notes, fmt.Sprintf("this path is local (handshake RTT %.3f ms, MSS %d): segment sizes and round trips here say nothing about a real network path, and no initcwnd change would matter on it", nsToMs(rtt), rc.MSS))
+		rc.Notes = append(rc.Notes, "this path is local (handshake RTT "+strconv.FormatFloat(nsToMs(rtt), 'f', 3, 64)+" ms, MSS "+strconv.Itoa(rc.MSS)+
+			"): segment sizes and round trips here say nothing about a real network path, and no initcwnd change would matter on it")
 	}
 }
 

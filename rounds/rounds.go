@@ -20,6 +20,7 @@ package rounds
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/slowstart/slowstart/flow"
@@ -324,9 +325,9 @@ func New(cfg Config) *Tracker {
 // formatMs writes a duration in milliseconds with the digits that matter.
 func formatMs(ns int64) string {
 	if ns < 1e6 {
-		return fmt.Sprintf("%.3f", float64(ns)/1e6)
+		return strconv.FormatFloat(float64(ns)/1e6, 'f', 3, 64)
 	}
-	return fmt.Sprintf("%.1f", float64(ns)/1e6)
+	return strconv.FormatFloat(float64(ns)/1e6, 'f', 1, 64)
 }
 
 // SetRTT updates the round-trip time as better samples arrive (a retried
@@ -346,16 +347,17 @@ func (t *Tracker) MethodNote() string {
 	if !t.coarseClock {
 		return ""
 	}
+	// (Concatenated, not formatted: one note per connection of a large capture.)
 	clock := "did not tick"
 	if t.coarseTicks > 0 {
-		clock = fmt.Sprintf("ticks every %.1f ms", float64(t.coarseElapsedNs)/float64(t.coarseTicks)/1e6)
+		clock = "ticks every " + strconv.FormatFloat(float64(t.coarseElapsedNs)/float64(t.coarseTicks)/1e6, 'f', 1, 64) + " ms"
 	}
 	instead := "gaps in the server's sending"
 	if t.method == MethodACKClock {
 		instead = "ACK clock by capture time"
 	}
-	return fmt.Sprintf("the client's TCP timestamp clock %s over %s ms of the capture, too coarse for a %s ms round trip: rounds follow the %s instead of the timestamps",
-		clock, formatMs(t.coarseElapsedNs), formatMs(t.coarseRTTNs), instead)
+	return "the client's TCP timestamp clock " + clock + " over " + formatMs(t.coarseElapsedNs) + " ms of the capture, too coarse for a " +
+		formatMs(t.coarseRTTNs) + " ms round trip: rounds follow the " + instead + " instead of the timestamps"
 }
 
 // decideMethod checks, at the server's first data, that the client's timestamp
