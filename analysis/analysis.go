@@ -209,11 +209,10 @@ func Feed(ctx context.Context, src PacketSource, st *Stream) error {
 	for n := 1; ; n++ {
 		// Decoded where the stream keeps it: Add need not copy it.
 		p := st.NextPacket()
-		err := src.Next(p)
-		if errors.Is(err, io.EOF) {
-			return nil
-		}
-		if err != nil {
+		if err := src.Next(p); err != nil {
+			if errors.Is(err, io.EOF) {
+				return nil
+			}
 			return err
 		}
 		if err := st.Add(p); err != nil {
