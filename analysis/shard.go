@@ -112,16 +112,25 @@ func (sh *shard) flushInChunks(b *shardBatch) bool {
 	if !send(r) {
 		return false
 	}
+	// At the end the reader is done, and the merger, which builds and renders
+	// the reports, would work alone: the shard builds them here instead.
+	build := func(r *shardResult) {
+		for i := range r.finished {
+			r.finished[i].report()
+		}
+	}
 	ok := true
 	sh.tracker.FlushEach(flushChunkConns, func() {
 		chunk := sh.result
 		sh.result = shardResult{}
 		chunk.seq = b.seq
+		build(&chunk)
 		ok = ok && send(chunk)
 	})
 	last := sh.result
 	sh.result = shardResult{}
 	last.seq, last.lastChunk = b.seq, true
+	build(&last)
 	return ok && send(last)
 }
 
