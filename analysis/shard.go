@@ -114,11 +114,7 @@ func (sh *shard) flushInChunks(b *shardBatch) bool {
 	}
 	// At the end the reader is done, and the merger, which builds and renders
 	// the reports, would work alone: the shard builds them here instead.
-	build := func(r *shardResult) {
-		for i := range r.finished {
-			r.finished[i].report()
-		}
-	}
+	build := (*shardResult).buildReports
 	ok := true
 	sh.tracker.FlushEach(flushChunkConns, func() {
 		chunk := sh.result
@@ -180,10 +176,23 @@ func (sh *shard) run() {
 		case sh.free <- b:
 		default:
 		}
+		if len(sh.in) == 0 {
+			// No batch waiting: the shard is ahead of the reader, so it builds
+			// its finished connections' reports itself rather than leave them
+			// all to the merger (a report is the same whoever builds it).
+			r.buildReports()
+		}
 		select {
 		case sh.out <- r:
 		case <-sh.stream.ctx.Done():
 			return
 		}
+	}
+}
+
+// buildReports builds the reports of the finished connections of r.
+func (r *shardResult) buildReports() {
+	for i := range r.finished {
+		r.finished[i].report()
 	}
 }
