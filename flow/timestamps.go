@@ -32,8 +32,8 @@ func (c *SenderClock) GapNs(fromTSVal, toTSVal uint32, atNs int64) (int64, bool)
 	if elapsedTicks < 20 || elapsedNs <= 0 {
 		return 0, false
 	}
-	ticksPerMs := float64(elapsedTicks) / (float64(elapsedNs) / 1e6)
-	if ticksPerMs < 0.5 || ticksPerMs > 2 {
+	// 0.5 <= ticks per ms <= 2, in integers (no division on every segment).
+	if ticksNs := elapsedTicks * 1_000_000; 2*ticksNs < elapsedNs || ticksNs > 2*elapsedNs {
 		return 0, false
 	}
 	return int64(int32(toTSVal-fromTSVal)) * 1_000_000, true
