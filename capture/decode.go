@@ -417,7 +417,8 @@ func (d *decoder) skippedName(last gopacket.LayerType, next gopacket.LayerType) 
 // what was captured, wireBytes the record's original length on the wire.
 func (d *decoder) decode(data []byte, wireBytes int, linkType layers.LinkType, p *Packet) decodeResult {
 	if linkType == layers.LinkTypeEthernet && d.ethernetIPv4TCP(data) {
-		return d.fill(data, wireBytes, p)
+		// No tunnel, IPv4 innermost (d.decoded[1]), and TCP in it.
+		return d.fillFrom(data, wireBytes, p, &d.ipv4, ProtocolTCP, 0, 1)
 	}
 	return d.decodeWithParser(data, wireBytes, linkType, p)
 }
@@ -473,6 +474,12 @@ func (d *decoder) fill(data []byte, wireBytes int, p *Packet) decodeResult {
 	if innermost < 0 {
 		return decodedUndecodable // TCP right after a link header cannot happen
 	}
+	return d.fillFrom(data, wireBytes, p, last, protocol, tunnel, innermost)
+}
+
+// fillFrom fills p from the decoded layers, given the last one, the transport
+// in it, the encapsulations and the index in d.decoded of the innermost IP header.
+func (d *decoder) fillFrom(data []byte, wireBytes int, p *Packet, last gopacket.DecodingLayer, protocol uint8, tunnel Encapsulation, innermost int) decodeResult {
 	var segment []byte
 	if protocol == ProtocolUDP {
 		segment = d.udpHeader.Contents[:len(d.udpHeader.Contents)+len(d.udpHeader.Payload)]
