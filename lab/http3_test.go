@@ -40,9 +40,28 @@ func TestHTTP3Trials(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	rows, err := NewEnv().RunJobs(ctx, jobs, RunOptions{Parallel: 2, CaptureDir: t.TempDir()})
+	env := NewEnv()
+	rows, err := env.RunJobs(ctx, jobs, RunOptions{Parallel: 2, CaptureDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
+	}
+	// A trial whose time to the last byte is shorter than the round trips its
+	// capture was read to take is run once more, and the miss is logged: on a
+	// loaded machine a stall of the server inside a round once read as a round
+	// of its own (CI: 2 + 4 round trips with 80.9 ms from first to last byte,
+	// where 2 + 3 is the reading of every other run). A miss that repeats fails.
+	for i, row := range rows {
+		rt := row.RoundTrips
+		if row.Error != "" || rt == nil || row.FCTUserMs >= float64(rt.Total)*rttMs*0.9 {
+			continue
+		}
+		t.Logf("%s-%s: FCT %.1f ms (first to last byte %.1f ms) for %d + %d round trips of %d ms: running the trial again",
+			jobs[i].Spec.Label(), jobs[i].Spec.Server, row.FCTUserMs, row.FCTPaperMs, rt.Handshake, rt.Data, rttMs)
+		again, err := env.RunJobs(ctx, []Job{jobs[i]}, RunOptions{Parallel: 1, CaptureDir: t.TempDir()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rows[i] = again[0]
 	}
 	for i, row := range rows {
 		spec := jobs[i].Spec
