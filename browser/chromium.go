@@ -579,10 +579,12 @@ func loadPage(ctx context.Context, c *chromium, o *Options) (pageload.Input, err
 	in := pageload.Input{URL: o.URL, Source: pageload.SourceChromium}
 	// Load in the tab Chromium opened (about:blank): a tab made beside it stays in
 	// the background, where nothing is painted and no paint is timed. The first
-	// DevTools connection of a Chromium just started is sometimes dropped: try
-	// again a few times.
+	// DevTools connections of a Chromium just started are sometimes dropped or
+	// refused (on a loaded host, for a second or more after it said it listens):
+	// try again, backing off, for up to 10 s while it runs.
 	var browserCtx context.Context
 	var tab cdptarget.ID
+	connectBy := time.Now().Add(10 * time.Second)
 	for attempt := 1; ; attempt++ {
 		allocCtx, cancelAlloc := chromedp.NewRemoteAllocator(ctx, c.wsURL, chromedp.NoModifyURL)
 		defer cancelAlloc()
@@ -593,15 +595,25 @@ func loadPage(ctx context.Context, c *chromium, o *Options) (pageload.Input, err
 		if tab, err = initialTab(browserCtx); err == nil {
 			break
 		}
-		if attempt == 3 || ctx.Err() != nil {
-			return in, &Error{Kind: KindBrowser, Err: fmt.Errorf("connecting to Chromium's DevTools: %w (Chromium said: %s)", err, c.output)}
+		exited := false
+		select {
+		case <-c.exited:
+			exited = true
+		default:
+		}
+		if exited || time.Now().After(connectBy) || ctx.Err() != nil {
+			if exited {
+				err = fmt.Errorf("%w; Chromium exited (%v)", err, c.waitErr)
+			}
+			return in, &Error{Kind: KindBrowser, Err: fmt.Errorf("connecting to Chromium's DevTools (%d tries): %w (Chromium said: %s)", attempt, err, c.output)}
 		}
 		cancelBrowser()
 		cancelAlloc()
 		select {
-		case <-time.After(time.Duration(attempt) * 200 * time.Millisecond): // back off before the next try
+		case <-time.After(min(time.Duration(attempt)*200*time.Millisecond, time.Second)): // back off before the next try
 		case <-ctx.Done():
 			return in, ctx.Err()
+		case <-c.exited:
 		}
 	}
 	tabCtx, cancelTab := chromedp.NewContext(browserCtx, chromedp.WithTargetID(tab))
