@@ -88,7 +88,9 @@ func (ca *connAnalyzer) Segment(c *flow.Conn, s *flow.Segment) {
 			ca.rttNs = rtt
 			ca.rounds.SetRTT(rtt)
 		}
-		ca.rounds.Add(s)
+		if !ca.closeAlert(c, s) {
+			ca.rounds.Add(s)
+		}
 	}
 	if s.Dir == flow.ToServer && s.HasAck && s.Flags&0x02 == 0 {
 		w := s.WindowBytes
@@ -109,6 +111,26 @@ func (ca *connAnalyzer) Segment(c *flow.Conn, s *flow.Segment) {
 	if ca.env.opts.Packets {
 		ca.recordPacket(c, s)
 	}
+}
+
+// closeAlert reports whether s is the server's TLS alert answering the
+// client's close: one alert record alone in its segment (TLS 1.2 shows the
+// type; a TLS 1.3 alert is an application-data record of 19 bytes: the alert,
+// its type and the 16-byte tag), sent after the client's FIN and after data of
+// the server's. It is the connection's teardown, not a round of the server's
+// data: a capture that runs a round trip past the client's close would
+// otherwise count it as one more.
+func (ca *connAnalyzer) closeAlert(c *flow.Conn, s *flow.Segment) bool {
+	if ca.proto != protoTLS || s.Dir != flow.ToClient || s.NewLen == 0 || s.NewOffset != s.Offset ||
+		!c.Dirs[flow.ToServer].FINSeen || ca.fed[flow.ToClient] == 0 || len(s.Payload) < 5 {
+		return false
+	}
+	p := s.Payload
+	length := int(p[3])<<8 | int(p[4])
+	if p[1] != 0x03 || 5+length != s.NewLen {
+		return false // not one TLS record alone
+	}
+	return p[0] == 0x15 || (p[0] == 0x17 && length == 19)
 }
 
 // recordPacket lists a packet for the Report; its time is kept in ns from the

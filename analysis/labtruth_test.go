@@ -235,3 +235,26 @@ func TestLoadedPathProbeIsNoWindow(t *testing.T) {
 		}
 	}
 }
+
+// TestCloseAlertIsNoRound: the server's TLS close_notify, sent a round trip after
+// the client closed (its alert and FIN), is the connection's teardown. The response
+// took three data rounds (testdata/captures/README.md reads the trace with tshark:
+// its data from 130.2 to 211.1 ms, two round trips of 40 ms); the alert at 252.7 ms
+// must not make a fourth.
+func TestCloseAlertIsNoRound(t *testing.T) {
+	rep, err := analysis.File(context.Background(), filepath.Join(capturesDir, "close-alert-h2-iw10.client.pcap"), analysis.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Connections) != 1 {
+		t.Fatalf("%d connections, want 1", len(rep.Connections))
+	}
+	c := rep.Connections[0]
+	if rt := c.RoundTrips; rt.TCP != 1 || rt.TLS != 1 || rt.HTTP != 3 {
+		t.Errorf("round trips %+v, want 1 TCP + 1 TLS + 3 data", rt)
+	}
+	last := c.Rounds[len(c.Rounds)-1]
+	if last.StartMs > 250 || last.Bytes < 1000 {
+		t.Errorf("the last round starts at %.1f ms with %d bytes: the alert at 252.7 ms made a round", last.StartMs, last.Bytes)
+	}
+}
