@@ -33,8 +33,16 @@ func Check(t testing.TB, name string, got []byte) {
 	if err != nil {
 		t.Fatalf("%v (run go test -update to write it)", err)
 	}
+	if line, g, w := FirstDifference(got, want); line > 0 {
+		t.Fatalf("output differs from %s at line %d:\n got: %q\nwant: %q\n(run go test -update to accept the new output)", path, line, g, w)
+	}
+}
+
+// FirstDifference returns the first line (1-based) where got and want differ,
+// with that line of each ("" past the end of one), or 0 when they are equal.
+func FirstDifference(got, want []byte) (line int, gotLine, wantLine string) {
 	if bytes.Equal(got, want) {
-		return
+		return 0, "", ""
 	}
 	gotLines, wantLines := strings.Split(string(got), "\n"), strings.Split(string(want), "\n")
 	for i := 0; i < max(len(gotLines), len(wantLines)); i++ {
@@ -46,7 +54,8 @@ func Check(t testing.TB, name string, got []byte) {
 			w = wantLines[i]
 		}
 		if g != w || i >= len(gotLines) || i >= len(wantLines) {
-			t.Fatalf("output differs from %s at line %d:\n got: %q\nwant: %q\n(run go test -update to accept the new output)", path, i+1, g, w)
+			return i + 1, g, w
 		}
 	}
+	return 0, "", "" // not reached: unequal bytes differ in some line
 }

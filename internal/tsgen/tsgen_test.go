@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/slowstart/slowstart/internal/golden"
 )
 
 // TestWebTypesCurrent fails when web/src/types.ts is not what the Go types make:
@@ -30,21 +32,8 @@ func TestWebTypesCurrent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if bytes.Equal(got, want) {
-		return
-	}
-	gl, wl := strings.Split(string(got), "\n"), strings.Split(string(want), "\n")
-	for i := 0; i < max(len(gl), len(wl)); i++ {
-		var g, w string
-		if i < len(gl) {
-			g = gl[i]
-		}
-		if i < len(wl) {
-			w = wl[i]
-		}
-		if g != w {
-			t.Fatalf("%s is stale: line %d is\n\t%q\nbut the Go types make\n\t%q\nRun `go generate ./web`, then `make web` (or cd web && npm run build) and commit both.", WebTypesFile, i+1, g, w)
-		}
+	if line, g, w := golden.FirstDifference(got, want); line > 0 {
+		t.Fatalf("%s is stale: line %d is\n\t%q\nbut the Go types make\n\t%q\nRun `go generate ./web`, then `make web` (or cd web && npm run build) and commit both.", WebTypesFile, line, g, w)
 	}
 }
 
