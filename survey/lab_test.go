@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/netip"
 	"os"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -36,18 +35,11 @@ var labKeys = server.NewKeyCache()
 // that still exist.
 func labNamespacesOfThisProcess(t *testing.T) []string {
 	t.Helper()
-	entries, err := os.ReadDir(netlab.NetnsDir)
-	if err != nil && !os.IsNotExist(err) {
-		t.Fatalf("reading %s: %v", netlab.NetnsDir, err)
+	names, err := netlab.NamespacesOf(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
 	}
-	prefix := netlab.NamespacePrefix + strconv.Itoa(os.Getpid()) + "-"
-	var out []string
-	for _, e := range entries {
-		if strings.HasPrefix(e.Name(), prefix) {
-			out = append(out, e.Name())
-		}
-	}
-	return out
+	return names
 }
 
 // checkNothingLeft registers a cleanup, to run after every other, that removes

@@ -255,13 +255,9 @@ func countStoreRows(t *testing.T, store string) int {
 
 // labNamespacesLeft lists this process's lab namespaces still there.
 func labNamespacesLeft() []string {
-	entries, _ := os.ReadDir(netlab.NetnsDir)
-	prefix := netlab.NamespacePrefix + fmt.Sprint(os.Getpid()) + "-"
-	var out []string
-	for _, e := range entries {
-		if strings.HasPrefix(e.Name(), prefix) {
-			out = append(out, e.Name())
-		}
+	names, err := netlab.NamespacesOf(os.Getpid())
+	if err != nil {
+		return []string{err.Error()}
 	}
-	return out
+	return names
 }

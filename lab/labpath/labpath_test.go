@@ -9,7 +9,6 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -26,16 +25,9 @@ func needRoot(t *testing.T) {
 // ownNamespaces lists the namespaces of this process under netlab.NetnsDir.
 func ownNamespaces(t *testing.T) []string {
 	t.Helper()
-	entries, err := os.ReadDir(netlab.NetnsDir)
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		t.Fatalf("reading %s: %v", netlab.NetnsDir, err)
-	}
-	prefix := netlab.NamespacePrefix + strconv.Itoa(os.Getpid()) + "-"
-	var names []string
-	for _, e := range entries {
-		if strings.HasPrefix(e.Name(), prefix) {
-			names = append(names, e.Name())
-		}
+	names, err := netlab.NamespacesOf(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
 	}
 	return names
 }

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -300,6 +301,24 @@ func (r *registry) clean(ctx context.Context, all bool, only func(name string) b
 		errs = append(errs, err)
 	}
 	return removed, errors.Join(errs...)
+}
+
+// NamespacesOf returns the names of the network namespaces under NetnsDir that the
+// lab of process pid made and that are still there: for checks that a run left
+// none behind.
+func NamespacesOf(pid int) ([]string, error) {
+	entries, err := os.ReadDir(NetnsDir)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("netlab: list network namespaces in %s: %w", NetnsDir, err)
+	}
+	prefix := NamespacePrefix + strconv.Itoa(pid) + "-"
+	var names []string
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), prefix) {
+			names = append(names, e.Name())
+		}
+	}
+	return names, nil
 }
 
 // cleanTempDirs removes the directories in dir that MakeTempDir made (its name
