@@ -116,20 +116,17 @@ func TestStoreIsPrivate(t *testing.T) {
 	}
 }
 
-// TestStoreMigratesVersion1: a store of version 1 (no label column) is read and
-// written after its upgrade.
-func TestStoreMigratesVersion1(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "v1.db")
+// openOldStore makes a store file with the given SQL (an older version's table
+// and rows), then opens it as OpenStore does, which upgrades it; the store is
+// closed when the test ends.
+func openOldStore(t *testing.T, schema string) *Store {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "old.db")
 	db, err := sql.Open("sqlite", "file:"+path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	v1 := `CREATE TABLE probes (id INTEGER PRIMARY KEY AUTOINCREMENT, time_unix_ns INTEGER NOT NULL, url TEXT NOT NULL,
-		iw_segments INTEGER, iw_verdict TEXT, handshake_rtt_ms REAL, tls_ms REAL, first_byte_ms REAL, last_byte_ms REAL,
-		round_trips INTEGER, body_bytes INTEGER, error TEXT NOT NULL DEFAULT '');
-		INSERT INTO probes (time_unix_ns, url) VALUES (1, 'https://example.com/');
-		PRAGMA user_version = 1;`
-	if _, err := db.Exec(v1); err != nil {
+	if _, err := db.Exec(schema); err != nil {
 		t.Fatal(err)
 	}
 	db.Close()
@@ -137,7 +134,18 @@ func TestStoreMigratesVersion1(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.Close()
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// TestStoreMigratesVersion1: a store of version 1 (no label column) is read and
+// written after its upgrade.
+func TestStoreMigratesVersion1(t *testing.T) {
+	s := openOldStore(t, `CREATE TABLE probes (id INTEGER PRIMARY KEY AUTOINCREMENT, time_unix_ns INTEGER NOT NULL, url TEXT NOT NULL,
+		iw_segments INTEGER, iw_verdict TEXT, handshake_rtt_ms REAL, tls_ms REAL, first_byte_ms REAL, last_byte_ms REAL,
+		round_trips INTEGER, body_bytes INTEGER, error TEXT NOT NULL DEFAULT '');
+		INSERT INTO probes (time_unix_ns, url) VALUES (1, 'https://example.com/');
+		PRAGMA user_version = 1;`)
 	if _, err := s.Insert(context.Background(), Row{Time: time.Now(), URL: "https://example.com/", Label: "x"}); err != nil {
 		t.Fatal(err)
 	}
@@ -150,25 +158,11 @@ func TestStoreMigratesVersion1(t *testing.T) {
 // TestStoreMigratesVersion2: a version-2 store gains iw_segments_max; its rows
 // read back without one, and a range written after the upgrade keeps both ends.
 func TestStoreMigratesVersion2(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "v2.db")
-	db, err := sql.Open("sqlite", "file:"+path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	v2 := `CREATE TABLE probes (id INTEGER PRIMARY KEY AUTOINCREMENT, time_unix_ns INTEGER NOT NULL, url TEXT NOT NULL,
+	s := openOldStore(t, `CREATE TABLE probes (id INTEGER PRIMARY KEY AUTOINCREMENT, time_unix_ns INTEGER NOT NULL, url TEXT NOT NULL,
 		iw_segments INTEGER, iw_verdict TEXT, handshake_rtt_ms REAL, tls_ms REAL, first_byte_ms REAL, last_byte_ms REAL,
 		round_trips INTEGER, body_bytes INTEGER, error TEXT NOT NULL DEFAULT '', label TEXT NOT NULL DEFAULT '', status INTEGER);
 		INSERT INTO probes (time_unix_ns, url, iw_segments, iw_verdict) VALUES (1, 'https://example.com/', 10, 'exact');
-		PRAGMA user_version = 2;`
-	if _, err := db.Exec(v2); err != nil {
-		t.Fatal(err)
-	}
-	db.Close()
-	s, err := OpenStore(path, true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+		PRAGMA user_version = 2;`)
 	low, high := 4, 10
 	if _, err := s.Insert(context.Background(), Row{Time: time.Now(), URL: "https://example.com/", IWSegments: &low, IWSegmentsMax: &high, IWVerdict: "range"}); err != nil {
 		t.Fatal(err)
