@@ -1,6 +1,7 @@
 package analysis
 
 import (
+	"encoding/binary"
 	"fmt"
 	"sort"
 	"strconv"
@@ -122,16 +123,20 @@ func (ca *connAnalyzer) Segment(c *flow.Conn, s *flow.Segment) {
 // otherwise count it as one more.
 func (ca *connAnalyzer) closeAlert(c *flow.Conn, s *flow.Segment) bool {
 	if ca.proto != protoTLS || s.Dir != flow.ToClient || s.NewLen == 0 || s.NewOffset != s.Offset ||
-		!c.Dirs[flow.ToServer].FINSeen || ca.fed[flow.ToClient] == 0 || len(s.Payload) < 5 {
+		!c.Dirs[flow.ToServer].FINSeen || ca.fed[flow.ToClient] == 0 || len(s.Payload) < tlsrec.RecordHeaderBytes {
 		return false
 	}
 	p := s.Payload
-	length := int(p[3])<<8 | int(p[4])
-	if p[1] != 0x03 || 5+length != s.NewLen {
+	length := int(binary.BigEndian.Uint16(p[3:5]))
+	if p[1] != 0x03 || tlsrec.RecordHeaderBytes+length != s.NewLen {
 		return false // not one TLS record alone
 	}
-	return p[0] == 0x15 || (p[0] == 0x17 && length == 19)
+	return p[0] == tlsrec.ContentAlert || (p[0] == tlsrec.ContentApplicationData && length == tls13AlertRecordBytes)
 }
+
+// tls13AlertRecordBytes is the body of a TLS 1.3 record holding one alert: the
+// alert's 2 bytes, the inner content type and the AEAD's 16-byte tag.
+const tls13AlertRecordBytes = 2 + 1 + 16
 
 // recordPacket lists a packet for the Report; its time is kept in ns from the
 // connection's first packet until build knows the connection's start.

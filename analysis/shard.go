@@ -114,19 +114,18 @@ func (sh *shard) flushInChunks(b *shardBatch) bool {
 	}
 	// At the end the reader is done, and the merger, which builds and renders
 	// the reports, would work alone: the shard builds them here instead.
-	build := (*shardResult).buildReports
 	ok := true
 	sh.tracker.FlushEach(flushChunkConns, func() {
 		chunk := sh.result
 		sh.result = shardResult{}
 		chunk.seq = b.seq
-		build(&chunk)
+		chunk.buildReports()
 		ok = ok && send(chunk)
 	})
 	last := sh.result
 	sh.result = shardResult{}
 	last.seq, last.lastChunk = b.seq, true
-	build(&last)
+	last.buildReports()
 	return ok && send(last)
 }
 
