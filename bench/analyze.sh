@@ -63,27 +63,22 @@ check() { # check NAME OK(0/1) TEXT
 }
 awk_ok() { awk "BEGIN {exit !($1)}" && echo 1 || echo 0; }
 
-# time_best NAME RUNS CMD...: runs CMD (stdout to /dev/null) RUNS times and sets
-# best_s and best_kb to the fastest run's wall seconds and that run's peak RSS.
-time_best() {
-	local name=$1 n=$2
-	shift 2
-	best_s= best_kb=
-	local i s kb
-	for ((i = 1; i <= n; i++)); do
-		if ! /usr/bin/time -f '%e %M' -o "$work_dir/time" "$@" >/dev/null 2>"$work_dir/stderr"; then
-			# analyze exits 3 on a damaged capture after its report: not here.
-			echo "$0: $name failed:" >&2
-			tail -5 "$work_dir/stderr" >&2
-			exit 1
-		fi
-		read -r s kb <"$work_dir/time"
-		echo "  $name run $i: ${s}s, $((kb / 1024)) MB"
-		if [[ -z $best_s ]] || awk -v a="$s" -v b="$best_s" 'BEGIN {exit !(a < b)}'; then
-			best_s=$s best_kb=$kb
-		fi
-	done
+# time_run NAME CMD...: runs CMD once (stdout to /dev/null) and sets run_s and
+# run_kb to its wall seconds and peak RSS.
+time_run() {
+	local name=$1
+	shift
+	if ! /usr/bin/time -f '%e %M' -o "$work_dir/time" "$@" >/dev/null 2>"$work_dir/stderr"; then
+		# analyze exits 3 on a damaged capture after its report: not here.
+		echo "$0: $name failed:" >&2
+		tail -5 "$work_dir/stderr" >&2
+		exit 1
+	fi
+	read -r run_s run_kb <"$work_dir/time"
+	echo "  $name: ${run_s}s, $((run_kb / 1024)) MB"
 }
+# faster A B: whether A seconds beat B (B empty: no run yet).
+faster() { [[ -z $2 ]] || awk -v a="$1" -v b="$2" 'BEGIN {exit !(a < b)}'; }
 
 packets=$(capinfos -c -M "$capture" | awk -F': *' '/Number of packets/ {print $2}')
 bytes=$(stat -c %s "$capture")
@@ -96,18 +91,14 @@ echo "timing analyze and its peers..."
 # slowstart and tcptrace take turns, so that a busy moment of the machine falls
 # on both alike; each keeps its best run.
 ss_s= tt_s=
-for ((round = 1; round <= runs; round++)); do
-	time_best "slowstart (turn $round)" 1 "$slowstart" analyze --json "$capture"
-	if [[ -z $ss_s ]] || awk -v a="$best_s" -v b="$ss_s" 'BEGIN {exit !(a < b)}'; then
-		ss_s=$best_s ss_kb=$best_kb
-	fi
-	time_best "tcptrace (turn $round)" 1 tcptrace -n -l -r "$capture"
-	if [[ -z $tt_s ]] || awk -v a="$best_s" -v b="$tt_s" 'BEGIN {exit !(a < b)}'; then
-		tt_s=$best_s tt_kb=$best_kb
-	fi
+for ((turn = 1; turn <= runs; turn++)); do
+	time_run "slowstart (turn $turn)" "$slowstart" analyze --json "$capture"
+	if faster "$run_s" "$ss_s"; then ss_s=$run_s ss_kb=$run_kb; fi
+	time_run "tcptrace (turn $turn)" tcptrace -n -l -r "$capture"
+	if faster "$run_s" "$tt_s"; then tt_s=$run_s tt_kb=$run_kb; fi
 done
-time_best tshark 1 tshark -q -z conv,tcp -r "$capture"
-ts_s=$best_s ts_kb=$best_kb
+time_run tshark tshark -q -z conv,tcp -r "$capture"
+ts_s=$run_s ts_kb=$run_kb
 
 echo "the same JSON at GOMAXPROCS=1 and 2..."
 GOMAXPROCS=1 "$slowstart" analyze --json "$capture" 2>/dev/null | sha256sum >"$work_dir/one"
@@ -122,8 +113,8 @@ if [[ ! -s $long4 ]]; then
 	(cd "$module_dir" && go run ./bench/repeat -n 4 "$capture" "$long4.tmp")
 	mv "$long4.tmp" "$long4"
 fi
-time_best "slowstart 4x" 1 "$slowstart" analyze --json "$long4"
-long4_s=$best_s long4_kb=$best_kb
+time_run "slowstart 4x" "$slowstart" analyze --json "$long4"
+long4_s=$run_s long4_kb=$run_kb
 
 bulk_kb=
 bulk1=${capture%.pcap}-longbulk.pcap
@@ -133,19 +124,19 @@ if [[ ! -s $bulk1 && $(id -u) == 0 ]]; then
 	mv "$bulk1.tmp" "$bulk1"
 fi
 if [[ -s $bulk1 ]]; then
-	time_best "slowstart long bulk" 1 "$slowstart" analyze --json "$bulk1"
-	bulk_kb=$best_kb
+	time_run "slowstart long bulk" "$slowstart" analyze --json "$bulk1"
+	bulk_kb=$run_kb
 fi
 
 echo "a SYN flood of 1,000,000 SYNs..."
 flood=/tmp/slowstart-synflood.pcap
 [[ -s $flood ]] || (cd "$module_dir" && go run ./bench/synflood -n 1000000 "$flood")
-time_best "slowstart SYN flood" 1 "$slowstart" analyze --jsonl "$flood"
-flood_s=$best_s flood_kb=$best_kb
+time_run "slowstart SYN flood" "$slowstart" analyze --jsonl "$flood"
+flood_s=$run_s flood_kb=$run_kb
 
 echo "view --html of the capture..."
-time_best "view --html" 1 "$slowstart" view --html "$work_dir/view.html" "$capture"
-view_kb=$best_kb
+time_run "view --html" "$slowstart" view --html "$work_dir/view.html" "$capture"
+view_kb=$run_kb
 view_mb=$(awk -v b="$(stat -c %s "$work_dir/view.html")" 'BEGIN {printf "%.1f", b / 1048576}')
 svgs=0
 if command -v chromium >/dev/null; then
