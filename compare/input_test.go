@@ -91,11 +91,8 @@ func TestLoadProbeReports(t *testing.T) {
 		conn(2, 1, 40), conn(2, 2, 650),
 		conn(3, 1, 45), conn(3, 2, 690),
 	}, Runs: &report.RunSummary{Runs: 3}}
-	var buf bytes.Buffer
-	if err := report.WriteJSON(&buf, rep); err != nil {
-		t.Fatal(err)
-	}
-	s, err := Parse(buf.Bytes(), "probe.json", "", nil)
+	data := reportJSON(t, rep)
+	s, err := Parse(data, "probe.json", "", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,7 +100,7 @@ func TestLoadProbeReports(t *testing.T) {
 		t.Errorf("%+v", s)
 	}
 	for metric, want := range map[string]float64{"first_byte": 350, "tls": 90, "handshake_rtt": 100, "rounds": 5, "iw": 10, "ttfb": 350} {
-		s, err := Parse(buf.Bytes(), "probe.json", metric, nil)
+		s, err := Parse(data, "probe.json", metric, nil)
 		if err != nil || len(s.Values) != 3 || s.Values[0] != want {
 			t.Errorf("%s: %+v %v", metric, s, err)
 		}
@@ -111,9 +108,7 @@ func TestLoadProbeReports(t *testing.T) {
 	// A Report from a capture has no client timing.
 	rep.Connections[0].ClientTiming = nil
 	rep.Connections = rep.Connections[:1]
-	buf.Reset()
-	report.WriteJSON(&buf, rep)
-	if _, err := Parse(buf.Bytes(), "a.json", "", nil); err == nil || !strings.Contains(err.Error(), "no client timings") {
+	if _, err := Parse(reportJSON(t, rep), "a.json", "", nil); err == nil || !strings.Contains(err.Error(), "no client timings") {
 		t.Errorf("capture Report: %v", err)
 	}
 }
@@ -149,15 +144,22 @@ func TestProbeIWOnlyExact(t *testing.T) {
 		conn(4, report.InitialWindow{Segments: 7, Verdict: report.VerdictAmbiguous}),
 		conn(5, report.InitialWindow{Segments: 12, Verdict: report.VerdictExact}),
 	}}
-	var buf bytes.Buffer
-	if err := report.WriteJSON(&buf, rep); err != nil {
-		t.Fatal(err)
-	}
-	s, err := Parse(buf.Bytes(), "probe.json", "iw", nil)
+	data := reportJSON(t, rep)
+	s, err := Parse(data, "probe.json", "iw", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(s.Values) != 2 || s.Values[0] != 10 || s.Values[1] != 12 || s.Skipped != 3 {
 		t.Errorf("values %v, skipped %d: want [10 12] and 3 left out", s.Values, s.Skipped)
 	}
+}
+
+// reportJSON renders rep as the JSON a probe or analyze writes.
+func reportJSON(t *testing.T, rep *report.Report) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := report.WriteJSON(&buf, rep); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
 }
