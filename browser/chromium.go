@@ -27,6 +27,7 @@ import (
 	cdptarget "github.com/chromedp/cdproto/target"
 	"github.com/chromedp/chromedp"
 
+	"github.com/slowstart/slowstart/internal/childproc"
 	"github.com/slowstart/slowstart/internal/netnsexec"
 	"github.com/slowstart/slowstart/pageload"
 )
@@ -156,7 +157,10 @@ func startChromium(ctx context.Context, o *Options, dir, keylogPath string) (*ch
 	}
 	cmd.Stdout = nil
 	c := &chromium{cmd: cmd, profile: profile, exited: make(chan struct{}), output: &tailBuffer{max: 4000}}
-	if err := cmd.Start(); err != nil {
+	// Started from a thread kept for it: the parent-death signal fires when
+	// the forking thread ends, which for an ordinary one can be any time.
+	proc, err := childproc.Start(cmd, "")
+	if err != nil {
 		return nil, &Error{Kind: KindBrowser, Err: fmt.Errorf("starting %s: %w", path, err)}
 	}
 	found := make(chan string, 1)
@@ -176,7 +180,7 @@ func startChromium(ctx context.Context, o *Options, dir, keylogPath string) (*ch
 		close(found)
 	}()
 	go func() {
-		c.waitErr = cmd.Wait()
+		c.waitErr = proc.Wait()
 		close(c.exited)
 	}()
 	timer := time.NewTimer(30 * time.Second)

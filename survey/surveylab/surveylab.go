@@ -41,6 +41,7 @@ import (
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 
+	"github.com/slowstart/slowstart/internal/childproc"
 	"github.com/slowstart/slowstart/lab/labpath"
 	"github.com/slowstart/slowstart/lab/netlab"
 	"github.com/slowstart/slowstart/lab/server"
@@ -417,11 +418,13 @@ func (f *Fleet) startNginx(ctx context.Context, trial *netlab.Trial, chain *serv
 	}
 	cmd := exec.Command(binary, "-c", confPath, "-p", dir)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := trial.Start(netlab.Server, cmd); err != nil {
-		return err
+	// Forked from a thread kept until nginx exits: the parent-death signal
+	// fires when the forking thread ends, which for a pooled one can be any time.
+	proc, err := childproc.Start(cmd, trial.NamespacePath(netlab.Server))
+	if err != nil {
+		return fmt.Errorf("starting nginx in %s: %w", trial.Namespace(netlab.Server), err)
 	}
-	exited := make(chan struct{})
-	go func() { cmd.Wait(); close(exited) }()
+	exited := proc.Exited()
 	f.cleanups = append(f.cleanups, func() error {
 		cmd.Process.Signal(syscall.SIGTERM)
 		select {
