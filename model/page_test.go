@@ -151,6 +151,26 @@ func TestPageLoadRange(t *testing.T) {
 	if lo, hi, err = PageLoadRange(pp, 2*seg); err != nil || lo != 3 || hi != 3 {
 		t.Errorf("a stylesheet of 4 segments: range %d-%d (%v), want 3", lo, hi, err)
 	}
+	// HTTP/1.1, the document (8 segments) whole in the round that names the
+	// resources: its connection (window grown to 18) and the preconnect (10) are
+	// free at the same moment. The stylesheet of 15 segments on the document's
+	// takes one round (TCP 1 + 1 + 1 = 3), on the preconnect two (4); the
+	// script of one segment one either way. Which Chromium binds first is a race:
+	// PageLoad says 3 (its usual choice), the range 3-4, with no slack at all.
+	pp = PageParams{Path: idealPath(10, ""), DocumentBytes: 8 * seg,
+		Resources: []PageResource{{Name: "css", Bytes: 15 * seg}, {Name: "js", Bytes: seg}}}
+	if pred, err := PageLoad(pp); err != nil || pred.CriticalPathRoundTrips != 3 || pred.Resources[0].Connection != 1 {
+		t.Errorf("the tie bound as usual: %+v (%v), want 3 round trips with the stylesheet on connection 1", pred, err)
+	}
+	if lo, hi, err = PageLoadRange(pp, 0); err != nil || lo != 3 || hi != 4 {
+		t.Errorf("connections free at the same moment: range %d-%d (%v), want 3-4", lo, hi, err)
+	}
+	// A script as large as the stylesheet: one of them takes the preconnect
+	// either way, so the race changes nothing: 4.
+	pp.Resources[1].Bytes = 15 * seg
+	if lo, hi, err = PageLoadRange(pp, 0); err != nil || lo != 4 || hi != 4 {
+		t.Errorf("two resources of 15 segments: range %d-%d (%v), want 4", lo, hi, err)
+	}
 	if _, err := PageLoad(PageParams{Path: idealPath(10, "")}); err == nil {
 		t.Error("a page without a document was predicted")
 	}

@@ -52,14 +52,21 @@ type browserLabCase struct {
 // range over slightly smaller and larger responses is one value, checked below):
 // a page on a boundary would test the headers' sizes, not the rounds.
 var browserLabCases = []browserLabCase{
-	{name: "h1-iw10", page: "html=30KB,css=18KB,js=6KB,font=4KB,img=40KB", iw: 10, tls: "1.3", tshark: true},
+	{name: "h1-iw10", page: h1Page, iw: 10, tls: "1.3", tshark: true},
 	{name: "h2-iw3-second-host", page: "html=20KB,css@2=12KB,js=50KB,img=20KB", h2: true, iw: 3, tls: "1.3", tshark: true},
 	{name: "h2-iw32", page: "html=30KB,css=18KB,js=6KB,font=4KB,img=40KB", h2: true, iw: 32, tls: "1.3"},
 	{name: "h1-iw3-second-host", page: "html=20KB,css@2=12KB,js=50KB,img=20KB", iw: 3, tls: "1.3"},
-	{name: "h1-iw10-tls12", page: "html=30KB,css=18KB,js=6KB,font=4KB,img=40KB", iw: 10, tls: "1.2"},
+	{name: "h1-iw10-tls12", page: h1Page, iw: 10, tls: "1.2"},
 	// Small: kept in testdata/browser for the tests without root (see its README).
 	{name: "tiny-h2-second-host", page: tinyPage, h2: true, iw: 10, tls: "1.3", tshark: true, keep: true},
 }
+
+// h1Page's document ends in the round that names its stylesheet and script, so
+// over HTTP/1.1 the document's connection (its window grown) and the preconnect
+// (IW) are free at the same moment, and which of the two Chromium binds first
+// is a race (the stylesheet took the preconnect in about 1 load of 20). Both
+// are too large for the IW: one of them takes two rounds either way.
+const h1Page = "html=30KB,css=18KB,js=18KB,font=4KB,img=40KB"
 
 // tinyPage is the page of testdata/browser: a font and a stylesheet on the second
 // host, the font in its own stylesheet's chain.
