@@ -154,11 +154,15 @@ func CaptureWarnings(st capture.Stats, connections int) []string {
 
 // StreamWarnings says what the stream set aside: packets of finished
 // connections, frames captured twice.
-func StreamWarnings(st StreamStats, idleNs int64) []string {
+func StreamWarnings(st StreamStats) []string {
 	var out []string
 	if st.Trailing > 0 {
-		out = append(out, fmt.Sprintf("%d packets came after their connection was over (a retransmitted FIN, a last RST or ACK, or a connection idle for %s and reported): counted, not analyzed",
-			st.Trailing, time.Duration(idleNs)))
+		idle := ""
+		if st.IdleNs > 0 {
+			idle = fmt.Sprintf(", or a connection idle for %s and reported", time.Duration(st.IdleNs))
+		}
+		out = append(out, fmt.Sprintf("%d packets came after their connection was over (a retransmitted FIN, a last RST or ACK%s): counted, not analyzed",
+			st.Trailing, idle))
 	}
 	return out
 }
@@ -173,7 +177,7 @@ func Run(ctx context.Context, src PacketSource, opts Options) (*report.Report, e
 	}}
 	stats, err := Drain(ctx, src, so)
 	rep := NewReport(opts.Tool, conns)
-	rep.Warnings = append(rep.Warnings, StreamWarnings(stats, DefaultIdleNs)...)
+	rep.Warnings = append(rep.Warnings, StreamWarnings(stats)...)
 	return rep, err
 }
 

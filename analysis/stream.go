@@ -56,6 +56,9 @@ type StreamStats struct {
 	Packets     int64 // handed to Add
 	Connections int64 // reported (after the server filter)
 	Open        int   // still open (for Snapshot)
+	// IdleNs is the idle time after which the stream reported a connection
+	// still open (its options' IdleNs as it applied them; 0: never).
+	IdleNs int64
 	flow.Stats
 }
 
@@ -182,6 +185,7 @@ func NewStream(ctx context.Context, opts StreamOptions) *Stream {
 	ctx, cancel := context.WithCancel(ctx)
 	s := &Stream{opts: opts, ctx: ctx, cancel: cancel, seed: maphash.MakeSeed(),
 		merged: make(chan mergeItem, 4), done: make(chan struct{})}
+	s.stats.IdleNs = opts.IdleNs
 	s.shards = make([]*shard, opts.Shards)
 	s.pending = make([]*shardBatch, opts.Shards)
 	for i := range s.shards {

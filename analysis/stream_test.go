@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/slowstart/slowstart/capture"
@@ -106,5 +107,31 @@ func TestPacketListBounded(t *testing.T) {
 	}
 	if n := (len(pkts) + some.PacketStride - 1) / some.PacketStride; len(some.Packets) != n {
 		t.Errorf("%d packets kept, want every %d-th of %d: %d", len(some.Packets), some.PacketStride, len(pkts), n)
+	}
+}
+
+// TestStreamWarningsNameTheIdleTimeApplied: the trailing-packets warning names
+// the idle time the stream applied (its default for 0), and none when the
+// stream never reports an idle connection (a negative IdleNs): not the option
+// as given.
+func TestStreamWarningsNameTheIdleTimeApplied(t *testing.T) {
+	for _, tc := range []struct {
+		idleNs int64
+		want   string
+	}{
+		{0, "a last RST or ACK, or a connection idle for 1h0m0s and reported)"},
+		{90e9, "a last RST or ACK, or a connection idle for 1m30s and reported)"},
+		{-1, "a last RST or ACK)"},
+	} {
+		st := NewStream(context.Background(), StreamOptions{IdleNs: tc.idleNs})
+		stats, err := st.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		stats.Trailing = 3
+		got := StreamWarnings(stats)
+		if len(got) != 1 || !strings.Contains(got[0], tc.want) {
+			t.Errorf("IdleNs %d: %q, want it to say %q", tc.idleNs, got, tc.want)
+		}
 	}
 }

@@ -227,11 +227,7 @@ func streamCapture(cmd *cobra.Command, reader *capture.Reader, opts analysis.Str
 	if err != nil && !errors.Is(err, capture.ErrDamaged) {
 		return stats, nil, nil, withCode(inputExitCode(err), err)
 	}
-	idle := opts.IdleNs
-	if idle == 0 {
-		idle = analysis.DefaultIdleNs
-	}
-	warnings = append(analysis.CaptureWarnings(reader.Stats(), int(stats.Connections)), analysis.StreamWarnings(stats, idle)...)
+	warnings = append(analysis.CaptureWarnings(reader.Stats(), int(stats.Connections)), analysis.StreamWarnings(stats)...)
 	if err != nil {
 		warnings = append(warnings, err.Error())
 		damaged = withCode(exitFile, err)
