@@ -128,7 +128,7 @@ func (ca *connAnalyzer) closeAlert(c *flow.Conn, s *flow.Segment) bool {
 	}
 	p := s.Payload
 	length := int(binary.BigEndian.Uint16(p[3:5]))
-	if p[1] != 0x03 || tlsrec.RecordHeaderBytes+length != s.NewLen {
+	if !tlsrec.PlausibleHeader(p) || tlsrec.RecordHeaderBytes+length != s.NewLen {
 		return false // not one TLS record alone
 	}
 	return p[0] == tlsrec.ContentAlert || (p[0] == tlsrec.ContentApplicationData && length == tls13AlertRecordBytes)

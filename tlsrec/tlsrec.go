@@ -263,8 +263,10 @@ func (s *Stream) Write(offset int64, data []byte, length int) {
 	}
 }
 
-// plausibleHeader reports whether h looks like a record header a real stack sends.
-func plausibleHeader(h []byte) bool {
+// PlausibleHeader reports whether h starts with what looks like a record header a
+// real stack sends: a known content type, a version from SSL 3.0 to TLS 1.3 and a
+// length within the limit.
+func PlausibleHeader(h []byte) bool {
 	if len(h) < RecordHeaderBytes {
 		return false
 	}
@@ -302,11 +304,11 @@ func (s *Stream) tryResync(data []byte) {
 }
 
 func resyncCandidate(data []byte) bool {
-	if !plausibleHeader(data) || int(data[3])<<8|int(data[4]) == 0 {
+	if !PlausibleHeader(data) || int(data[3])<<8|int(data[4]) == 0 {
 		return false
 	}
 	for position := 0; position+RecordHeaderBytes <= len(data); {
-		if !plausibleHeader(data[position:]) {
+		if !PlausibleHeader(data[position:]) {
 			return false
 		}
 		position += RecordHeaderBytes + (int(data[position+3])<<8 | int(data[position+4]))
@@ -386,7 +388,7 @@ func (s *Stream) lose(offset int64) {
 // startRecord handles a complete record header in s.header.
 func (s *Stream) startRecord() {
 	s.headerN = 0
-	plausible := plausibleHeader(s.header[:])
+	plausible := PlausibleHeader(s.header[:])
 	if !s.decided {
 		s.decided = true
 		s.isTLS = plausible
