@@ -14,11 +14,10 @@
 package childproc
 
 import (
-	"fmt"
 	"os/exec"
 	"runtime"
 
-	"github.com/vishvananda/netns"
+	"github.com/slowstart/slowstart/internal/netnsexec"
 )
 
 // Process is a child started by Start.
@@ -40,15 +39,8 @@ func Start(cmd *exec.Cmd, netnsPath string) (*Process, error) {
 		// Never unlocked: the thread ends with this goroutine, after the child
 		// has exited, and so cannot carry a namespace it entered to other code.
 		if netnsPath != "" {
-			ns, err := netns.GetFromPath(netnsPath)
-			if err != nil {
-				started <- fmt.Errorf("opening network namespace %s: %w", netnsPath, err)
-				return
-			}
-			err = netns.Set(ns)
-			ns.Close()
-			if err != nil {
-				started <- fmt.Errorf("entering network namespace %s (needs CAP_SYS_ADMIN): %w", netnsPath, err)
+			if err := netnsexec.Enter(netnsPath); err != nil {
+				started <- err
 				return
 			}
 		}

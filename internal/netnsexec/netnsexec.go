@@ -17,14 +17,10 @@ import (
 	"github.com/vishvananda/netns"
 )
 
-// Run runs fn inside the network namespace whose file is path (as under
-// /run/netns), or in the current one when path is empty. The thread fn ran on
-// is never unlocked: it ends with its goroutine, so it cannot carry the
-// namespace to other code. A panic in fn is returned as an error.
-func Run(path string, fn func() error) error {
-	if path == "" {
-		return fn()
-	}
+// Enter moves the calling OS thread into the network namespace whose file is
+// path. The caller has locked the goroutine to the thread and must never unlock
+// it: the thread is then to end with its goroutine.
+func Enter(path string) error {
 	ns, err := netns.GetFromPath(path)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
@@ -33,11 +29,25 @@ func Run(path string, fn func() error) error {
 		return fmt.Errorf("opening network namespace %s: %w", path, err)
 	}
 	defer ns.Close()
+	if err := netns.Set(ns); err != nil {
+		return fmt.Errorf("entering network namespace %s (needs CAP_SYS_ADMIN): %w", path, err)
+	}
+	return nil
+}
+
+// Run runs fn inside the network namespace whose file is path (as under
+// /run/netns), or in the current one when path is empty. The thread fn ran on
+// is never unlocked: it ends with its goroutine, so it cannot carry the
+// namespace to other code. A panic in fn is returned as an error.
+func Run(path string, fn func() error) error {
+	if path == "" {
+		return fn()
+	}
 	done := make(chan error, 1)
 	go func() {
 		runtime.LockOSThread()
-		if err := netns.Set(ns); err != nil {
-			done <- fmt.Errorf("entering network namespace %s (needs CAP_SYS_ADMIN): %w", path, err)
+		if err := Enter(path); err != nil {
+			done <- err
 			return
 		}
 		defer func() {
