@@ -444,13 +444,6 @@ func (d *Decryptor) noKeys(reason string) {
 	}
 }
 
-func plausibleHeader(h []byte) bool {
-	version := binary.BigEndian.Uint16(h[1:3])
-	length := int(binary.BigEndian.Uint16(h[3:5]))
-	return h[0] >= tlsrec.ContentChangeCipherSpec && h[0] <= tlsrec.ContentHeartbeat &&
-		version >= tlsrec.VersionSSL30 && version <= tlsrec.VersionTLS13 && length <= tlsrec.MaxRecordLength
-}
-
 // consume frames captured bytes starting at s.next.
 func (d *Decryptor) consume(s *side, data []byte) {
 	for len(data) > 0 && !s.stopped && !d.failed {
@@ -530,12 +523,12 @@ func (d *Decryptor) startRecord(s *side) bool {
 	h := s.rec.header[:]
 	if !s.decided {
 		s.decided = true
-		if !plausibleHeader(h) {
+		if !tlsrec.PlausibleHeader(h) {
 			s.framing = framingNotTLS
 			return false
 		}
 	}
-	if !plausibleHeader(h) {
+	if !tlsrec.PlausibleHeader(h) {
 		d.stop(s, s.rec.offset, fmt.Sprintf("implausible record header %x: record framing lost", h))
 		s.framing = framingLost
 		return false
