@@ -35,12 +35,10 @@ import (
 // chromium is one Chromium process with a fresh profile, driven over the DevTools
 // protocol.
 type chromium struct {
-	cmd       *exec.Cmd
-	profile   string // --user-data-dir, unique to this process
-	wsURL     string // the DevTools endpoint, reachable from this namespace
-	exited    chan struct{}
-	waitErr   error
-	relay     net.Listener // forwards DevTools connections into the namespace
+	proc      *childproc.Process // Chromium (or ip/nsenter, which exec it)
+	profile   string             // --user-data-dir, unique to this process
+	wsURL     string             // the DevTools endpoint, reachable from this namespace
+	relay     net.Listener       // forwards DevTools connections into the namespace
 	output    *tailBuffer
 	stopOnce  sync.Once
 	relayDone sync.WaitGroup
@@ -156,11 +154,10 @@ func startChromium(ctx context.Context, o *Options, dir, keylogPath string) (*ch
 		return nil, err
 	}
 	cmd.Stdout = nil
-	c := &chromium{cmd: cmd, profile: profile, exited: make(chan struct{}), output: &tailBuffer{max: 4000}}
+	c := &chromium{profile: profile, output: &tailBuffer{max: 4000}}
 	// Started from a thread kept for it: the parent-death signal fires when
 	// the forking thread ends, which for an ordinary one can be any time.
-	proc, err := childproc.Start(cmd, "")
-	if err != nil {
+	if c.proc, err = childproc.Start(cmd, ""); err != nil {
 		return nil, &Error{Kind: KindBrowser, Err: fmt.Errorf("starting %s: %w", path, err)}
 	}
 	found := make(chan string, 1)
@@ -179,19 +176,15 @@ func startChromium(ctx context.Context, o *Options, dir, keylogPath string) (*ch
 		io.Copy(io.Discard, stderr)
 		close(found)
 	}()
-	go func() {
-		c.waitErr = proc.Wait()
-		close(c.exited)
-	}()
 	timer := time.NewTimer(30 * time.Second)
 	defer timer.Stop()
 	var wsURL string
 	select {
 	case u, ok := <-found:
 		if !ok {
-			<-c.exited
+			<-c.proc.Exited()
 			c.stop()
-			return nil, &Error{Kind: KindBrowser, Err: fmt.Errorf("the browser (Chromium) exited before it opened its DevTools endpoint (%v): %s", c.waitErr, c.output)}
+			return nil, &Error{Kind: KindBrowser, Err: fmt.Errorf("the browser (Chromium) exited before it opened its DevTools endpoint (%v): %s", c.proc.Err(), c.output)}
 		}
 		wsURL = u
 	case <-timer.C:
@@ -263,13 +256,13 @@ func (c *chromium) startRelay(netnsPath string) error {
 // running with its profile, and the relay.
 func (c *chromium) stop() {
 	c.stopOnce.Do(func() {
-		pid := c.cmd.Process.Pid
+		pid := c.proc.Cmd.Process.Pid
 		syscall.Kill(-pid, syscall.SIGTERM)
 		select {
-		case <-c.exited:
+		case <-c.proc.Exited():
 		case <-time.After(3 * time.Second):
 			syscall.Kill(-pid, syscall.SIGKILL)
-			<-c.exited
+			<-c.proc.Exited()
 		}
 		syscall.Kill(-pid, syscall.SIGKILL)
 		killUsing(c.profile)
@@ -601,13 +594,13 @@ func loadPage(ctx context.Context, c *chromium, o *Options) (pageload.Input, err
 		}
 		exited := false
 		select {
-		case <-c.exited:
+		case <-c.proc.Exited():
 			exited = true
 		default:
 		}
 		if exited || time.Now().After(connectBy) || ctx.Err() != nil {
 			if exited {
-				err = fmt.Errorf("%w; Chromium exited (%v)", err, c.waitErr)
+				err = fmt.Errorf("%w; Chromium exited (%v)", err, c.proc.Err())
 			}
 			return in, &Error{Kind: KindBrowser, Err: fmt.Errorf("connecting to Chromium's DevTools (%d tries): %w (Chromium said: %s)", attempt, err, c.output)}
 		}
@@ -617,7 +610,7 @@ func loadPage(ctx context.Context, c *chromium, o *Options) (pageload.Input, err
 		case <-time.After(min(time.Duration(attempt)*200*time.Millisecond, time.Second)): // back off before the next try
 		case <-ctx.Done():
 			return in, ctx.Err()
-		case <-c.exited:
+		case <-c.proc.Exited():
 		}
 	}
 	tabCtx, cancelTab := chromedp.NewContext(browserCtx, chromedp.WithTargetID(tab))
