@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # make-capture.sh OUT.pcap [--shape SHAPE] [--connections N] [--bulk-mb M] [--bulk-streams K]
+#                 [--rate-mbit R] [--seconds S] [--tap CMD]
 #
 # Makes a large real capture for the analyze benchmark, of one of several shapes,
 # all over a veth pair between two network namespaces with GRO/GSO/TSO off (so
@@ -9,8 +10,9 @@
 #   mixed   (default) thousands of short HTTP/1.0 connections to nginx (ab) plus a
 #           few curl bulk downloads: --connections (40000), --bulk-mb (3000) in
 #           --bulk-streams (4)
-#   bulk    bulk-dominated: iperf3, 4 streams at 800 Mbit/s each for 8 s, beside
-#           12000 short nginx connections (--connections)
+#   bulk    bulk-dominated: iperf3, 4 streams (--bulk-streams) at 3200 Mbit/s in
+#           all (--rate-mbit) for 8 s (--seconds), beside 12000 short nginx
+#           connections (--connections)
 #   edge    long-lived keep-alive connections carrying many small responses:
 #           h2load (HTTP/1.1) with 5000 clients (--connections) open at once, 60
 #           requests each, 600 B and 2 KB bodies from nginx
@@ -23,6 +25,11 @@
 #           802.1Q and QinQ tags are put into the frames afterwards, by server port
 #           (bench/vlantag says which)
 #
+# --tap CMD runs CMD (through bash) in the client namespace beside tcpdump, with
+# CAPTURE_IFACE naming the interface: it is started before the traffic, must
+# print a line containing "capturing" on stderr once ready, and gets SIGINT
+# after the traffic, like tcpdump; its stderr is kept in OUT.tap.log.
+#
 # The lossy shape (loss and reordering on an emulated path) is made by
 # `bench/lab capture`, the synthetic edge of 50000 connections by bench/edgegen.
 #
@@ -33,7 +40,7 @@
 set -euo pipefail
 
 usage() {
-	echo "usage: $0 OUT.pcap [--shape mixed|bulk|edge|https|vlan6] [--connections N] [--bulk-mb M] [--bulk-streams K]" >&2
+	echo "usage: $0 OUT.pcap [--shape mixed|bulk|edge|https|vlan6] [--connections N] [--bulk-mb M] [--bulk-streams K] [--rate-mbit R] [--seconds S] [--tap CMD]" >&2
 	exit 2
 }
 
@@ -42,12 +49,16 @@ out=$1
 shift
 shape=mixed
 connections= bulk_mb= bulk_streams=
+rate_mbit=3200 seconds=8 tap=
 while [[ $# -gt 0 ]]; do
 	case $1 in
 	--shape) shape=${2:?}; shift 2 ;;
 	--connections) connections=${2:?}; shift 2 ;;
 	--bulk-mb) bulk_mb=${2:?}; shift 2 ;;
 	--bulk-streams) bulk_streams=${2:?}; shift 2 ;;
+	--rate-mbit) rate_mbit=${2:?}; shift 2 ;;
+	--seconds) seconds=${2:?}; shift 2 ;;
+	--tap) tap=${2:?}; shift 2 ;;
 	*) usage ;;
 	esac
 done
@@ -59,7 +70,8 @@ https) : "${connections:=200}" "${bulk_mb:=0}" "${bulk_streams:=1}" ;;
 vlan6) : "${connections:=30000}" "${bulk_mb:=1000}" "${bulk_streams:=1}" ;;
 *) usage ;;
 esac
-[[ $connections =~ ^[0-9]+$ && $bulk_mb =~ ^[0-9]+$ && $bulk_streams =~ ^[1-9][0-9]*$ ]] || usage
+[[ $connections =~ ^[0-9]+$ && $bulk_mb =~ ^[0-9]+$ && $bulk_streams =~ ^[1-9][0-9]*$ &&
+	$rate_mbit =~ ^[1-9][0-9]*$ && $seconds =~ ^[1-9][0-9]*$ ]] || usage
 
 if [[ $(id -u) != 0 ]]; then
 	echo "$0: needs root (it makes network namespaces)" >&2
@@ -99,6 +111,7 @@ work_dir=$(mktemp -d "${TMPDIR:-/tmp}/slowstart-capture.XXXXXX")
 chmod 755 "$work_dir"
 nginx_pid=
 tcpdump_pid=
+tap_pid=
 iperf_pid=
 client_pids=()
 
@@ -109,6 +122,10 @@ cleanup() {
 	for pid in "${client_pids[@]}"; do
 		kill "$pid" 2>/dev/null || true
 	done
+	if [[ -n $tap_pid ]] && kill -0 "$tap_pid" 2>/dev/null; then
+		kill -INT "$tap_pid" 2>/dev/null || true
+		wait "$tap_pid" 2>/dev/null || true
+	fi
 	if [[ -n $tcpdump_pid ]] && kill -0 "$tcpdump_pid" 2>/dev/null; then
 		kill -INT "$tcpdump_pid" 2>/dev/null || true
 		wait "$tcpdump_pid" 2>/dev/null || true
@@ -234,7 +251,7 @@ if [[ $shape == bulk ]]; then
 fi
 
 # --- capture --------------------------------------------------------------------
-ip netns exec "$client_ns" tcpdump -i "$client_if" -s 96 -B 262144 --immediate-mode -n -Z root -w "$out" tcp \
+ip netns exec "$client_ns" tcpdump -i "$client_if" -s 96 -B 262144 --immediate-mode --time-stamp-precision nano -n -Z root -w "$out" tcp \
 	2>"$work_dir/tcpdump.log" &
 tcpdump_pid=$!
 for _ in $(seq 100); do
@@ -243,6 +260,16 @@ for _ in $(seq 100); do
 done
 grep -q "listening on" "$work_dir/tcpdump.log" ||
 	{ echo "$0: tcpdump did not start: $(cat "$work_dir/tcpdump.log")" >&2; exit 1; }
+if [[ -n $tap ]]; then
+	CAPTURE_IFACE=$client_if ip netns exec "$client_ns" bash -c "exec $tap" 2>"$out.tap.log" &
+	tap_pid=$!
+	for _ in $(seq 100); do
+		grep -q "capturing" "$out.tap.log" && break
+		sleep 0.1
+	done
+	grep -q "capturing" "$out.tap.log" ||
+		{ echo "$0: the tap did not start: $(cat "$out.tap.log")" >&2; exit 1; }
+fi
 
 start_s=$SECONDS
 # short_connections ADDR N: ab makes N short HTTP/1.0 connections (a new TCP
@@ -272,11 +299,11 @@ mixed)
 	summary="$connections short (sizes ${short_sizes[*]} bytes) + $bulk_streams bulk of $((bulk_bytes / 1048576)) MB"
 	;;
 bulk)
-	# The server sends (-R), 800 Mbit/s per stream.
-	ip netns exec "$client_ns" iperf3 -c "$server_addr" -p 5201 -R -P "$bulk_streams" -b 800M -t 8 >"$work_dir/iperf3.log" 2>&1 &
+	# The server sends (-R), the rate shared among the streams.
+	ip netns exec "$client_ns" iperf3 -c "$server_addr" -p 5201 -R -P "$bulk_streams" -b "$((rate_mbit / bulk_streams))M" -t "$seconds" >"$work_dir/iperf3.log" 2>&1 &
 	client_pids+=($!)
 	short_connections "$server_addr" "$connections"
-	summary="$connections short (sizes ${short_sizes[*]} bytes) + $bulk_streams iperf3 streams of 800 Mbit/s for 8 s"
+	summary="$connections short (sizes ${short_sizes[*]} bytes) + $bulk_streams iperf3 streams of $((rate_mbit / bulk_streams)) Mbit/s for $seconds s"
 	;;
 edge)
 	requests=$((connections * 60))
@@ -307,12 +334,17 @@ for pid in "${client_pids[@]}"; do
 done
 client_pids=()
 sleep 0.2 # the last FIN/ACKs
+if [[ -n $tap_pid ]]; then
+	kill -INT "$tap_pid"
+	wait "$tap_pid" || failed=1
+	tap_pid=
+fi
 kill -INT "$tcpdump_pid"
 wait "$tcpdump_pid" || true
 tcpdump_pid=
 elapsed_s=$((SECONDS - start_s))
 if ((failed)); then
-	echo "$0: a client failed:" >&2
+	echo "$0: a client or the tap failed:" >&2
 	cat "$work_dir"/*.log >&2
 	exit 1
 fi
@@ -333,6 +365,7 @@ captured=$(grep -o '^[0-9]* packets captured' "$work_dir/tcpdump.log" | cut -d' 
 echo "capture: $out ($shape)"
 echo "  packets:     ${captured:-?} (${drop_line:-drops unknown})"
 echo "  connections: $summary; $failed_requests short requests failed"
+[[ -e $work_dir/iperf3.log ]] && grep -E 'receiver$' "$work_dir/iperf3.log" | tail -1 | sed 's/^/  iperf3 /'
 [[ -e $work_dir/h2load.log ]] && grep -E '^(requests|traffic):' "$work_dir/h2load.log" | sed 's/^/  h2load /'
 echo "  file size:   $(du -h "$out" | cut -f1)"
 echo "  generated in ${elapsed_s}s"
