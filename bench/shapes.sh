@@ -31,7 +31,8 @@
 # take $SLOWSTART_BENCH_RUNS turns each (default 3), one after the other, so that
 # a busy moment of the machine falls on all alike; the best of each is kept.
 # $SLOWSTART_BENCH_TABLE names a file to which a Markdown row per shape is
-# appended. Run by hand on a quiet machine; not part of CI. Exit 1 if a target
+# appended. $SLOWSTART_BENCH_BASELINE names another slowstart binary (e.g. one
+# built from an earlier commit) timed in the same turns, for before and after. Run by hand on a quiet machine; not part of CI. Exit 1 if a target
 # is missed.
 set -euo pipefail
 
@@ -40,6 +41,7 @@ module_dir=$(dirname "$bench_dir")
 dir=${SLOWSTART_BENCH_DIR:-/tmp/slowstart-shapes}
 runs=${SLOWSTART_BENCH_RUNS:-3}
 table=${SLOWSTART_BENCH_TABLE:-}
+baseline=${SLOWSTART_BENCH_BASELINE:-}
 all_shapes=(mixed bulk lossy edge50k edge https vlan6)
 shapes=("$@")
 ((${#shapes[@]})) || shapes=("${all_shapes[@]}")
@@ -104,10 +106,14 @@ for shape in "${shapes[@]}"; do
 	echo
 	echo "== $shape: $capture, $packets packets, $((bytes / 1048576)) MB"
 	cat_s=$(cat_seconds "$capture")
-	ss_s= tt_s= ts_s=
+	ss_s= tt_s= ts_s= base_s= base_kb=
 	for ((turn = 1; turn <= runs; turn++)); do
 		time_run "slowstart (turn $turn)" "$slowstart" analyze --json "$capture"
 		if faster "$run_s" "$ss_s"; then ss_s=$run_s ss_kb=$run_kb; fi
+		if [[ -n $baseline ]]; then
+			time_run "baseline (turn $turn)" "$baseline" analyze --json "$capture"
+			if faster "$run_s" "$base_s"; then base_s=$run_s base_kb=$run_kb; fi
+		fi
 		time_run "tcptrace (turn $turn)" tcptrace -n -l -r "$capture"
 		if faster "$run_s" "$tt_s"; then tt_s=$run_s tt_kb=$run_kb; fi
 		time_run "tshark (turn $turn)" tshark -q -z conv,tcp -r "$capture"
@@ -122,6 +128,7 @@ for shape in "${shapes[@]}"; do
 	printf '%-22s %8s %12s %9s %9s\n' tool seconds packets/s MB/s "peak MB"
 	row() { awk -v n="$1" -v s="$2" -v kb="$3" -v p="$packets" -v b="$bytes" 'BEGIN {printf "%-22s %8.2f %12.0f %9.0f %9.0f\n", n, s, p / s, b / 1048576 / s, kb / 1024}'; }
 	row slowstart "$ss_s" "$ss_kb"
+	[[ -n $baseline ]] && row baseline "$base_s" "$base_kb"
 	row tcptrace "$tt_s" "$tt_kb"
 	row tshark "$ts_s" "$ts_kb"
 	awk -v s="$cat_s" -v p="$packets" -v b="$bytes" 'BEGIN {printf "%-22s %8.3f %12.0f %9.0f %9s\n", "cat (page cache)", s, p / s, b / 1048576 / s, "-"}'
@@ -136,16 +143,21 @@ for shape in "${shapes[@]}"; do
 	check "$shape RSS at 4x length" "$(awk_ok "$ratio4 <= 1.2")" "$((long4_kb / 1024)) MB, ${ratio4}x of 1x (${long4_s}s; target <= 1.2x)"
 	check "$shape same JSON at 1 and 2 cores" "$same" "$(cut -c1-12 "$work_dir/one")"
 	line=$(awk -v shape="$shape" -v p="$packets" -v b="$bytes" -v ss="$ss_s" -v tt="$tt_s" -v ts="$ts_s" -v cat="$cat_s" \
-		-v kb="$ss_kb" -v kb4="$long4_kb" -v same="$same" -v c="$conns" 'BEGIN {
-		printf "| %s | %.2f M | %.0f MB | %d | %.2f s | %.2f s (%.2f×) | %.1f s (%.1f×) | %.0f MB | %.0f MB (%.2f×) | %.2f M | %.0f | %.0f MB/s | %s |\n",
+		-v kb="$ss_kb" -v kb4="$long4_kb" -v same="$same" -v c="$conns" -v base="$base_s" -v basekb="$base_kb" 'BEGIN {
+		before = base == "" ? "" : sprintf(" | %.2f s (%.2f×, %.2f×), %.0f MB", base, tt / base, ts / base, basekb / 1024)
+		printf "| %s | %.2f M | %.0f MB | %d | %.2f s | %.2f s (%.2f×) | %.1f s (%.1f×) | %.0f MB | %.0f MB (%.2f×) | %.2f M | %.0f | %.0f MB/s | %s%s |\n",
 			shape, p / 1e6, b / 1048576, c, ss, tt, tt / ss, ts, ts / ss, kb / 1024, kb4 / 1024, kb4 / kb,
-			p / ss / 1e6, b / 1048576 / ss, b / 1048576 / cat, same ? "same" : "DIFFERENT" }')
+			p / ss / 1e6, b / 1048576 / ss, b / 1048576 / cat, same ? "same" : "DIFFERENT", before }')
 	summary+=("$line")
 done
 
 echo
 header='| shape | packets | size | connections | slowstart | tcptrace (ratio) | tshark (ratio) | RSS 1× | RSS 4× | pkt/s | MB/s | page cache | GOMAXPROCS 1/2 |'
 rule='|---|---|---|---|---|---|---|---|---|---|---|---|---|'
+if [[ -n $baseline ]]; then
+	header+=' baseline (ratios to tcptrace, tshark), RSS |'
+	rule+='---|'
+fi
 echo "$header"
 echo "$rule"
 printf '%s\n' "${summary[@]}"
