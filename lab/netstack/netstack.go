@@ -65,8 +65,8 @@ type Options struct {
 	// data is unacknowledged.
 	Nagle bool
 	// MSS is the MSS the listeners announce in their SYN/ACKs (TCP_MAXSEG), from
-	// 536 to 1460; 0: the path's MTU less 40 bytes. netstack's segments are sized
-	// by the peer's MSS, not by this one.
+	// 88 (TCP_MIN_MSS, as in Linux) to 1460; 0: the path's MTU less 40 bytes.
+	// netstack's segments are sized by the peer's MSS, not by this one.
 	MSS int
 	// NoSACK turns SACK off (the stack then neither offers nor accepts it).
 	NoSACK bool
