@@ -3,9 +3,11 @@ package lab
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -17,26 +19,44 @@ import (
 	"github.com/slowstart/slowstart/lab/netstack"
 )
 
-// TestNetstackTrialFirstRound: lab trials with the netstack server (gVisor's TCP,
-// whose initial window is 10 segments and no option changes) complete with the
-// right byte count for the built-in client and curl, over HTTP/1.1 and TLS, and
-// the server-side capture shows a first round of exactly the configured IW: the
+var keepNetstackCaptures = flag.String("keep-netstack-captures", "", "copy the captures of TestNetstackTrials into this directory as NAME.client.pcap and NAME.server.pcap (see testdata/captures/README.md)")
+
+// TestNetstackTrials: lab trials with the netstack server (gVisor's TCP, whose
+// initial window is 10 segments and no option changes) complete with the right
+// byte count for the built-in client and curl, over HTTP/1.1 and TLS, and the
+// server-side capture shows a first round of exactly the configured IW: the
 // server's data segments sent before the first ACK of its data reached the
 // server, counted from the capture by gopacket, not by the analysis. Over TLS the
 // certificate chain (16 KB) is larger than the window, so the handshake flight is
-// the round the window cuts.
-func TestNetstackTrialFirstRound(t *testing.T) {
+// the round the window cuts. The stack sends segments larger than the MSS it
+// announced (they are sized by the client's), and its Nagle's algorithm is RFC
+// 896's: with it on, the response's short last segment waits until everything
+// sent before it is acknowledged, though the window has room; with it off, the
+// same segment leaves in the same round as the rest.
+func TestNetstackTrials(t *testing.T) {
 	needRoot(t)
-	specs := []Spec{
-		{RTTNs: 20e6, IW: 10, SizeBytes: 30 * 1448, Client: ClientBuiltin},
-		{RTTNs: 80e6, IW: 10, SizeBytes: 30 * 1448, Client: ClientCurl, ServerMSS: 536, NoSACK: true, CC: "reno"},
-		{RTTNs: 80e6, IW: 10, SizeBytes: 20000, Client: ClientCurl, TLS: "1.3", ChainBytes: 16000},
-		{RTTNs: 20e6, IW: 10, SizeBytes: 20000, Client: ClientBuiltin, TLS: "1.2", HTTP2: true, ChainBytes: 16000, Nagle: true},
+	writes := Spec{RTTNs: 40e6, SizeBytes: 25440, Client: ClientBuiltin, WriteChunkBytes: 1000}
+	writesNagle := writes
+	writesNagle.Nagle = true
+	trials := []struct {
+		name string
+		spec Spec
+		// nagleHeld: the response's last segment is short and left only once all
+		// data before it was acknowledged (true), or before that (false).
+		nagleHeld *bool
+	}{
+		{"netstack-iw10-h1", Spec{RTTNs: 40e6, SizeBytes: 20 * 1448, Client: ClientBuiltin}, nil},
+		{"netstack-iw10-mss536-h1", Spec{RTTNs: 40e6, SizeBytes: 20 * 1448, Client: ClientCurl, ServerMSS: 536}, nil},
+		{"netstack-iw10-writes1000-nagle", writesNagle, ptr(true)},
+		{"netstack-iw10-writes1000", writes, ptr(false)},
+		{"netstack-iw10-reno-nosack-tls13", Spec{RTTNs: 80e6, SizeBytes: 20000, Client: ClientCurl, TLS: "1.3", ChainBytes: 16000, CC: "reno", NoSACK: true}, nil},
+		{"netstack-iw10-tls12h2-nagle", Spec{RTTNs: 20e6, SizeBytes: 20000, Client: ClientBuiltin, TLS: "1.2", HTTP2: true, ChainBytes: 16000, Nagle: true}, nil},
 	}
 	var jobs []Job
-	for i, spec := range specs {
-		spec.Server = ServerNetstack
-		jobs = append(jobs, Job{Spec: spec, Trial: 1, Name: fmt.Sprintf("netstack%d-%s", i, spec.Label())})
+	for _, tr := range trials {
+		spec := tr.spec
+		spec.Server, spec.IW, spec.InitRwnd = ServerNetstack, netstack.InitialWindowSegments, 300
+		jobs = append(jobs, Job{Spec: spec, Trial: 1, Name: tr.name})
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -45,49 +65,99 @@ func TestNetstackTrialFirstRound(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i, row := range rows {
-		spec := jobs[i].Spec
-		t.Run(jobs[i].Name+"-"+spec.Client, func(t *testing.T) {
+		spec, tr := jobs[i].Spec, trials[i]
+		t.Run(tr.name+"-"+spec.Client, func(t *testing.T) {
 			if row.Error != "" {
 				t.Fatalf("trial failed: %s", row.Error)
 			}
 			if row.Bytes != spec.SizeBytes {
 				t.Errorf("received %d body bytes, want %d", row.Bytes, spec.SizeBytes)
 			}
-			segments, bytes, err := serverFirstRound(row.ServerPcap)
+			c, err := readServerSide(row.ServerPcap)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if segments != spec.IW || spec.IW != netstack.InitialWindowSegments {
+			if segments, bytes := c.firstRound(); segments != spec.IW {
 				t.Errorf("the server-side capture shows %d segments (%d bytes) before the first ACK of server data, want the IW, %d",
 					segments, bytes, spec.IW)
 			}
+			if spec.ServerMSS > 0 && c.largestSegment() <= spec.ServerMSS {
+				t.Errorf("largest segment %d bytes, want more than the %d the server announced (the client's MSS sizes them)", c.largestSegment(), spec.ServerMSS)
+			}
+			if tr.nagleHeld != nil {
+				tail := c.data[len(c.data)-1]
+				held := c.allAckedBefore(tail)
+				if tail.bytes >= spec.WriteChunkBytes || held != *tr.nagleHeld {
+					t.Errorf("last segment %d bytes at %.1f ms; sent after everything before it was acknowledged: %v, want %v",
+						tail.bytes, float64(tail.atNs-c.startNs)/1e6, held, *tr.nagleHeld)
+				}
+			}
 		})
+	}
+	if *keepNetstackCaptures != "" {
+		if err := os.MkdirAll(*keepNetstackCaptures, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		for i, row := range rows {
+			for _, c := range []struct{ from, side string }{{row.ClientPcap, "client"}, {row.ServerPcap, "server"}} {
+				if err := copyFile(c.from, filepath.Join(*keepNetstackCaptures, trials[i].name+"."+c.side+".pcap")); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
 	}
 }
 
-// serverFirstRound counts, in a server-side capture of one connection, the
-// server's new data segments before the first client segment that acknowledges
-// server data: the first round by the server's own ACK clock.
-func serverFirstRound(path string) (segments, bytes int, err error) {
+func ptr[T any](v T) *T { return &v }
+
+// serverSide is a server-side capture of one connection, read with gopacket: the
+// server's new data segments and the client's acknowledgements of server data,
+// in capture order, with sequence numbers relative to the server's ISN.
+type serverSide struct {
+	startNs int64
+	data    []dataSegment
+	acks    []clientACK
+}
+
+// Each has its index in the capture (the order in which the emulator wrote them
+// to or read them from the server's device) and its time.
+type dataSegment struct {
+	index      int
+	atNs       int64
+	seq, bytes int
+}
+
+type clientACK struct {
+	index int
+	atNs  int64
+	ack   int
+}
+
+func readServerSide(path string) (*serverSide, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return 0, 0, err
+		return nil, err
 	}
 	defer f.Close()
 	r, err := pcapgo.NewReader(f)
 	if err != nil {
-		return 0, 0, fmt.Errorf("%s: %w", path, err)
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
+	c := &serverSide{}
 	var serverPort layers.TCPPort
 	var serverISN uint32
-	seen := map[uint32]bool{}
-	for {
-		data, _, err := r.ReadPacketData()
+	sent := 0 // the highest relative sequence number sent
+	for index := 0; ; index++ {
+		data, ci, err := r.ReadPacketData()
 		if errors.Is(err, io.EOF) {
-			return 0, 0, fmt.Errorf("%s: no ACK of server data after %d segments", path, segments)
+			break
 		}
 		if err != nil {
-			return 0, 0, fmt.Errorf("%s: %w", path, err)
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		at := ci.Timestamp.UnixNano()
+		if c.startNs == 0 {
+			c.startNs = at
 		}
 		packet := gopacket.NewPacket(data, layers.LayerTypeIPv4, gopacket.Default)
 		tcp, _ := packet.Layer(layers.LayerTypeTCP).(*layers.TCP)
@@ -98,14 +168,52 @@ func serverFirstRound(path string) (segments, bytes int, err error) {
 		case tcp.SYN && tcp.ACK:
 			serverPort, serverISN = tcp.SrcPort, tcp.Seq
 		case serverPort == 0:
-		case tcp.SrcPort == serverPort && len(tcp.Payload) > 0 && !seen[tcp.Seq]:
-			seen[tcp.Seq] = true
-			segments++
-			bytes += len(tcp.Payload)
+		case tcp.SrcPort == serverPort && len(tcp.Payload) > 0:
+			seq := int(tcp.Seq - serverISN)
+			if seq >= sent { // new data, not a retransmission
+				c.data = append(c.data, dataSegment{index: index, atNs: at, seq: seq, bytes: len(tcp.Payload)})
+				sent = seq + len(tcp.Payload)
+			}
 		case tcp.DstPort == serverPort && tcp.ACK && tcp.Ack-serverISN > 1:
-			return segments, bytes, nil
+			c.acks = append(c.acks, clientACK{index: index, atNs: at, ack: int(tcp.Ack - serverISN)})
 		}
 	}
+	if len(c.data) == 0 || len(c.acks) == 0 {
+		return nil, fmt.Errorf("%s: %d server data segments, %d ACKs of them", path, len(c.data), len(c.acks))
+	}
+	return c, nil
+}
+
+// firstRound counts the server's data segments sent before the first ACK of its
+// data reached it.
+func (c *serverSide) firstRound() (segments, bytes int) {
+	for _, d := range c.data {
+		if d.index > c.acks[0].index {
+			break
+		}
+		segments++
+		bytes += d.bytes
+	}
+	return segments, bytes
+}
+
+func (c *serverSide) largestSegment() int {
+	largest := 0
+	for _, d := range c.data {
+		largest = max(largest, d.bytes)
+	}
+	return largest
+}
+
+// allAckedBefore tells whether an ACK of all the data sent before d reached the
+// server before d left.
+func (c *serverSide) allAckedBefore(d dataSegment) bool {
+	for _, a := range c.acks {
+		if a.ack >= d.seq && a.index < d.index {
+			return true
+		}
+	}
+	return false
 }
 
 // TestNetstackSpecChecks: what the netstack server cannot do is refused before any
