@@ -44,13 +44,19 @@ func TestNetstackTrials(t *testing.T) {
 		// nagleHeld: the response's last segment is short and left only once all
 		// data before it was acknowledged (true), or before that (false).
 		nagleHeld *bool
+		// handshakeFlight: over TLS with a chain smaller than the window, round 1
+		// is the handshake flight and round 2 the response, which the window cuts
+		// at the IW plus the flight's packets (the stack grows its window with
+		// every packet acknowledged, even when it had not used it).
+		handshakeFlight bool
 	}{
-		{"netstack-iw10-h1", Spec{RTTNs: 40e6, SizeBytes: 20 * 1448, Client: ClientBuiltin}, nil},
-		{"netstack-iw10-mss536-h1", Spec{RTTNs: 40e6, SizeBytes: 20 * 1448, Client: ClientCurl, ServerMSS: 536}, nil},
-		{"netstack-iw10-writes1000-nagle", writesNagle, ptr(true)},
-		{"netstack-iw10-writes1000", writes, ptr(false)},
-		{"netstack-iw10-reno-nosack-tls13", Spec{RTTNs: 80e6, SizeBytes: 20000, Client: ClientCurl, TLS: "1.3", ChainBytes: 16000, CC: "reno", NoSACK: true}, nil},
-		{"netstack-iw10-tls12h2-nagle", Spec{RTTNs: 20e6, SizeBytes: 20000, Client: ClientBuiltin, TLS: "1.2", HTTP2: true, ChainBytes: 16000, Nagle: true}, nil},
+		{"netstack-iw10-h1", Spec{RTTNs: 40e6, SizeBytes: 20 * 1448, Client: ClientBuiltin}, nil, false},
+		{"netstack-iw10-mss536-h1", Spec{RTTNs: 40e6, SizeBytes: 20 * 1448, Client: ClientCurl, ServerMSS: 536}, nil, false},
+		{"netstack-iw10-writes1000-nagle", writesNagle, ptr(true), false},
+		{"netstack-iw10-writes1000", writes, ptr(false), false},
+		{"netstack-iw10-reno-nosack-tls13-chain16k", Spec{RTTNs: 80e6, SizeBytes: 20000, Client: ClientCurl, TLS: "1.3", ChainBytes: 16000, CC: "reno", NoSACK: true}, nil, false},
+		{"netstack-iw10-tls12h2-chain16k-nagle", Spec{RTTNs: 20e6, SizeBytes: 20000, Client: ClientBuiltin, TLS: "1.2", HTTP2: true, ChainBytes: 16000, Nagle: true}, nil, false},
+		{"netstack-iw10-tls13", Spec{RTTNs: 40e6, SizeBytes: 30 * 1448, Client: ClientCurl, TLS: "1.3"}, nil, true},
 	}
 	var jobs []Job
 	for _, tr := range trials {
@@ -77,9 +83,16 @@ func TestNetstackTrials(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if segments, bytes := c.firstRound(); segments != spec.IW {
-				t.Errorf("the server-side capture shows %d segments (%d bytes) before the first ACK of server data, want the IW, %d",
-					segments, bytes, spec.IW)
+			rounds := c.rounds()
+			switch segments, bytes := c.firstRound(); {
+			case tr.handshakeFlight:
+				if len(rounds) < 3 || segments != rounds[0] || segments >= spec.IW || rounds[1] != spec.IW+rounds[0] {
+					t.Errorf("rounds of %v packets (the first %d, %d bytes), want a handshake flight shorter than the IW, %d, then the IW and the flight's packets",
+						rounds, segments, bytes, spec.IW)
+				}
+			case segments != spec.IW || rounds[0] != segments:
+				t.Errorf("the server-side capture shows %d segments (%d bytes) before the first ACK of server data (rounds %v), want the IW, %d",
+					segments, bytes, rounds, spec.IW)
 			}
 			if spec.ServerMSS > 0 && c.largestSegment() <= spec.ServerMSS {
 				t.Errorf("largest segment %d bytes, want more than the %d the server announced (the client's MSS sizes them)", c.largestSegment(), spec.ServerMSS)
@@ -195,6 +208,28 @@ func (c *serverSide) firstRound() (segments, bytes int) {
 		bytes += d.bytes
 	}
 	return segments, bytes
+}
+
+// rounds splits the server's data segments by its ACK clock and counts each
+// round's: a round ends when an ACK of its first segment reaches the server, and
+// the next segment sent starts the next round.
+func (c *serverSide) rounds() []int {
+	var counts []int
+	roundStartSeq, ended := -1, true
+	next := 0 // the next ACK to look at
+	for _, d := range c.data {
+		for ; next < len(c.acks) && c.acks[next].index < d.index; next++ {
+			if roundStartSeq >= 0 && c.acks[next].ack > roundStartSeq {
+				ended = true
+			}
+		}
+		if ended {
+			counts = append(counts, 0)
+			roundStartSeq, ended = d.seq, false
+		}
+		counts[len(counts)-1]++
+	}
+	return counts
 }
 
 func (c *serverSide) largestSegment() int {
