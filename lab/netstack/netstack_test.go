@@ -83,7 +83,7 @@ func (f *firstRound) tap(device int, data []byte, _ int64) {
 // TCP probe) says the same: a window of 10 packets when the request came. Its
 // segments are the client's MSS less the 40 bytes it keeps for options with SACK
 // and timestamps on (12 for timestamps alone, 36 for SACK alone: four SACK
-// blocks), whatever MSS it announced itself (TCP_MAXSEG).
+// blocks, none for neither), whatever MSS it announced itself (TCP_MAXSEG).
 func TestFirstRoundIsTheWindowItReports(t *testing.T) {
 	testroot.Require(t, "network namespaces and TUN devices")
 	t.Cleanup(func() { labpath.CloseAll() })
@@ -96,6 +96,7 @@ func TestFirstRoundIsTheWindowItReports(t *testing.T) {
 		{"sack-timestamps", netstack.Options{}, true, 1460 - 40},
 		{"timestamps-announce-536", netstack.Options{NoSACK: true, MSS: 536, CongestionControl: netstack.CongestionReno}, true, 1460 - 12},
 		{"sack-no-timestamps", netstack.Options{Nagle: true}, false, 1460 - 36},
+		{"no-options", netstack.Options{NoSACK: true}, false, 1460},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
