@@ -156,6 +156,7 @@ func (s *Spec) Normalize() error {
 		if err := (netstack.Options{CongestionControl: s.CC, MSS: s.ServerMSS}).Validate(); err != nil {
 			return err
 		}
+		s.IW = netstack.InitialWindowSegments // the stack's, whatever the kernel's default
 	}
 	if err := netlab.CheckCongestionControl(s.CC); err != nil {
 		return fmt.Errorf("%w: use cubic, bbr or reno", err)

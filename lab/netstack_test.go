@@ -252,7 +252,8 @@ func (c *serverSide) allAckedBefore(d dataSegment) bool {
 }
 
 // TestNetstackSpecChecks: what the netstack server cannot do is refused before any
-// trial, with the reason, and its own options are refused for other servers.
+// trial, with the reason, and its own options are refused for other servers; an
+// accepted netstack point names the stack's IW, 10, even when it gave none.
 func TestNetstackSpecChecks(t *testing.T) {
 	cases := []struct {
 		name    string
@@ -277,6 +278,8 @@ func TestNetstackSpecChecks(t *testing.T) {
 				t.Fatalf("refused: %v", err)
 			case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
 				t.Fatalf("error %v, want one saying %q", err, tc.wantErr)
+			case err == nil && spec.Server == ServerNetstack && spec.IW != 10:
+				t.Errorf("IW %d after Normalize, want the stack's 10", spec.IW)
 			}
 		})
 	}
