@@ -1,7 +1,8 @@
 // Package lab runs transfers over emulated paths with real kernel TCP: each trial
 // gets its own path (lab/labpath: client and server network namespaces joined by
-// the userspace link emulator), a server (built-in, nginx or Caddy, lab/server)
-// with the initial window on its route, and a client (built-in or curl, lab/client)
+// the userspace link emulator), a server (built-in, nginx or Caddy, lab/server;
+// or the built-in one on gVisor's userspace TCP, lab/netstack) with the initial
+// window on its route, and a client (built-in or curl, lab/client)
 // that times the transfer. A point may run over HTTP/3 instead: the built-in server
 // or Caddy serves QUIC on UDP through the same emulated path, and the HTTP/3 probe
 // (probe/quicprobe) fetches and times it. Trials run in parallel without interfering.
