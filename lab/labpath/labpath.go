@@ -97,6 +97,14 @@ type Config struct {
 	// from the emulator's goroutines and must not keep the data.
 	Tap func(device int, data []byte, unixNs int64)
 
+	// KernelTap records what the server namespace's kernel reports on each TCP
+	// connection to the server's addresses (eBPF on the kernel's TCP tracepoints,
+	// package ktcp): Path.KernelConns and Path.KernelConn give the server's
+	// congestion window at the start and at every ACK. It needs BPF (root, a
+	// kernel with BTF): Start fails with ktcp's error (errors.Is
+	// ktcp.ErrUnavailable) where it is unavailable.
+	KernelTap bool
+
 	// Links, when set, are the emulator's two directions as given, in place of the
 	// ones RTT, the rate, the queue, the loss, DropSYNs and Seed describe (benches that
 	// emulate other paths).
@@ -191,6 +199,8 @@ type Path struct {
 	// fits http.Transport.DialContext.
 	Dial func(ctx context.Context, network, address string) (net.Conn, error)
 
+	kernel *kernelTap // Config.KernelTap; nil without
+
 	stopLink  context.CancelFunc
 	linkDone  chan struct{}
 	linkStats link.Stats
@@ -224,13 +234,27 @@ func Start(ctx context.Context, cfg Config) (*Path, error) {
 	if err != nil {
 		return nil, err
 	}
+	var tap *kernelTap
+	if cfg.KernelTap {
+		// Attached before the emulator carries anything, so that it sees every
+		// connection from its SYN.
+		if tap, err = startKernelTap(trial, []netip.Addr{trial.ServerAddr, trial.ServerAddr6}); err != nil {
+			return nil, errors.Join(err, trial.Close())
+		}
+	}
+	closeTap := func() error {
+		if tap == nil {
+			return nil
+		}
+		return tap.close()
+	}
 	clientDevice, err := link.NewTUN(trial.ClientTUN)
 	if err != nil {
-		return nil, errors.Join(err, trial.Close())
+		return nil, errors.Join(err, closeTap(), trial.Close())
 	}
 	serverDevice, err := link.NewTUN(trial.ServerTUN)
 	if err != nil {
-		return nil, errors.Join(err, trial.Close())
+		return nil, errors.Join(err, closeTap(), trial.Close())
 	}
 	linkCtx, stopLink := context.WithCancel(context.WithoutCancel(ctx))
 	p := &Path{
@@ -240,6 +264,7 @@ func Start(ctx context.Context, cfg Config) (*Path, error) {
 		ServerAddr:  trial.Addr(Server, cfg.IPv6),
 		ClientAddr:  trial.Addr(Client, cfg.IPv6),
 		Dial:        trial.DialFunc(Client, &net.Dialer{}),
+		kernel:      tap,
 		stopLink:    stopLink,
 		linkDone:    make(chan struct{}),
 	}
@@ -300,8 +325,9 @@ func (p *Path) Go(ctx context.Context, run func(ctx context.Context) error) {
 	})
 }
 
-// Close runs what OnClose registered, stops the emulator and removes the
-// namespaces, whatever failed before; it returns every error met (the emulator's
+// Close runs what OnClose registered, stops the emulator and the kernel tap
+// (whose records stay readable) and removes the namespaces, whatever failed
+// before; it returns every error met (the emulator's
 // unless Stop returned it already). Later and concurrent calls wait for the first
 // and return its result.
 func (p *Path) Close() error {
@@ -318,6 +344,9 @@ func (p *Path) Close() error {
 		}
 		if _, err := p.stop(); err != nil && !p.linkErrReported.Load() {
 			errs = append(errs, err)
+		}
+		if p.kernel != nil {
+			errs = append(errs, p.kernel.close())
 		}
 		errs = append(errs, p.Trial.Close())
 		p.closeErr = errors.Join(errs...)
