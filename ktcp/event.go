@@ -12,11 +12,13 @@ type Kind uint8
 
 // The kinds of events.
 const (
-	// KindProbe is tcp:tcp_probe: an established socket received a segment (an
+	// KindProbe is tcp:tcp_probe: an ESTABLISHED socket received a segment (an
 	// ACK, data, or both). The kernel fires it at the start of
 	// tcp_rcv_established, before it processes the segment: Event.Sock is the
 	// socket as it was when the segment arrived (the window in force before this
-	// ACK), and Event.Segment is the segment.
+	// ACK), and Event.Segment is the segment. Segments received in other states
+	// (after either side closed: FIN_WAIT1, CLOSE_WAIT, LAST_ACK, ...) have no
+	// tracepoint and are not reported.
 	KindProbe Kind = 1
 	// KindState is sock:inet_sock_set_state for a TCP socket: its state is about
 	// to change from Event.OldState to Event.NewState. Event.Sock is the socket

@@ -52,7 +52,9 @@ type program struct {
 	m     *maps
 	f     Filter
 	kind  Kind
-	n     int // for unique labels
+	// wakeBytes is how much the ring holds before a record wakes the reader.
+	wakeBytes int32
+	n         int // for unique labels
 }
 
 func (p *program) emit(insns ...asm.Instruction) { p.insns = append(p.insns, insns...) }
@@ -113,8 +115,8 @@ func (p *program) loadWord(dst, src asm.Register, f field, extra int16) {
 }
 
 // build assembles the program of one kind.
-func build(l *layout, m *maps, f Filter, kind Kind) asm.Instructions {
-	p := &program{l: l, m: m, f: f, kind: kind}
+func build(l *layout, m *maps, f Filter, kind Kind, wakeBytes int32) asm.Instructions {
+	p := &program{l: l, m: m, f: f, kind: kind, wakeBytes: wakeBytes}
 	p.emit(
 		asm.Mov.Reg(asm.R7, asm.R1),
 		asm.LoadMem(asm.R6, asm.R7, 0, asm.DWord),
@@ -186,9 +188,18 @@ func build(l *layout, m *maps, f Filter, kind Kind) asm.Instructions {
 		)
 		p.recordCongestionControl()
 	}
+	// Wake the reader only once the ring holds wakeBytes: below that it reads
+	// when its poll interval ends (Tracer.Read), so that a busy ring costs one
+	// wake-up per batch, not one per event.
+	submit := p.label("submit")
 	p.emit(
-		asm.Mov.Reg(asm.R1, asm.R9),
-		asm.Mov.Imm(asm.R2, 0),
+		asm.LoadMapPtr(asm.R1, m.ring.FD()),
+		asm.Mov.Imm(asm.R2, 0 /* BPF_RB_AVAIL_DATA */),
+		asm.FnRingbufQuery.Call(),
+		asm.Mov.Imm(asm.R2, 1 /* BPF_RB_NO_WAKEUP */),
+		asm.JLT.Imm(asm.R0, p.wakeBytes, submit),
+		asm.Mov.Imm(asm.R2, 2 /* BPF_RB_FORCE_WAKEUP */),
+		asm.Mov.Reg(asm.R1, asm.R9).WithSymbol(submit),
 		asm.FnRingbufSubmit.Call(),
 	)
 	p.count(2 * int32(kind))

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/btf"
@@ -135,7 +136,7 @@ func Open(opts Options) (*Tracer, error) {
 			Type:         ebpf.Tracing,
 			AttachType:   ebpf.AttachTraceRawTp,
 			AttachTo:     name,
-			Instructions: build(l, &t.m, opts.Filter, k),
+			Instructions: build(l, &t.m, opts.Filter, k, wakeBytes(ringBytes)),
 			License:      "Dual MIT/GPL",
 		}, ebpf.ProgramOptions{KernelTypes: spec})
 		if err != nil {
@@ -156,6 +157,7 @@ func Open(opts Options) (*Tracer, error) {
 	if err != nil {
 		return nil, loadError("map the ring buffer", err)
 	}
+	t.reader.SetDeadline(time.Now().Add(readLatency))
 	t.clockOffsetNs = clockOffset()
 	for i, prog := range t.progs {
 		lk, err := link.AttachTracing(link.TracingOptions{Program: prog, AttachType: ebpf.AttachTraceRawTp})
@@ -167,6 +169,16 @@ func Open(opts Options) (*Tracer, error) {
 	ok = true
 	return t, nil
 }
+
+// wakeBytes is how full the ring is before the kernel wakes the reader: a
+// sixteenth of it, at most 256 KiB (about 1,500 events).
+func wakeBytes(ringBytes int) int32 {
+	return int32(min(ringBytes/16, 256<<10))
+}
+
+// readLatency is the longest an event waits in the ring before Read takes it,
+// when the ring holds less than wakeBytes.
+const readLatency = 25 * time.Millisecond
 
 // shortName fits a program name in the kernel's 15 characters.
 func shortName(k Kind) string {
@@ -287,6 +299,11 @@ func (t *Tracer) Read(ev *Event) error {
 	defer t.readMu.Unlock()
 	for {
 		if err := t.reader.ReadInto(&t.record); err != nil {
+			if errors.Is(err, os.ErrDeadlineExceeded) {
+				// The ring is empty and the poll interval over: wait for the next one.
+				t.reader.SetDeadline(time.Now().Add(readLatency))
+				continue
+			}
 			if errors.Is(err, os.ErrClosed) {
 				return ErrClosed
 			}
