@@ -10,8 +10,10 @@
 // probes, curl and Chromium run there), the server's address, a dialer from the
 // client namespace, Listen and ListenPacket in the server namespace, WrapCommand to
 // run a program (nginx, Caddy, curl, Chromium) in either namespace, and the
-// emulator's counters once it stops. Close removes all of it, and Start leaves
-// nothing behind when it fails.
+// emulator's counters once it stops, and with Config.KernelTap the server
+// kernel's own record of each connection (its congestion window at the start and
+// at every ACK: KernelConn, docs/kernel.md). Close removes all of it, and Start
+// leaves nothing behind when it fails.
 //
 // It starts no server and no client, and it analyzes nothing: callers start their
 // own servers on the path (package lab/server) and register their teardown with
