@@ -192,7 +192,7 @@ func TestUnprivilegedIsUnavailable(t *testing.T) {
 	if !r.Unavailable {
 		t.Fatalf("Open as nobody returned %q, want an UnavailableError", r.Error)
 	}
-	const want = "kernel TCP tracing is unavailable: create the ring buffer: permission denied: run as root, or with the capabilities CAP_BPF and CAP_PERFMON"
+	const want = "kernel TCP tracing is unavailable: load the programs: permission denied: run as root, or with the capabilities CAP_BPF and CAP_PERFMON"
 	if r.Error != want {
 		t.Errorf("Open as nobody said\n%q\nwant\n%q", r.Error, want)
 	}

@@ -3,7 +3,6 @@ package ktcp
 import (
 	"fmt"
 
-	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
 )
 
@@ -25,13 +24,19 @@ import (
 //
 // Stack: fp-16..fp-1 the local address key; fp-24 a 32-bit map key.
 
-// maps are the objects the programs use.
-type maps struct {
-	ring     *ebpf.Map // BPF_MAP_TYPE_RINGBUF: the records
-	ports    *ebpf.Map // array of 2048 u64: bitmaps of local ports (0-1023) and remote ports (1024-2047)
-	addrs    *ebpf.Map // hash: 16-byte local address → u8
-	counters *ebpf.Map // per-CPU array of u64: [2*kind] records submitted, [2*kind+1] records lost
-	sync     *ebpf.Map // array of one u64: the marker's sequence number
+// The maps the programs use, by name (the programs refer to them by these
+// names, and loading the collection puts their file descriptors in).
+const (
+	mapRing     = "ktcp_ring"     // BPF_MAP_TYPE_RINGBUF: the records
+	mapPorts    = "ktcp_ports"    // array of 2048 u64: bitmaps of local ports (0-1023) and remote ports (1024-2047)
+	mapAddrs    = "ktcp_addrs"    // hash: 16-byte local address → u8
+	mapCounters = "ktcp_counters" // per-CPU array of u64: [2*kind] records submitted, [2*kind+1] records lost
+	mapSync     = "ktcp_sync"     // array of one u64: the marker's sequence number
+)
+
+// loadMap puts the address of a map in dst.
+func loadMap(dst asm.Register, name string) asm.Instruction {
+	return asm.LoadMapPtr(dst, 0).WithReference(name)
 }
 
 // Map sizes.
@@ -49,7 +54,6 @@ const (
 type program struct {
 	insns asm.Instructions
 	l     *layout
-	m     *maps
 	f     Filter
 	kind  Kind
 	// wakeBytes is how much the ring holds before a record wakes the reader.
@@ -115,8 +119,8 @@ func (p *program) loadWord(dst, src asm.Register, f field, extra int16) {
 }
 
 // build assembles the program of one kind.
-func build(l *layout, m *maps, f Filter, kind Kind, wakeBytes int32) asm.Instructions {
-	p := &program{l: l, m: m, f: f, kind: kind, wakeBytes: wakeBytes}
+func build(l *layout, f Filter, kind Kind, wakeBytes int32) asm.Instructions {
+	p := &program{l: l, f: f, kind: kind, wakeBytes: wakeBytes}
 	p.emit(
 		asm.Mov.Reg(asm.R7, asm.R1),
 		asm.LoadMem(asm.R6, asm.R7, 0, asm.DWord),
@@ -140,7 +144,7 @@ func build(l *layout, m *maps, f Filter, kind Kind, wakeBytes int32) asm.Instruc
 	p.filterLocalAddrs()
 	// Reserve the record; a full ring counts a lost event.
 	p.emit(
-		asm.LoadMapPtr(asm.R1, m.ring.FD()),
+		loadMap(asm.R1, mapRing),
 		asm.Mov.Imm(asm.R2, recordSize),
 		asm.Mov.Imm(asm.R3, 0),
 		asm.FnRingbufReserve.Call(),
@@ -193,7 +197,7 @@ func build(l *layout, m *maps, f Filter, kind Kind, wakeBytes int32) asm.Instruc
 	// wake-up per batch, not one per event.
 	submit := p.label("submit")
 	p.emit(
-		asm.LoadMapPtr(asm.R1, m.ring.FD()),
+		loadMap(asm.R1, mapRing),
 		asm.Mov.Imm(asm.R2, 0 /* BPF_RB_AVAIL_DATA */),
 		asm.FnRingbufQuery.Call(),
 		asm.Mov.Imm(asm.R2, 1 /* BPF_RB_NO_WAKEUP */),
@@ -282,7 +286,7 @@ func (p *program) filterPort(src asm.Register, f field, base int32) {
 		asm.RSh.Imm(asm.R1, 6),
 		asm.Add.Imm(asm.R1, base),
 		asm.StoreMem(asm.RFP, -24, asm.R1, asm.Word),
-		asm.LoadMapPtr(asm.R1, p.m.ports.FD()),
+		loadMap(asm.R1, mapPorts),
 		asm.Mov.Reg(asm.R2, asm.RFP),
 		asm.Add.Imm(asm.R2, -24),
 		asm.FnMapLookupElem.Call(),
@@ -325,7 +329,7 @@ func (p *program) filterLocalAddrs() {
 	p.emit(asm.StoreMem(asm.RFP, -8, asm.R1, asm.DWord))
 	p.mark(lookup)
 	p.emit(
-		asm.LoadMapPtr(asm.R1, p.m.addrs.FD()),
+		loadMap(asm.R1, mapAddrs),
 		asm.Mov.Reg(asm.R2, asm.RFP),
 		asm.Add.Imm(asm.R2, -16),
 		asm.FnMapLookupElem.Call(),
@@ -452,7 +456,7 @@ func (p *program) count(slot int32) {
 	skip := p.label("no_counter")
 	p.emit(
 		asm.StoreImm(asm.RFP, -24, int64(slot), asm.Word),
-		asm.LoadMapPtr(asm.R1, p.m.counters.FD()),
+		loadMap(asm.R1, mapCounters),
 		asm.Mov.Reg(asm.R2, asm.RFP),
 		asm.Add.Imm(asm.R2, -24),
 		asm.FnMapLookupElem.Call(),
@@ -466,16 +470,16 @@ func (p *program) count(slot int32) {
 // buildMarker assembles the program Sync runs (BPF_PROG_TEST_RUN) to put a
 // marker record in the ring: the sequence number in the sync map. It returns 1
 // when the marker is in the ring, 0 when the ring was full.
-func buildMarker(m *maps) asm.Instructions {
+func buildMarker() asm.Instructions {
 	insns := asm.Instructions{
 		asm.StoreImm(asm.RFP, -8, 0, asm.Word),
-		asm.LoadMapPtr(asm.R1, m.sync.FD()),
+		loadMap(asm.R1, mapSync),
 		asm.Mov.Reg(asm.R2, asm.RFP),
 		asm.Add.Imm(asm.R2, -8),
 		asm.FnMapLookupElem.Call(),
 		asm.JEq.Imm(asm.R0, 0, "full"),
 		asm.LoadMem(asm.R6, asm.R0, 0, asm.DWord),
-		asm.LoadMapPtr(asm.R1, m.ring.FD()),
+		loadMap(asm.R1, mapRing),
 		asm.Mov.Imm(asm.R2, recordSize),
 		asm.Mov.Imm(asm.R3, 0),
 		asm.FnRingbufReserve.Call(),

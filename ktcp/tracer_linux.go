@@ -25,11 +25,13 @@ import (
 // the kernel wrote them; one goroutine should call Read in a loop.
 type Tracer struct {
 	kinds  []Kind
-	m      maps
-	progs  []*ebpf.Program
+	coll   *ebpf.Collection
+	progs  []*ebpf.Program // by kind, in the order of kinds
 	links  []link.Link
 	marker *ebpf.Program
-	reader *ringbuf.Reader
+	// The maps of coll.
+	ring, counters, sync *ebpf.Map
+	reader               *ringbuf.Reader
 
 	readMu sync.Mutex // one Read at a time: record is reused
 	record ringbuf.Record
@@ -97,7 +99,7 @@ func Open(opts Options) (*Tracer, error) {
 		return nil, fmt.Errorf("ktcp: ring buffer of %d bytes: it must be a power of two from one page (%d bytes) to 1 GiB", ringBytes, os.Getpagesize())
 	}
 
-	spec, err := btf.LoadKernelSpec()
+	spec, err := kernelTypes.Kernel()
 	if err != nil {
 		return nil, unavailable(err, fmt.Sprintf("this kernel exposes no BTF type information (/sys/kernel/btf/vmlinux, CONFIG_DEBUG_INFO_BTF): %v", err))
 	}
@@ -126,34 +128,41 @@ func Open(opts Options) (*Tracer, error) {
 			t.Close()
 		}
 	}()
-	if err := t.makeMaps(ringBytes, opts.Filter); err != nil {
-		return nil, err
+	collSpec := &ebpf.CollectionSpec{
+		Maps: mapSpecs(ringBytes, opts.Filter),
+		Programs: map[string]*ebpf.ProgramSpec{
+			"ktcp_marker": {
+				Name:         "ktcp_marker",
+				Type:         ebpf.SocketFilter,
+				Instructions: buildMarker(),
+				License:      "Dual MIT/GPL",
+			},
+		},
 	}
 	for _, k := range kinds {
-		name := tracepointOf[k]
-		prog, err := ebpf.NewProgramWithOptions(&ebpf.ProgramSpec{
-			Name:         "ktcp_" + shortName(k),
+		name := "ktcp_" + shortName(k)
+		collSpec.Programs[name] = &ebpf.ProgramSpec{
+			Name:         name,
 			Type:         ebpf.Tracing,
 			AttachType:   ebpf.AttachTraceRawTp,
-			AttachTo:     name,
-			Instructions: build(l, &t.m, opts.Filter, k, wakeBytes(ringBytes)),
+			AttachTo:     tracepointOf[k],
+			Instructions: build(l, opts.Filter, k, wakeBytes(ringBytes)),
 			License:      "Dual MIT/GPL",
-		}, ebpf.ProgramOptions{KernelTypes: spec})
-		if err != nil {
-			return nil, loadError("load the program for tracepoint "+name, err)
 		}
-		t.progs = append(t.progs, prog)
 	}
-	t.marker, err = ebpf.NewProgram(&ebpf.ProgramSpec{
-		Name:         "ktcp_marker",
-		Type:         ebpf.SocketFilter,
-		Instructions: buildMarker(&t.m),
-		License:      "Dual MIT/GPL",
+	t.coll, err = ebpf.NewCollectionWithOptions(collSpec, ebpf.CollectionOptions{
+		Programs: ebpf.ProgramOptions{KernelTypes: spec},
+		Cache:    kernelTypes,
 	})
 	if err != nil {
-		return nil, loadError("load the ring buffer's marker program", err)
+		return nil, loadError("load the programs", err)
 	}
-	t.reader, err = ringbuf.NewReader(t.m.ring)
+	for _, k := range kinds {
+		t.progs = append(t.progs, t.coll.Programs["ktcp_"+shortName(k)])
+	}
+	t.marker = t.coll.Programs["ktcp_marker"]
+	t.ring, t.counters, t.sync = t.coll.Maps[mapRing], t.coll.Maps[mapCounters], t.coll.Maps[mapSync]
+	t.reader, err = ringbuf.NewReader(t.ring)
 	if err != nil {
 		return nil, loadError("map the ring buffer", err)
 	}
@@ -195,51 +204,46 @@ func shortName(k Kind) string {
 	return "unknown"
 }
 
-func (t *Tracer) makeMaps(ringBytes int, f Filter) error {
-	var err error
-	if t.m.ring, err = ebpf.NewMap(&ebpf.MapSpec{Name: "ktcp_ring", Type: ebpf.RingBuf, MaxEntries: uint32(ringBytes)}); err != nil {
-		return loadError("create the ring buffer", err)
-	}
-	if t.m.counters, err = ebpf.NewMap(&ebpf.MapSpec{Name: "ktcp_counters", Type: ebpf.PerCPUArray, KeySize: 4, ValueSize: 8, MaxEntries: counterSlots}); err != nil {
-		return loadError("create the counters", err)
-	}
-	if t.m.sync, err = ebpf.NewMap(&ebpf.MapSpec{Name: "ktcp_sync", Type: ebpf.Array, KeySize: 4, ValueSize: 8, MaxEntries: 1}); err != nil {
-		return loadError("create the sync map", err)
+// kernelTypes holds the kernel's BTF once read, for every Open of the
+// process: reading it takes tens of milliseconds, and it does not change while
+// the kernel runs.
+var kernelTypes = btf.NewCache()
+
+// mapSpecs describes the maps the filter needs, the filter's contents in them.
+func mapSpecs(ringBytes int, f Filter) map[string]*ebpf.MapSpec {
+	specs := map[string]*ebpf.MapSpec{
+		mapRing:     {Name: mapRing, Type: ebpf.RingBuf, MaxEntries: uint32(ringBytes)},
+		mapCounters: {Name: mapCounters, Type: ebpf.PerCPUArray, KeySize: 4, ValueSize: 8, MaxEntries: counterSlots},
+		mapSync:     {Name: mapSync, Type: ebpf.Array, KeySize: 4, ValueSize: 8, MaxEntries: 1},
 	}
 	if len(f.LocalPorts) > 0 || len(f.RemotePorts) > 0 {
-		var words [2 * portBitmapWords]uint64
+		words := make([]uint64, 2*portBitmapWords)
 		for _, port := range f.LocalPorts {
 			words[port/64] |= 1 << (port % 64)
 		}
 		for _, port := range f.RemotePorts {
 			words[portBitmapWords+int(port/64)] |= 1 << (port % 64)
 		}
-		if t.m.ports, err = ebpf.NewMap(&ebpf.MapSpec{Name: "ktcp_ports", Type: ebpf.Array, KeySize: 4, ValueSize: 8, MaxEntries: 2 * portBitmapWords}); err != nil {
-			return loadError("create the port filter", err)
-		}
-		keys := make([]uint32, len(words))
-		for i := range keys {
-			keys[i] = uint32(i)
-		}
-		if _, err := t.m.ports.BatchUpdate(keys, words[:], nil); err != nil {
-			for i := range keys {
-				if err := t.m.ports.Put(keys[i], words[i]); err != nil {
-					return fmt.Errorf("ktcp: fill the port filter: %w", err)
-				}
+		spec := &ebpf.MapSpec{Name: mapPorts, Type: ebpf.Array, KeySize: 4, ValueSize: 8, MaxEntries: 2 * portBitmapWords}
+		for i, w := range words {
+			if w != 0 {
+				spec.Contents = append(spec.Contents, ebpf.MapKV{Key: uint32(i), Value: w})
 			}
 		}
+		specs[mapPorts] = spec
 	}
 	if len(f.LocalAddrs) > 0 {
-		if t.m.addrs, err = ebpf.NewMap(&ebpf.MapSpec{Name: "ktcp_addrs", Type: ebpf.Hash, KeySize: 16, ValueSize: 1, MaxEntries: uint32(len(f.LocalAddrs))}); err != nil {
-			return loadError("create the address filter", err)
-		}
+		spec := &ebpf.MapSpec{Name: mapAddrs, Type: ebpf.Hash, KeySize: 16, ValueSize: 1, MaxEntries: uint32(len(f.LocalAddrs))}
+		seen := map[[16]byte]bool{}
 		for _, a := range f.LocalAddrs {
-			if err := t.m.addrs.Update(addrKey(a), uint8(1), ebpf.UpdateAny); err != nil {
-				return fmt.Errorf("ktcp: fill the address filter: %w", err)
+			if key := addrKey(a); !seen[key] {
+				seen[key] = true
+				spec.Contents = append(spec.Contents, ebpf.MapKV{Key: key, Value: uint8(1)})
 			}
 		}
+		specs[mapAddrs] = spec
 	}
-	return nil
+	return specs
 }
 
 // loadError turns a failure to create, load or attach into an
@@ -357,7 +361,7 @@ func (t *Tracer) Sync(ctx context.Context) error {
 	}
 	t.nextMarker++
 	seq := t.nextMarker
-	if err := t.m.sync.Put(uint32(0), seq); err != nil {
+	if err := t.sync.Put(uint32(0), seq); err != nil {
 		if t.isClosed() {
 			return ErrClosed
 		}
@@ -437,7 +441,7 @@ func (t *Tracer) Stats() (Stats, error) {
 		ks := KindStats{Kind: k, Read: t.read[k].Load()}
 		for slot, total := range map[uint32]*uint64{2 * uint32(k): &ks.Submitted, 2*uint32(k) + 1: &ks.Lost} {
 			var perCPU []uint64
-			if err := t.m.counters.Lookup(slot, &perCPU); err != nil {
+			if err := t.counters.Lookup(slot, &perCPU); err != nil {
 				return s, fmt.Errorf("ktcp: read the counters: %w", err)
 			}
 			for _, v := range perCPU {
@@ -466,16 +470,8 @@ func (t *Tracer) Close() error {
 		if t.reader != nil {
 			errs = append(errs, t.reader.Close())
 		}
-		for _, prog := range t.progs {
-			errs = append(errs, prog.Close())
-		}
-		if t.marker != nil {
-			errs = append(errs, t.marker.Close())
-		}
-		for _, m := range []*ebpf.Map{t.m.ring, t.m.ports, t.m.addrs, t.m.counters, t.m.sync} {
-			if m != nil {
-				errs = append(errs, m.Close())
-			}
+		if t.coll != nil {
+			t.coll.Close()
 		}
 		t.closeErr = errors.Join(errs...)
 	})
@@ -506,10 +502,7 @@ func (t *Tracer) Objects() (Objects, error) {
 		}
 		o.Links = append(o.Links, uint32(info.ID))
 	}
-	for _, m := range []*ebpf.Map{t.m.ring, t.m.ports, t.m.addrs, t.m.counters, t.m.sync} {
-		if m == nil {
-			continue
-		}
+	for _, m := range t.coll.Maps {
 		info, err := m.Info()
 		if err != nil {
 			return o, err
