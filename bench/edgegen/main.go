@@ -95,7 +95,6 @@ func (q *queue) Pop() any                  { old := *q; c := old[len(old)-1]; *q
 func (q queue) peek() *conn                { return q[0] }
 func (q *queue) fix()                      { heap.Fix(q, 0) }
 func (q *queue) pop()                      { heap.Pop(q) }
-func (q *queue) push(c *conn)              { heap.Push(q, c) }
 func (g *generator) jitter(ns int64) int64 { return ns/2 + g.rng.Int64N(ns+1) }
 
 var (
