@@ -99,7 +99,8 @@
 // # Damaged files
 //
 // A record that cannot be read (a length no capture can have: longer than
-// the snaplen allows or than the packet was; a pcapng block whose two length
+// the snaplen allows, than the packet was or than MaxRecordBytes, whatever the
+// snaplen; a pcapng block whose two length
 // fields disagree, or of an interface that does not exist) does not end the
 // reading. The Reader skips to the next place where records can be read
 // again: for pcap, two record headers in a row that are plausible (lengths

@@ -191,6 +191,15 @@ var (
 // libpcap's largest snaplen and a pcapng block's framing fit in it.
 const readBufferBytes = 256<<10 + 4<<10
 
+// MaxRecordBytes is the longest record (captured bytes of one packet) a Reader
+// reads, whatever the file's snaplen declares: longer than any link carries
+// (a TSO, GRO or BIG TCP frame is a few hundred kilobytes at most) and four
+// times what libpcap, tcpdump and Wireshark write (262144). A record header or
+// pcapng packet block that claims more is damage, skipped at once without
+// reading its bytes (see Damaged files), so that a length field cannot make
+// a Reader allocate or read more than this for one record.
+const MaxRecordBytes = 1 << 20
+
 // NewReader reads a capture from in, which it does not close. It reads the file
 // header at once and tells pcap from pcapng (gzip-compressed or not). It only
 // reads in (never seeks), so in may be a pipe or os.Stdin.
