@@ -50,8 +50,9 @@ func newShard(id int, s *Stream) *shard {
 	}, hint, flow.TrackerOptions{
 		IdleNs:        s.opts.IdleNs,
 		AttemptIdleNs: s.opts.AttemptIdleNs,
-		// Per-packet lists need every packet from the first: no compact SYNs then.
-		Compact: !s.opts.Packets,
+		// Per-packet lists need every packet from the first: no compact SYNs
+		// then, unless asked for (a page bounded in memory).
+		Compact: !s.opts.Packets || s.opts.CompactAttempts,
 		Created: func(index int, ordinal int64, client, server netip.AddrPort) {
 			if hint.IsSet() && !hint.Matches(server) {
 				return // not reported: no number

@@ -42,6 +42,13 @@ type StreamOptions struct {
 	// IdleNs and AttemptIdleNs: see DefaultIdleNs and DefaultAttemptIdleNs (0 takes
 	// them; negative: never).
 	IdleNs, AttemptIdleNs int64
+	// CompactAttempts keeps a connection that is only SYNs so far in a few bytes
+	// even with Packets (without Packets it always is), so that a SYN flood
+	// takes the memory it takes without packet lists (a full connection is some
+	// 5 KB, a compact one about 100 bytes). A SYN sent several times before its
+	// answer is then in the packet list once, at its first sending; the
+	// handshake's note still counts them. The page of a capture file sets it.
+	CompactAttempts bool
 	// Emit receives each connection's report once it is finished (both sides
 	// closed and quiet, idle, or the input ended), from one goroutine, in an order
 	// that depends only on the input: by the batch it finished in, then the time

@@ -101,7 +101,7 @@ printed, the warning names the record, and the exit code is 3.`,
 			}
 			defer reader.Close()
 			if harPath != "" {
-				return analyzeCaptureWithHAR(cmd, reader, args, analysis.StreamOptions{Options: analysis.Options{Server: hint, Tool: "slowstart " + version, Packets: htmlOut != "", KeyLog: keys}, IdleNs: idleNs(idle)}, harPath, asJSON, htmlOut)
+				return analyzeCaptureWithHAR(cmd, reader, args, analysis.StreamOptions{Options: analysis.Options{Server: hint, Tool: "slowstart " + version, Packets: htmlOut != "", KeyLog: keys}, IdleNs: idleNs(idle), CompactAttempts: true}, harPath, asJSON, htmlOut)
 			}
 
 			out := cmd.OutOrStdout()
@@ -125,6 +125,8 @@ printed, the warning names the record, and the exit code is 3.`,
 			opts := analysis.StreamOptions{
 				Options: analysis.Options{Server: hint, Tool: tool, Packets: htmlOut != "", KeyLog: keys},
 				IdleNs:  idleNs(idle),
+				// The page's packet lists: a SYN flood in the memory analyze takes.
+				CompactAttempts: true,
 				Emit: func(c *report.Connection) error {
 					if connection > 0 && c.Index != connection {
 						return nil

@@ -181,7 +181,7 @@ func analyzeForPage(cmd *cobra.Command, paths []string, opts analysis.Options) (
 	defer reader.Close()
 	page := report.NewCollector(htmlBudgetBytes)
 	defer tuneGCForBatch()()
-	_, warnings, damaged, err := streamCapture(cmd, reader, analysis.StreamOptions{Options: opts, Emit: page.Add})
+	_, warnings, damaged, err := streamCapture(cmd, reader, analysis.StreamOptions{Options: opts, CompactAttempts: true, Emit: page.Add})
 	if err != nil {
 		return nil, err
 	}
