@@ -23,6 +23,7 @@ import (
 	"sort"
 
 	"github.com/slowstart/slowstart/analysis"
+	"github.com/slowstart/slowstart/internal/privatefile"
 	"github.com/slowstart/slowstart/report"
 )
 
@@ -275,7 +276,7 @@ type outputs struct {
 func openOutputs(o *Options) (*outputs, error) {
 	out := &outputs{}
 	if o.KeylogPath != "" {
-		f, err := os.OpenFile(o.KeylogPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+		f, err := privatefile.Append(o.KeylogPath) // made 0600, or tightened to it
 		if err != nil {
 			return nil, newError(KindURL, "--keylog %s: %v", o.KeylogPath, err)
 		}

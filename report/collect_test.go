@@ -32,7 +32,7 @@ func TestCollectorKeepsTheFirstByNumber(t *testing.T) {
 	budget := int64(10 * unit)
 	for _, tc := range []struct {
 		name  string
-		order []int // connection numbers in the order they finish
+		order []int       // connection numbers in the order they finish
 		sizes map[int]int // in units
 		want  []int
 	}{

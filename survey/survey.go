@@ -27,6 +27,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/slowstart/slowstart/internal/redact"
 	"github.com/slowstart/slowstart/probe"
 	"github.com/slowstart/slowstart/probe/exact"
 	"github.com/slowstart/slowstart/report"
@@ -422,7 +423,9 @@ func Run(ctx context.Context, targets []Target, opts Options) (*Result, error) {
 func (e *engine) measure(ctx context.Context, t *task) Row {
 	o := &e.opts
 	start := time.Now()
-	row := Row{Index: t.target.Index, Line: t.target.Line, Label: t.target.Label, URL: t.target.URL,
+	// Printed and stored: the URL without its credentials or query values,
+	// and every error through oneLine, which redacts the URLs in it.
+	row := Row{Index: t.target.Index, Line: t.target.Line, Label: t.target.Label, URL: redact.URL(t.target.URL),
 		Vantage: o.Vantage, Shard: o.Shard.String()}
 	if t.addr.IsValid() {
 		row.Address = t.addr.String()
@@ -498,7 +501,7 @@ func (e *engine) measure(ctx context.Context, t *task) Row {
 	row.DurationMs = float64(time.Since(start).Microseconds()) / 1000
 	now := time.Now().UTC().Truncate(time.Millisecond)
 	row.FinishedAt = &now
-	o.Logger.Debug("surveyed", "url", t.target.URL, "exact", row.ExactVerdict, "passive", row.PassiveVerdict, "error", row.Error)
+	o.Logger.Debug("surveyed", "url", row.URL, "exact", row.ExactVerdict, "passive", row.PassiveVerdict, "error", row.Error)
 	return row
 }
 
@@ -649,7 +652,8 @@ func fillPassive(row *Row, res *probe.Result) {
 
 func ptr[T any](v T) *T { return &v }
 
-// oneLine flattens an error's message to one line, for a table cell.
+// oneLine flattens an error's message to one line, for a table cell, with the
+// URLs in it redacted.
 func oneLine(err error) string {
-	return strings.Join(strings.Fields(err.Error()), " ")
+	return redact.Text(strings.Join(strings.Fields(err.Error()), " "))
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/slowstart/slowstart/internal/redact"
 	"github.com/slowstart/slowstart/internal/textsafe"
 	"github.com/slowstart/slowstart/probe"
 	"github.com/slowstart/slowstart/probe/exact"
@@ -268,7 +269,7 @@ func runExact(cmd *cobra.Command, rawURL string, o exactOptions) error {
 	}
 	ctx := cmd.Context()
 	if !o.asJSON {
-		fmt.Fprintf(cmd.ErrOrStderr(), "Measuring the initial window of %s over %d fresh connections (no ACKs until the server retransmits)...\n", rawURL, max(o.runs, 1))
+		fmt.Fprintf(cmd.ErrOrStderr(), "Measuring the initial window of %s over %d fresh connections (no ACKs until the server retransmits)...\n", redact.URL(rawURL), max(o.runs, 1))
 	}
 	res, err := exact.Measure(ctx, opts)
 	if err != nil {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/slowstart/slowstart/analysis"
 	"github.com/slowstart/slowstart/capture"
+	"github.com/slowstart/slowstart/internal/privatefile"
 	"github.com/slowstart/slowstart/internal/textsafe"
 	"github.com/slowstart/slowstart/probe"
 	"github.com/slowstart/slowstart/report"
@@ -275,7 +276,7 @@ func viewLive(cmd *cobra.Command, o liveViewOptions) error {
 	var pw *capture.PcapWriter
 	var pcapFile *os.File
 	if o.pcapPath != "" {
-		pcapFile, err = os.Create(o.pcapPath)
+		pcapFile, err = privatefile.Create(o.pcapPath)
 		if err != nil {
 			return fileError(fmt.Errorf("--pcap: %w", err))
 		}
