@@ -13,6 +13,7 @@ import (
 	"github.com/slowstart/slowstart/capture"
 	"github.com/slowstart/slowstart/internal/textsafe"
 	"github.com/slowstart/slowstart/keylog"
+	"github.com/slowstart/slowstart/pageload"
 	"github.com/slowstart/slowstart/report"
 )
 
@@ -286,11 +287,23 @@ func inputExitCode(err error) int {
 }
 
 // analyzeCaptureWithHAR analyzes the whole capture into one Report (a page load
-// needs every connection at once) and places the HAR's requests on it.
+// needs every connection at once) and places the HAR's requests on it. The HAR
+// is read first: when its requests name their servers, the connections to
+// other servers are counted and left out as they finish, so that memory holds
+// the page's connections, not every one of a large capture.
 func analyzeCaptureWithHAR(cmd *cobra.Command, reader *capture.Reader, args []string, opts analysis.StreamOptions, harPath string, asJSON bool, htmlOut string) error {
+	in, err := loadHAR(harPath)
+	if err != nil {
+		return err
+	}
+	servers, named := in.Servers()
 	defer tuneGCForBatch()()
 	var conns []report.Connection
 	opts.Emit = func(c *report.Connection) error {
+		if server, ok := pageload.ServerOf(c); named && ok && !servers[server] {
+			in.LeftOut++
+			return nil
+		}
 		conns = append(conns, *c)
 		return nil
 	}
@@ -304,7 +317,7 @@ func analyzeCaptureWithHAR(cmd *cobra.Command, reader *capture.Reader, args []st
 	for _, w := range rep.Warnings {
 		fmt.Fprintf(cmd.ErrOrStderr(), "slowstart: warning: %s\n", textsafe.Escape(w))
 	}
-	if err := analyzeWithHAR(cmd, rep, harPath, asJSON, htmlOut); err != nil {
+	if err := placeHAR(cmd, rep, in, asJSON, htmlOut); err != nil {
 		return err
 	}
 	return damaged
