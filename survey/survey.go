@@ -21,7 +21,9 @@ import (
 	"net/netip"
 	"net/url"
 	"os"
+	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -138,6 +140,9 @@ type Options struct {
 
 	// measure replaces the measurements (tests of the engine).
 	measure func(ctx context.Context, t *task) Row
+	// pcapDir, when set, keeps each page load's capture there as INDEX.pcap
+	// (tests: an independent reading of what the page load saw).
+	pcapDir string
 }
 
 // Row is the outcome of one URL. Fields that were not measured, or could not
@@ -453,8 +458,12 @@ func (e *engine) measure(ctx context.Context, t *task) Row {
 		if err == nil {
 			if err = e.limits.waitConnections(ctx, 1); err == nil {
 				var res *probe.Result
-				res, err = probe.Run(ctx, probe.Options{URL: t.target.URL, Netns: netns, Resolve: resolve, RootCAs: roots,
-					Insecure: o.Insecure, Timeout: o.Timeout, Runs: 1, Tool: o.Tool, Logger: o.Logger})
+				popts := probe.Options{URL: t.target.URL, Netns: netns, Resolve: resolve, RootCAs: roots,
+					Insecure: o.Insecure, Timeout: o.Timeout, Runs: 1, Tool: o.Tool, Logger: o.Logger}
+				if o.pcapDir != "" {
+					popts.PcapPath = filepath.Join(o.pcapDir, strconv.Itoa(t.target.Index)+".pcap")
+				}
+				res, err = probe.Run(ctx, popts)
 				if res != nil {
 					fillPassive(&row, res)
 					if res.Report != nil {
