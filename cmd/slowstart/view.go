@@ -8,11 +8,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"net/netip"
 	"os"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"github.com/spf13/cobra"
 
@@ -108,11 +110,20 @@ Ctrl-C stops the capture and the server.`,
 			if err := checkOutputFile("html", htmlPath); err != nil {
 				return err
 			}
+			// The address and port to serve on are taken before the file is
+			// read: a value that can't be served on is refused before any work.
+			var ln net.Listener
+			if htmlPath == "" {
+				if ln, err = listenForView(listenAddr, port); err != nil {
+					return err
+				}
+				defer ln.Close()
+			}
 			if page, err := readPageLoad(args[0]); err != nil || page != nil {
 				if err != nil {
 					return err
 				}
-				return viewPageLoad(cmd, args[0], page, htmlPath, listenAddr, port)
+				return viewPageLoad(cmd, args[0], page, htmlPath, ln)
 			}
 			keys, err := loadKeyLog(keylog)
 			if err != nil {
@@ -134,10 +145,6 @@ Ctrl-C stops the capture and the server.`,
 			h, err := web.NewHandler(rep, web.HandlerOptions{AnyHost: !listenAddr.IsLoopback()})
 			if err != nil {
 				return err
-			}
-			ln, err := net.Listen("tcp", net.JoinHostPort(listenAddr.String(), strconv.Itoa(port)))
-			if err != nil {
-				return fmt.Errorf("listening on %s port %d: %w (try another --port)", listenAddr, port, err)
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "slowstart: the view of %s is at http://%s/ (Ctrl-C to stop)\n", args[0], ln.Addr())
 			return web.Serve(cmd.Context(), ln, h, nil)
@@ -162,6 +169,9 @@ func loadForView(cmd *cobra.Command, path string, opts analysis.Options) (*repor
 		return nil, withCode(exitFile, err)
 	}
 	defer f.Close()
+	if info, err := f.Stat(); err == nil && info.IsDir() {
+		return nil, withCode(exitFile, fmt.Errorf("%w: give a capture or a Report (JSON from 'slowstart analyze --json')", &fs.PathError{Op: "read", Path: path, Err: syscall.EISDIR}))
+	}
 	br := bufio.NewReader(f)
 	head, _ := br.Peek(64)
 	if first := bytes.TrimLeft(head, " \t\r\n"); len(first) > 0 && first[0] == '{' {
@@ -242,6 +252,24 @@ func sizeText(n int) string {
 	return strconv.Itoa(n) + " B"
 }
 
+// listenForView takes the address and port view serves on. An address this
+// machine does not have, or a port in use, is a value to change (exit 2); a
+// port below 1024 without root, missing privileges (exit 4).
+func listenForView(addr netip.Addr, port int) (net.Listener, error) {
+	ln, err := net.Listen("tcp", net.JoinHostPort(addr.String(), strconv.Itoa(port)))
+	switch {
+	case err == nil:
+		return ln, nil
+	case errors.Is(err, syscall.EADDRNOTAVAIL):
+		return nil, withCode(exitUsage, fmt.Errorf("--listen %s: not an address of this machine (see: ip addr); 127.0.0.1 serves this machine only, 0.0.0.0 every address", addr))
+	case errors.Is(err, syscall.EADDRINUSE):
+		return nil, withCode(exitUsage, fmt.Errorf("--port %d: in use on %s: give another --port, or 0 for any free one", port, addr))
+	case errors.Is(err, syscall.EACCES):
+		return nil, withCode(exitPermission, fmt.Errorf("--port %d: a port below 1024 needs root: give another --port, or 0 for any free one", port))
+	}
+	return nil, fmt.Errorf("listening on %s port %d: %w (try another --port)", addr, port, err)
+}
+
 type liveViewOptions struct {
 	iface, filter, pcapPath string
 	keep                    int
@@ -287,9 +315,9 @@ func viewLive(cmd *cobra.Command, o liveViewOptions) error {
 		lv.Tee(pw)
 	}
 
-	ln, err := net.Listen("tcp", net.JoinHostPort(o.listen.String(), strconv.Itoa(o.port)))
+	ln, err := listenForView(o.listen, o.port)
 	if err != nil {
-		return fmt.Errorf("listening on %s port %d: %w (try another --port)", o.listen, o.port, err)
+		return err
 	}
 	out := cmd.OutOrStdout()
 	fmt.Fprintf(out, "slowstart: capturing on %s (%s); the live view is at http://%s/ (Ctrl-C to stop)\n", o.iface, filt, ln.Addr())

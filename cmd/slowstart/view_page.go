@@ -7,9 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/netip"
 	"os"
-	"strconv"
 
 	"github.com/spf13/cobra"
 
@@ -45,21 +43,22 @@ func readPageLoad(path string) (*pageload.Page, error) {
 	return &page, nil
 }
 
-// viewPageLoad shows a page load: as one HTML file, or served until Ctrl-C.
-func viewPageLoad(cmd *cobra.Command, path string, page *pageload.Page, htmlPath string, listen netip.Addr, port int) error {
+// viewPageLoad shows a page load: as one HTML file, or served on ln (taken
+// before the file was read) until Ctrl-C.
+func viewPageLoad(cmd *cobra.Command, path string, page *pageload.Page, htmlPath string, ln net.Listener) error {
 	if htmlPath != "" {
 		if err := checkOutputFile("html", htmlPath); err != nil {
 			return err
 		}
 		return writePageHTMLFile(cmd, htmlPath, page)
 	}
-	h, err := web.NewPageHandler(page.Report, page, web.HandlerOptions{AnyHost: !listen.IsLoopback()})
+	anyHost := true
+	if a, ok := ln.Addr().(*net.TCPAddr); ok {
+		anyHost = !a.IP.IsLoopback()
+	}
+	h, err := web.NewPageHandler(page.Report, page, web.HandlerOptions{AnyHost: anyHost})
 	if err != nil {
 		return err
-	}
-	ln, err := net.Listen("tcp", net.JoinHostPort(listen.String(), strconv.Itoa(port)))
-	if err != nil {
-		return fmt.Errorf("listening on %s port %d: %w (try another --port)", listen, port, err)
 	}
 	fmt.Fprintf(cmd.OutOrStdout(), "slowstart: the view of %s is at http://%s/ (Ctrl-C to stop)\n", path, ln.Addr())
 	return web.Serve(cmd.Context(), ln, h, nil)
