@@ -24,6 +24,7 @@ import (
 
 	"github.com/slowstart/slowstart/analysis"
 	"github.com/slowstart/slowstart/internal/privatefile"
+	"github.com/slowstart/slowstart/internal/redact"
 	"github.com/slowstart/slowstart/report"
 )
 
@@ -151,6 +152,11 @@ func run(ctx context.Context, o *Options, open captureOpener, keylog io.Writer) 
 	for i := range rep.Connections {
 		c := &rep.Connections[i]
 		c.Index = i + 1
+		// The requests the capture shows are the probe's own: their paths
+		// carry the URL's query, printed and stored redacted like the URL.
+		for j := range c.HTTP {
+			c.HTTP[j].Path = redact.URL(c.HTTP[j].Path)
+		}
 		// Hop captures each start at their own first packet: put every connection on
 		// one time axis, from the probe's first request.
 		c.StartMs += float64(c.ClientTiming.StartUnixNs-startNs)/1e6 + (c.ClientTiming.ConnectAtMs - c.ClientTiming.ConnectMs)
