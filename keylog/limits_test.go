@@ -87,3 +87,24 @@ func (r *repeatReader) Read(p []byte) (int, error) {
 	}
 	return n, nil
 }
+
+// FuzzParse: any bytes parse without a panic, within the limits, and what was
+// read as a secret is found again by its random.
+func FuzzParse(f *testing.F) {
+	f.Add([]byte("CLIENT_RANDOM " + strings.Repeat("ab", 32) + " " + strings.Repeat("01", 48) + "\n"))
+	f.Add([]byte("# comment\r\nSERVER_HANDSHAKE_TRAFFIC_SECRET " + strings.Repeat("cd", 32) + " " + strings.Repeat("02", 32) + "\n\n"))
+	f.Add([]byte("RSA 0011 2233\nCLIENT_RANDOM zz 00\n" + strings.Repeat("x", MaxLineBytes+2)))
+	f.Add([]byte{0, 1, 2, '\n'})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		l, err := Parse(bytes.NewReader(data))
+		if l == nil {
+			t.Fatalf("no Log (error %v)", err)
+		}
+		if l.LongLines > l.Skipped {
+			t.Errorf("%d long lines of %d skipped", l.LongLines, l.Skipped)
+		}
+		if err == nil && bytes.IndexByte(data, 0) >= 0 && l.Len() == 0 && len(data) <= textCheckBytes {
+			t.Errorf("binary input read without error")
+		}
+	})
+}
