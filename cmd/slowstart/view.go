@@ -175,6 +175,9 @@ func loadForView(cmd *cobra.Command, path string, opts analysis.Options) (*repor
 	br := bufio.NewReader(f)
 	head, _ := br.Peek(64)
 	if first := bytes.TrimLeft(head, " \t\r\n"); len(first) > 0 && first[0] == '{' {
+		if err := tooLargeForView(f, path); err != nil {
+			return nil, err
+		}
 		return readReport(br, path)
 	}
 	return analyzeForPage(cmd, []string{path}, opts)
@@ -199,12 +202,39 @@ func analyzeForPage(cmd *cobra.Command, paths []string, opts analysis.Options) (
 	return page.Report(opts.Tool, captureSource(paths, reader.Stats()), warnings), damaged
 }
 
+// maxViewJSONBytes bounds a Report or page load view reads whole: the page of
+// a capture keeps what fits in htmlBudgetBytes; a Report far larger than that
+// is read as the capture it came from.
+const maxViewJSONBytes = 256 << 20
+
+// tooLargeForView refuses a JSON file longer than maxViewJSONBytes before it is
+// read (a pipe is refused by readViewJSON once that much was read).
+func tooLargeForView(f *os.File, path string) error {
+	if info, err := f.Stat(); err == nil && info.Mode().IsRegular() && info.Size() > maxViewJSONBytes {
+		return withCode(exitFile, fmt.Errorf("%s: more than %d MiB of JSON, too much for one page: view the capture itself (its page keeps the connections that fit)", path, maxViewJSONBytes>>20))
+	}
+	return nil
+}
+
+// readViewJSON reads a Report's or a page load's JSON whole, at most
+// maxViewJSONBytes of it.
+func readViewJSON(r io.Reader, path string) ([]byte, error) {
+	data, err := io.ReadAll(io.LimitReader(r, maxViewJSONBytes+1))
+	if err != nil {
+		return nil, withCode(exitFile, fmt.Errorf("%s: %w", path, err))
+	}
+	if len(data) > maxViewJSONBytes {
+		return nil, withCode(exitFile, fmt.Errorf("%s: more than %d MiB of JSON, too much for one page: view the capture itself (its page keeps the connections that fit)", path, maxViewJSONBytes>>20))
+	}
+	return data, nil
+}
+
 // readReport decodes a Report of this schema, or the demo's JSON (its page loads'
 // Reports together).
 func readReport(r io.Reader, path string) (*report.Report, error) {
-	data, err := io.ReadAll(r)
+	data, err := readViewJSON(r, path)
 	if err != nil {
-		return nil, withCode(exitFile, fmt.Errorf("%s: %w", path, err))
+		return nil, err
 	}
 	var head struct {
 		Schema string `json:"schema"`

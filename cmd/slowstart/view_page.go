@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net"
 	"os"
 
@@ -29,9 +28,12 @@ func readPageLoad(path string) (*pageload.Page, error) {
 	if first := bytes.TrimLeft(head, " \t\r\n"); len(first) == 0 || first[0] != '{' || !bytes.Contains(head, []byte(pageload.Schema)) {
 		return nil, nil
 	}
-	data, err := io.ReadAll(br)
+	if err := tooLargeForView(f, path); err != nil {
+		return nil, err
+	}
+	data, err := readViewJSON(br, path)
 	if err != nil {
-		return nil, withCode(exitFile, fmt.Errorf("%s: %w", path, err))
+		return nil, err
 	}
 	var page pageload.Page
 	if err := json.Unmarshal(data, &page); err != nil || page.Schema != pageload.Schema {
