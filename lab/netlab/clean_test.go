@@ -230,7 +230,7 @@ func checkRemoved(t *testing.T, removed, want []string) {
 func TestCreateNeverRemovesAnotherOwnersName(t *testing.T) {
 	requireRoot(t)
 	registry := newRegistry()
-	registry.prepareOnce.Do(func() {})              // no leftover cleaning in this test
+	registry.prepareOnce.Do(func() {})                // no leftover cleaning in this test
 	taken := namespaceName(registry.owner, 1, Server) // the name its first trial will want
 	handle, err := inNewNamespace(taken, nil, nil)
 	handle.Close()
