@@ -181,7 +181,7 @@ printed, the warning names the record, and the exit code is 3.`,
 						return err
 					}
 				}
-				return interrupted("interrupted; reported what was read until then (%s); the rest of the capture was not read; nothing left behind", countOf(int(res.stats.Connections), "connection", "connections"))
+				return interrupted("interrupted; reported what was read until then (%s); the rest of the capture was not read; nothing left behind", report.Count(int(res.stats.Connections), "connection", "connections"))
 			}
 			if connection > 0 && !found {
 				return withCode(exitUsage, fmt.Errorf("--connection %d: the capture has %d connection(s)", connection, res.stats.Connections))
@@ -567,10 +567,3 @@ func analyzeCaptureWithHAR(cmd *cobra.Command, in *analyzeInput, args []string, 
 	return res.damaged
 }
 
-// countOf says "1 connection" or "n connections".
-func countOf(n int, one, many string) string {
-	if n == 1 {
-		return "1 " + one
-	}
-	return fmt.Sprintf("%d %s", n, many)
-}
