@@ -101,6 +101,13 @@ func (s *Spec) Normalize() error {
 	switch {
 	case s.RTTNs < 0:
 		return errors.New("the RTT can't be negative")
+	case s.RTTNs > MaxRTTNs:
+		return fmt.Errorf("--rtt %s is beyond what the lab emulates (at most %s; a geostationary satellite path, among the longest real ones, is about 600ms): did you mean %s?",
+			time.Duration(s.RTTNs), time.Duration(MaxRTTNs), time.Duration(s.RTTNs/1000))
+	case s.RateBitsPerSecond < 0:
+		return errors.New("the rate can't be negative (0: unlimited)")
+	case s.RateBitsPerSecond > 0 && s.RateBitsPerSecond < MinRateBitsPerSecond:
+		return fmt.Errorf("--rate %s is below what the lab emulates (at least %s)", units.FormatRate(s.RateBitsPerSecond), units.FormatRate(MinRateBitsPerSecond))
 	case s.IW < 0 || s.IW > 1000:
 		return fmt.Errorf("initial window %d: use 1 to 1000 segments (0 for the kernel default)", s.IW)
 	case s.SizeBytes < 0 || s.SizeBytes > 1<<30:
@@ -141,6 +148,13 @@ func (s *Spec) Normalize() error {
 	}
 	return nil
 }
+
+// Bounds of a lab path: what lies beyond is a mistake (a unit forgotten or
+// misplaced), not a path.
+const (
+	MaxRTTNs             = 10e9   // 10 s
+	MinRateBitsPerSecond = 10_000 // 10 kbit/s
+)
 
 // HTTP3Twin returns the same point over HTTP/3: the same path, server and page, over
 // QUIC with TLS 1.3 (whatever TLS version the TCP point uses), fetched by the HTTP/3

@@ -566,4 +566,3 @@ func analyzeCaptureWithHAR(cmd *cobra.Command, in *analyzeInput, args []string, 
 	}
 	return res.damaged
 }
-

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/slowstart/slowstart/report"
 	"github.com/slowstart/slowstart/tune"
 	"github.com/slowstart/slowstart/units"
 )
@@ -95,7 +96,17 @@ a page of --size over --rtt, as model.Simulate predicts it.` + tuneExitCodes,
 			if err != nil {
 				return tuneCode(err)
 			}
+			var bar *workProgress
+			started := false
+			page.Progress = func(done, total int64) {
+				if !started {
+					started = true
+					bar = newWorkProgress(fmt.Sprintf("Pricing the advice on a %s page, packet by packet", report.Size(page.SizeBytes)), total)
+				}
+				bar.Set(done, total)
+			}
 			recs, err := tune.Recommend(state, page)
+			bar.Finish()
 			if err != nil {
 				return err
 			}
