@@ -49,9 +49,10 @@ dropped:
   slowstart compare --store FILE --before T1..T2 --after T3..
 
 --count N stops after N probes; Ctrl-C stops cleanly (exit 130), never leaving a
-half-written row. --metrics-listen serves Prometheus metrics (the last probe's
-values as gauges, counters of probes and errors) at http://ADDR/metrics, to GET
-requests only; :PORT listens on 127.0.0.1 alone.
+half-written row. --metrics-listen serves Prometheus metrics (counters of probes
+and errors, histograms of every probe's timings and round trips, the last
+probe's IW and body as gauges, build info; docs/compare.md) at
+http://ADDR/metrics, to GET requests only; :PORT listens on 127.0.0.1 alone.
 
 The URL is written everywhere (the store, the metrics, the output) without its
 credentials (user:password@) and with the values of its query replaced by
@@ -110,7 +111,7 @@ Each probe captures its own packets, which needs CAP_NET_RAW (sudo, or setcap);
 				return withCode(exitFile, err)
 			}
 			defer store.Close()
-			metrics := watch.NewMetrics()
+			metrics := watch.NewMetrics(version, buildCommit())
 			if listen != "" {
 				stopServer, addr, err := watch.ServeMetrics(listen, metrics)
 				if err != nil {
