@@ -3,10 +3,12 @@ package lab
 import (
 	"fmt"
 	"io"
+	"math"
 	"strconv"
-	"text/tabwriter"
+	"strings"
 
 	"github.com/slowstart/slowstart/internal/hoststeal"
+	"github.com/slowstart/slowstart/internal/texttable"
 	"github.com/slowstart/slowstart/lab/link"
 )
 
@@ -131,15 +133,15 @@ func perTrial(n int64, trials int) string {
 // times, and the drops per trial (data packets dropped by the full queue and by
 // the random loss), then the failures.
 func WriteSummaries(w io.Writer, sums []PointSummary) error {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "point\ttrials\tFCT paper median ms\tp10\tp90\tFCT user median ms\tp10\tp90\tdrops/trial queue\tloss\t\n")
+	tb := texttable.New("  ", texttable.L("point"), texttable.R("trials"), texttable.R("FCT paper median ms"), texttable.R("p10"), texttable.R("p90"),
+		texttable.R("FCT user median ms"), texttable.R("p10"), texttable.R("p90"), texttable.R("drops/trial queue"), texttable.R("loss"))
 	for _, s := range sums {
 		ok := s.Trials - s.Failed
-		fmt.Fprintf(tw, "%s\t%d\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%s\t%s\t\n", s.Point, ok,
-			s.FCTPaperMs.Median, s.FCTPaperMs.P10, s.FCTPaperMs.P90, s.FCTUserMs.Median, s.FCTUserMs.P10, s.FCTUserMs.P90,
+		tb.Row(s.Point, strconv.Itoa(ok), ms(s.FCTPaperMs.Median), ms(s.FCTPaperMs.P10), ms(s.FCTPaperMs.P90),
+			ms(s.FCTUserMs.Median), ms(s.FCTUserMs.P10), ms(s.FCTUserMs.P90),
 			perTrial(s.Drops.DataQueue, ok), perTrial(s.Drops.DataLoss, ok))
 	}
-	if err := tw.Flush(); err != nil {
+	if err := tb.Write(w); err != nil {
 		return err
 	}
 	for _, s := range sums {
@@ -158,37 +160,42 @@ func WriteTrials(w io.Writer, rows []Row) error {
 		mixed = mixed || r.HTTP3 != rows[0].HTTP3
 		counted = counted || r.RoundTrips != nil
 	}
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	head := "trial\t"
+	cols := []texttable.Column{texttable.R("trial")}
 	if mixed {
-		head += "protocol\t"
+		cols = append(cols, texttable.L("protocol"))
 	}
-	head += "FCT paper ms\tFCT user ms\t"
+	cols = append(cols, texttable.R("FCT paper ms"), texttable.R("FCT user ms"))
 	if counted {
-		head += "round trips\t"
+		cols = append(cols, texttable.R("round trips"))
 	}
-	fmt.Fprintf(tw, "%sdata drops queue\tloss\tACK drops queue\tloss\t\n", head)
+	cols = append(cols, texttable.R("data drops queue"), texttable.R("loss"), texttable.R("ACK drops queue"), texttable.R("loss"))
+	tb := texttable.New("  ", cols...)
 	for _, r := range rows {
-		line := fmt.Sprintf("%d\t", r.Trial)
+		cells := []string{strconv.Itoa(r.Trial)}
 		if mixed {
-			line += transportOf(r) + "\t"
+			cells = append(cells, transportOf(r))
 		}
 		if r.Error != "" {
-			fmt.Fprintf(tw, "%sfailed\t\t\t\t\t\t\n", line)
+			tb.Row(append(cells, "failed")...)
 			continue
 		}
-		line += fmt.Sprintf("%.1f\t%.1f\t", r.FCTPaperMs, r.FCTUserMs)
+		cells = append(cells, ms(r.FCTPaperMs), ms(r.FCTUserMs))
 		if counted {
 			rt := "-"
 			if r.RoundTrips != nil {
 				rt = fmt.Sprintf("%d + %d = %d", r.RoundTrips.Handshake, r.RoundTrips.Data, r.RoundTrips.Total)
 			}
-			line += rt + "\t"
+			cells = append(cells, rt)
 		}
-		fmt.Fprintf(tw, "%s%d\t%d\t%d\t%d\t\n", line, r.DataPacketsDroppedQueue, r.DataPacketsDroppedLoss, r.AckPacketsDroppedQueue, r.AckPacketsDroppedLoss)
+		count := func(n int64) string { return strconv.FormatInt(n, 10) }
+		tb.Row(append(cells, count(r.DataPacketsDroppedQueue), count(r.DataPacketsDroppedLoss),
+			count(r.AckPacketsDroppedQueue), count(r.AckPacketsDroppedLoss))...)
 	}
-	return tw.Flush()
+	return tb.Write(w)
 }
+
+// ms writes a time in milliseconds with one decimal.
+func ms(x float64) string { return strconv.FormatFloat(x, 'f', 1, 64) }
 
 // transportOf names a row's transport: "TCP" or "QUIC".
 func transportOf(r Row) string {
@@ -282,32 +289,53 @@ func WriteComparisons(w io.Writer, cs []Comparison) error {
 		return nil
 	}
 	fmt.Fprintln(w, "TCP and QUIC, the same page on the same path (medians):")
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "point\tprotocol\ttrials\tround trips (handshake + data)\tfirst byte ms\tFCT paper ms\tFCT user ms\t\n")
+	tb := texttable.New("  ", texttable.L("point"), texttable.L("protocol"), texttable.R("trials"), texttable.R("round trips (handshake + data)"),
+		texttable.R("first byte ms"), texttable.R("FCT paper ms"), texttable.R("FCT user ms"))
 	rt := func(s ComparisonSide) string {
 		return fmt.Sprintf("%s + %s = %s", num(s.HandshakeRoundTrips), num(s.DataRoundTrips), num(s.RoundTrips))
 	}
 	for _, c := range cs {
 		for _, s := range []ComparisonSide{c.TCP, c.QUIC} {
-			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%.1f\t%.1f\t%.1f\t\n", s.Point, s.Protocol, s.Trials, rt(s), s.FirstByteMs, s.FCTPaperMs, s.FCTUserMs)
+			tb.Row(s.Point, s.Protocol, strconv.Itoa(s.Trials), rt(s), ms(s.FirstByteMs), ms(s.FCTPaperMs), ms(s.FCTUserMs))
 		}
 	}
-	if err := tw.Flush(); err != nil {
+	if err := tb.Write(w); err != nil {
 		return err
 	}
 	for _, c := range cs {
 		if c.TCP.Trials == 0 || c.QUIC.Trials == 0 {
 			continue
 		}
-		verb, rts, ms := "saved", c.RoundTripsSaved, c.FCTUserSavedMs
-		if ms < 0 {
-			verb, rts, ms = "cost", -rts, -ms
+		trips := num(math.Abs(c.RoundTripsSaved)) + " round trips"
+		if math.Abs(c.RoundTripsSaved) == 1 {
+			trips = "1 round trip"
 		}
-		trips := "round trips"
-		if rts == 1 {
-			trips = "round trip"
+		wait := fmt.Sprintf("%.1f ms", math.Abs(c.FCTUserSavedMs))
+		savedTrips, savedWait := c.RoundTripsSaved >= 0, c.FCTUserSavedMs >= 0
+		switch {
+		case c.RoundTripsSaved == 0:
+			trips = "took as many round trips"
+			if savedWait {
+				wait = "saved " + wait
+			} else {
+				wait = "cost " + wait
+			}
+		case savedTrips == savedWait:
+			verb := "saved"
+			if !savedTrips {
+				verb = "cost"
+			}
+			trips = verb + " " + trips
+		case savedTrips:
+			trips, wait = "saved "+trips, "but cost "+wait
+		default:
+			trips, wait = "cost "+trips, "but saved "+wait
 		}
-		fmt.Fprintf(w, "%s: QUIC %s %s %s and %.1f ms of the user's wait\n", c.TCP.Point, verb, num(rts), trips, ms)
+		sep := " and "
+		if strings.HasPrefix(wait, "but ") {
+			sep = " "
+		}
+		fmt.Fprintf(w, "%s: QUIC %s%s%s of the user's wait\n", c.TCP.Point, trips, sep, wait)
 	}
 	return nil
 }

@@ -7,12 +7,12 @@ import (
 	"io"
 	"net/netip"
 	"strconv"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/slowstart/slowstart/internal/textsafe"
+	"github.com/slowstart/slowstart/internal/texttable"
 	"github.com/slowstart/slowstart/probe"
 	"github.com/slowstart/slowstart/watch"
 )
@@ -235,8 +235,9 @@ func listStore(ctx context.Context, w io.Writer, path, url string, asJSON bool) 
 		fmt.Fprintf(w, "%s holds no probes\n", path)
 		return nil
 	}
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "id\ttime (UTC)\turl\tstatus\tiw\tverdict\trtt ms\ttls ms\tfirst byte ms\tlast byte ms\trounds\tbytes\terror")
+	tb := texttable.New("", texttable.R("id"), texttable.L("time (UTC)"), texttable.L("url"), texttable.R("status"), texttable.R("IW"),
+		texttable.L("verdict"), texttable.R("RTT ms"), texttable.R("TLS ms"), texttable.R("first byte ms"), texttable.R("last byte ms"),
+		texttable.R("round trips"), texttable.R("bytes"), texttable.L("error"))
 	f := func(v *float64) string {
 		if v == nil {
 			return "-"
@@ -258,10 +259,10 @@ func listStore(ctx context.Context, w io.Writer, path, url string, asJSON bool) 
 		if verdict == "" {
 			verdict = "-"
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.Time.UTC().Format("2006-01-02 15:04:05"), textsafe.Escape(r.URL),
+		tb.Row(strconv.FormatInt(r.ID, 10), r.Time.UTC().Format("2006-01-02 15:04:05"), textsafe.Escape(r.URL),
 			n(r.Status), dashIfEmpty(r.IWReading().Text()), verdict, f(r.HandshakeRTTMs), f(r.TLSMs), f(r.FirstByteMs), f(r.LastByteMs), n(r.RoundTrips), body, textsafe.Escape(r.Error))
 	}
-	if err := tw.Flush(); err != nil {
+	if err := tb.Write(w); err != nil {
 		return err
 	}
 	urls, err := store.URLs(ctx)
