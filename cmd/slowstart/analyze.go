@@ -55,8 +55,10 @@ waits a round trip; it decides how many round trips a page costs.
 
 Connections are reported as they finish (both sides closed, or idle for
 --idle-timeout, or the capture's end), so any capture size runs in the memory of its
-open connections; each is numbered in the order of its first packet. The capture's
-summary and its warnings come last. A pipe (- or a FIFO) is followed as it is
+open connections; each is numbered in the order of its first packet. A table of
+the connections, one line each (as tshark -z conv,tcp lists them: bytes each way,
+handshake RTT, round trips, IW reading), the capture's summary and its warnings
+come last. A pipe (- or a FIFO) is followed as it is
 written: each connection comes out (flushed) as it finishes, and Ctrl-C reports
 what was read, the connections still open as they stand, and exits 130; give
 tcpdump -U so that it writes each packet at once. Several files (a rotated capture, a shell
@@ -132,6 +134,7 @@ printed, the warning names the record, and the exit code is 3.`,
 			if htmlOut != "" {
 				page = report.NewCollector(htmlBudgetBytes)
 			}
+			summary := report.NewSummaryTable()
 			found := false
 			tool := "slowstart " + version
 			opts := analysis.StreamOptions{
@@ -142,6 +145,7 @@ printed, the warning names the record, and the exit code is 3.`,
 						return nil
 					}
 					found = true
+					summary.Add(c)
 					if page != nil {
 						if err := page.Add(c); err != nil {
 							return err
@@ -171,6 +175,10 @@ printed, the warning names the record, and the exit code is 3.`,
 			endWarnings := res.warnings
 			if !asJSON && !asJSONL && !asCSV {
 				endWarnings = nil
+				// The capture's connections one line each, as tshark -z conv lists them.
+				if err := summary.Write(textsafe.Writer(out)); err != nil {
+					return err
+				}
 			}
 			if err := w.End(source, endWarnings); err != nil {
 				return err
