@@ -87,11 +87,11 @@ func WriteText(w io.Writer, res *Result) error {
 	measured := len(res.Rows)
 	switch {
 	case res.Interrupted:
-		ew.Printf("Interrupted: %d of %d URLs measured, %d with errors.\n", measured, res.Total, res.Failed)
+		ew.Printf("Interrupted: %d of %s measured, %d with errors.\n", measured, report.Count(res.Total, "URL", "URLs"), res.Failed)
 	case res.Failed > 0:
-		ew.Printf("%d URLs measured, %d with errors.\n", measured, res.Failed)
+		ew.Printf("%s measured, %d with errors.\n", report.Count(measured, "URL", "URLs"), res.Failed)
 	default:
-		ew.Printf("%d URLs measured.\n", measured)
+		ew.Printf("%s measured.\n", report.Count(measured, "URL", "URLs"))
 	}
 	return ew.Err
 }

@@ -266,7 +266,7 @@ func TestInterruptWatch(t *testing.T) {
 	p := startBinary(t, nil, "watch", base+"/fast", "--store", store, "--every", "1h")
 	p.waitLine(t, false, "/fast", 30*time.Second) // the first probe's row
 	code, after := p.signalAndWait(t, syscall.SIGINT, 20*time.Second)
-	checkInterrupted(t, code, after, "1 probes stored in "+store)
+	checkInterrupted(t, code, after, "1 probe stored in "+store)
 }
 
 // TestInterruptSurvey: the survey interrupted at its start.

@@ -14,6 +14,7 @@ import (
 	"github.com/slowstart/slowstart/internal/textsafe"
 	"github.com/slowstart/slowstart/internal/texttable"
 	"github.com/slowstart/slowstart/probe"
+	"github.com/slowstart/slowstart/report"
 	"github.com/slowstart/slowstart/watch"
 )
 
@@ -137,11 +138,11 @@ Each probe captures its own packets, which needs CAP_NET_RAW (sudo, or setcap);
 			switch {
 			case err == nil:
 			case errors.Is(err, context.Canceled) && cmd.Context().Err() != nil:
-				return interrupted("interrupted; %d probes stored in %s", stored, storePath)
+				return interrupted("interrupted; %s stored in %s", report.Count(stored, "probe", "probes"), storePath)
 			default:
 				return withCode(probeExitCode(err), err)
 			}
-			fmt.Fprintf(cmd.ErrOrStderr(), "%d probes stored in %s\n", stored, storePath)
+			fmt.Fprintf(cmd.ErrOrStderr(), "%s stored in %s\n", report.Count(stored, "probe", "probes"), storePath)
 			return nil
 		},
 	}
@@ -196,7 +197,7 @@ func formatWatchRow(r watch.Row) string {
 	ms("first byte", r.FirstByteMs)
 	ms("last byte", r.LastByteMs)
 	if r.RoundTrips != nil {
-		s += fmt.Sprintf("  %d round trips", *r.RoundTrips)
+		s += "  " + report.Count(*r.RoundTrips, "round trip", "round trips")
 	}
 	if r.BodyBytes != nil {
 		s += fmt.Sprintf("  %d bytes", *r.BodyBytes)
@@ -267,7 +268,7 @@ func listStore(ctx context.Context, w io.Writer, path, url string, asJSON bool) 
 	}
 	urls, err := store.URLs(ctx)
 	if err == nil && url == "" && len(urls) > 0 {
-		fmt.Fprintf(w, "%d probes of %d URL(s)\n", len(rows), len(urls))
+		fmt.Fprintf(w, "%s of %s\n", report.Count(len(rows), "probe", "probes"), report.Count(len(urls), "URL", "URLs"))
 	}
 	return nil
 }
