@@ -200,7 +200,18 @@ type TrialResult struct {
 	// RoundTrips are the transfer's round trips as its client-side capture shows them
 	// (package analysis), when the job asked for them.
 	RoundTrips *TrialRoundTrips `json:"round_trips,omitempty"`
-	Error      string           `json:"error,omitempty"`
+	// PathCheck is how the trial's path measured against the configured one
+	// (nil for a trial that failed before its transfer ended).
+	PathCheck *PathCheck `json:"path_check,omitempty"`
+	// Reruns counts the times the trial was run again because the host
+	// distorted its path (RunOptions.DistortedReruns); Excluded marks a trial
+	// still distorted after them, left out of its point's statistics.
+	Reruns   int  `json:"reruns,omitempty"`
+	Excluded bool `json:"excluded,omitempty"`
+	// DistortedBy says what distorted the trial's first run, when it was run
+	// again or excluded (PathCheck.Reason of that run).
+	DistortedBy string `json:"distorted_by,omitempty"`
+	Error       string `json:"error,omitempty"`
 }
 
 // TrialRoundTrips counts a transfer's round trips: the handshakes (TCP and TLS, or
@@ -314,6 +325,7 @@ func (e *Env) runTrial(ctx context.Context, spec Spec, index int, captureDir, pr
 		res.setTiming(fetched)
 	}
 	res.setDrops(stats)
+	res.PathCheck = checkPath(spec, &res, stats)
 	if roundTrips && !spec.HTTP3 {
 		if res.RoundTrips, err = caps.roundTrips(ctx); err != nil {
 			return res, err

@@ -10,6 +10,7 @@ import (
 	"github.com/slowstart/slowstart/internal/hoststeal"
 	"github.com/slowstart/slowstart/internal/texttable"
 	"github.com/slowstart/slowstart/lab/link"
+	"github.com/slowstart/slowstart/report"
 )
 
 // Schema names the JSON form of a RunOutput (docs/schemas/lab.json).
@@ -33,15 +34,24 @@ type RunOutput struct {
 
 // PointSummary sums up one point's trials.
 type PointSummary struct {
-	Point      string `json:"point"`
-	Spec       Row    `json:"parameters"`
-	Queue      string `json:"queue"`
-	Trials     int    `json:"trials"`
-	Failed     int    `json:"failed"`
-	FCTPaperMs Stats  `json:"fct_paper_ms"`
-	FCTUserMs  Stats  `json:"fct_user_ms"`
-	FirstByte  Stats  `json:"first_byte_ms"`
-	Drops      Drops  `json:"drops"`
+	Point  string `json:"point"`
+	Spec   Row    `json:"parameters"`
+	Queue  string `json:"queue"`
+	Trials int    `json:"trials"`
+	Failed int    `json:"failed"`
+	// Rerun counts the trials run again because the host distorted their path,
+	// Distorted those still distorted after it (Row.Excluded), and Excluded
+	// those left out of the statistics: the distorted ones, unless every
+	// trial was (then the statistics are of all, and say so).
+	Rerun     int `json:"rerun"`
+	Distorted int `json:"distorted"`
+	Excluded  int `json:"excluded"`
+	// DistortedBy is what distorted the first of those trials (its reason).
+	DistortedBy string `json:"distorted_by,omitempty"`
+	FCTPaperMs  Stats  `json:"fct_paper_ms"`
+	FCTUserMs   Stats  `json:"fct_user_ms"`
+	FirstByte   Stats  `json:"first_byte_ms"`
+	Drops       Drops  `json:"drops"`
 	// RoundTrips summarizes the trials' round trips, when they were counted.
 	RoundTrips *RoundTripStats `json:"round_trips,omitempty"`
 	// Errors are the failed trials' errors.
@@ -90,6 +100,7 @@ func SummarizePoints(specs []Spec, rows []Row) []PointSummary {
 		ps := PointSummary{Point: s.Label(), Spec: NewRow(s, TrialResult{}), Queue: QueueDescription(s)}
 		var paper, user, fb []float64
 		var handshake, data, total []float64
+		var clean, distorted []Row
 		for _, r := range rows {
 			if r.Point != ps.Point {
 				continue
@@ -100,6 +111,26 @@ func SummarizePoints(specs []Spec, rows []Row) []PointSummary {
 				ps.Errors = append(ps.Errors, r.Error)
 				continue
 			}
+			if r.Reruns > 0 {
+				ps.Rerun++
+			}
+			if r.DistortedBy != "" && ps.DistortedBy == "" {
+				ps.DistortedBy = r.DistortedBy
+			}
+			if r.Excluded {
+				distorted = append(distorted, r)
+			} else {
+				clean = append(clean, r)
+			}
+		}
+		ps.Distorted, ps.Excluded = len(distorted), len(distorted)
+		counted := clean
+		if len(clean) == 0 {
+			// Every trial was distorted: the statistics are of them all (the
+			// warning says what they are), rather than of none.
+			counted, ps.Excluded = distorted, 0
+		}
+		for _, r := range counted {
 			paper, user, fb = append(paper, r.FCTPaperMs), append(user, r.FCTUserMs), append(fb, r.FirstByteMs)
 			if rt := r.RoundTrips; rt != nil {
 				handshake, data, total = append(handshake, float64(rt.Handshake)), append(data, float64(rt.Data)), append(total, float64(rt.Total))
@@ -136,7 +167,7 @@ func WriteSummaries(w io.Writer, sums []PointSummary) error {
 	tb := texttable.New("  ", texttable.L("point"), texttable.R("trials"), texttable.R("FCT paper median ms"), texttable.R("p10"), texttable.R("p90"),
 		texttable.R("FCT user median ms"), texttable.R("p10"), texttable.R("p90"), texttable.R("drops/trial queue"), texttable.R("loss"))
 	for _, s := range sums {
-		ok := s.Trials - s.Failed
+		ok := s.Trials - s.Failed - s.Excluded
 		tb.Row(s.Point, strconv.Itoa(ok), ms(s.FCTPaperMs.Median), ms(s.FCTPaperMs.P10), ms(s.FCTPaperMs.P90),
 			ms(s.FCTUserMs.Median), ms(s.FCTUserMs.P10), ms(s.FCTUserMs.P90),
 			perTrial(s.Drops.DataQueue, ok), perTrial(s.Drops.DataLoss, ok))
@@ -164,11 +195,11 @@ func WriteTrials(w io.Writer, rows []Row) error {
 	if mixed {
 		cols = append(cols, texttable.L("protocol"))
 	}
-	cols = append(cols, texttable.R("FCT paper ms"), texttable.R("FCT user ms"))
+	cols = append(cols, texttable.R("handshake ms"), texttable.R("FCT paper ms"), texttable.R("FCT user ms"))
 	if counted {
 		cols = append(cols, texttable.R("round trips"))
 	}
-	cols = append(cols, texttable.R("data drops queue"), texttable.R("loss"), texttable.R("ACK drops queue"), texttable.R("loss"))
+	cols = append(cols, texttable.R("data drops queue"), texttable.R("loss"), texttable.R("ACK drops queue"), texttable.R("loss"), texttable.L("path"))
 	tb := texttable.New("  ", cols...)
 	for _, r := range rows {
 		cells := []string{strconv.Itoa(r.Trial)}
@@ -179,7 +210,11 @@ func WriteTrials(w io.Writer, rows []Row) error {
 			tb.Row(append(cells, "failed")...)
 			continue
 		}
-		cells = append(cells, ms(r.FCTPaperMs), ms(r.FCTUserMs))
+		handshake := "-"
+		if r.PathCheck != nil && r.PathCheck.HandshakeRTTMs > 0 {
+			handshake = ms(r.PathCheck.HandshakeRTTMs)
+		}
+		cells = append(cells, handshake, ms(r.FCTPaperMs), ms(r.FCTUserMs))
 		if counted {
 			rt := "-"
 			if r.RoundTrips != nil {
@@ -189,9 +224,52 @@ func WriteTrials(w io.Writer, rows []Row) error {
 		}
 		count := func(n int64) string { return strconv.FormatInt(n, 10) }
 		tb.Row(append(cells, count(r.DataPacketsDroppedQueue), count(r.DataPacketsDroppedLoss),
-			count(r.AckPacketsDroppedQueue), count(r.AckPacketsDroppedLoss))...)
+			count(r.AckPacketsDroppedQueue), count(r.AckPacketsDroppedLoss), pathText(r))...)
 	}
 	return tb.Write(w)
+}
+
+// pathText says how a trial's path measured: as set, as set once run again,
+// or distorted (excluded from the statistics).
+func pathText(r Row) string {
+	switch {
+	case r.Excluded, r.PathCheck != nil && r.PathCheck.Distorted:
+		return "distorted"
+	case r.Reruns > 0:
+		return fmt.Sprintf("as set on run %d", r.Reruns+1)
+	case r.PathCheck != nil:
+		return "as set"
+	}
+	return "-"
+}
+
+// PathWarnings says, for each point with trials whose path the host distorted,
+// what distorted them and what the lab did: ran them again, and left out of the
+// statistics those it could not get a clean run of.
+func PathWarnings(sums []PointSummary) []string {
+	var out []string
+	for _, s := range sums {
+		if s.Rerun == 0 && s.Distorted == 0 {
+			continue
+		}
+		counted := s.Trials - s.Failed
+		what := fmt.Sprintf("%s: the host, not the path, set the times of %d of %d trials (the first: %s)", s.Point, max(s.Rerun, s.Distorted), counted, s.DistortedBy)
+		var parts []string
+		if clean := s.Rerun - s.Distorted; clean > 0 {
+			parts = append(parts, fmt.Sprintf("%d ran as configured when run again", clean))
+		}
+		switch {
+		case s.Distorted > 0 && s.Excluded == 0:
+			parts = append(parts, fmt.Sprintf("every trial stayed distorted after %s, so the statistics are of them all: they measure this host, not the path",
+				report.Count(DefaultDistortedReruns, "more run", "more runs")))
+		case s.Excluded > 0:
+			parts = append(parts, fmt.Sprintf("%d, still distorted after %s, %s left out of the statistics", s.Excluded,
+				report.Count(DefaultDistortedReruns, "more run", "more runs"), map[bool]string{true: "is", false: "are"}[s.Excluded == 1]))
+		}
+		what += ": " + strings.Join(parts, "; ")
+		out = append(out, what+". Run again when the host is quieter (a process on the emulator's core stalls it).")
+	}
+	return out
 }
 
 // ms writes a time in milliseconds with one decimal.
@@ -241,7 +319,7 @@ func sideOf(s PointSummary) ComparisonSide {
 	if s.Spec.HTTP3 {
 		proto = "HTTP/3 over QUIC"
 	}
-	side := ComparisonSide{Point: s.Point, Protocol: proto, Trials: s.Trials - s.Failed,
+	side := ComparisonSide{Point: s.Point, Protocol: proto, Trials: s.Trials - s.Failed - s.Excluded,
 		FirstByteMs: s.FirstByte.Median, FCTPaperMs: s.FCTPaperMs.Median, FCTUserMs: s.FCTUserMs.Median}
 	if rt := s.RoundTrips; rt != nil {
 		side.HandshakeRoundTrips, side.DataRoundTrips, side.RoundTrips = rt.Handshake.Median, rt.Data.Median, rt.Total.Median
@@ -356,7 +434,7 @@ var QueueHelp = fmt.Sprintf("bottleneck buffer (drop-tail), in bytes (64KB) or p
 func DropWarnings(sums []PointSummary) []string {
 	var out []string
 	for _, s := range sums {
-		ok := s.Trials - s.Failed
+		ok := s.Trials - s.Failed - s.Excluded
 		if s.Drops.DataQueue == 0 || ok == 0 {
 			continue
 		}
