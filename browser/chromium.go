@@ -133,7 +133,7 @@ func startChromium(ctx context.Context, o *Options, dir, keylogPath string) (*ch
 	// removed with it, and by slowstart clean after a kill. Its singleton
 	// socket lives there, and a socket's path has at most 107 bytes.
 	if n := len(dir) + len(chromiumSocketSuffix); n > maxSocketPathBytes {
-		return nil, &Error{Kind: KindBrowser, Err: fmt.Errorf("Chromium's temporary directory %s is too long for its socket (%d bytes with it, at most %d): set TMPDIR to a shorter directory, such as /tmp", dir, n, maxSocketPathBytes)}
+		return nil, &Error{Kind: KindBrowser, Err: fmt.Errorf("the temporary directory %s is too long for Chromium's socket (%d bytes with it, at most %d): set TMPDIR to a shorter directory, such as /tmp", dir, n, maxSocketPathBytes)}
 	}
 	args := append(Flags(o), "--user-data-dir="+profile, "--remote-debugging-port=0", "--remote-debugging-address=127.0.0.1", "about:blank")
 	name := o.Chromium

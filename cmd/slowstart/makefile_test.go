@@ -39,7 +39,7 @@ func TestMakefileFetchesTheToolchain(t *testing.T) {
 	var zipped bytes.Buffer
 	zw := zip.NewWriter(&zipped)
 	for name, body := range map[string]string{
-		module + "/bin/go": "#!/bin/sh\ncase \"$*\" in\n  \"env GOVERSION\") echo go1.26.8;;\n  version) echo go version go1.26.8 linux/amd64;;\n  *) exit 1;;\nesac\n",
+		module + "/bin/go":  "#!/bin/sh\ncase \"$*\" in\n  \"env GOVERSION\") echo go1.26.8;;\n  version) echo go version go1.26.8 linux/amd64;;\n  *) exit 1;;\nesac\n",
 		module + "/VERSION": "go1.26.8\n",
 	} {
 		h := &zip.FileHeader{Name: name, Method: zip.Deflate}
