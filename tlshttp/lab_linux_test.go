@@ -516,7 +516,14 @@ func (l *lab) client(t *testing.T, namespace, keys string, stdin io.Reader, name
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "ip", append([]string{"netns", "exec", namespace, name}, args...)...)
-	cmd.Env = append(os.Environ(), "SSLKEYLOGFILE="+keys, "HOME="+t.TempDir())
+	// A temporary directory of the test's for what the client leaves there
+	// (Chromium's org.chromium.Chromium.*), short enough for Chromium's socket.
+	tmp, err := os.MkdirTemp("", "tlshttp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(tmp)
+	cmd.Env = append(os.Environ(), "SSLKEYLOGFILE="+keys, "HOME="+t.TempDir(), "TMPDIR="+tmp)
 	cmd.Stdin = stdin
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
