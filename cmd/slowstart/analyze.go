@@ -309,11 +309,25 @@ func openAnalyzeInput(ctx context.Context, paths []string) (*analyzeInput, error
 		}
 	case len(paths) == 1:
 		if fi, err := os.Stat(paths[0]); err == nil && isPipe(fi) {
-			f, err := os.Open(paths[0]) // waits for a writer
-			if err != nil {
-				return nil, withCode(exitFile, fmt.Errorf("capture: opening the capture file: %w", err))
+			// Opening a FIFO waits for a writer: a signal must not wait with it.
+			type opened struct {
+				f   *os.File
+				err error
 			}
-			pipe = f
+			ch := make(chan opened, 1)
+			go func() {
+				f, err := os.Open(paths[0])
+				ch <- opened{f, err}
+			}()
+			select {
+			case o := <-ch:
+				if o.err != nil {
+					return nil, withCode(exitFile, fmt.Errorf("capture: opening the capture file: %w", o.err))
+				}
+				pipe = o.f
+			case <-ctx.Done():
+				return nil, interrupted("interrupted before anything wrote into %s; nothing left behind", paths[0])
+			}
 		}
 	}
 	if pipe == nil {
