@@ -319,15 +319,22 @@ func openAnalyzeInput(ctx context.Context, paths []string) (*analyzeInput, error
 				f, err := os.Open(paths[0])
 				ch <- opened{f, err}
 			}()
+			var o opened
 			select {
-			case o := <-ch:
-				if o.err != nil {
-					return nil, withCode(exitFile, fmt.Errorf("capture: opening the capture file: %w", o.err))
-				}
-				pipe = o.f
+			case o = <-ch:
 			case <-ctx.Done():
-				return nil, interrupted("interrupted before anything wrote into %s; nothing left behind", paths[0])
+				// A writer that opened it before the signal has its open
+				// returned already, or in a moment.
+				select {
+				case o = <-ch:
+				case <-time.After(fifoOpenGrace):
+					return nil, interrupted("interrupted before anything wrote into %s; nothing left behind", paths[0])
+				}
 			}
+			if o.err != nil {
+				return nil, withCode(exitFile, fmt.Errorf("capture: opening the capture file: %w", o.err))
+			}
+			pipe = o.f
 		}
 	}
 	if pipe == nil {
@@ -430,6 +437,10 @@ func (p *stoppablePipe) stop() {
 		p.f.SetReadDeadline(time.Now()) // a read waiting for more ends now
 	}
 }
+
+// fifoOpenGrace is how long a signal waits for the open of a FIFO whose writer
+// came just before it.
+const fifoOpenGrace = 500 * time.Millisecond
 
 // isPipe reports whether fi is a pipe, a FIFO or a socket: an input that is
 // written as it is read.
