@@ -133,10 +133,10 @@ func CaptureWarnings(st capture.Stats, connections int) []string {
 		out = append(out, fmt.Sprintf("%d IP fragments were not reassembled: TCP segments that travelled in fragments are missing from the analysis", st.Fragments))
 	}
 	if st.Undecodable > 0 {
-		out = append(out, fmt.Sprintf("%d TCP packets were cut before the end of their TCP header and were skipped", st.Undecodable))
+		out = append(out, fmt.Sprintf("%s cut before the end of their TCP header were skipped", report.Count(int(st.Undecodable), "TCP packet", "TCP packets")))
 	}
 	if len(st.Skipped) == 1 {
-		out = append(out, fmt.Sprintf("%d packets in an unsupported encapsulation (%s) were skipped", st.Skipped[0].Records, st.Skipped[0].Name))
+		out = append(out, fmt.Sprintf("%s in an unsupported encapsulation (%s) skipped", report.Count(int(st.Skipped[0].Records), "packet was", "packets were"), st.Skipped[0].Name))
 	} else if len(st.Skipped) > 1 {
 		var skipped int64
 		var each []string
@@ -161,8 +161,8 @@ func StreamWarnings(st StreamStats) []string {
 		if st.IdleNs > 0 {
 			idle = fmt.Sprintf(", or a connection idle for %s and reported", time.Duration(st.IdleNs))
 		}
-		out = append(out, fmt.Sprintf("%d packets came after their connection was over (a retransmitted FIN, a last RST or ACK%s): counted, not analyzed",
-			st.Trailing, idle))
+		out = append(out, fmt.Sprintf("%s after their connection was over (a retransmitted FIN, a last RST or ACK%s): counted, not analyzed",
+			report.Count(int(st.Trailing), "packet came", "packets came"), idle))
 	}
 	return out
 }

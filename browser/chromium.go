@@ -44,6 +44,14 @@ type chromium struct {
 	relayDone sync.WaitGroup
 }
 
+// chromiumSocketSuffix is what Chromium adds to TMPDIR for its singleton
+// socket (a directory of mkdtemp's, then the socket); maxSocketPathBytes is
+// the longest path a Unix socket takes (sun_path, less its NUL).
+const (
+	chromiumSocketSuffix = "/org.chromium.Chromium.XXXXXX/SingletonSocket"
+	maxSocketPathBytes   = 107
+)
+
 // devToolsListening is the line Chromium prints with its DevTools endpoint.
 var devToolsListening = regexp.MustCompile(`DevTools listening on (ws://\S+)`)
 
@@ -120,6 +128,13 @@ func startChromium(ctx context.Context, o *Options, dir, keylogPath string) (*ch
 	if err := os.Mkdir(profile, 0o700); err != nil {
 		return nil, fmt.Errorf("making Chromium's profile directory: %w", err)
 	}
+	// Chromium's own temporary files (/tmp/org.chromium.Chromium.*, one or
+	// more per launch, which it does not remove) go into dir too (TMPDIR):
+	// removed with it, and by slowstart clean after a kill. Its singleton
+	// socket lives there, and a socket's path has at most 107 bytes.
+	if n := len(dir) + len(chromiumSocketSuffix); n > maxSocketPathBytes {
+		return nil, &Error{Kind: KindBrowser, Err: fmt.Errorf("the temporary directory %s is too long for Chromium's socket (%d bytes with it, at most %d): set TMPDIR to a shorter directory, such as /tmp", dir, n, maxSocketPathBytes)}
+	}
 	args := append(Flags(o), "--user-data-dir="+profile, "--remote-debugging-port=0", "--remote-debugging-address=127.0.0.1", "about:blank")
 	name := o.Chromium
 	path, err := exec.LookPath(name)
@@ -145,7 +160,7 @@ func startChromium(ctx context.Context, o *Options, dir, keylogPath string) (*ch
 			cmd = exec.Command(nsenter, append([]string{"--net=" + o.Netns, "--", path}, args...)...)
 		}
 	}
-	cmd.Env = append(os.Environ(), "SSLKEYLOGFILE="+keylogPath, "HOME="+dir)
+	cmd.Env = append(os.Environ(), "SSLKEYLOGFILE="+keylogPath, "HOME="+dir, "TMPDIR="+dir)
 	// Its own process group, so that stopping it stops its helpers too; and killed
 	// with slowstart.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}

@@ -188,7 +188,7 @@ func (r *pcapReader) next(rec *record) error {
 		total := pcapRecordHeaderBytes + int(h.capturedBytes)
 		var data []byte
 		if total+pcapRecordHeaderBytes <= r.s.window() {
-			b, err = r.s.peek(total + pcapRecordHeaderBytes)
+			b, err = r.s.peekAhead(total, pcapRecordHeaderBytes)
 			cut := len(b) < total
 			if cut && !errors.Is(err, io.EOF) {
 				return err

@@ -317,7 +317,7 @@ func (r *pcapngReader) nextBlock() (blockType uint32, body []byte, err error) {
 			continue
 		}
 		if int(length)+ngBlockOverheadBytes <= r.s.window() {
-			block, err := r.s.peek(int(length) + ngBlockOverheadBytes)
+			block, err := r.s.peekAhead(int(length), ngBlockOverheadBytes)
 			if len(block) < int(length) {
 				// The input ends inside the block: cut short, or its length is
 				// wrong, which a good block starting inside it would show.

@@ -224,6 +224,17 @@ func NewReader(in io.Reader, opts ...Option) (*Reader, error) {
 	return r, nil
 }
 
+// isPipe reports whether in is a pipe, a FIFO or a socket: a capture written
+// as it is read.
+func isPipe(in io.Reader) bool {
+	f, ok := in.(interface{ Stat() (fs.FileInfo, error) })
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&(fs.ModeNamedPipe|fs.ModeSocket) != 0
+}
+
 func newEmptyReader(opts []Option) *Reader {
 	r := &Reader{dec: newDecoder()}
 	for _, opt := range opts {
@@ -255,7 +266,7 @@ func (r *Reader) addInput(name string, in io.Reader) (*input, error) {
 		return nil, fmt.Errorf("%w: only %d bytes; give a file written by tcpdump -w, dumpcap or Wireshark", ErrNotCapture, len(head))
 	}
 
-	i := &input{name: name, index: len(r.inputs), stream: &byteStream{br: br}}
+	i := &input{name: name, index: len(r.inputs), stream: &byteStream{br: br, pipe: isPipe(in)}}
 	switch {
 	case bytes.Equal(head, magicPcapMicroLE), bytes.Equal(head, magicPcapMicroBE),
 		bytes.Equal(head, magicPcapNanoLE), bytes.Equal(head, magicPcapNanoBE):

@@ -15,6 +15,9 @@ type byteStream struct {
 	br     *bufio.Reader
 	offset int64  // bytes consumed since the start of the file
 	large  []byte // a record too long for br's buffer, read by readLarge
+	// pipe: the input is a pipe, a FIFO or a socket, written as it is read
+	// (tcpdump -w - |): see peekAhead.
+	pipe bool
 }
 
 // window is the most bytes peek can return at once.
@@ -24,6 +27,18 @@ func (s *byteStream) window() int { return s.br.Size() }
 // error that cut them (io.EOF at the end of the input). n must not exceed
 // the window. The bytes are valid until the next peek, discard or readLarge.
 func (s *byteStream) peek(n int) ([]byte, error) { return s.br.Peek(n) }
+
+// peekAhead is peek(n+ahead) for a record and what follows it (the next
+// record's header, which says whether this one's length is right). From a pipe
+// it returns only what was already read beyond the n bytes: there the next
+// record may be a packet not captured yet, and waiting for it would hold this
+// one back until the capture goes on.
+func (s *byteStream) peekAhead(n, ahead int) ([]byte, error) {
+	if s.pipe && s.br.Buffered() < n+ahead {
+		return s.br.Peek(n)
+	}
+	return s.br.Peek(n + ahead)
+}
 
 // discard consumes n bytes, or as many as remain.
 func (s *byteStream) discard(n int) error {

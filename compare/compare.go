@@ -13,7 +13,6 @@ package compare
 import (
 	"fmt"
 	"math"
-	"strings"
 
 	"github.com/slowstart/slowstart/stats"
 )
@@ -214,12 +213,9 @@ func formatValue(x float64, unit string) string {
 func sentence(r *Result, timeMetric bool) string {
 	unit := r.Unit
 	mag := math.Abs(r.MedianDiff)
-	lo, hi := r.CI.Low, r.CI.High
-	if r.MedianDiff < 0 { // speak of the size of the drop
-		lo, hi = -r.CI.High, -r.CI.Low
-	}
-	ci := fmt.Sprintf("%.0f%% CI %s to %s", r.CI.Level*100, strings.TrimSuffix(formatValue(lo, ""), " "), formatValue(hi, unit))
-	stats := fmt.Sprintf("(%s, %s)", ci, FormatP(r.Test.P))
+	// The interval is the difference's (Result.CI), said once beside it; the
+	// sentence gives the verdict, the size and the test.
+	stats := fmt.Sprintf("(%s)", FormatP(r.Test.P))
 	word := "lower"
 	if r.MedianDiff > 0 {
 		word = "higher"

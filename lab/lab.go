@@ -111,6 +111,13 @@ func (s *Spec) Normalize() error {
 	switch {
 	case s.RTTNs < 0:
 		return errors.New("the RTT can't be negative")
+	case s.RTTNs > MaxRTTNs:
+		return fmt.Errorf("--rtt %s is beyond what the lab emulates (at most %s; a geostationary satellite path, among the longest real ones, is about 600ms): did you mean %s?",
+			time.Duration(s.RTTNs), time.Duration(MaxRTTNs), time.Duration(s.RTTNs/1000))
+	case s.RateBitsPerSecond < 0:
+		return errors.New("the rate can't be negative (0: unlimited)")
+	case s.RateBitsPerSecond > 0 && s.RateBitsPerSecond < MinRateBitsPerSecond:
+		return fmt.Errorf("--rate %s is below what the lab emulates (at least %s)", units.FormatRate(s.RateBitsPerSecond), units.FormatRate(MinRateBitsPerSecond))
 	case s.IW < 0 || s.IW > 1000:
 		return fmt.Errorf("initial window %d: use 1 to 1000 segments (0 for the kernel default)", s.IW)
 	case s.SizeBytes < 0 || s.SizeBytes > 1<<30:
@@ -165,6 +172,13 @@ func (s *Spec) Normalize() error {
 	return nil
 }
 
+// Bounds of a lab path: what lies beyond is a mistake (a unit forgotten or
+// misplaced), not a path.
+const (
+	MaxRTTNs             = 10e9   // 10 s
+	MinRateBitsPerSecond = 10_000 // 10 kbit/s
+)
+
 // HTTP3Twin returns the same point over HTTP/3: the same path, server and page, over
 // QUIC with TLS 1.3 (whatever TLS version the TCP point uses), fetched by the HTTP/3
 // probe. It fails for a server that does not serve HTTP/3.
@@ -209,7 +223,18 @@ type TrialResult struct {
 	// RoundTrips are the transfer's round trips as its client-side capture shows them
 	// (package analysis), when the job asked for them.
 	RoundTrips *TrialRoundTrips `json:"round_trips,omitempty"`
-	Error      string           `json:"error,omitempty"`
+	// PathCheck is how the trial's path measured against the configured one
+	// (nil for a trial that failed before its transfer ended).
+	PathCheck *PathCheck `json:"path_check,omitempty"`
+	// Reruns counts the times the trial was run again because the host
+	// distorted its path (RunOptions.DistortedReruns); Excluded marks a trial
+	// still distorted after them, left out of its point's statistics.
+	Reruns   int  `json:"reruns,omitempty"`
+	Excluded bool `json:"excluded,omitempty"`
+	// DistortedBy says what distorted the trial's first run, when it was run
+	// again or excluded (PathCheck.Reason of that run).
+	DistortedBy string `json:"distorted_by,omitempty"`
+	Error       string `json:"error,omitempty"`
 }
 
 // TrialRoundTrips counts a transfer's round trips: the handshakes (TCP and TLS, or
@@ -325,6 +350,7 @@ func (e *Env) runTrial(ctx context.Context, spec Spec, index int, captureDir, pr
 		res.setTiming(fetched)
 	}
 	res.setDrops(stats)
+	res.PathCheck = checkPath(spec, &res, stats)
 	if roundTrips && !spec.HTTP3 {
 		if res.RoundTrips, err = caps.roundTrips(ctx); err != nil {
 			return res, err

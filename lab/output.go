@@ -9,7 +9,7 @@ import (
 // Warnings are the sentences printed after a batch of trials' tables: drops nobody
 // asked for, and a host too busy to trust.
 func Warnings(sums []PointSummary, steal HostSteal) []string {
-	warnings := DropWarnings(sums)
+	warnings := append(DropWarnings(sums), PathWarnings(sums)...)
 	if w := StealWarning(steal); w != "" {
 		warnings = append(warnings, w)
 	}

@@ -2,6 +2,7 @@ package lab
 
 import (
 	"bytes"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -25,6 +26,18 @@ func fixedRows(specs []Spec, trials int) []Row {
 			}
 			if t == 3 && i == 0 {
 				r.AckPacketsLost, r.AckPacketsDroppedLoss = 1, 1
+			}
+			r.PathCheck = &PathCheck{HandshakeRTTMs: r.ConnectMs, ExpectedHandshakeMs: float64(s.RTTNs) / 1e6, ToleranceMs: 3}
+			if s.HTTP3 { // its handshake holds TLS's: not compared
+				r.PathCheck.HandshakeRTTMs, r.PathCheck.ExpectedHandshakeMs = 0, 0
+			}
+			if t == 1 && i == 0 { // a trial the host distorted, clean when run again
+				r.Reruns, r.DistortedBy = 1, fmt.Sprintf("its TCP handshake took %.1f ms where the path gives %.1f ms, 3.0 ms allowed", r.ConnectMs+58.6, r.ConnectMs)
+			}
+			if t == 4 && i == 0 && trials > 4 { // one still distorted after its reruns
+				r.PathCheck.HandshakeRTTMs, r.PathCheck.Distorted = r.ConnectMs+28.5, true
+				r.PathCheck.Reason = fmt.Sprintf("its TCP handshake took %.1f ms where the path gives %.1f ms, 3.5 ms allowed", r.ConnectMs+28.5, r.ConnectMs)
+				r.Reruns, r.Excluded, r.DistortedBy = 2, true, fmt.Sprintf("its TCP handshake took %.1f ms where the path gives %.1f ms, 3.5 ms allowed", r.ConnectMs+42, r.ConnectMs)
 			}
 			if t == trials && trials > 3 && i == 0 {
 				r = TrialResult{Trial: t, Error: "fetch: connection reset by peer"}

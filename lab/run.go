@@ -74,13 +74,24 @@ type RunOptions struct {
 	Parallel   int                   // trials at once (default 1)
 	CaptureDir string                // write each trial's pcaps here
 	OnResult   func(Job, Row, error) // called as each trial ends (serialized)
+	// DistortedReruns is how many times a trial whose path the host distorted
+	// (PathCheck) is run again; a trial still distorted after them is kept and
+	// marked Excluded (SummarizePoints leaves it out of the statistics). 0:
+	// distorted trials are marked (PathCheck) but neither run again nor
+	// excluded. The commands use DefaultDistortedReruns.
+	DistortedReruns int
 }
+
+// DefaultDistortedReruns: lab run, sweep and reproduce run a distorted trial
+// again twice at most.
+const DefaultDistortedReruns = 2
 
 // RunJobs runs jobs with up to opts.Parallel at once and returns their rows in job
 // order. A failed trial gives a row with Error set; RunJobs itself fails only when
 // ctx is done.
 func (e *Env) RunJobs(ctx context.Context, jobs []Job, opts RunOptions) ([]Row, error) {
 	par := max(opts.Parallel, 1)
+	reruns := max(opts.DistortedReruns, 0)
 	rows := make([]Row, len(jobs))
 	next := make(chan int)
 	var mu sync.Mutex
@@ -97,6 +108,21 @@ func (e *Env) RunJobs(ctx context.Context, jobs []Job, opts RunOptions) ([]Row, 
 				}
 				prefix := fmt.Sprintf("%s-trial%d", name, j.Trial)
 				res, err := e.runTrial(ctx, spec, j.Trial, opts.CaptureDir, prefix, par == 1, j.RoundTrips)
+				// A trial the host distorted is run again (the same seed: the
+				// same losses), and left out of the statistics if it stays so.
+				distortedBy := ""
+				for n := 1; reruns > 0 && err == nil && res.PathCheck != nil && res.PathCheck.Distorted && ctx.Err() == nil; n++ {
+					if distortedBy == "" {
+						distortedBy = res.PathCheck.Reason
+					}
+					if n > reruns {
+						res.Excluded = true
+						break
+					}
+					res, err = e.runTrial(ctx, spec, j.Trial, opts.CaptureDir, prefix, par == 1, j.RoundTrips)
+					res.Reruns = n
+				}
+				res.DistortedBy = distortedBy
 				if err != nil && res.Error == "" {
 					res.Error = err.Error()
 				}
@@ -204,7 +230,7 @@ func (w *JSONLWriter) Close() error { return w.f.Close() }
 var CSVHeader = []string{"point", "rtt_ms", "rate_mbps", "queue_bytes", "loss_percent", "iw", "initrwnd", "size_bytes", "tls", "http2", "http3", "server", "client", "cc", "think_after_bytes", "think_ms", "seed",
 	"trial", "connect_ms", "tls_ms", "first_byte_ms", "last_byte_ms", "fct_paper_ms", "fct_user_ms", "bytes", "protocol", "tls_version", "data_packets_lost", "ack_packets_lost",
 	"data_packets_dropped_queue", "data_packets_dropped_loss", "ack_packets_dropped_queue", "ack_packets_dropped_loss",
-	"round_trips_handshake", "round_trips_data", "round_trips_total", "error"}
+	"round_trips_handshake", "round_trips_data", "round_trips_total", "handshake_expected_ms", "emulator_late_max_ms", "path_distorted", "reruns", "excluded", "error"}
 
 // WriteCSV writes rows as CSV with CSVHeader.
 func WriteCSV(w io.Writer, rows []Row) error {
@@ -223,7 +249,12 @@ func WriteCSV(w io.Writer, rows []Row) error {
 			strconv.FormatUint(r.Seed, 10), strconv.Itoa(r.Trial), f(r.ConnectMs), f(r.TLSMs), f(r.FirstByteMs), f(r.LastByteMs), f(r.FCTPaperMs), f(r.FCTUserMs),
 			strconv.FormatInt(r.Bytes, 10), r.Protocol, r.TLSVersion, strconv.FormatInt(r.DataPacketsLost, 10), strconv.FormatInt(r.AckPacketsLost, 10),
 			strconv.FormatInt(r.DataPacketsDroppedQueue, 10), strconv.FormatInt(r.DataPacketsDroppedLoss, 10),
-			strconv.FormatInt(r.AckPacketsDroppedQueue, 10), strconv.FormatInt(r.AckPacketsDroppedLoss, 10), rtHandshake, rtData, rtTotal, r.Error}
+			strconv.FormatInt(r.AckPacketsDroppedQueue, 10), strconv.FormatInt(r.AckPacketsDroppedLoss, 10), rtHandshake, rtData, rtTotal}
+		var expected, late, distorted string // empty: not checked (a failed trial)
+		if pc := r.PathCheck; pc != nil {
+			expected, late, distorted = f(pc.ExpectedHandshakeMs), f(pc.EmulatorLateMaxMs), strconv.FormatBool(pc.Distorted)
+		}
+		rec = append(rec, expected, late, distorted, strconv.Itoa(r.Reruns), strconv.FormatBool(r.Excluded), r.Error)
 		if err := cw.Write(rec); err != nil {
 			return err
 		}

@@ -3,11 +3,14 @@ package lab
 import (
 	"fmt"
 	"io"
+	"math"
 	"strconv"
-	"text/tabwriter"
+	"strings"
 
 	"github.com/slowstart/slowstart/internal/hoststeal"
+	"github.com/slowstart/slowstart/internal/texttable"
 	"github.com/slowstart/slowstart/lab/link"
+	"github.com/slowstart/slowstart/report"
 )
 
 // Schema names the JSON form of a RunOutput (docs/schemas/lab.json).
@@ -31,15 +34,24 @@ type RunOutput struct {
 
 // PointSummary sums up one point's trials.
 type PointSummary struct {
-	Point      string `json:"point"`
-	Spec       Row    `json:"parameters"`
-	Queue      string `json:"queue"`
-	Trials     int    `json:"trials"`
-	Failed     int    `json:"failed"`
-	FCTPaperMs Stats  `json:"fct_paper_ms"`
-	FCTUserMs  Stats  `json:"fct_user_ms"`
-	FirstByte  Stats  `json:"first_byte_ms"`
-	Drops      Drops  `json:"drops"`
+	Point  string `json:"point"`
+	Spec   Row    `json:"parameters"`
+	Queue  string `json:"queue"`
+	Trials int    `json:"trials"`
+	Failed int    `json:"failed"`
+	// Rerun counts the trials run again because the host distorted their path,
+	// Distorted those still distorted after it (Row.Excluded), and Excluded
+	// those left out of the statistics: the distorted ones, unless every
+	// trial was (then the statistics are of all, and say so).
+	Rerun     int `json:"rerun"`
+	Distorted int `json:"distorted"`
+	Excluded  int `json:"excluded"`
+	// DistortedBy is what distorted the first of those trials (its reason).
+	DistortedBy string `json:"distorted_by,omitempty"`
+	FCTPaperMs  Stats  `json:"fct_paper_ms"`
+	FCTUserMs   Stats  `json:"fct_user_ms"`
+	FirstByte   Stats  `json:"first_byte_ms"`
+	Drops       Drops  `json:"drops"`
 	// RoundTrips summarizes the trials' round trips, when they were counted.
 	RoundTrips *RoundTripStats `json:"round_trips,omitempty"`
 	// Errors are the failed trials' errors.
@@ -88,6 +100,7 @@ func SummarizePoints(specs []Spec, rows []Row) []PointSummary {
 		ps := PointSummary{Point: s.Label(), Spec: NewRow(s, TrialResult{}), Queue: QueueDescription(s)}
 		var paper, user, fb []float64
 		var handshake, data, total []float64
+		var clean, distorted []Row
 		for _, r := range rows {
 			if r.Point != ps.Point {
 				continue
@@ -98,6 +111,26 @@ func SummarizePoints(specs []Spec, rows []Row) []PointSummary {
 				ps.Errors = append(ps.Errors, r.Error)
 				continue
 			}
+			if r.Reruns > 0 {
+				ps.Rerun++
+			}
+			if r.DistortedBy != "" && ps.DistortedBy == "" {
+				ps.DistortedBy = r.DistortedBy
+			}
+			if r.Excluded {
+				distorted = append(distorted, r)
+			} else {
+				clean = append(clean, r)
+			}
+		}
+		ps.Distorted, ps.Excluded = len(distorted), len(distorted)
+		counted := clean
+		if len(clean) == 0 {
+			// Every trial was distorted: the statistics are of them all (the
+			// warning says what they are), rather than of none.
+			counted, ps.Excluded = distorted, 0
+		}
+		for _, r := range counted {
 			paper, user, fb = append(paper, r.FCTPaperMs), append(user, r.FCTUserMs), append(fb, r.FirstByteMs)
 			if rt := r.RoundTrips; rt != nil {
 				handshake, data, total = append(handshake, float64(rt.Handshake)), append(data, float64(rt.Data)), append(total, float64(rt.Total))
@@ -131,15 +164,15 @@ func perTrial(n int64, trials int) string {
 // times, and the drops per trial (data packets dropped by the full queue and by
 // the random loss), then the failures.
 func WriteSummaries(w io.Writer, sums []PointSummary) error {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "point\ttrials\tFCT paper median ms\tp10\tp90\tFCT user median ms\tp10\tp90\tdrops/trial queue\tloss\t\n")
+	tb := texttable.New("  ", texttable.L("point"), texttable.R("trials"), texttable.R("FCT paper median ms"), texttable.R("p10"), texttable.R("p90"),
+		texttable.R("FCT user median ms"), texttable.R("p10"), texttable.R("p90"), texttable.R("drops/trial queue"), texttable.R("loss"))
 	for _, s := range sums {
-		ok := s.Trials - s.Failed
-		fmt.Fprintf(tw, "%s\t%d\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%s\t%s\t\n", s.Point, ok,
-			s.FCTPaperMs.Median, s.FCTPaperMs.P10, s.FCTPaperMs.P90, s.FCTUserMs.Median, s.FCTUserMs.P10, s.FCTUserMs.P90,
+		ok := s.Trials - s.Failed - s.Excluded
+		tb.Row(s.Point, strconv.Itoa(ok), ms(s.FCTPaperMs.Median), ms(s.FCTPaperMs.P10), ms(s.FCTPaperMs.P90),
+			ms(s.FCTUserMs.Median), ms(s.FCTUserMs.P10), ms(s.FCTUserMs.P90),
 			perTrial(s.Drops.DataQueue, ok), perTrial(s.Drops.DataLoss, ok))
 	}
-	if err := tw.Flush(); err != nil {
+	if err := tb.Write(w); err != nil {
 		return err
 	}
 	for _, s := range sums {
@@ -158,37 +191,89 @@ func WriteTrials(w io.Writer, rows []Row) error {
 		mixed = mixed || r.HTTP3 != rows[0].HTTP3
 		counted = counted || r.RoundTrips != nil
 	}
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	head := "trial\t"
+	cols := []texttable.Column{texttable.R("trial")}
 	if mixed {
-		head += "protocol\t"
+		cols = append(cols, texttable.L("protocol"))
 	}
-	head += "FCT paper ms\tFCT user ms\t"
+	cols = append(cols, texttable.R("handshake ms"), texttable.R("FCT paper ms"), texttable.R("FCT user ms"))
 	if counted {
-		head += "round trips\t"
+		cols = append(cols, texttable.R("round trips"))
 	}
-	fmt.Fprintf(tw, "%sdata drops queue\tloss\tACK drops queue\tloss\t\n", head)
+	cols = append(cols, texttable.R("data drops queue"), texttable.R("loss"), texttable.R("ACK drops queue"), texttable.R("loss"), texttable.L("path"))
+	tb := texttable.New("  ", cols...)
 	for _, r := range rows {
-		line := fmt.Sprintf("%d\t", r.Trial)
+		cells := []string{strconv.Itoa(r.Trial)}
 		if mixed {
-			line += transportOf(r) + "\t"
+			cells = append(cells, transportOf(r))
 		}
 		if r.Error != "" {
-			fmt.Fprintf(tw, "%sfailed\t\t\t\t\t\t\n", line)
+			tb.Row(append(cells, "failed")...)
 			continue
 		}
-		line += fmt.Sprintf("%.1f\t%.1f\t", r.FCTPaperMs, r.FCTUserMs)
+		handshake := "-"
+		if r.PathCheck != nil && r.PathCheck.HandshakeRTTMs > 0 {
+			handshake = ms(r.PathCheck.HandshakeRTTMs)
+		}
+		cells = append(cells, handshake, ms(r.FCTPaperMs), ms(r.FCTUserMs))
 		if counted {
 			rt := "-"
 			if r.RoundTrips != nil {
 				rt = fmt.Sprintf("%d + %d = %d", r.RoundTrips.Handshake, r.RoundTrips.Data, r.RoundTrips.Total)
 			}
-			line += rt + "\t"
+			cells = append(cells, rt)
 		}
-		fmt.Fprintf(tw, "%s%d\t%d\t%d\t%d\t\n", line, r.DataPacketsDroppedQueue, r.DataPacketsDroppedLoss, r.AckPacketsDroppedQueue, r.AckPacketsDroppedLoss)
+		count := func(n int64) string { return strconv.FormatInt(n, 10) }
+		tb.Row(append(cells, count(r.DataPacketsDroppedQueue), count(r.DataPacketsDroppedLoss),
+			count(r.AckPacketsDroppedQueue), count(r.AckPacketsDroppedLoss), pathText(r))...)
 	}
-	return tw.Flush()
+	return tb.Write(w)
 }
+
+// pathText says how a trial's path measured: as set, as set once run again,
+// or distorted (excluded from the statistics).
+func pathText(r Row) string {
+	switch {
+	case r.Excluded, r.PathCheck != nil && r.PathCheck.Distorted:
+		return "distorted"
+	case r.Reruns > 0:
+		return fmt.Sprintf("as set on run %d", r.Reruns+1)
+	case r.PathCheck != nil:
+		return "as set"
+	}
+	return "-"
+}
+
+// PathWarnings says, for each point with trials whose path the host distorted,
+// what distorted them and what the lab did: ran them again, and left out of the
+// statistics those it could not get a clean run of.
+func PathWarnings(sums []PointSummary) []string {
+	var out []string
+	for _, s := range sums {
+		if s.Rerun == 0 && s.Distorted == 0 {
+			continue
+		}
+		counted := s.Trials - s.Failed
+		what := fmt.Sprintf("%s: the host, not the path, set the times of %d of %d trials (the first: %s)", s.Point, max(s.Rerun, s.Distorted), counted, s.DistortedBy)
+		var parts []string
+		if clean := s.Rerun - s.Distorted; clean > 0 {
+			parts = append(parts, fmt.Sprintf("%d ran as configured when run again", clean))
+		}
+		switch {
+		case s.Distorted > 0 && s.Excluded == 0:
+			parts = append(parts, fmt.Sprintf("every trial stayed distorted after %s, so the statistics are of them all: they measure this host, not the path",
+				report.Count(DefaultDistortedReruns, "more run", "more runs")))
+		case s.Excluded > 0:
+			parts = append(parts, fmt.Sprintf("%d, still distorted after %s, %s left out of the statistics", s.Excluded,
+				report.Count(DefaultDistortedReruns, "more run", "more runs"), map[bool]string{true: "is", false: "are"}[s.Excluded == 1]))
+		}
+		what += ": " + strings.Join(parts, "; ")
+		out = append(out, what+". Run again when the host is quieter (a process on the emulator's core stalls it).")
+	}
+	return out
+}
+
+// ms writes a time in milliseconds with one decimal.
+func ms(x float64) string { return strconv.FormatFloat(x, 'f', 1, 64) }
 
 // transportOf names a row's transport: "TCP" or "QUIC".
 func transportOf(r Row) string {
@@ -234,7 +319,7 @@ func sideOf(s PointSummary) ComparisonSide {
 	if s.Spec.HTTP3 {
 		proto = "HTTP/3 over QUIC"
 	}
-	side := ComparisonSide{Point: s.Point, Protocol: proto, Trials: s.Trials - s.Failed,
+	side := ComparisonSide{Point: s.Point, Protocol: proto, Trials: s.Trials - s.Failed - s.Excluded,
 		FirstByteMs: s.FirstByte.Median, FCTPaperMs: s.FCTPaperMs.Median, FCTUserMs: s.FCTUserMs.Median}
 	if rt := s.RoundTrips; rt != nil {
 		side.HandshakeRoundTrips, side.DataRoundTrips, side.RoundTrips = rt.Handshake.Median, rt.Data.Median, rt.Total.Median
@@ -282,32 +367,53 @@ func WriteComparisons(w io.Writer, cs []Comparison) error {
 		return nil
 	}
 	fmt.Fprintln(w, "TCP and QUIC, the same page on the same path (medians):")
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "point\tprotocol\ttrials\tround trips (handshake + data)\tfirst byte ms\tFCT paper ms\tFCT user ms\t\n")
+	tb := texttable.New("  ", texttable.L("point"), texttable.L("protocol"), texttable.R("trials"), texttable.R("round trips (handshake + data)"),
+		texttable.R("first byte ms"), texttable.R("FCT paper ms"), texttable.R("FCT user ms"))
 	rt := func(s ComparisonSide) string {
 		return fmt.Sprintf("%s + %s = %s", num(s.HandshakeRoundTrips), num(s.DataRoundTrips), num(s.RoundTrips))
 	}
 	for _, c := range cs {
 		for _, s := range []ComparisonSide{c.TCP, c.QUIC} {
-			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%.1f\t%.1f\t%.1f\t\n", s.Point, s.Protocol, s.Trials, rt(s), s.FirstByteMs, s.FCTPaperMs, s.FCTUserMs)
+			tb.Row(s.Point, s.Protocol, strconv.Itoa(s.Trials), rt(s), ms(s.FirstByteMs), ms(s.FCTPaperMs), ms(s.FCTUserMs))
 		}
 	}
-	if err := tw.Flush(); err != nil {
+	if err := tb.Write(w); err != nil {
 		return err
 	}
 	for _, c := range cs {
 		if c.TCP.Trials == 0 || c.QUIC.Trials == 0 {
 			continue
 		}
-		verb, rts, ms := "saved", c.RoundTripsSaved, c.FCTUserSavedMs
-		if ms < 0 {
-			verb, rts, ms = "cost", -rts, -ms
+		trips := num(math.Abs(c.RoundTripsSaved)) + " round trips"
+		if math.Abs(c.RoundTripsSaved) == 1 {
+			trips = "1 round trip"
 		}
-		trips := "round trips"
-		if rts == 1 {
-			trips = "round trip"
+		wait := fmt.Sprintf("%.1f ms", math.Abs(c.FCTUserSavedMs))
+		savedTrips, savedWait := c.RoundTripsSaved >= 0, c.FCTUserSavedMs >= 0
+		switch {
+		case c.RoundTripsSaved == 0:
+			trips = "took as many round trips"
+			if savedWait {
+				wait = "saved " + wait
+			} else {
+				wait = "cost " + wait
+			}
+		case savedTrips == savedWait:
+			verb := "saved"
+			if !savedTrips {
+				verb = "cost"
+			}
+			trips = verb + " " + trips
+		case savedTrips:
+			trips, wait = "saved "+trips, "but cost "+wait
+		default:
+			trips, wait = "cost "+trips, "but saved "+wait
 		}
-		fmt.Fprintf(w, "%s: QUIC %s %s %s and %.1f ms of the user's wait\n", c.TCP.Point, verb, num(rts), trips, ms)
+		sep := " and "
+		if strings.HasPrefix(wait, "but ") {
+			sep = " "
+		}
+		fmt.Fprintf(w, "%s: QUIC %s%s%s of the user's wait\n", c.TCP.Point, trips, sep, wait)
 	}
 	return nil
 }
@@ -328,7 +434,7 @@ var QueueHelp = fmt.Sprintf("bottleneck buffer (drop-tail), in bytes (64KB) or p
 func DropWarnings(sums []PointSummary) []string {
 	var out []string
 	for _, s := range sums {
-		ok := s.Trials - s.Failed
+		ok := s.Trials - s.Failed - s.Excluded
 		if s.Drops.DataQueue == 0 || ok == 0 {
 			continue
 		}

@@ -37,11 +37,25 @@ type Prediction struct {
 // Predict simulates p with each initial window of iws: the Output of model
 // --json. bodyBytes is the body within p.SizeBytes.
 func Predict(p Params, iws []int, bodyBytes int64) (*Output, error) {
+	return PredictProgress(p, iws, bodyBytes, nil)
+}
+
+// PredictProgress is Predict, telling progress (when not nil) how far it is:
+// bytes of responses simulated, done of total (the total is the same on every
+// call).
+func PredictProgress(p Params, iws []int, bodyBytes int64, progress func(doneBytes, totalBytes int64)) (*Output, error) {
 	out := &Output{Schema: Schema}
+	total := int64(len(iws)) * SimulationBytes(p)
+	var before int64
 	for _, iw := range iws {
 		q := p
 		q.IW = iw
-		res, err := Simulate(q)
+		var report func(int64)
+		if progress != nil {
+			report = func(done int64) { progress(before+done, total) }
+		}
+		res, err := SimulateProgress(q, report)
+		before += SimulationBytes(q)
 		if err != nil {
 			return nil, err
 		}

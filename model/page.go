@@ -119,7 +119,7 @@ func pageLoad(pp PageParams, laterFirst bool) (PagePrediction, error) {
 	}
 	// The document, alone, tells when its first round arrives: when the browser
 	// names the head's resources.
-	doc, err := simulate(p)
+	doc, err := simulate(p, nil)
 	if err != nil {
 		return out, err
 	}
@@ -164,7 +164,7 @@ func pageLoad(pp PageParams, laterFirst bool) (PagePrediction, error) {
 		// once ready, or a new one opened for it, whichever is first.
 		probe := p
 		probe.SizeBytes = 1
-		fresh, err := simulate(probe)
+		fresh, err := simulate(probe, nil)
 		if err != nil {
 			return out, err
 		}
@@ -226,7 +226,7 @@ func pageLoad(pp PageParams, laterFirst bool) (PagePrediction, error) {
 				q.Requests = append(q.Requests, Request{AtNs: sendAt, Bytes: pp.Resources[i].Bytes})
 			}
 		}
-		res, err := simulate(q)
+		res, err := simulate(q, nil)
 		if err != nil {
 			return out, err
 		}

@@ -434,8 +434,25 @@ func (r *receiver) dataArrived(nowNs, echoNs, n int64) {
 // response over one bottleneck, and returns the times and rounds the lab would see.
 // HTTPRoundsMin and HTTPRoundsMax are the HTTP round counts over the phases of the
 // kernels' clock ticks (see Params.ClockPhaseNs) when p leaves the phase at 0.
-func Simulate(p Params) (Result, error) {
-	res, err := simulate(p)
+func Simulate(p Params) (Result, error) { return SimulateProgress(p, nil) }
+
+// SimulateProgress is Simulate, telling progress (when not nil) how many of
+// SimulationBytes(p) bytes it has simulated so far, as it goes.
+func SimulateProgress(p Params, progress func(doneBytes int64)) (Result, error) {
+	var before int64 // bytes of the runs finished
+	run := func(q Params) (Result, error) {
+		var report func(int64)
+		if progress != nil {
+			report = func(n int64) { progress(before + min(n, q.SizeBytes)) }
+		}
+		r, err := simulate(q, report)
+		before += q.SizeBytes
+		if progress != nil && err == nil {
+			progress(before)
+		}
+		return r, err
+	}
+	res, err := run(p)
 	if err != nil {
 		return res, err
 	}
@@ -450,7 +467,7 @@ func Simulate(p Params) (Result, error) {
 	for phase := int64(clockPhaseStepNs); phase < 1e9/kernelHZ; phase += clockPhaseStepNs {
 		q := p
 		q.ClockPhaseNs = phase
-		r, err := simulate(q)
+		r, err := run(q)
 		if err != nil {
 			return res, err
 		}
@@ -478,14 +495,33 @@ const tailSegments = 4
 // clockPhaseStepNs is the step of the clock phases Simulate tries.
 const clockPhaseStepNs = 250_000
 
-func simulate(p Params) (Result, error) {
+// SimulationBytes is the work of Simulate(p), in bytes of responses
+// simulated: one run of the packet-level model per clock phase it tries, each
+// of p.SizeBytes.
+func SimulationBytes(p Params) int64 {
+	if p.ClockPhaseNs != 0 {
+		return p.SizeBytes
+	}
+	return p.SizeBytes * (1e9 / kernelHZ / clockPhaseStepNs)
+}
+
+// progressEvents is how many events a run handles between two reports of its
+// progress.
+const progressEvents = 1 << 14
+
+// simulate runs the model once; report, when not nil, receives the bytes the
+// client has received so far, every progressEvents events.
+func simulate(p Params, report func(receivedBytes int64)) (Result, error) {
 	if err := p.Normalize(); err != nil {
 		return Result{}, err
 	}
 	sim := newSimulation(p)
 	sim.start()
-	for sim.q.Len() > 0 {
+	for n := 1; sim.q.Len() > 0; n++ {
 		sim.handle(heap.Pop(&sim.q).(event))
+		if report != nil && n%progressEvents == 0 {
+			report(sim.rcv.rcvNxtBytes)
+		}
 	}
 	return sim.result()
 }

@@ -5,8 +5,9 @@ import (
 	"fmt"
 	"io"
 	"strconv"
-	"text/tabwriter"
 
+	"github.com/slowstart/slowstart/internal/texttable"
+	"github.com/slowstart/slowstart/report"
 	"github.com/slowstart/slowstart/units"
 )
 
@@ -21,7 +22,7 @@ func WriteText(w io.Writer, out *Output) error {
 	path := fmt.Sprintf("path: RTT %s ms", strconv.FormatFloat(float64(p.RTTNs)/1e6, 'f', -1, 64))
 	if p.RateBitsPerSecond > 0 {
 		bdp := p.RateBitsPerSecond / 8 * p.RTTNs / 1e9
-		path += fmt.Sprintf(", %s (BDP %s, %d segments)", units.FormatRate(p.RateBitsPerSecond), units.FormatSize(bdp), bdp/int64(p.MSS))
+		path += fmt.Sprintf(", %s (BDP %s, %s)", units.FormatRate(p.RateBitsPerSecond), units.FormatSize(bdp), report.Count(int(bdp/int64(p.MSS)), "segment", "segments"))
 	} else {
 		path += ", no rate limit"
 	}
@@ -33,7 +34,7 @@ func WriteText(w io.Writer, out *Output) error {
 	proto := "HTTP/1.1 in the clear"
 	if p.TLS != "" {
 		r := runs[0].Result
-		proto = fmt.Sprintf("HTTP/1.1 over TLS %s (certificate chain %s; server flight about %s, %d segments)", p.TLS, units.FormatSize(int64(p.ChainBytes)), units.FormatSize(int64(r.ServerFlightBytes)), r.ServerFlightSegments)
+		proto = fmt.Sprintf("HTTP/1.1 over TLS %s (certificate chain %s; server flight about %s, %s)", p.TLS, units.FormatSize(int64(p.ChainBytes)), units.FormatSize(int64(r.ServerFlightBytes)), report.Count(r.ServerFlightSegments, "segment", "segments"))
 	}
 	acks := "an ACK per segment"
 	if p.DelayedACK {
@@ -42,14 +43,15 @@ func WriteText(w io.Writer, out *Output) error {
 	fmt.Fprintf(w, "response: %s of body + %s of headers over %s; MSS %d; %s; %s; %s\n\n", units.FormatSize(bodyBytes),
 		units.FormatSize(p.SizeBytes-bodyBytes), proto, p.MSS, win, acks, p.CC)
 
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "IW\tTCP\tTLS\tHTTP\ttotal RTs\tfirst byte ms\tlast byte ms\tfirst→last ms\tEq. 1 rounds\tEq. 1 ms\t\n")
+	tb := texttable.New("  ", texttable.R("IW"), texttable.R("TCP"), texttable.R("TLS"), texttable.R("HTTP"), texttable.R("total RTs"),
+		texttable.R("first byte ms"), texttable.R("last byte ms"), texttable.R("first→last ms"), texttable.R("Eq. 1 rounds"), texttable.R("Eq. 1 ms"))
 	for _, r := range runs {
 		rt := r.Result.RoundTrips
-		fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%d\t%.0f\t%.0f\t%.0f\t%d\t%.0f\t\n", r.IW, rt.TCP, rt.TLS, rt.HTTP, rt.Total,
-			r.Result.FirstByteMs, r.Result.LastByteMs, r.Result.FCTPaperMs, r.ClosedForm.Rounds, r.ClosedForm.LatencyMs)
+		tb.Row(strconv.Itoa(r.IW), strconv.Itoa(rt.TCP), strconv.Itoa(rt.TLS), strconv.Itoa(rt.HTTP), strconv.Itoa(rt.Total),
+			fmt.Sprintf("%.0f", r.Result.FirstByteMs), fmt.Sprintf("%.0f", r.Result.LastByteMs), fmt.Sprintf("%.0f", r.Result.FCTPaperMs),
+			strconv.Itoa(r.ClosedForm.Rounds), fmt.Sprintf("%.0f", r.ClosedForm.LatencyMs))
 	}
-	if err := tw.Flush(); err != nil {
+	if err := tb.Write(w); err != nil {
 		return err
 	}
 	for _, r := range runs {
@@ -64,7 +66,7 @@ func WriteText(w io.Writer, out *Output) error {
 			if b.Index != first {
 				label = fmt.Sprintf("rounds %d-%d carry", first, b.Index)
 			}
-			fmt.Fprintf(w, "  %s %s (%d segments in this round, %s)\n", label, units.FormatSize(b.CumulativeBytes), b.Segments, phaseLimit(b))
+			fmt.Fprintf(w, "  %s %s (%s in this round, %s)\n", label, units.FormatSize(b.CumulativeBytes), report.Count(b.Segments, "segment", "segments"), phaseLimit(b))
 		}
 		if r.Result.RateLimitedFromRound > 0 {
 			fmt.Fprintf(w, "  the link is busy without a pause from round %d: rate-limited from there (the response alone takes %.0f ms on the link)\n", r.Result.RateLimitedFromRound, r.Result.SerializationMs)
@@ -72,7 +74,7 @@ func WriteText(w io.Writer, out *Output) error {
 			fmt.Fprintf(w, "  window-limited to the end (the response alone takes %.0f ms on the link)\n", r.Result.SerializationMs)
 		}
 		if r.Result.Params.TLS != "" && r.Result.ServerFlightSegments > r.IW {
-			fmt.Fprintf(w, "  the TLS server flight (%d segments) is larger than the IW: it costs an extra round trip\n", r.Result.ServerFlightSegments)
+			fmt.Fprintf(w, "  the TLS server flight (%s) is larger than the IW: it costs an extra round trip\n", report.Count(r.Result.ServerFlightSegments, "segment", "segments"))
 		}
 		if r.Result.HyStartExitRound > 0 {
 			fmt.Fprintf(w, "  HyStart leaves slow start in HTTP round %d\n", r.Result.HyStartExitRound)

@@ -5,9 +5,9 @@ import (
 	"io"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/slowstart/slowstart/internal/textsafe"
+	"github.com/slowstart/slowstart/internal/texttable"
 	"github.com/slowstart/slowstart/report"
 )
 
@@ -37,8 +37,8 @@ func WriteText(w io.Writer, p *Page) error {
 	ew.Printf("%s on %s\n\n", plural(len(p.Requests), "request", "requests"), plural(len(p.Connections), "connection", "connections"))
 
 	ew.Printf("Connections\n")
-	tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "  #\thost\tserver\tTLS\tALPN\tRTT ms\tTLS RTs\tinitial window\trounds\trequests\n")
+	tb := texttable.New("  ", texttable.R("#"), texttable.L("host"), texttable.L("server"), texttable.L("TLS"), texttable.L("ALPN"),
+		texttable.R("RTT ms"), texttable.R("TLS RTs"), texttable.L("initial window"), texttable.R("rounds"), texttable.L("requests"))
 	for _, c := range p.Connections {
 		tlsVersion := c.TLSVersion
 		if tlsVersion == "" {
@@ -52,16 +52,14 @@ func WriteText(w io.Writer, p *Page) error {
 		if len(c.Requests) == 0 {
 			requests = "none (opened ahead: a preconnect)"
 		}
-		fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%d\t%s\n", c.Connection, textsafe.Escape(c.Host), c.Server, tlsVersion, orDash(c.ALPN), rtt,
-			c.TLSRoundTrips, IWText(c.InitialWindow), c.Rounds, requests)
+		tb.Row(strconv.Itoa(c.Connection), textsafe.Escape(c.Host), c.Server, tlsVersion, orDash(c.ALPN), rtt,
+			strconv.Itoa(c.TLSRoundTrips), IWText(c.InitialWindow), strconv.Itoa(c.Rounds), requests)
 	}
-	if err := tw.Flush(); err != nil && ew.Err == nil {
-		ew.Err = err
-	}
+	ew.Printf("%s", tb.String())
 
 	ew.Printf("\nRequests, each on its connection with the rounds its response arrived in\n")
-	tw = tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "  #\tconn\ttype\tstatus\tbytes\trounds\tstart ms\tlast byte ms\tfirst render\turl\n")
+	tb = texttable.New("  ", texttable.R("#"), texttable.L("conn"), texttable.L("type"), texttable.L("status"), texttable.R("bytes"),
+		texttable.L("rounds"), texttable.R("start ms"), texttable.R("last byte ms"), texttable.L("first render"), texttable.L("URL"))
 	for _, r := range p.Requests {
 		conn := "-"
 		if r.Connection > 0 {
@@ -88,12 +86,10 @@ func WriteText(w io.Writer, p *Page) error {
 		if r.Browser.FromCache {
 			status += " cache"
 		}
-		fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%s\t%s\t%.1f\t%s\t%s\t%s\n", r.Index, conn, orDash(r.Type), status, report.Size(r.Bytes),
-			roundsText(r.Rounds), r.StartMs, last, render, textsafe.Escape(shorten(r.URL, 70)))
+		tb.Row(strconv.Itoa(r.Index), conn, orDash(r.Type), status, report.Size(r.Bytes),
+			roundsText(r.Rounds), fmt.Sprintf("%.1f", r.StartMs), last, render, textsafe.Escape(shorten(r.URL, 70)))
 	}
-	if err := tw.Flush(); err != nil && ew.Err == nil {
-		ew.Err = err
-	}
+	ew.Printf("%s", tb.String())
 
 	cp := p.CriticalPath
 	ew.Printf("\nCritical path to the first render: %s, %.0f ms", roundTripsText(cp.RoundTrips), cp.Ms)

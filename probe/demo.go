@@ -7,10 +7,10 @@ import (
 	"io"
 	"os"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/slowstart/slowstart/browser"
+	"github.com/slowstart/slowstart/internal/texttable"
 	"github.com/slowstart/slowstart/lab/server"
 	"github.com/slowstart/slowstart/pageload"
 	"github.com/slowstart/slowstart/probe/exact"
@@ -233,23 +233,18 @@ func WriteDemo(w io.Writer, d *DemoResult) error {
 	for i, col := range d.Columns {
 		conns[i] = col.Result.Final(0)
 	}
-	tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', tabwriter.AlignRight)
+	tb := texttable.New("", demoColumns(d)...)
 	row := func(name string, cell func(*report.Connection) string) {
-		fmt.Fprintf(tw, "%s\t", name)
+		cells := []string{name}
 		for _, c := range conns {
 			v := "-"
 			if c != nil {
 				v = cell(c)
 			}
-			fmt.Fprintf(tw, "%s\t", v)
+			cells = append(cells, v)
 		}
-		fmt.Fprintf(tw, "\n")
+		tb.Row(cells...)
 	}
-	fmt.Fprintf(tw, "\t")
-	for _, col := range d.Columns {
-		fmt.Fprintf(tw, "IW %d\t", col.IW)
-	}
-	fmt.Fprintf(tw, "\n")
 	row("TCP handshake (ms)", func(c *report.Connection) string { return fmt.Sprintf("%.0f", c.ClientTiming.ConnectMs) })
 	row("TLS round trips", func(c *report.Connection) string { return fmt.Sprint(c.RoundTrips.TLS) })
 	row("TLS done at (ms)", func(c *report.Connection) string {
@@ -277,7 +272,7 @@ func WriteDemo(w io.Writer, d *DemoResult) error {
 		}
 	})
 	if !c.NoExact {
-		fmt.Fprintf(tw, "IW, exact probe\t")
+		cells := []string{"IW, exact probe"}
 		for _, col := range d.Columns {
 			v := "-"
 			switch {
@@ -288,9 +283,9 @@ func WriteDemo(w io.Writer, d *DemoResult) error {
 			case col.ExactErr != nil:
 				v = "failed"
 			}
-			fmt.Fprintf(tw, "%s\t", v)
+			cells = append(cells, v)
 		}
-		fmt.Fprintf(tw, "\n")
+		tb.Row(cells...)
 	}
 	row("data rounds", func(c *report.Connection) string { return fmt.Sprint(c.RoundTrips.HTTP) })
 	row("segments per round", func(c *report.Connection) string {
@@ -304,9 +299,7 @@ func WriteDemo(w io.Writer, d *DemoResult) error {
 	})
 	row("round trips in all", func(c *report.Connection) string { return fmt.Sprint(c.RoundTrips.Total) })
 	row("last byte at (ms)", func(c *report.Connection) string { return fmt.Sprintf("%.0f", c.ClientTiming.LastByteAtMs) })
-	if err := tw.Flush(); err != nil && ew.Err == nil {
-		ew.Err = err
-	}
+	ew.Printf("%s", tb.String())
 	ew.Printf("\n%s", demoStory(d, conns))
 	writeDemoPages(ew, d)
 	return ew.Err
@@ -326,23 +319,18 @@ func writeDemoPages(ew *report.ErrWriter, d *DemoResult) {
 	}
 	ew.Printf("\nThe same servers also serve a whole page: a %s document whose head names %s,\nthen a font and an image. Headless Chromium loads it as a first visit, over HTTP/1.1:\n\n",
 		report.Size(page.HTMLBytes), strings.Join(blocking, " and "))
-	tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', tabwriter.AlignRight)
+	tb := texttable.New("", demoColumns(d)...)
 	cell := func(name string, f func(*pageload.Page) string) {
-		fmt.Fprintf(tw, "%s\t", name)
+		cells := []string{name}
 		for _, col := range d.Columns {
 			v := "-"
 			if col.PageLoad != nil {
 				v = f(col.PageLoad)
 			}
-			fmt.Fprintf(tw, "%s\t", v)
+			cells = append(cells, v)
 		}
-		fmt.Fprintf(tw, "\n")
+		tb.Row(cells...)
 	}
-	fmt.Fprintf(tw, "\t")
-	for _, col := range d.Columns {
-		fmt.Fprintf(tw, "IW %d\t", col.IW)
-	}
-	fmt.Fprintf(tw, "\n")
 	cell("connections", func(p *pageload.Page) string { return fmt.Sprint(len(p.Connections)) })
 	cell("critical path (round trips)", func(p *pageload.Page) string { return fmt.Sprint(p.CriticalPath.RoundTrips) })
 	cell("  the model predicts", func(p *pageload.Page) string {
@@ -364,9 +352,7 @@ func writeDemoPages(ew *report.ErrWriter, d *DemoResult) {
 		}
 		return fmt.Sprintf("%.0f", *p.LoadMs)
 	})
-	if err := tw.Flush(); err != nil && ew.Err == nil {
-		ew.Err = err
-	}
+	ew.Printf("%s", tb.String())
 	for _, col := range d.Columns {
 		if col.PageLoad == nil {
 			if col.PageErr != nil {
@@ -433,4 +419,13 @@ func demoStory(d *DemoResult, conns []*report.Connection) string {
 	b.WriteString("Every round trip crosses the ocean: the initial window decides how many there are.\n" +
 		"Probe your own site with: slowstart probe https://example.com/\n")
 	return b.String()
+}
+
+// demoColumns are the demo's table columns: what a row is, then one per IW.
+func demoColumns(d *DemoResult) []texttable.Column {
+	cols := []texttable.Column{texttable.L("")}
+	for _, col := range d.Columns {
+		cols = append(cols, texttable.R(fmt.Sprintf("IW %d", col.IW)))
+	}
+	return cols
 }

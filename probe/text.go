@@ -3,10 +3,11 @@ package probe
 import (
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/slowstart/slowstart/internal/textsafe"
+	"github.com/slowstart/slowstart/internal/texttable"
 	"github.com/slowstart/slowstart/report"
 )
 
@@ -70,14 +71,13 @@ func writeConnection(ew *report.ErrWriter, c *report.Connection) {
 
 	// Rounds are timed from the SYN; the client's timeline from the request's start.
 	synAtMs := t.ConnectAtMs - t.ConnectMs
-	tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "  step\tat ms\ttook ms\tround trips\tdetail\n")
+	tb := texttable.New("  ", texttable.L("step"), texttable.R("at ms"), texttable.R("took ms"), texttable.R("round trips"), texttable.L("detail"))
 	if t.DNSMs != nil {
-		fmt.Fprintf(tw, "  DNS\t%.1f\t%.1f\t\t\n", *t.DNSMs, *t.DNSMs)
+		tb.Row("DNS", ms1(*t.DNSMs), ms1(*t.DNSMs))
 	} else {
-		fmt.Fprintf(tw, "  DNS\t-\t-\t\tno lookup (address given)\n")
+		tb.Row("DNS", "-", "-", "", "no lookup (address given)")
 	}
-	fmt.Fprintf(tw, "  TCP connect\t%.1f\t%.1f\t%d\t\n", t.ConnectAtMs, t.ConnectMs, c.RoundTrips.TCP)
+	tb.Row("TCP connect", ms1(t.ConnectAtMs), ms1(t.ConnectMs), strconv.Itoa(c.RoundTrips.TCP))
 	if t.TLSMs != nil && t.TLSAtMs != nil {
 		detail := ""
 		if c.TLS != nil {
@@ -86,9 +86,9 @@ func writeConnection(ew *report.ErrWriter, c *report.Connection) {
 		if t.ChainBytes > 0 {
 			detail += fmt.Sprintf("; certificate chain %s", report.Size(int64(t.ChainBytes)))
 		}
-		fmt.Fprintf(tw, "  TLS handshake\t%.1f\t%.1f\t%d\t%s\n", *t.TLSAtMs, *t.TLSMs, c.RoundTrips.TLS, detail)
+		tb.Row("TLS handshake", ms1(*t.TLSAtMs), ms1(*t.TLSMs), strconv.Itoa(c.RoundTrips.TLS), detail)
 	}
-	fmt.Fprintf(tw, "  first byte\t%.1f\t%.1f\t\tafter the request was sent\n", t.FirstByteAtMs, t.FirstByteAtMs-t.RequestSentMs)
+	tb.Row("first byte", ms1(t.FirstByteAtMs), ms1(t.FirstByteAtMs-t.RequestSentMs), "", "after the request was sent")
 	var prev, dataIndex int
 	for _, r := range c.Rounds {
 		if r.Phase == report.PhaseTLS {
@@ -100,16 +100,17 @@ func writeConnection(ew *report.ErrWriter, c *report.Connection) {
 		}
 		prev = r.Segments
 		dataIndex++
-		limit := r.Limit
+		end := RoundEnd(r.Limit)
 		if r.WindowFull {
-			limit += ", window full"
+			end += ", window full"
 		}
-		fmt.Fprintf(tw, "  data round %d\t%.1f\t%.1f\t1\t%s (%s)%s, ended by %s\n", dataIndex, synAtMs+r.StartMs, r.EndMs-r.StartMs,
-			plural(r.Segments, "segment", "segments"), report.Size(int64(r.Bytes)), growth, limit)
+		tb.Row(fmt.Sprintf("data round %d", dataIndex), ms1(synAtMs+r.StartMs), ms1(r.EndMs-r.StartMs), "1",
+			fmt.Sprintf("%s (%s)%s, %s", plural(r.Segments, "segment", "segments"), report.Size(int64(r.Bytes)), growth, end))
 	}
-	fmt.Fprintf(tw, "  last byte\t%.1f\t\t\t\n", t.LastByteAtMs)
-	fmt.Fprintf(tw, "  total\t%.1f\t\t%d\t%d TCP + %d TLS + %d data\n", t.LastByteAtMs, c.RoundTrips.Total, c.RoundTrips.TCP, c.RoundTrips.TLS, c.RoundTrips.HTTP)
-	tw.Flush()
+	tb.Row("last byte", ms1(t.LastByteAtMs))
+	tb.Row("total", ms1(t.LastByteAtMs), "", strconv.Itoa(c.RoundTrips.Total),
+		fmt.Sprintf("%d TCP + %d TLS + %d data", c.RoundTrips.TCP, c.RoundTrips.TLS, c.RoundTrips.HTTP))
+	ew.Printf("%s", tb.String())
 	ew.Printf("\n")
 	if iw := c.InitialWindow; iw != nil {
 		ew.Printf("  %s\n", report.VerdictSentence(iw))
@@ -156,4 +157,32 @@ func writeRunSummary(ew *report.ErrWriter, s *report.RunSummary) {
 	for _, n := range s.Notes {
 		ew.Printf("  note: %s\n", n)
 	}
+}
+
+// ms1 writes milliseconds with one decimal.
+func ms1(ms float64) string { return strconv.FormatFloat(ms, 'f', 1, 64) }
+
+// RoundEnd says in words why a round ended, its limit's name in brackets.
+func RoundEnd(limit string) string {
+	switch limit {
+	case report.LimitCwnd:
+		return "cut by the congestion window (cwnd)"
+	case report.LimitRwnd:
+		return "cut by the receive window (rwnd)"
+	case report.LimitApp:
+		return "the server had nothing more yet (app)"
+	case report.LimitLoss:
+		return "with a retransmission (loss)"
+	case report.LimitEnd:
+		return "the response ended (end)"
+	case report.LimitRate:
+		return "held by the link's rate (rate)"
+	case report.LimitIncomplete:
+		return "the capture ends inside it (incomplete)"
+	case report.LimitAmplification:
+		return "cut by the amplification limit (amplification)"
+	case report.LimitPacing:
+		return "still pacing when the acknowledgement came (pacing)"
+	}
+	return "ended by " + limit
 }

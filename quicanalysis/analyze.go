@@ -56,6 +56,10 @@ func (r byteRanges) add(stream, end uint64) (isNew bool) {
 	return false
 }
 
+// localPathMaxRTTMs: a smallest round trip under this is a local path
+// (loopback, a host next door), as a handshake's is for TCP (analysis).
+const localPathMaxRTTMs = 1.0
+
 func analyze(c *conn, captureStartNs int64, opts Options) report.Connection {
 	rc := report.Connection{
 		Transport:   report.TransportQUIC,
@@ -119,17 +123,25 @@ func analyze(c *conn, captureStartNs int64, opts Options) report.Connection {
 		return rc
 	}
 
-	rttNs, vantage := rttAndVantage(c)
-	// The smallest gaps over the whole connection decide the vantage point more
-	// surely than the first exchange, whose server side includes the work of a
-	// signature: at the client, the server's acknowledgements come a round trip after
-	// the client's packets; at the server, the client's do.
-	if toServer, toClient := minRTT(c, report.VantageClient), minRTT(c, report.VantageServer); toServer > 0 && toClient > 0 {
-		switch {
-		case toServer > toClient && vantage != report.VantageClient:
-			vantage, rttNs = report.VantageClient, toServer
-		case toClient > toServer && vantage != report.VantageServer:
-			vantage, rttNs = report.VantageServer, toClient
+	clientGap, serverGap := handshakeGaps(c)
+	rttNs, vantage := vantageOf(clientGap, serverGap)
+	switch opts.Vantage {
+	case report.VantageClient:
+		rttNs, vantage = clientGap, report.VantageClient
+	case report.VantageServer:
+		rttNs, vantage = serverGap, report.VantageServer
+	default:
+		// The smallest gaps over the whole connection decide the vantage point more
+		// surely than the first exchange, whose server side includes the work of a
+		// signature: at the client, the server's acknowledgements come a round trip after
+		// the client's packets; at the server, the client's do.
+		if toServer, toClient := minRTT(c, report.VantageClient), minRTT(c, report.VantageServer); toServer > 0 && toClient > 0 {
+			switch {
+			case toServer > toClient && vantage != report.VantageClient:
+				vantage, rttNs = report.VantageClient, toServer
+			case toClient > toServer && vantage != report.VantageServer:
+				vantage, rttNs = report.VantageServer, toClient
+			}
 		}
 	}
 	rc.Vantage = vantage
@@ -270,6 +282,11 @@ func analyze(c *conn, captureStartNs int64, opts Options) report.Connection {
 		}
 	}
 
+	// The smallest round trip: the handshake's holds the server's signature.
+	if rc.MinRTTMs > 0 && rc.MinRTTMs < localPathMaxRTTMs {
+		rc.Notes = append(rc.Notes, fmt.Sprintf("this path is local (smallest round trip %.3f ms): the server's pacing and its own delays, not round trips, space its datagrams here, so the %s read here say nothing about a real network path, and no initial window change would matter on it; probe the site over the network, or emulate a path with slowstart lab",
+			rc.MinRTTMs, report.Count(rc.RoundTrips.Total, "round trip", "round trips")))
+	}
 	rc.InitialWindow = windowOverReadings(rd, alternatives, maxDatagram)
 	if len(rounds) > 0 && rounds[0].Phase == report.PhaseTLS {
 		tlsInfo.InitialWindow = handshakeReading(rounds[0])
@@ -444,12 +461,13 @@ func minRTT(c *conn, vantage string) int64 {
 	return best
 }
 
-// rttAndVantage reads the handshake round-trip time and where the capture was taken
-// from the Initial packets: the gap from a client Initial to the server's first
-// acknowledgement of it is a round trip at the client and short at the server, the gap
-// from a server Initial to the client's acknowledgement the other way round.
-func rttAndVantage(c *conn) (int64, string) {
-	clientGap, serverGap := int64(-1), int64(-1)
+// handshakeGaps reads the gaps of the Initial packets that tell where the
+// capture was taken: the gap from a client Initial to the server's first
+// acknowledgement of it is a round trip at the client and short at the server,
+// the gap from a server Initial to the client's acknowledgement the other way
+// round (-1: not seen).
+func handshakeGaps(c *conn) (clientGap, serverGap int64) {
+	clientGap, serverGap = -1, -1
 	sentAt := func(fromClient bool, pn int64) int64 {
 		for i := range c.packets {
 			p := &c.packets[i]
@@ -496,6 +514,12 @@ func rttAndVantage(c *conn) (int64, string) {
 			serverGap = after - first
 		}
 	}
+	return clientGap, serverGap
+}
+
+// vantageOf reads the handshake round-trip time and the vantage point from the
+// gaps (handshakeGaps): the round trip is the longer one.
+func vantageOf(clientGap, serverGap int64) (int64, string) {
 	switch {
 	case serverGap < 0:
 		return clientGap, report.VantageUnknown

@@ -42,6 +42,11 @@ type Options struct {
 	Keys *keylog.Log
 	// PacketLog fills each connection's QUIC.PacketLog.
 	PacketLog bool
+	// Vantage is where the datagrams were recorded, when the caller knows
+	// (report.VantageClient: a client's own socket); empty: read from the
+	// handshake's gaps, which a path of a fraction of a millisecond (loopback)
+	// cannot tell apart.
+	Vantage string
 }
 
 // Analyzer collects datagrams by connection.

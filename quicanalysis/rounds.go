@@ -195,9 +195,17 @@ func initialWindow(rd *clockReading, maxDatagram int) *report.InitialWindow {
 			default:
 				what = fmt.Sprintf("the server paused inside round %d with room left (limit %s)", r.Index, r.Limit)
 			}
+			if lowest <= 1 {
+				// A sender may send a datagram whenever anything at all is left
+				// in its window: a round this small proves no window.
+				iw.Verdict, iw.Bytes, iw.Segments = report.VerdictNone, 0, 0
+				iw.Reason = fmt.Sprintf("%s with %s in flight, too little to show a window (a QUIC sender may send a datagram while anything is left in its window; the acknowledgements before the round may have grown it by a datagram for each of %s): fetch a response larger than the window (100 KB or more) to read it",
+					what, report.Count(r.InFlightBytes, "byte", "bytes"), report.Count(growth, "packet", "packets"))
+				break
+			}
 			iw.Reason = fmt.Sprintf("%s, with %d bytes in flight; a QUIC sender sends while bytes in flight are below the window, so the window was more than %d bytes", what, r.InFlightBytes, r.InFlightBytes-maxDatagram)
 			if growth > 0 {
-				iw.Reason += fmt.Sprintf(" then, and it may have grown by a datagram for each of %d packets acknowledged before (%s)", growth, why)
+				iw.Reason += fmt.Sprintf(" then, and it may have grown by a datagram for each of %s acknowledged before (%s)", report.Count(growth, "packet", "packets"), why)
 			}
 			iw.Reason += fmt.Sprintf(": the initial window is at least %d bytes", lowest)
 		}

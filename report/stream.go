@@ -25,6 +25,13 @@ type StreamWriter interface {
 	End(source Source, warnings []string) error
 }
 
+// Flusher is a StreamWriter that buffers its output: Flush writes out what it
+// holds (after each connection, when the input is a capture being written and
+// someone reads the output as it comes).
+type Flusher interface {
+	Flush() error
+}
+
 // NewJSONStream writes one JSON document, the Report of docs/report.md, with its
 // members in this order: schema, tool, connections (written as they finish, in
 // the order they are given), source, warnings. It is indented like WriteJSON.
@@ -86,6 +93,8 @@ func (s *jsonStream) End(source Source, warnings []string) error {
 	return s.w.Flush()
 }
 
+func (s *jsonStream) Flush() error { return s.w.Flush() }
+
 func jsonString(s string) string {
 	b, _ := gojson.Marshal(s)
 	return string(b)
@@ -124,6 +133,8 @@ func (s *jsonlStream) Connection(c *Connection) error {
 }
 
 func (s *jsonlStream) End(Source, []string) error { return s.w.Flush() }
+
+func (s *jsonlStream) Flush() error { return s.w.Flush() }
 
 // RoundsCSVHeader are the columns of the rounds CSV: one row per round, with the
 // connection it belongs to and the connection's initial-window reading.
@@ -164,7 +175,9 @@ func (s *csvStream) Connection(c *Connection) error {
 	return nil
 }
 
-func (s *csvStream) End(Source, []string) error {
+func (s *csvStream) End(Source, []string) error { return s.Flush() }
+
+func (s *csvStream) Flush() error {
 	s.w.Flush()
 	return s.w.Error()
 }

@@ -9,10 +9,10 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 
 	gojson "github.com/goccy/go-json"
 	"github.com/slowstart/slowstart/internal/textsafe"
+	"github.com/slowstart/slowstart/internal/texttable"
 )
 
 // WriteJSON writes the Report as indented JSON. Connections are encoded in chunks,
@@ -210,8 +210,8 @@ func writeConnection(bw *ErrWriter, c *Connection) {
 
 	if len(c.Rounds) > 0 {
 		bw.Printf("\n")
-		tw := tabwriter.NewWriter(bw, 0, 0, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprintf(tw, "  round\tstart ms\tstart RTTs\tsegments\tbytes\tcum %%\tgrowth\tlimit\tphase\t\n")
+		tb := texttable.New("    ", texttable.R("round"), texttable.R("start ms"), texttable.R("start RTTs"), texttable.R("segments"),
+			texttable.R("bytes"), texttable.R("cum %"), texttable.R("growth"), texttable.L("limit"), texttable.L("phase"))
 		total := c.Rounds[len(c.Rounds)-1].CumulativeBytes
 		for i, r := range c.Rounds {
 			growth := "-"
@@ -234,12 +234,10 @@ func writeConnection(bw *ErrWriter, c *Connection) {
 			if r.LossProbeSegments > 0 {
 				segments = fmt.Sprintf("%d+%d probe", r.Segments-r.LossProbeSegments, r.LossProbeSegments)
 			}
-			fmt.Fprintf(tw, "  %d\t%.1f\t%s\t%s\t%d\t%.1f\t%s\t%s\t%s\t\n",
-				r.Index, r.StartMs, rtts, segments, r.Bytes, pct, growth, limit, r.Phase)
+			tb.Row(strconv.Itoa(r.Index), fmt.Sprintf("%.1f", r.StartMs), rtts, segments, strconv.Itoa(r.Bytes),
+				fmt.Sprintf("%.1f", pct), growth, limit, r.Phase)
 		}
-		if err := tw.Flush(); err != nil && bw.Err == nil {
-			bw.Err = err
-		}
+		bw.Printf("%s", tb.String())
 	}
 	bw.Printf("\n")
 	if iw := c.InitialWindow; iw != nil {

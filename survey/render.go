@@ -6,10 +6,9 @@ import (
 	"fmt"
 	"io"
 	"strconv"
-	"strings"
-	"text/tabwriter"
 
 	"github.com/slowstart/slowstart/internal/textsafe"
+	"github.com/slowstart/slowstart/internal/texttable"
 	"github.com/slowstart/slowstart/probe/exact"
 	"github.com/slowstart/slowstart/report"
 )
@@ -50,17 +49,15 @@ func WriteJSON(w io.Writer, res *Result) error {
 // WriteText writes the rows as a table for people, then a line that sums up.
 func WriteText(w io.Writer, res *Result) error {
 	ew := &report.ErrWriter{W: w}
-	tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
-	var head []string
-	head = append(head, "LABEL", "URL")
+	cols := []texttable.Column{texttable.L("label"), texttable.L("URL")}
 	if res.Settings.Exact {
-		head = append(head, "IW (EXACT)", "IW BYTES", "VERDICT")
+		cols = append(cols, texttable.R("IW (exact)"), texttable.R("IW bytes"), texttable.L("verdict"))
 	}
 	if res.Settings.Passive {
-		head = append(head, "IW (PAGE LOAD)", "FIRST ROUND", "TLS FLIGHT", "ROUND TRIPS", "HANDSHAKE RTT")
+		cols = append(cols, texttable.R("IW (page load)"), texttable.R("first round"), texttable.R("TLS flight"), texttable.R("round trips"), texttable.R("handshake RTT"))
 	}
-	head = append(head, "ERROR")
-	fmt.Fprintln(tw, strings.Join(head, "\t"))
+	cols = append(cols, texttable.L("error"))
+	tb := texttable.New("", cols...)
 	for i := range res.Rows {
 		r := &res.Rows[i]
 		// The list and the servers wrote these: no control character reaches the terminal.
@@ -73,30 +70,28 @@ func WriteText(w io.Writer, res *Result) error {
 				roundTripsText(r), msText(r.HandshakeRTTMs))
 		}
 		cells = append(cells, textsafe.Escape(r.Error))
-		fmt.Fprintln(tw, strings.Join(cells, "\t"))
+		tb.Row(cells...)
 	}
-	if err := tw.Flush(); err != nil && ew.Err == nil {
-		ew.Err = err
-	}
+	ew.Printf("%s", tb.String())
 	if res.Settings.Exact {
-		ew.Printf("\nIW (EXACT): the server's initial window in segments, counted on the TLS server flight over https and on\n"+
-			"the response over http, with a %d-byte MSS announced and no ACKs (IW BYTES at that MSS); ≥: a lower bound.\n", res.Settings.MSS)
+		ew.Printf("\nIW (exact): the server's initial window in segments, counted on the TLS server flight over https and on\n"+
+			"the response over http, with a %d-byte MSS announced and no ACKs (IW bytes at that MSS); ≥: a lower bound.\n", res.Settings.MSS)
 	}
 	if res.Settings.Passive {
 		if !res.Settings.Exact {
 			ew.Printf("\n")
 		}
-		ew.Printf("IW (PAGE LOAD): the same window as a normal page load shows it; FIRST ROUND: the response's first round;\n" +
-			"ROUND TRIPS: TCP + TLS + data rounds of the page load (TLS round trips in brackets).\n")
+		ew.Printf("IW (page load): the same window as a normal page load shows it; first round: the response's first round;\n" +
+			"round trips: TCP + TLS + data rounds of the page load (TLS round trips in brackets).\n")
 	}
 	measured := len(res.Rows)
 	switch {
 	case res.Interrupted:
-		ew.Printf("Interrupted: %d of %d URLs measured, %d with errors.\n", measured, res.Total, res.Failed)
+		ew.Printf("Interrupted: %d of %s measured, %d with errors.\n", measured, report.Count(res.Total, "URL", "URLs"), res.Failed)
 	case res.Failed > 0:
-		ew.Printf("%d URLs measured, %d with errors.\n", measured, res.Failed)
+		ew.Printf("%s measured, %d with errors.\n", report.Count(measured, "URL", "URLs"), res.Failed)
 	default:
-		ew.Printf("%d URLs measured.\n", measured)
+		ew.Printf("%s measured.\n", report.Count(measured, "URL", "URLs"))
 	}
 	return ew.Err
 }

@@ -91,8 +91,11 @@ type GroupSummary struct {
 	Name     string `json:"name"`
 	Rows     int    `json:"rows"`
 	Answered int    `json:"answered"`
-	// IW are the exact measurement's readings (shares of Rows), most frequent
-	// first.
+	// Method is the measurement Answered, IW and NoAnswerWhy count:
+	// "exact" when the survey measured the exact window, "page_load" (the
+	// page load's own reading) when it did not (--no-exact).
+	Method string `json:"method"`
+	// IW are the readings of Method (shares of Rows), most frequent first.
 	IW []IWCount `json:"iw"`
 	// NoAnswerWhy is why the others gave none.
 	NoAnswerWhy []Count `json:"no_answer_why"`
@@ -101,6 +104,12 @@ type GroupSummary struct {
 	FirstRoundBytesMedian *int `json:"first_round_bytes_median"`
 	TLSFlightBytesMedian  *int `json:"tls_flight_bytes_median"`
 }
+
+// What a group's readings are (GroupSummary.Method).
+const (
+	MethodExact    = "exact"
+	MethodPageLoad = "page_load"
+)
 
 // Summarizer sums up rows as they come (a store of any size is read once).
 type Summarizer struct {
@@ -129,6 +138,7 @@ func newMethodCounter() *methodCounter {
 }
 
 type groupCounter struct {
+	method          string
 	rows, answered  int
 	iw              map[IWCount]int
 	why             map[string]int
@@ -195,11 +205,23 @@ func (s *Summarizer) Add(r Row) {
 		s.groups[name] = g
 	}
 	g.rows++
-	if exactIW != nil {
+	// The exact reading when the survey measured it, else the page load's:
+	// a survey without the exact method has its page loads' readings.
+	iw, why, method := exactIW, exactWhy, MethodExact
+	if !exactRan {
+		iw, why, method = passiveIW, passiveWhy, MethodPageLoad
+		if !passiveRan {
+			why = "not_measured"
+		}
+	}
+	if g.method != MethodExact {
+		g.method = method
+	}
+	if iw != nil {
 		g.answered++
-		g.iw[*exactIW]++
+		g.iw[*iw]++
 	} else {
-		g.why[exactWhy]++
+		g.why[why]++
 	}
 	if r.FirstRoundBytes != nil {
 		g.firstRound = append(g.firstRound, *r.FirstRoundBytes)
@@ -289,7 +311,7 @@ func (s *Summarizer) Summary() Summary {
 		out.Passive = s.passive.summary()
 	}
 	for name, g := range s.groups {
-		gs := GroupSummary{Name: name, Rows: g.rows, Answered: g.answered, IW: iwCounts(g.iw, g.rows), NoAnswerWhy: counts(g.why, g.rows),
+		gs := GroupSummary{Name: name, Rows: g.rows, Answered: g.answered, Method: g.method, IW: iwCounts(g.iw, g.rows), NoAnswerWhy: counts(g.why, g.rows),
 			FirstRoundBytesMedian: median(g.firstRound), TLSFlightBytesMedian: median(g.tls)}
 		out.Groups = append(out.Groups, gs)
 	}

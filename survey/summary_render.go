@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/slowstart/slowstart/internal/plotfile"
 	"github.com/slowstart/slowstart/internal/textsafe"
+	"github.com/slowstart/slowstart/internal/texttable"
 	"github.com/slowstart/slowstart/report"
 )
 
@@ -71,8 +71,14 @@ func WriteSummaryText(w io.Writer, s Summary) error {
 	}
 	if len(s.Groups) > 0 {
 		ew.Printf("\nBy %s:\n", s.GroupBy)
-		tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, strings.ToUpper(s.GroupBy)+"\tTARGETS\tANSWERED\tIW (SEGMENTS)\tFIRST ROUND AT 1448 B\tTLS FLIGHT\tNO ANSWER")
+		method := "exact"
+		for _, g := range s.Groups {
+			if g.Method == MethodPageLoad {
+				method = "page load"
+			}
+		}
+		tb := texttable.New("  ", texttable.L(s.GroupBy), texttable.R("targets"), texttable.R("answered"), texttable.L("IW segments ("+method+")"),
+			texttable.R("first round at 1448 B"), texttable.R("TLS flight"), texttable.L("no answer"))
 		for _, g := range s.Groups {
 			iw, firstRound := "-", "-"
 			if len(g.IW) > 0 {
@@ -103,14 +109,17 @@ func WriteSummaryText(w io.Writer, s Summary) error {
 				}
 				noAnswer += " (" + strings.Join(parts, ", ") + ")"
 			}
-			fmt.Fprintf(tw, "%s\t%d\t%d (%s)\t%s\t%s\t%s\t%s\n", textsafe.Escape(g.Name), g.Rows, g.Answered, percent(g.Answered, g.Rows),
+			tb.Row(textsafe.Escape(g.Name), strconv.Itoa(g.Rows), fmt.Sprintf("%d (%s)", g.Answered, percent(g.Answered, g.Rows)),
 				iw, firstRound, tls, noAnswer)
 		}
-		if err := tw.Flush(); err != nil && ew.Err == nil {
-			ew.Err = err
+		ew.Printf("%s", tb.String())
+		if method == "exact" {
+			ew.Printf("IW: the exact measurement's readings, most frequent first (share of the group's targets); first round: the most\n" +
+				"frequent IW in full-sized segments; TLS flight: the median server flight of the page loads.\n")
+		} else {
+			ew.Printf("IW: the page loads' own readings (no exact measurement: --no-exact), most frequent first (share of the group's\n" +
+				"targets); first round: the most frequent IW in full-sized segments; TLS flight: the median server flight of the page loads.\n")
 		}
-		ew.Printf("IW: the exact measurement's readings, most frequent first (share of the group's targets); FIRST ROUND: the most\n" +
-			"frequent IW in full-sized segments; TLS FLIGHT: the median server flight of the page loads.\n")
 	}
 	return ew.Err
 }
@@ -134,12 +143,12 @@ func writeHistogram(ew *report.ErrWriter, iw []IWCount) {
 	for _, c := range sorted {
 		most = max(most, c.Count)
 	}
-	tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', tabwriter.AlignRight)
+	tb := texttable.New("  ", texttable.R("IW"), texttable.R("targets"), texttable.R("share"), texttable.L(""))
 	for _, c := range sorted {
 		bar := strings.Repeat("█", max(1, c.Count*histogramWidth/most))
-		fmt.Fprintf(tw, "  %s\t%d\t%s\t %s\n", c.Text(), c.Count, percent1(c.Share), bar)
+		tb.Row(c.Text(), strconv.Itoa(c.Count), percent1(c.Share), bar)
 	}
-	tw.Flush()
+	ew.Printf("%s", tb.String())
 }
 
 func writeWhy(ew *report.ErrWriter, what string, m *MethodSummary) {

@@ -136,3 +136,47 @@ func TestSummaryByASN(t *testing.T) {
 		t.Error("a malformed prefix table was read")
 	}
 }
+
+// TestSummaryWithoutExact: a survey without the exact method (--no-exact) has
+// its groups read by the page loads' own readings, not shown as targets that
+// gave no answer; the table says which reading it is.
+func TestSummaryWithoutExact(t *testing.T) {
+	s, err := NewSummarizer("label", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range summaryRows() {
+		if r.ExactVerdict == "" && r.ExactError == "" && r.PassiveVerdict == "" {
+			continue
+		}
+		r.ExactVerdict, r.ExactIWSegments, r.ExactError, r.ExactOutcomes, r.ExactRetry = "", nil, "", nil, ""
+		s.Add(r)
+	}
+	sum := s.Summary()
+	if sum.Exact != nil {
+		t.Fatalf("exact: %+v", sum.Exact)
+	}
+	groups := map[string]GroupSummary{}
+	for _, g := range sum.Groups {
+		groups[g.Name] = g
+		if g.Method != MethodPageLoad {
+			t.Errorf("%s: method %q, want %q", g.Name, g.Method, MethodPageLoad)
+		}
+	}
+	// cdn-a's three rows had page loads reading 10, 10 and 12-16; cdn-b's
+	// first two 12-16 and ≥ 4, the others none.
+	if a := groups["cdn-a"]; a.Answered != 3 || len(a.IW) != 2 || a.IW[0].Text() != "10" || a.IW[0].Count != 2 {
+		t.Errorf("cdn-a: %+v", a)
+	}
+	if b := groups["cdn-b"]; b.Answered != 2 || b.Rows != 4 {
+		t.Errorf("cdn-b: %+v", b)
+	}
+	var text bytes.Buffer
+	if err := WriteSummaryText(&text, sum); err != nil {
+		t.Fatal(err)
+	}
+	out := text.String()
+	if !strings.Contains(out, "IW segments (page load)") || !strings.Contains(out, "3 (100%)") || strings.Contains(out, "the exact measurement's readings") {
+		t.Errorf("the by-label table without the exact method:\n%s", out)
+	}
+}

@@ -59,11 +59,15 @@ const (
 	portTLS12MtE = 8447 // TLS 1.2, HTTP/1.1, encrypt-then-MAC off
 	portTLS13HRR = 8448 // TLS 1.3, HTTP/2, only P-384 key shares: clients that offer X25519 get a HelloRetryRequest
 	portTLS13RTT = 8449 // TLS 1.3, HTTP/1.1, 0-RTT data accepted
-	// The router drops one in lossEvery of the server's packets from these ports
-	// on their way to the client namespace, where the capture is taken.
+	// The router drops the first full-size segment of each connection from
+	// these ports on its way to the client namespace, where the capture is
+	// taken (makeLossyPath).
 	portTLS13Loss = 8450 // TLS 1.3, HTTP/2
 	portTLS12Loss = 8451 // TLS 1.2, HTTP/1.1
-	lossEvery     = 7
+	// lossSegmentBytes: an IP packet this long carries a full-size segment
+	// (MTU 1500 less 52 bytes of IP and TCP headers with timestamps: 1448
+	// bytes of payload, and a little less with other options).
+	lossSegmentBytes = 1400
 )
 
 // Addresses of the lossy path: the lab (server) namespace, the router, the client.
@@ -138,7 +142,7 @@ func needs(t *testing.T, commands ...string) {
 func startLab(t *testing.T) *lab {
 	t.Helper()
 	testroot.Require(t, "network namespaces and live capture")
-	needs(t, "ip", "nginx")
+	needs(t, "ip", "nginx", "ethtool")
 	l := &lab{name: "tlshttp-" + labSuffix(t), dir: t.TempDir()}
 	l.netns = filepath.Join("/run/netns", l.name)
 	l.logPath = filepath.Join(l.dir, "access.log")
@@ -159,8 +163,8 @@ func startLab(t *testing.T) *lab {
 }
 
 // makeLossyPath joins a client namespace to the lab through a router namespace
-// (veth pairs, forwarding on) whose nftables forward chain drops one in
-// lossEvery of the packets from the loss ports.
+// (veth pairs, forwarding on) whose nftables forward chain drops the first
+// full-size segment of every connection from the loss ports.
 func (l *lab) makeLossyPath(t *testing.T) {
 	t.Helper()
 	suffix := labSuffix(t)
@@ -192,6 +196,10 @@ func (l *lab) makeLossyPath(t *testing.T) {
 		run(t, "ip", append([]string{"-n", step[0]}, step[1:]...)...)
 	}
 	run(t, "ip", "netns", "exec", l.routerName, "sysctl", "-q", "-w", "net.ipv4.ip_forward=1")
+	// The server's segments leave it MTU-sized (no segmentation offload), so
+	// the one the router drops is one segment, with the rest of its flight
+	// after it.
+	run(t, "ip", "netns", "exec", l.name, "ethtool", "-K", "tlss0", "tso", "off", "gso", "off")
 	handle, err := netns.GetFromPath(filepath.Join("/run/netns", l.routerName))
 	if err != nil {
 		t.Fatal(err)
@@ -205,14 +213,27 @@ func (l *lab) makeLossyPath(t *testing.T) {
 	policy := nftables.ChainPolicyAccept
 	chain := conn.AddChain(&nftables.Chain{Name: "forward", Table: table, Type: nftables.ChainTypeFilter,
 		Hooknum: nftables.ChainHookForward, Priority: nftables.ChainPriorityFilter, Policy: &policy})
+	// Each connection loses the first full-size segment (IP length
+	// lossSegmentBytes or more) the server sends on it, once: the rule marks
+	// the connection (conntrack's mark) as it drops it, and a marked
+	// connection loses nothing more. The segments after it show a hole that
+	// the retransmission fills. What a connection loses depends on its own
+	// packets only, not on what ran before it (a counter over all of a
+	// port's packets made a small transfer lose nothing, or only its last
+	// segment, depending on the scenarios before it).
 	for _, port := range []uint16{portTLS13Loss, portTLS12Loss} {
 		conn.AddRule(&nftables.Rule{Table: table, Chain: chain, Exprs: []expr.Any{
 			&expr.Meta{Key: expr.MetaKeyL4PROTO, Register: 1},
 			&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: []byte{unix.IPPROTO_TCP}},
 			&expr.Payload{DestRegister: 1, Base: expr.PayloadBaseTransportHeader, Offset: 0, Len: 2},
 			&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: binary.BigEndian.AppendUint16(nil, port)},
-			&expr.Numgen{Register: 1, Modulus: lossEvery, Type: unix.NFT_NG_INCREMENTAL},
-			&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: binary.NativeEndian.AppendUint32(nil, lossEvery-1)},
+			// IPv4's total length (big-endian, so the comparison is numeric).
+			&expr.Payload{DestRegister: 1, Base: expr.PayloadBaseNetworkHeader, Offset: 2, Len: 2},
+			&expr.Cmp{Op: expr.CmpOpGte, Register: 1, Data: binary.BigEndian.AppendUint16(nil, lossSegmentBytes)},
+			&expr.Ct{Key: expr.CtKeyMARK, Register: 1},
+			&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: binary.NativeEndian.AppendUint32(nil, 0)},
+			&expr.Immediate{Register: 1, Data: binary.NativeEndian.AppendUint32(nil, 1)},
+			&expr.Ct{Key: expr.CtKeyMARK, Register: 1, SourceRegister: true},
 			&expr.Verdict{Kind: expr.VerdictDrop},
 		}})
 	}
@@ -495,7 +516,14 @@ func (l *lab) client(t *testing.T, namespace, keys string, stdin io.Reader, name
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "ip", append([]string{"netns", "exec", namespace, name}, args...)...)
-	cmd.Env = append(os.Environ(), "SSLKEYLOGFILE="+keys, "HOME="+t.TempDir())
+	// A temporary directory of the test's for what the client leaves there
+	// (Chromium's org.chromium.Chromium.*), short enough for Chromium's socket.
+	tmp, err := os.MkdirTemp("", "tlshttp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(tmp)
+	cmd.Env = append(os.Environ(), "SSLKEYLOGFILE="+keys, "HOME="+t.TempDir(), "TMPDIR="+tmp)
 	cmd.Stdin = stdin
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr

@@ -2,6 +2,7 @@ package tune
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/slowstart/slowstart/model"
@@ -17,6 +18,10 @@ const RecommendedInitCwnd = 32
 type Page struct {
 	SizeBytes int64
 	RTTNs     int64
+	// Progress, when set, is told how far the pricing is: bytes of responses
+	// simulated, done of total (the same total on every call). A large page
+	// takes seconds per window priced.
+	Progress func(doneBytes, totalBytes int64)
 }
 
 // Recommendation is one piece of advice.
@@ -30,8 +35,39 @@ type Recommendation struct {
 }
 
 // Recommend turns a state into advice, pricing initial-window changes on page
-// with model.Simulate.
+// with model.Simulate: each window the advice needs is simulated once.
 func Recommend(state *State, page Page) ([]Recommendation, error) {
+	// A first pass finds the windows to price (the advice asks for the same
+	// ones whatever the prices), a second gives the advice with their prices.
+	var windows []int
+	if _, err := recommend(state, page, func(iw int) (model.Result, error) {
+		if !slices.Contains(windows, iw) {
+			windows = append(windows, iw)
+		}
+		return model.Result{}, nil
+	}); err != nil {
+		return nil, err
+	}
+	priced := map[int]model.Result{}
+	work := model.SimulationBytes(model.Params{RTTNs: page.RTTNs, SizeBytes: page.SizeBytes})
+	total := int64(len(windows)) * work
+	for i, iw := range windows {
+		var report func(int64)
+		if page.Progress != nil {
+			before := int64(i) * work
+			report = func(done int64) { page.Progress(before+done, total) }
+		}
+		res, err := model.SimulateProgress(model.Params{RTTNs: page.RTTNs, SizeBytes: page.SizeBytes, IW: iw}, report)
+		if err != nil {
+			return nil, fmt.Errorf("model: %w", err)
+		}
+		priced[iw] = res
+	}
+	return recommend(state, page, func(iw int) (model.Result, error) { return priced[iw], nil })
+}
+
+// recommend gives the advice, with simulate pricing a window.
+func recommend(state *State, page Page, simulate func(iw int) (model.Result, error)) ([]Recommendation, error) {
 	var recs []Recommendation
 	netnsFlag := ""
 	if state.Netns != "" {
@@ -60,11 +96,11 @@ func Recommend(state *State, page Page) ([]Recommendation, error) {
 		case current >= RecommendedInitCwnd:
 			continue
 		}
-		now, err := simulate(page, current)
+		now, err := simulate(current)
 		if err != nil {
 			return nil, err
 		}
-		better, err := simulate(page, RecommendedInitCwnd)
+		better, err := simulate(RecommendedInitCwnd)
 		if err != nil {
 			return nil, err
 		}
@@ -88,8 +124,8 @@ func Recommend(state *State, page Page) ([]Recommendation, error) {
 		rec := Recommendation{Subject: "net.ipv4.tcp_slow_start_after_idle=1",
 			Reason: "tcp_slow_start_after_idle=1 resets the window of idle keep-alive connections (idle longer than one RTO) to the initial window, so the next response starts slow again",
 			Action: "slowstart tune apply --slow-start-after-idle 0" + netnsFlag}
-		if idle, err := simulate(page, KernelDefaultInitCwnd); err == nil {
-			if open, err := simulate(page, openWindow(page.SizeBytes)); err == nil && idle.LastByteMs > open.LastByteMs {
+		if idle, err := simulate(KernelDefaultInitCwnd); err == nil {
+			if open, err := simulate(openWindow(page.SizeBytes)); err == nil && idle.LastByteMs > open.LastByteMs {
 				rec.SavingMs = idle.LastByteMs - open.LastByteMs
 				rec.Reason += fmt.Sprintf(": a %s response after a pause takes %d rounds instead of %d, up to %.0f ms more",
 					sizeText(page.SizeBytes), idle.RoundTrips.HTTP, open.RoundTrips.HTTP, rec.SavingMs)
@@ -109,14 +145,6 @@ func Recommend(state *State, page Page) ([]Recommendation, error) {
 func openWindow(sizeBytes int64) int {
 	n := int((sizeBytes + model.DefaultMSS - 1) / model.DefaultMSS)
 	return max(1, min(n, 1000))
-}
-
-func simulate(page Page, iw int) (model.Result, error) {
-	res, err := model.Simulate(model.Params{RTTNs: page.RTTNs, SizeBytes: page.SizeBytes, IW: iw})
-	if err != nil {
-		return res, fmt.Errorf("model: %w", err)
-	}
-	return res, nil
 }
 
 func routeWhich(r Route) string {

@@ -38,7 +38,7 @@ func TestWatchLabServer(t *testing.T) {
 		}
 	})
 	store, _ := openTemp(t)
-	metrics := NewMetrics()
+	metrics := NewMetrics("test", "c0ffee")
 	url := srv.URL("/bytes/30000")
 	every := 200 * time.Millisecond
 	err = Run(ctx, Config{Probe: probe.Options{URL: url, Netns: srv.Netns, Resolve: srv.Resolve(), Timeout: 20 * time.Second},
@@ -88,17 +88,23 @@ func TestWatchLabServer(t *testing.T) {
 	resp.Body.Close()
 	values := parseExposition(t, string(body))
 	label := fmt.Sprintf("{url=%q}", url)
-	last := rows[2]
+	var lastByte, handshake float64
+	for _, r := range rows {
+		lastByte += *r.LastByteMs / 1000
+		handshake += *r.HandshakeRTTMs / 1000
+	}
 	checks := map[string]float64{
-		"slowstart_watch_probes_total" + label:            3,
-		"slowstart_watch_errors_total" + label:            0,
-		"slowstart_watch_initial_window_segments" + label: 4,
-		"slowstart_watch_last_byte_seconds" + label:       *last.LastByteMs / 1000,
-		"slowstart_watch_handshake_rtt_seconds" + label:   *last.HandshakeRTTMs / 1000,
-		"slowstart_watch_body_bytes" + label:              30000,
+		"slowstart_watch_probes_total" + label:                3,
+		"slowstart_watch_errors_total" + label:                0,
+		"slowstart_watch_initial_window_segments" + label:     4,
+		"slowstart_watch_last_byte_seconds_count" + label:     3,
+		"slowstart_watch_last_byte_seconds_sum" + label:       lastByte,
+		"slowstart_watch_handshake_rtt_seconds_count" + label: 3,
+		"slowstart_watch_handshake_rtt_seconds_sum" + label:   handshake,
+		"slowstart_watch_body_bytes" + label:                  30000,
 	}
 	for k, want := range checks {
-		if got, ok := values[k]; !ok || got != want {
+		if got, ok := values[k]; !ok || got < want-1e-9 || got > want+1e-9 {
 			t.Errorf("%s = %v (present %v), want %v", k, got, ok, want)
 		}
 	}

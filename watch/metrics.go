@@ -1,141 +1,183 @@
 package watch
 
 import (
-	"fmt"
 	"io"
 	"net/http"
+	"runtime"
 	"sort"
-	"strconv"
-	"strings"
 	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/prometheus/common/expfmt"
 
 	"github.com/slowstart/slowstart/internal/redact"
 	"github.com/slowstart/slowstart/report"
 )
 
-// Metrics holds what the Prometheus endpoint serves: per watch, counters of probes
-// and failed probes, and gauges of the last successful probe. A watch's series are
-// labelled {label="NAME"} when it has a label, {url="URL"} (redacted) otherwise.
+// Metrics holds what the Prometheus endpoint serves, through the official Go
+// client (github.com/prometheus/client_golang): per watch, counters of probes
+// and failed probes, histograms of every successful probe's timings and round
+// trips (so that the probes made between two scrapes are all counted), gauges
+// of the last successful probe's initial window and body; and for the process,
+// slowstart_watch_up, slowstart_build_info and the client's Go and process
+// collectors. A watch's series are labelled {label="NAME"} when it has a label,
+// {url="URL"} (redacted) otherwise.
 type Metrics struct {
+	base *prometheus.Registry // the process: up, build info, Go and process collectors
 	mu   sync.Mutex
-	urls map[string]*urlMetrics // by the series's labels, e.g. url="https://example.com/"
+	// watches are the watches' own registries, by their series's label: a
+	// watch named by a label and one named by its URL have label names of
+	// their own, which one registry would refuse in one family.
+	watches map[string]*watchMetrics
 }
 
-type urlMetrics struct {
-	probes, errors uint64
-	lastUnix       float64 // time of the last probe, successful or not
-	last           *Row    // the last successful probe
+// watchMetrics are one watch's series, registered in a registry of its own
+// whose constant label names the watch. A series with no label values
+// (vectors of no labels) appears with its first value: a gauge of a watch that
+// never succeeded is absent rather than 0.
+type watchMetrics struct {
+	registry                  *prometheus.Registry
+	probes, errors            prometheus.Counter
+	lastProbe, lastSuccess    *prometheus.GaugeVec
+	initialWindow, bodyBytes  *prometheus.GaugeVec
+	handshake, tls, firstByte *prometheus.HistogramVec
+	lastByte, roundTrips      *prometheus.HistogramVec
 }
 
-// NewMetrics makes an empty Metrics.
-func NewMetrics() *Metrics { return &Metrics{urls: map[string]*urlMetrics{}} }
+// Buckets of the histograms: round trips of a path (1 ms to 8 s), times to a
+// response's bytes (5 ms to 41 s), and round trips counted (1 to 20).
+var (
+	rttBuckets        = prometheus.ExponentialBuckets(0.001, 2, 14)
+	byteTimeBuckets   = prometheus.ExponentialBuckets(0.005, 2, 14)
+	roundTripsBuckets = prometheus.LinearBuckets(1, 1, 20)
+)
+
+// NewMetrics makes an empty Metrics for a process of this version and commit.
+func NewMetrics(version, commit string) *Metrics {
+	base := prometheus.NewRegistry()
+	base.MustRegister(
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "slowstart_watch_up",
+			Help: "1 while the watch runs and serves these metrics (Prometheus's own up says whether the scrape answered)."},
+			func() float64 { return 1 }),
+	)
+	info := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "slowstart_build_info",
+		Help: "The slowstart build: its version, commit and Go version as labels; the value is 1."},
+		[]string{"version", "commit", "goversion"})
+	info.WithLabelValues(version, commit, runtime.Version()).Set(1)
+	base.MustRegister(info)
+	return &Metrics{base: base, watches: map[string]*watchMetrics{}}
+}
+
+func newWatchMetrics(labels prometheus.Labels) *watchMetrics {
+	w := &watchMetrics{registry: prometheus.NewRegistry()}
+	counter := func(name, help string) prometheus.Counter {
+		return prometheus.NewCounter(prometheus.CounterOpts{Name: name, Help: help, ConstLabels: labels})
+	}
+	gauge := func(name, help string) *prometheus.GaugeVec {
+		return prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name, Help: help, ConstLabels: labels}, nil)
+	}
+	histogram := func(name, help string, buckets []float64) *prometheus.HistogramVec {
+		return prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: name, Help: help, ConstLabels: labels, Buckets: buckets}, nil)
+	}
+	w.probes = counter("slowstart_watch_probes_total", "Probes made, successful or not.")
+	w.errors = counter("slowstart_watch_errors_total", "Probes that failed.")
+	w.lastProbe = gauge("slowstart_watch_last_probe_timestamp_seconds", "Unix time of the last probe.")
+	w.lastSuccess = gauge("slowstart_watch_last_success_timestamp_seconds", "Unix time of the last successful probe.")
+	w.initialWindow = gauge("slowstart_watch_initial_window_segments", "The server's initial window seen by the last successful probe (segments), when its verdict was exact.")
+	w.bodyBytes = gauge("slowstart_watch_body_bytes", "Response body bytes received by the last successful probe.")
+	w.handshake = histogram("slowstart_watch_handshake_rtt_seconds", "TCP handshake round-trip time of each successful probe.", rttBuckets)
+	w.tls = histogram("slowstart_watch_tls_seconds", "TLS handshake duration of each successful probe.", rttBuckets)
+	w.firstByte = histogram("slowstart_watch_first_byte_seconds", "Time to the first response byte of each successful probe, from the request's start.", byteTimeBuckets)
+	w.lastByte = histogram("slowstart_watch_last_byte_seconds", "Time to the last body byte of each successful probe, from the request's start.", byteTimeBuckets)
+	w.roundTrips = histogram("slowstart_watch_round_trips", "Round trips (TCP + TLS + HTTP) of each successful probe.", roundTripsBuckets)
+	w.registry.MustRegister(w.probes, w.errors, w.lastProbe, w.lastSuccess, w.initialWindow, w.bodyBytes,
+		w.handshake, w.tls, w.firstByte, w.lastByte, w.roundTrips)
+	return w
+}
 
 // Observe counts a probe.
 func (m *Metrics) Observe(r Row) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	series := `url="` + escapeLabel(redact.URL(r.URL)) + `"`
+	labels := prometheus.Labels{"url": redact.URL(r.URL)}
+	key := "url=" + labels["url"]
 	if r.Label != "" {
-		series = `label="` + escapeLabel(r.Label) + `"`
+		labels = prometheus.Labels{"label": r.Label}
+		key = "label=" + r.Label
 	}
-	u := m.urls[series]
-	if u == nil {
-		u = &urlMetrics{}
-		m.urls[series] = u
+	m.mu.Lock()
+	w := m.watches[key]
+	if w == nil {
+		w = newWatchMetrics(labels)
+		m.watches[key] = w
 	}
-	u.probes++
-	u.lastUnix = float64(r.Time.UnixNano()) / 1e9
+	m.mu.Unlock()
+
+	w.probes.Inc()
+	w.lastProbe.WithLabelValues().Set(float64(r.Time.UnixNano()) / 1e9)
 	if r.Error != "" {
-		u.errors++
+		w.errors.Inc()
 		return
 	}
-	row := r
-	u.last = &row
+	w.lastSuccess.WithLabelValues().Set(float64(r.Time.UnixNano()) / 1e9)
+	if r.IWVerdict == report.VerdictExact && r.IWSegments != nil {
+		w.initialWindow.WithLabelValues().Set(float64(*r.IWSegments))
+	} else {
+		w.initialWindow.Reset() // a bound or a range is no gauge value
+	}
+	if r.BodyBytes != nil {
+		w.bodyBytes.WithLabelValues().Set(float64(*r.BodyBytes))
+	}
+	seconds := func(h *prometheus.HistogramVec, ms *float64) {
+		if ms != nil {
+			h.WithLabelValues().Observe(*ms / 1000)
+		}
+	}
+	seconds(w.handshake, r.HandshakeRTTMs)
+	seconds(w.tls, r.TLSMs)
+	seconds(w.firstByte, r.FirstByteMs)
+	seconds(w.lastByte, r.LastByteMs)
+	if r.RoundTrips != nil {
+		w.roundTrips.WithLabelValues().Observe(float64(*r.RoundTrips))
+	}
 }
 
-// ServeHTTP writes the metrics in the Prometheus text exposition format (0.0.4).
-func (m *Metrics) ServeHTTP(w http.ResponseWriter, _ *http.Request) {
-	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
-	_ = m.Write(w)
+// gatherers are the registries to serve: the process's, then every watch's
+// in the order of their labels.
+func (m *Metrics) gatherers() prometheus.Gatherers {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	keys := make([]string, 0, len(m.watches))
+	for k := range m.watches {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	g := prometheus.Gatherers{m.base}
+	for _, k := range keys {
+		g = append(g, m.watches[k].registry)
+	}
+	return g
+}
+
+// ServeHTTP serves the metrics as promhttp does (the text format, or another a
+// scraper asks for).
+func (m *Metrics) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	promhttp.HandlerFor(m.gatherers(), promhttp.HandlerOpts{}).ServeHTTP(w, r)
 }
 
 // Write writes the metrics in the Prometheus text exposition format.
 func (m *Metrics) Write(w io.Writer) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	urls := make([]string, 0, len(m.urls))
-	for u := range m.urls {
-		urls = append(urls, u)
+	families, err := m.gatherers().Gather()
+	if err != nil {
+		return err
 	}
-	sort.Strings(urls)
-	var b strings.Builder
-	family := func(name, kind, help string, value func(*urlMetrics) (float64, bool)) {
-		fmt.Fprintf(&b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, kind)
-		for _, u := range urls {
-			if v, ok := value(m.urls[u]); ok {
-				fmt.Fprintf(&b, "%s{%s} %s\n", name, u, strconv.FormatFloat(v, 'g', -1, 64))
-			}
+	enc := expfmt.NewEncoder(w, expfmt.NewFormat(expfmt.TypeTextPlain))
+	for _, mf := range families {
+		if err := enc.Encode(mf); err != nil {
+			return err
 		}
 	}
-	seconds := func(get func(*Row) *float64) func(*urlMetrics) (float64, bool) {
-		return func(u *urlMetrics) (float64, bool) {
-			if u.last == nil || get(u.last) == nil {
-				return 0, false
-			}
-			return *get(u.last) / 1000, true
-		}
-	}
-	integer := func(get func(*Row) *int) func(*urlMetrics) (float64, bool) {
-		return func(u *urlMetrics) (float64, bool) {
-			if u.last == nil || get(u.last) == nil {
-				return 0, false
-			}
-			return float64(*get(u.last)), true
-		}
-	}
-	family("slowstart_watch_probes_total", "counter", "Probes made, successful or not.",
-		func(u *urlMetrics) (float64, bool) { return float64(u.probes), true })
-	family("slowstart_watch_errors_total", "counter", "Probes that failed.",
-		func(u *urlMetrics) (float64, bool) { return float64(u.errors), true })
-	family("slowstart_watch_last_probe_timestamp_seconds", "gauge", "Unix time of the last probe.",
-		func(u *urlMetrics) (float64, bool) { return u.lastUnix, true })
-	family("slowstart_watch_last_success_timestamp_seconds", "gauge", "Unix time of the last successful probe.",
-		func(u *urlMetrics) (float64, bool) {
-			if u.last == nil {
-				return 0, false
-			}
-			return float64(u.last.Time.UnixNano()) / 1e9, true
-		})
-	family("slowstart_watch_initial_window_segments", "gauge", "The server's initial window seen by the last successful probe (segments), when its verdict was exact.",
-		integer(func(r *Row) *int {
-			if r.IWVerdict != report.VerdictExact {
-				return nil // a bound or a range is no gauge value
-			}
-			return r.IWSegments
-		}))
-	family("slowstart_watch_handshake_rtt_seconds", "gauge", "TCP handshake round-trip time of the last successful probe.",
-		seconds(func(r *Row) *float64 { return r.HandshakeRTTMs }))
-	family("slowstart_watch_tls_seconds", "gauge", "TLS handshake duration of the last successful probe.",
-		seconds(func(r *Row) *float64 { return r.TLSMs }))
-	family("slowstart_watch_first_byte_seconds", "gauge", "Time to the first response byte of the last successful probe, from the request's start.",
-		seconds(func(r *Row) *float64 { return r.FirstByteMs }))
-	family("slowstart_watch_last_byte_seconds", "gauge", "Time to the last body byte of the last successful probe, from the request's start.",
-		seconds(func(r *Row) *float64 { return r.LastByteMs }))
-	family("slowstart_watch_round_trips", "gauge", "Round trips (TCP + TLS + HTTP) of the last successful probe.",
-		integer(func(r *Row) *int { return r.RoundTrips }))
-	family("slowstart_watch_body_bytes", "gauge", "Response body bytes received by the last successful probe.",
-		func(u *urlMetrics) (float64, bool) {
-			if u.last == nil || u.last.BodyBytes == nil {
-				return 0, false
-			}
-			return float64(*u.last.BodyBytes), true
-		})
-	_, err := io.WriteString(w, b.String())
-	return err
-}
-
-// escapeLabel escapes a label value as the text format asks: backslash, quote
-// and newline.
-func escapeLabel(s string) string {
-	return strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`).Replace(s)
+	return nil
 }

@@ -25,7 +25,7 @@ func TestSecretsStayOut(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer store.Close()
-	metrics := NewMetrics()
+	metrics := NewMetrics("test", "c0ffee")
 	calls := 0
 	prober := func(_ context.Context, o probe.Options) (*probe.Result, error) {
 		calls++
@@ -183,7 +183,7 @@ func TestMetricsServer(t *testing.T) {
 	if _, err := MetricsAddress("9464"); err == nil {
 		t.Errorf("a bare port is taken")
 	}
-	m := NewMetrics()
+	m := NewMetrics("test", "c0ffee")
 	m.Observe(Row{Time: time.Now(), URL: "https://example.com/"})
 	stop, bound, err := ServeMetrics(":0", m)
 	if err != nil {

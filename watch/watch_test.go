@@ -1,13 +1,19 @@
 package watch
 
 import (
-	"bufio"
 	"context"
 	"errors"
+	"fmt"
+	"runtime"
+	"sort"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 
 	"github.com/slowstart/slowstart/probe"
 	"github.com/slowstart/slowstart/report"
@@ -29,7 +35,7 @@ func fakeResult(url string, lastByteMs float64, iw int) *probe.Result {
 
 func TestRunStoresEveryProbeAndGoesOnAfterErrors(t *testing.T) {
 	s, _ := openTemp(t)
-	m := NewMetrics()
+	m := NewMetrics("test", "c0ffee")
 	calls := 0
 	prober := func(_ context.Context, o probe.Options) (*probe.Result, error) {
 		calls++
@@ -69,8 +75,19 @@ func TestRunStoresEveryProbeAndGoesOnAfterErrors(t *testing.T) {
 	if values[`slowstart_watch_probes_total{url="https://a.example/"}`] != 4 || values[`slowstart_watch_errors_total{url="https://a.example/"}`] != 1 {
 		t.Errorf("counters: %v", values)
 	}
-	if got := values[`slowstart_watch_last_byte_seconds{url="https://a.example/"}`]; got != 0.4 {
-		t.Errorf("last byte gauge %v, want 0.4", got)
+	// Every successful probe is in the histograms, however few scrapes there
+	// were: probes 1, 3 and 4 took 0.1, 0.3 and 0.4 s to their last byte.
+	if n, sum := values[`slowstart_watch_last_byte_seconds_count{url="https://a.example/"}`], values[`slowstart_watch_last_byte_seconds_sum{url="https://a.example/"}`]; n != 3 || sum < 0.8-1e-9 || sum > 0.8+1e-9 {
+		t.Errorf("last byte histogram: %v probes, %v s in all; want 3 and 0.8", n, sum)
+	}
+	if got := values[`slowstart_watch_last_byte_seconds_bucket{url="https://a.example/",le="0.16"}`]; got != 1 {
+		t.Errorf("last byte histogram: %v probes at or under 0.16 s, want 1 (0.1 s)", got)
+	}
+	if got := values[`slowstart_watch_round_trips_bucket{url="https://a.example/",le="6"}`]; got != 3 {
+		t.Errorf("round trips histogram: %v probes at or under 6, want 3", got)
+	}
+	if values[`slowstart_watch_up`] != 1 || values[`slowstart_build_info{commit="c0ffee",goversion="`+runtime.Version()+`",version="test"}`] != 1 {
+		t.Errorf("no up or build info: %v", values)
 	}
 }
 
@@ -140,46 +157,60 @@ func scrape(t *testing.T, m *Metrics) map[string]float64 {
 
 func parseExposition(t *testing.T, text string) map[string]float64 {
 	t.Helper()
+	// Prometheus's own parser (prometheus/common/expfmt) reads the text: it
+	// refuses a sample whose family has no TYPE, a malformed line, a label
+	// badly escaped.
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(strings.NewReader(text))
+	if err != nil {
+		t.Fatalf("the exposition does not parse: %v\n%s", err, text)
+	}
 	out := map[string]float64{}
-	typed := map[string]bool{}
-	sc := bufio.NewScanner(strings.NewReader(text))
-	for sc.Scan() {
-		line := sc.Text()
-		if rest, ok := strings.CutPrefix(line, "# TYPE "); ok {
-			f := strings.Fields(rest)
-			if len(f) != 2 || (f[1] != "counter" && f[1] != "gauge") {
-				t.Errorf("bad TYPE line %q", line)
+	key := func(name string, pairs []*dto.LabelPair, more ...string) string {
+		var labels []string
+		for _, p := range pairs {
+			labels = append(labels, fmt.Sprintf("%s=%q", p.GetName(), p.GetValue()))
+		}
+		sort.Strings(labels)
+		labels = append(labels, more...)
+		if len(labels) == 0 {
+			return name
+		}
+		return name + "{" + strings.Join(labels, ",") + "}"
+	}
+	for name, mf := range families {
+		for _, m := range mf.GetMetric() {
+			switch mf.GetType() {
+			case dto.MetricType_COUNTER:
+				out[key(name, m.GetLabel())] = m.GetCounter().GetValue()
+			case dto.MetricType_GAUGE:
+				out[key(name, m.GetLabel())] = m.GetGauge().GetValue()
+			case dto.MetricType_HISTOGRAM:
+				h := m.GetHistogram()
+				out[key(name+"_count", m.GetLabel())] = float64(h.GetSampleCount())
+				out[key(name+"_sum", m.GetLabel())] = h.GetSampleSum()
+				for _, b := range h.GetBucket() {
+					out[key(name+"_bucket", m.GetLabel(), fmt.Sprintf("le=%q", strconv.FormatFloat(b.GetUpperBound(), 'g', -1, 64)))] = float64(b.GetCumulativeCount())
+				}
+			default:
+				out[key(name, m.GetLabel())] = m.GetUntyped().GetValue()
 			}
-			typed[f[0]] = true
-			continue
 		}
-		if strings.HasPrefix(line, "#") || line == "" {
-			continue
-		}
-		i := strings.LastIndex(line, " ")
-		v, err := strconv.ParseFloat(line[i+1:], 64)
-		if err != nil {
-			t.Errorf("bad sample line %q", line)
-			continue
-		}
-		key := line[:i]
-		name, _, _ := strings.Cut(key, "{")
-		if !typed[name] {
-			t.Errorf("sample %q before its TYPE line", line)
-		}
-		out[key] = v
 	}
 	return out
 }
 
 func TestMetricsEscapesLabels(t *testing.T) {
-	m := NewMetrics()
+	m := NewMetrics("test", "c0ffee")
 	m.Observe(Row{Time: time.Unix(1700000000, 0), URL: "http://a.example/", Label: "a \"x\"\\", Error: "boom"})
 	values := scrape(t, m)
 	if values[`slowstart_watch_errors_total{label="a \"x\"\\"}`] != 1 {
 		t.Errorf("escaped label not found in %v", values)
 	}
-	if _, ok := values[`slowstart_watch_last_byte_seconds{label="a \"x\"\\"}`]; ok {
-		t.Error("a gauge of a URL with no successful probe")
+	for k := range values {
+		if strings.Contains(k, `label="a \"x\"\\"`) && !strings.HasPrefix(k, "slowstart_watch_probes_total") &&
+			!strings.HasPrefix(k, "slowstart_watch_errors_total") && !strings.HasPrefix(k, "slowstart_watch_last_probe_timestamp_seconds") {
+			t.Errorf("%s: a value of a watch with no successful probe", k)
+		}
 	}
 }

@@ -5,12 +5,13 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strconv"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
 	"github.com/slowstart/slowstart/compare"
+	"github.com/slowstart/slowstart/internal/texttable"
 	"github.com/slowstart/slowstart/watch"
 )
 
@@ -284,15 +285,14 @@ func storeValue(r watch.Row, metric string) (float64, bool) {
 // writeComparison prints the comparison as a table and a sentence.
 func writeComparison(w io.Writer, r *compare.Result) error {
 	fmt.Fprintf(w, "%s (%s)\n", r.Metric, r.Unit)
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "\tn\tmedian\tp90\tp99\t\n")
+	tb := texttable.New("  ", texttable.L(""), texttable.R("n"), texttable.R("median"), texttable.R("p90"), texttable.R("p99"))
 	for _, s := range []struct {
 		name string
 		s    compare.Summary
 	}{{"BEFORE", r.Before}, {"AFTER", r.After}} {
-		fmt.Fprintf(tw, "%s\t%d\t%.1f\t%.1f\t%.1f\t\n", s.name, s.s.N, s.s.Median, s.s.P90, s.s.P99)
+		tb.Row(s.name, strconv.Itoa(s.s.N), fmt.Sprintf("%.1f", s.s.Median), fmt.Sprintf("%.1f", s.s.P90), fmt.Sprintf("%.1f", s.s.P99))
 	}
-	if err := tw.Flush(); err != nil {
+	if err := tb.Write(w); err != nil {
 		return err
 	}
 	fmt.Fprintf(w, "  BEFORE: %s\n  AFTER:  %s\n", r.BeforeSource, r.AfterSource)

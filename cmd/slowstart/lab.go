@@ -231,7 +231,7 @@ library's (quic-go: 32 packets of 1,280 bytes).
 			total := f.trials * len(specs)
 			bar := newProgress(total, "trials", "trials")
 			var finished []lab.Row
-			rows, err := env.RunJobs(ctx, f.grid().Jobs(specs), lab.RunOptions{Parallel: f.parallel, CaptureDir: f.captureDir,
+			rows, err := env.RunJobs(ctx, f.grid().Jobs(specs), lab.RunOptions{Parallel: f.parallel, CaptureDir: f.captureDir, DistortedReruns: lab.DefaultDistortedReruns,
 				OnResult: func(_ lab.Job, r lab.Row, _ error) {
 					finished = append(finished, r)
 					bar.Add(1)
@@ -325,7 +325,7 @@ again to resume an interrupted sweep: trials already in results.jsonl are skippe
 			bar := newProgress(len(todo), fmt.Sprintf("%d points", len(specs)), "trials")
 			meter := hoststeal.Start()
 			var writeErr error
-			_, runErr := lab.NewEnv().RunJobs(ctx, todo, lab.RunOptions{Parallel: f.parallel, CaptureDir: f.captureDir,
+			_, runErr := lab.NewEnv().RunJobs(ctx, todo, lab.RunOptions{Parallel: f.parallel, CaptureDir: f.captureDir, DistortedReruns: lab.DefaultDistortedReruns,
 				OnResult: func(_ lab.Job, r lab.Row, _ error) {
 					if err := w.Write(r); err != nil && writeErr == nil {
 						writeErr = err

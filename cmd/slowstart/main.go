@@ -35,6 +35,12 @@ var (
 
 // versionString is what --version prints: the version and the commit.
 func versionString() string {
+	return fmt.Sprintf("%s (commit %s, %s)", version, buildCommit(), runtime.Version())
+}
+
+// buildCommit is the commit the binary was built from: set at build time, or
+// the Go toolchain's record of it, or "unknown".
+func buildCommit() string {
 	c := commit
 	if c == "" {
 		if info, ok := debug.ReadBuildInfo(); ok {
@@ -48,7 +54,7 @@ func versionString() string {
 	if c == "" {
 		c = "unknown"
 	}
-	return fmt.Sprintf("%s (commit %s, %s)", version, c, runtime.Version())
+	return c
 }
 
 // Exit codes: one per kind of problem, the same in every verb (the README's table).

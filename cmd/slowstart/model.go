@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/slowstart/slowstart/model"
+	"github.com/slowstart/slowstart/report"
 	"github.com/slowstart/slowstart/units"
 )
 
@@ -104,7 +105,10 @@ Equation 1 of Dukkipati et al. (2010) is shown beside it for comparison.
 			if err != nil {
 				return withCode(exitUsage, err)
 			}
-			out, err := model.Predict(base, iws, f.bodyBytes)
+			work := int64(len(iws)) * model.SimulationBytes(base)
+			bar := newWorkProgress(fmt.Sprintf("Simulating a %s response at %s, packet by packet", report.Size(base.SizeBytes), iwList(iws)), work)
+			out, err := model.PredictProgress(base, iws, f.bodyBytes, bar.Set)
+			bar.Finish()
 			if err != nil {
 				return withCode(exitUsage, err)
 			}
@@ -129,4 +133,20 @@ Equation 1 of Dukkipati et al. (2010) is shown beside it for comparison.
 	fl.BoolVar(&f.labLatency, "lab", false, "add the lab's per-packet and server latencies, to compare with slowstart lab run")
 	fl.BoolVar(&f.asJSON, "json", false, "print the prediction as JSON")
 	return cmd
+}
+
+// iwList says "IW 10" or "IW 3, 10 and 32".
+func iwList(iws []int) string {
+	s := "IW "
+	for i, iw := range iws {
+		switch {
+		case i == 0:
+		case i == len(iws)-1:
+			s += " and "
+		default:
+			s += ", "
+		}
+		s += strconv.Itoa(iw)
+	}
+	return s
 }

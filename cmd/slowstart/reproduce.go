@@ -83,9 +83,16 @@ takes under 10 minutes; --quick runs fewer points and trials in under 2.`,
 				return err
 			}
 			w := cmd.OutOrStdout()
-			fmt.Fprintf(w, "%d trials (%d failed) in %s\n", res.Trials, res.Failed, res.Elapsed.Round(1e9))
-			for _, f := range res.Files {
-				fmt.Fprintln(w, f)
+			fmt.Fprintf(w, "%d trials (%d failed) in %s:\n", res.Trials, res.Failed, res.Elapsed.Round(1e9))
+			for i, s := range res.Sections {
+				headline := s.Headline
+				if headline == "" {
+					headline = "no result (its trials failed)"
+				}
+				fmt.Fprintf(w, "  %d. %s: %s.\n", i+1, s.Title, headline)
+			}
+			if len(res.Files) > 0 {
+				fmt.Fprintf(w, "The report, with the tables, plots and what matches the papers: %s (%d files in %s).\n", res.Files[0], len(res.Files), out)
 			}
 			for _, n := range res.Notes {
 				fmt.Fprintf(w, "note: %s\n", n)

@@ -2,6 +2,8 @@ package main
 
 import (
 	"bufio"
+	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -76,8 +78,15 @@ type streamLine struct {
 // the process is killed when the test ends, if it has not exited.
 func startBinary(t *testing.T, env []string, args ...string) *process {
 	t.Helper()
+	return startBinaryStdin(t, nil, env, args...)
+}
+
+// startBinaryStdin is startBinary with standard input read from stdin.
+func startBinaryStdin(t *testing.T, stdin io.Reader, env []string, args ...string) *process {
+	t.Helper()
 	p := &process{cmd: exec.Command(builtBinary(t), args...), lines: make(chan streamLine, 1024), done: make(chan struct{})}
 	p.cmd.Env = append(os.Environ(), env...)
+	p.cmd.Stdin = stdin
 	stdout, err := p.cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -257,7 +266,7 @@ func TestInterruptWatch(t *testing.T) {
 	p := startBinary(t, nil, "watch", base+"/fast", "--store", store, "--every", "1h")
 	p.waitLine(t, false, "/fast", 30*time.Second) // the first probe's row
 	code, after := p.signalAndWait(t, syscall.SIGINT, 20*time.Second)
-	checkInterrupted(t, code, after, "1 probes stored in "+store)
+	checkInterrupted(t, code, after, "1 probe stored in "+store)
 }
 
 // TestInterruptSurvey: the survey interrupted at its start.
@@ -282,8 +291,9 @@ func TestInterruptView(t *testing.T) {
 	checkInterrupted(t, code, after, "nothing left behind")
 }
 
-// TestInterruptAnalyze: analyze blocked on a capture that is still being written
-// (a FIFO) stops at once.
+// TestInterruptAnalyze: analyze reading a capture that is still being written
+// (a FIFO) stops at a signal, and reports what was written before it: the
+// connection of the first half of a capture, as it stood.
 func TestInterruptAnalyze(t *testing.T) {
 	fifo := filepath.Join(t.TempDir(), "live.pcap")
 	if err := unix.Mkfifo(fifo, 0o600); err != nil {
@@ -293,7 +303,15 @@ func TestInterruptAnalyze(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := startBinary(t, nil, "analyze", fifo)
+	// The file header and the first half of the records, whole (tcpdump
+	// writes whole records): a pcap record is a 16-byte header, whose bytes
+	// 8-11 are its captured length (little-endian here), and those bytes.
+	end, records := 24, 0
+	for end < len(whole)/2 {
+		end += 16 + int(binary.LittleEndian.Uint32(whole[end+8:]))
+		records++
+	}
+	p := startBinary(t, nil, "analyze", fifo, "--jsonl")
 	// Opening a FIFO for writing returns once the reader has it open: analyze is
 	// reading.
 	w, err := os.OpenFile(fifo, os.O_WRONLY, 0)
@@ -301,11 +319,19 @@ func TestInterruptAnalyze(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer w.Close()
-	if _, err := w.Write(whole[:len(whole)/2]); err != nil {
+	if _, err := w.Write(whole[:end]); err != nil {
 		t.Fatal(err)
 	}
 	code, after := p.signalAndWait(t, syscall.SIGINT, 20*time.Second)
-	checkInterrupted(t, code, after, "nothing left behind")
+	checkInterrupted(t, code, after, "reported what was read until then (1 connection)")
+	out := p.out(false)
+	var c struct {
+		Index int `json:"index"`
+	}
+	if len(out) != 1 || json.Unmarshal([]byte(out[0]), &c) != nil || c.Index != 1 {
+		t.Fatalf("standard output %q, want the one connection as a JSON line; stderr %q", out, p.out(true))
+	}
+	t.Logf("%d records written before the signal", records)
 }
 
 // TestInterruptLabRun: lab run interrupted after its first trial prints that

@@ -19,6 +19,7 @@ import (
 	"github.com/slowstart/slowstart/internal/plotfile"
 	"github.com/slowstart/slowstart/probe"
 	"github.com/slowstart/slowstart/probe/exact"
+	"github.com/slowstart/slowstart/report"
 	"github.com/slowstart/slowstart/survey"
 )
 
@@ -332,7 +333,7 @@ func runSurveyToStore(cmd *cobra.Command, list io.Reader, info survey.ListInfo, 
 	if before > 0 {
 		resumed = fmt.Sprintf(", resuming: %d already in %s", before, out)
 	}
-	fmt.Fprintf(stderr, "Surveying %d URLs%s into %s (%s each, %d at a time%s)...\n", info.InShard, shardText, out, what, settings.Concurrency, resumed)
+	fmt.Fprintf(stderr, "Surveying %s%s into %s (%s each, %d at a time%s)...\n", report.Count(info.InShard, "URL", "URLs"), shardText, out, what, settings.Concurrency, resumed)
 	status := startSurveyStatus(stderr, progress, info.InShard-before)
 	_, runErr := survey.Stream(ctx, survey.NewListSource(list), store, opts)
 	status.stop()
@@ -536,7 +537,7 @@ func runSurvey(cmd *cobra.Command, targets []survey.Target, opts survey.Options,
 	if conc == 0 {
 		conc = survey.DefaultConcurrency
 	}
-	fmt.Fprintf(cmd.ErrOrStderr(), "Surveying %d URLs (%s each, %d at a time)...\n", len(targets), what, min(conc, len(targets)))
+	fmt.Fprintf(cmd.ErrOrStderr(), "Surveying %s (%s each, %d at a time)...\n", report.Count(len(targets), "URL", "URLs"), what, min(conc, len(targets)))
 	bar := newProgress(len(targets), "surveying", "URLs")
 	opts.OnRow = func(survey.Row) { bar.Add(1) }
 	res, err := survey.Run(ctx, targets, opts)

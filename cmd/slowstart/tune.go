@@ -10,6 +10,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/slowstart/slowstart/internal/texttable"
+	"github.com/slowstart/slowstart/report"
 	"github.com/slowstart/slowstart/tune"
 	"github.com/slowstart/slowstart/units"
 )
@@ -95,7 +97,17 @@ a page of --size over --rtt, as model.Simulate predicts it.` + tuneExitCodes,
 			if err != nil {
 				return tuneCode(err)
 			}
+			var bar *workProgress
+			started := false
+			page.Progress = func(done, total int64) {
+				if !started {
+					started = true
+					bar = newWorkProgress(fmt.Sprintf("Pricing the advice on a %s page, packet by packet", report.Size(page.SizeBytes)), total)
+				}
+				bar.Set(done, total)
+			}
 			recs, err := tune.Recommend(state, page)
+			bar.Finish()
 			if err != nil {
 				return err
 			}
@@ -125,13 +137,15 @@ func writeTuneState(w io.Writer, state *tune.State, recs []tune.Recommendation) 
 		fmt.Fprintf(w, "  %s\n", r)
 	}
 	fmt.Fprintln(w, "\nSysctls:")
+	tb := texttable.New("  ", texttable.L("sysctl"), texttable.L("value"))
 	for _, s := range state.Sysctls {
 		if s.Error != "" {
-			fmt.Fprintf(w, "  %-40s (unreadable: %s)\n", s.Name, s.Error)
+			tb.Row(s.Name, "(unreadable: "+s.Error+")")
 			continue
 		}
-		fmt.Fprintf(w, "  %-40s %s\n", s.Name, s.Value)
+		tb.Row(s.Name, s.Value)
 	}
+	tb.Write(w)
 	fmt.Fprintln(w, "\nRecommendations:")
 	if len(recs) == 0 {
 		fmt.Fprintln(w, "  none: the initial windows and sysctls are already where they help")

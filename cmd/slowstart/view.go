@@ -373,7 +373,7 @@ func viewLive(cmd *cobra.Command, o liveViewOptions) error {
 		}
 		said = append(said, fmt.Sprintf("wrote %s (%d packets)", o.pcapPath, lv.Stats().Packets))
 	}
-	said = append(said, fmt.Sprintf("%d connections from %d TCP packets (%d dropped by the kernel)", sum.Connections, sum.Packets, sum.KernelDrops))
+	said = append(said, fmt.Sprintf("%s from %s (%d dropped by the kernel)", report.Count(int(sum.Connections), "connection", "connections"), report.Count(int(sum.Packets), "TCP packet", "TCP packets"), sum.KernelDrops))
 	if runErr != nil && ctx.Err() == nil {
 		return runErr
 	}
@@ -388,9 +388,9 @@ func viewLive(cmd *cobra.Command, o liveViewOptions) error {
 
 // liveSummary says a connection's round trips and initial window in a few words.
 func liveSummary(c *report.Connection) string {
-	s := fmt.Sprintf("%d round trips (%d rounds of data)", c.RoundTrips.Total, len(c.Rounds))
+	s := fmt.Sprintf("%s (%s of data)", report.Count(c.RoundTrips.Total, "round trip", "round trips"), report.Count(len(c.Rounds), "round", "rounds"))
 	if iw := c.InitialWindow; iw != nil && iw.Verdict != report.VerdictNone {
-		s += fmt.Sprintf(", IW %d segments (%s)", iw.Segments, iw.Verdict)
+		s += fmt.Sprintf(", IW %s (%s)", report.Count(iw.Segments, "segment", "segments"), iw.Verdict)
 	}
 	return s
 }

@@ -7,13 +7,14 @@ import (
 	"io"
 	"net/netip"
 	"strconv"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/slowstart/slowstart/internal/textsafe"
+	"github.com/slowstart/slowstart/internal/texttable"
 	"github.com/slowstart/slowstart/probe"
+	"github.com/slowstart/slowstart/report"
 	"github.com/slowstart/slowstart/watch"
 )
 
@@ -49,9 +50,10 @@ dropped:
   slowstart compare --store FILE --before T1..T2 --after T3..
 
 --count N stops after N probes; Ctrl-C stops cleanly (exit 130), never leaving a
-half-written row. --metrics-listen serves Prometheus metrics (the last probe's
-values as gauges, counters of probes and errors) at http://ADDR/metrics, to GET
-requests only; :PORT listens on 127.0.0.1 alone.
+half-written row. --metrics-listen serves Prometheus metrics (counters of probes
+and errors, histograms of every probe's timings and round trips, the last
+probe's IW and body as gauges, build info; docs/compare.md) at
+http://ADDR/metrics, to GET requests only; :PORT listens on 127.0.0.1 alone.
 
 The URL is written everywhere (the store, the metrics, the output) without its
 credentials (user:password@) and with the values of its query replaced by
@@ -111,7 +113,7 @@ Each probe captures its own packets, which needs CAP_NET_RAW (sudo, or setcap);
 				return withCode(exitFile, err)
 			}
 			defer store.Close()
-			metrics := watch.NewMetrics()
+			metrics := watch.NewMetrics(version, buildCommit())
 			if listen != "" {
 				stopServer, addr, err := watch.ServeMetrics(listen, metrics)
 				if err != nil {
@@ -137,11 +139,11 @@ Each probe captures its own packets, which needs CAP_NET_RAW (sudo, or setcap);
 			switch {
 			case err == nil:
 			case errors.Is(err, context.Canceled) && cmd.Context().Err() != nil:
-				return interrupted("interrupted; %d probes stored in %s", stored, storePath)
+				return interrupted("interrupted; %s stored in %s", report.Count(stored, "probe", "probes"), storePath)
 			default:
 				return withCode(probeExitCode(err), err)
 			}
-			fmt.Fprintf(cmd.ErrOrStderr(), "%d probes stored in %s\n", stored, storePath)
+			fmt.Fprintf(cmd.ErrOrStderr(), "%s stored in %s\n", report.Count(stored, "probe", "probes"), storePath)
 			return nil
 		},
 	}
@@ -196,7 +198,7 @@ func formatWatchRow(r watch.Row) string {
 	ms("first byte", r.FirstByteMs)
 	ms("last byte", r.LastByteMs)
 	if r.RoundTrips != nil {
-		s += fmt.Sprintf("  %d round trips", *r.RoundTrips)
+		s += "  " + report.Count(*r.RoundTrips, "round trip", "round trips")
 	}
 	if r.BodyBytes != nil {
 		s += fmt.Sprintf("  %d bytes", *r.BodyBytes)
@@ -235,8 +237,9 @@ func listStore(ctx context.Context, w io.Writer, path, url string, asJSON bool) 
 		fmt.Fprintf(w, "%s holds no probes\n", path)
 		return nil
 	}
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "id\ttime (UTC)\turl\tstatus\tiw\tverdict\trtt ms\ttls ms\tfirst byte ms\tlast byte ms\trounds\tbytes\terror")
+	tb := texttable.New("", texttable.R("id"), texttable.L("time (UTC)"), texttable.L("url"), texttable.R("status"), texttable.R("IW"),
+		texttable.L("verdict"), texttable.R("RTT ms"), texttable.R("TLS ms"), texttable.R("first byte ms"), texttable.R("last byte ms"),
+		texttable.R("round trips"), texttable.R("bytes"), texttable.L("error"))
 	f := func(v *float64) string {
 		if v == nil {
 			return "-"
@@ -258,15 +261,15 @@ func listStore(ctx context.Context, w io.Writer, path, url string, asJSON bool) 
 		if verdict == "" {
 			verdict = "-"
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.Time.UTC().Format("2006-01-02 15:04:05"), textsafe.Escape(r.URL),
+		tb.Row(strconv.FormatInt(r.ID, 10), r.Time.UTC().Format("2006-01-02 15:04:05"), textsafe.Escape(r.URL),
 			n(r.Status), dashIfEmpty(r.IWReading().Text()), verdict, f(r.HandshakeRTTMs), f(r.TLSMs), f(r.FirstByteMs), f(r.LastByteMs), n(r.RoundTrips), body, textsafe.Escape(r.Error))
 	}
-	if err := tw.Flush(); err != nil {
+	if err := tb.Write(w); err != nil {
 		return err
 	}
 	urls, err := store.URLs(ctx)
 	if err == nil && url == "" && len(urls) > 0 {
-		fmt.Fprintf(w, "%d probes of %d URL(s)\n", len(rows), len(urls))
+		fmt.Fprintf(w, "%s of %s\n", report.Count(len(rows), "probe", "probes"), report.Count(len(urls), "URL", "URLs"))
 	}
 	return nil
 }

@@ -56,7 +56,7 @@ func Run(ctx context.Context, env *lab.Env, opts Options) (*Result, error) {
 	jobs := Jobs(exps)
 	stage(fmt.Sprintf("running %d trials of %d experiments, %d at once", len(jobs), len(exps), opts.Parallel))
 	done := 0
-	rows, err := env.RunJobs(ctx, jobs, lab.RunOptions{Parallel: opts.Parallel, OnResult: func(lab.Job, lab.Row, error) {
+	rows, err := env.RunJobs(ctx, jobs, lab.RunOptions{Parallel: opts.Parallel, DistortedReruns: lab.DefaultDistortedReruns, OnResult: func(lab.Job, lab.Row, error) {
 		done++
 		if opts.Progress != nil {
 			opts.Progress(done, len(jobs))

@@ -3,10 +3,12 @@ package exact
 import (
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/slowstart/slowstart/internal/textsafe"
+	"github.com/slowstart/slowstart/internal/texttable"
+	"github.com/slowstart/slowstart/report"
 )
 
 // OptionsError is returned by Measure for options it cannot measure with (a
@@ -44,12 +46,13 @@ func WriteText(w io.Writer, r *Result) error {
 	}
 	fmt.Fprintf(w, "Exact initial window of %s (%s)\n", textsafe.Escape(r.URL), r.Remote)
 	fmt.Fprintf(w, "  counted: the %s, with an announced MSS of %d bytes and no ACKs\n\n", what, r.AnnouncedMSS)
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "run\toutcome\tsegments\tbytes\tsegment size\thandshake RTT\t")
+	tb := texttable.New("  ", texttable.R("run"), texttable.L("outcome"), texttable.R("segments"), texttable.R("bytes"),
+		texttable.R("segment bytes"), texttable.R("handshake RTT ms"))
 	for _, run := range r.Runs {
-		fmt.Fprintf(tw, "%d\t%s\t%d\t%d\t%d B\t%.1f ms\t\n", run.Index, run.Outcome, run.Segments, run.Bytes, run.SegmentBytes, run.HandshakeRTTMs)
+		tb.Row(strconv.Itoa(run.Index), run.Outcome, strconv.Itoa(run.Segments), strconv.Itoa(run.Bytes), strconv.Itoa(run.SegmentBytes),
+			fmt.Sprintf("%.1f", run.HandshakeRTTMs))
 	}
-	if err := tw.Flush(); err != nil {
+	if err := tb.Write(w); err != nil {
 		return err
 	}
 	for _, run := range r.Runs {
@@ -64,10 +67,10 @@ func WriteText(w io.Writer, r *Result) error {
 	}
 	switch r.Verdict {
 	case VerdictExact:
-		fmt.Fprintf(w, "Initial window: %d segments (exact). %s.\n", r.IWSegments, reason)
+		fmt.Fprintf(w, "Initial window: %s (exact). %s.\n", report.Count(r.IWSegments, "segment", "segments"), reason)
 		fmt.Fprintf(w, "At a full-sized 1448-byte segment that is %.1f KB in the first round trip.\n", float64(r.IWSegments*1448)/1000)
 	case VerdictLowerBound, VerdictRwndLimited:
-		fmt.Fprintf(w, "Initial window: at least %d segments (%s). %s.\n", r.IWSegments, r.Verdict, reason)
+		fmt.Fprintf(w, "Initial window: at least %s (%s). %s.\n", report.Count(r.IWSegments, "segment", "segments"), r.Verdict, reason)
 	default:
 		fmt.Fprintf(w, "Initial window: unknown (%s). %s.\n", r.Verdict, reason)
 	}

@@ -192,7 +192,7 @@ func readExact(res *Result, held int) *ExactResult {
 		out.Verdict, out.Reason = report.VerdictNone, "the connection's key log: "+err.Error()
 		return out
 	}
-	a := quicanalysis.New(quicanalysis.Options{Keys: kl})
+	a := quicanalysis.New(quicanalysis.Options{Keys: kl, Vantage: report.VantageClient})
 	for _, d := range res.Datagrams {
 		a.Add(d)
 	}

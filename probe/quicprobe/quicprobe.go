@@ -27,6 +27,7 @@ import (
 	"net/netip"
 	"net/url"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -307,7 +308,9 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	if err != nil {
 		return res, fmt.Errorf("reading the connection's own key log: %w", err)
 	}
-	a := quicanalysis.New(quicanalysis.Options{Keys: kl, PacketLog: opts.PacketLog})
+	// Recorded at the client's own socket: the vantage point is known, also where
+	// the path is too short for the handshake's gaps to tell it (loopback).
+	a := quicanalysis.New(quicanalysis.Options{Keys: kl, PacketLog: opts.PacketLog, Vantage: report.VantageClient})
 	for _, d := range res.Datagrams {
 		a.Add(d)
 	}
@@ -326,7 +329,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 		if len(rep.Connections) > 0 && len(rep.Connections[0].Rounds) == 0 && rep.Connections[0].BytesToClient == 0 {
 			return res, fmt.Errorf("fetching %s over HTTP/3: no answer over UDP from %s (is HTTP/3 served there, and does UDP reach it?): %w", opts.URL, remote, fetchErr)
 		}
-		return res, fmt.Errorf("fetching %s over HTTP/3: %w", opts.URL, fetchErr)
+		return res, fmt.Errorf("fetching %s over HTTP/3: %w%s", opts.URL, fetchErr, handshakeHint(fetchErr, serverName))
 	}
 	if len(rep.Connections) == 0 {
 		return res, fmt.Errorf("the probe's datagrams hold no QUIC connection")
@@ -497,4 +500,19 @@ func (c *recordingConn) SetWriteBuffer(n int) error {
 }
 func (c *recordingConn) SyscallConn() (syscall.RawConn, error) {
 	return c.PacketConn.(*net.UDPConn).SyscallConn()
+}
+
+// handshakeHint says what to do about a TLS handshake the server refused when
+// the name the probe gave it was an IP address: no server name (SNI) is sent
+// then (RFC 6066), and a server that picks its certificate by name has none to
+// offer (Caddy answers with an internal_error alert, CRYPTO_ERROR 0x150).
+func handshakeHint(err error, serverName string) string {
+	var te *quicgo.TransportError
+	if !errors.As(err, &te) || !te.ErrorCode.IsCryptoError() {
+		return ""
+	}
+	if _, ipErr := netip.ParseAddr(strings.Trim(serverName, "[]")); ipErr != nil {
+		return ""
+	}
+	return fmt.Sprintf(" (the TLS handshake failed: the URL names the address %s, so the handshake carried no server name (SNI), and a server that picks its certificate by name has none to offer; give the name with --sni NAME, or a URL with the name and --resolve NAME:PORT:%s)", serverName, serverName)
 }

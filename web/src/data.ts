@@ -69,6 +69,19 @@ export function tickKind(p: Packet): TickKind {
   return "ack";
 }
 
+/**
+ * The connection the page opens on: the one whose server sent the most bytes
+ * (the page's main transfer, not a preconnect or an OCSP check), the first of
+ * them in order on a tie; undefined for none.
+ */
+export function mostInteresting(models: ConnModel[]): ConnModel | undefined {
+  let best: ConnModel | undefined;
+  for (const m of models) {
+    if (!best || m.conn.bytes_to_client > best.conn.bytes_to_client) best = m;
+  }
+  return best;
+}
+
 export function connModel(conn: Connection): ConnModel {
   const packets = (conn.packets ?? []).slice().sort((a, b) => a.t_ms - b.t_ms);
   const times = new Float64Array(packets.length);

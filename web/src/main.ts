@@ -3,7 +3,7 @@
 import "./style.css";
 
 import { el } from "./canvas";
-import { connModel, groupByServer, loadPageLoad, loadReport, type ConnModel, type TimeUnit } from "./data";
+import { connModel, groupByServer, mostInteresting, loadPageLoad, loadReport, type ConnModel, type TimeUnit } from "./data";
 import * as fmt from "./format";
 import { PageView } from "./pageview";
 import { Summary } from "./summary";
@@ -136,8 +136,8 @@ function render(rep: Report, head: HTMLElement, state: ViewState, emptyText: str
 
   pageView?.layout();
   timeline.layout();
-  const keep = models.find((m) => m.conn.index === state.selected);
-  choose(keep ? keep.conn.index : models[0].conn.index);
+  const keep = models.find((m) => m.conn.index === state.selected) ?? mostInteresting(models)!;
+  choose(keep.conn.index);
 
   let pending = false;
   let lastWidth = app.clientWidth;

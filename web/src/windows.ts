@@ -11,7 +11,7 @@ import * as fmt from "./format";
 import { color, limitColor, limitText } from "./palette";
 import type { Tooltip } from "./tooltip";
 import { roundRows } from "./tsg";
-import type { Connection } from "./types";
+import type { Connection, Round } from "./types";
 
 const margin = { top: 16, right: 64, bottom: 44, left: 52 };
 
@@ -23,9 +23,20 @@ export function idealStart(c: Connection): number {
   return first ? first.segments : 0;
 }
 
-/** Segments slow start allows in round i (1-based) from an initial window: IW·2^(i-1). */
-export function idealSegments(iw: number, round: number): number {
-  return iw * 2 ** (round - 1);
+/**
+ * Segments ideal slow start allows in round r of a connection: in a round of
+ * the TLS handshake the initial window; in the k-th round of data the window
+ * the handshake left, doubled k-1 times. Slow start adds a segment for every
+ * segment acknowledged, so the handshake's flight (acknowledged before the
+ * data) leaves IW plus its segments: the handshake's round trips are not
+ * counted as rounds of doubling. 0 without an initial window.
+ */
+export function idealFor(rounds: readonly Round[], iw: number, r: Round): number {
+  if (iw <= 0) return 0;
+  if (r.phase === "tls") return iw;
+  const handshake = rounds.filter((x) => x.phase === "tls").reduce((n, x) => n + x.segments, 0);
+  const k = rounds.filter((x) => x.phase !== "tls" && x.index <= r.index).length;
+  return (iw + handshake) * 2 ** (k - 1);
 }
 
 export class WindowsChart {
@@ -113,7 +124,8 @@ export class WindowsChart {
       .paddingOuter(0.15);
     const maxSegments = Math.max(...rounds.map((r) => r.segments));
     // The ideal curve grows fast: show it up to twice the tallest bar so the bars stay readable.
-    const yMax = Math.max(maxSegments, Math.min(idealSegments(iw, rounds.length), maxSegments * 2), 1);
+    const ideal = (r: Round) => idealFor(rounds, iw, r);
+    const yMax = Math.max(maxSegments, Math.min(ideal(rounds[rounds.length - 1]), maxSegments * 2), 1);
     const y = scaleLinear().domain([0, yMax]).range([bottom, top]).nice();
     const totalBytes = Math.max(1, ...rounds.map((r) => r.cumulative_bytes));
     const yBytes = scaleLinear().domain([0, totalBytes]).range([bottom, top]).nice();
@@ -173,8 +185,8 @@ export class WindowsChart {
 
     if (iw > 0) {
       // The ideal curve up to the top of the chart.
-      const shown = rounds.filter((r, i) => i === 0 || idealSegments(iw, r.index - 1) <= y.domain()[1]);
-      const pts = shown.map((r) => [x(r.index)! + x.bandwidth() / 2, y(Math.min(idealSegments(iw, r.index), y.domain()[1]))]);
+      const shown = rounds.filter((_, i) => i === 0 || ideal(rounds[i - 1]) <= y.domain()[1]);
+      const pts = shown.map((r) => [x(r.index)! + x.bandwidth() / 2, y(Math.min(ideal(r), y.domain()[1]))]);
       svg
         .append("path")
         .attr("class", "ideal-line")
@@ -182,11 +194,13 @@ export class WindowsChart {
       svg
         .append("g")
         .selectAll("path")
-        .data(shown.filter((r) => idealSegments(iw, r.index) <= y.domain()[1]))
+        .data(shown.filter((r) => ideal(r) <= y.domain()[1]))
         .join("path")
         .attr("class", "ideal-point")
         .attr("data-testid", "ideal-point")
-        .attr("transform", (r) => `translate(${x(r.index)! + x.bandwidth() / 2},${y(Math.min(idealSegments(iw, r.index), y.domain()[1]))})`)
+        .attr("data-round", (r) => r.index)
+        .attr("data-segments", (r) => ideal(r))
+        .attr("transform", (r) => `translate(${x(r.index)! + x.bandwidth() / 2},${y(Math.min(ideal(r), y.domain()[1]))})`)
         .attr("d", "M0,-4L4,0L0,4L-4,0Z");
     }
     const cum = rounds.map((r) => [x(r.index)! + x.bandwidth() / 2, yBytes(r.cumulative_bytes)]);
@@ -229,7 +243,9 @@ export class WindowsChart {
       .attr("x", (left + right) / 2)
       .attr("y", height - 6)
       .attr("text-anchor", "middle")
-      .text(`round (ideal: IW ${iw} segments, doubling each round)`);
+      .text(rounds.some((r) => r.phase === "tls")
+        ? `round (ideal: IW ${iw} segments in the handshake, then doubling each data round)`
+        : `round (ideal: IW ${iw} segments, doubling each round)`);
     svg
       .append("text")
       .attr("class", "axis-label")
@@ -255,7 +271,7 @@ export class WindowsChart {
     const iw = idealStart(m.conn);
     this.tooltip.show(e.clientX, e.clientY, `Round ${r.index} (${r.phase})`, [
       ...roundRows(r, m.conn.mss),
-      ["ideal slow start", iw > 0 ? `${fmt.plural(idealSegments(iw, r.index), "segment")}` : "–"],
+      ["ideal slow start", iw > 0 ? `${fmt.plural(idealFor(m.conn.rounds ?? [], iw, r), "segment")}` : "–"],
     ]);
   }
 }

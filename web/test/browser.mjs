@@ -49,8 +49,25 @@ async function checkPage(page, rep, label, large) {
   check((await page.locator("[data-testid=bar-http]").count()) === httpBars, `${label}: ${httpBars} HTTP message bars`);
   check((await page.locator("[data-testid=bar-tls]").count()) === tlsBars, `${label}: ${tlsBars} TLS handshake bars`);
 
-  const c = conns[0];
+  // The page opens on the connection whose server sent the most bytes (the
+  // first of them on a tie), not on the first one.
+  let c = conns[0];
+  for (const x of conns) if (x.bytes_to_client > c.bytes_to_client) c = x;
+  check((await page.locator("body").getAttribute("data-selected")) === String(c.index), `${label}: opens on #${c.index}, the connection with the most bytes from its server`);
   const rounds = c.rounds ?? [];
+  // Ideal slow start: the IW through the TLS handshake, then doubling from the
+  // IW plus the handshake's segments (acknowledged before the data) in each
+  // data round; the handshake's round trips are not rounds of doubling.
+  const iwSeg = c.initial_window && c.initial_window.verdict !== "none" && c.initial_window.segments > 0 ? c.initial_window.segments : (rounds[0]?.segments ?? 0);
+  const firstData = rounds.find((r) => r.phase !== "tls");
+  if (iwSeg > 0 && firstData) {
+    const handshake = rounds.filter((r) => r.phase === "tls").reduce((n, r) => n + r.segments, 0);
+    const point = page.locator(`[data-testid=ideal-point][data-round="${firstData.index}"]`);
+    if ((await point.count()) > 0) {
+      const got = Number(await point.getAttribute("data-segments"));
+      check(got === iwSeg + handshake, `${label}: ideal slow start in the first data round (R${firstData.index}) is IW ${iwSeg} + ${handshake} handshake segments (got ${got})`);
+    }
+  }
   check((await num(page, "[data-testid=tsg]", "rounds")) === rounds.length, `${label}: time-sequence graph of #${c.index} has ${rounds.length} rounds`);
   check((await page.locator("[data-testid=round-band]").count()) === rounds.length, `${label}: ${rounds.length} round bands shaded`);
   check((await page.locator("[data-testid=round-bar]").count()) === rounds.length, `${label}: ${rounds.length} bars in windows per round`);

@@ -1,5 +1,8 @@
 // What the browser checks (browser.mjs, live.mjs, live-feed.mjs) share: the
 // checks' tally, headless Chromium launched the same way, and a page's problems.
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { chromium } from "playwright-core";
 
 let failures = 0;
@@ -16,10 +19,16 @@ export function finish() {
   process.exit(failures === 0 ? 0 : 1);
 }
 
-/** Headless Chromium; launch() gives it a fresh temporary profile (--user-data-dir) of its own. */
-export function launch(executablePath) {
-  return chromium.launch({
+/**
+ * Headless Chromium; launch() gives it a fresh temporary profile (--user-data-dir) of
+ * its own, and a temporary directory (TMPDIR) for the files Chromium leaves there
+ * (org.chromium.Chromium.*), removed when the browser closes.
+ */
+export async function launch(executablePath) {
+  const tmp = mkdtempSync(join(tmpdir(), "ssweb"));
+  const browser = await chromium.launch({
     executablePath,
+    env: { ...process.env, TMPDIR: tmp },
     args: [
       "--headless",
       "--no-sandbox",
@@ -31,6 +40,8 @@ export function launch(executablePath) {
       "--disable-sync",
     ],
   });
+  browser.on("disconnected", () => rmSync(tmp, { recursive: true, force: true }));
+  return browser;
 }
 
 /**
