@@ -37,3 +37,20 @@ func TestBootstrapMean(t *testing.T) {
 		t.Errorf("empty sample: %+v", e)
 	}
 }
+
+// TestBootstrapWeightedMean: a value that stands for nine observations pulls
+// the interval as nine copies of it would, and one of weight 0 is never drawn.
+func TestBootstrapWeightedMean(t *testing.T) {
+	xs := []float64{0, 10, 100}
+	ws := []float64{1, 9, 0}
+	if m := WeightedMean(xs, ws); m != 9 {
+		t.Errorf("weighted mean %v, want 9", m)
+	}
+	iv := BootstrapWeightedMean(xs, ws, 4000, 0.95, 3)
+	if iv.High > 10 || iv.Low < 0 || !iv.Contains(9) {
+		t.Errorf("interval %+v: want inside [0, 10] around 9 (the 100 weighs nothing)", iv)
+	}
+	if !math.IsNaN(BootstrapWeightedMean(xs, []float64{0, 0, 0}, 10, 0.95, 1).Low) {
+		t.Error("weights of 0 gave an interval")
+	}
+}
