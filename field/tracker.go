@@ -137,8 +137,8 @@ func (t *tracker) probe(cookie uint64, st *connState, ev *ktcp.Event) {
 		if int32(s.WriteSeq-st.written) > 0 {
 			st.written, st.ackedAllMonoNs = s.WriteSeq, 0
 		}
-		if ev.Segment.AckSeq == s.WriteSeq && int32(s.WriteSeq-st.start) > 0 {
-			st.ackedAllMonoNs = ev.MonoNs
+		if st.ackedAllMonoNs == 0 && ev.Segment.AckSeq == s.WriteSeq && int32(s.WriteSeq-st.start) > 0 {
+			st.ackedAllMonoNs = ev.MonoNs // the first ACK of everything written so far
 		}
 	}
 	if ev.Segment.DataBytes() == 0 {
