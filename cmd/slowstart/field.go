@@ -1,9 +1,13 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"net/netip"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -15,6 +19,7 @@ import (
 	"github.com/slowstart/slowstart/ktcp"
 	"github.com/slowstart/slowstart/tune"
 	"github.com/slowstart/slowstart/units"
+	"github.com/slowstart/slowstart/web"
 )
 
 // fieldFlags are the flags of `slowstart field`, read into field.Options.
@@ -372,4 +377,43 @@ func comparePeriods(cmd *cobra.Command, st *field.Store, atMark bool, before, af
 		return bw, aw, withCode(exitFile, err)
 	}
 	return bw, aw, nil
+}
+
+// viewField shows a field store in the browser (view FILE, when FILE is one),
+// or writes the page to htmlPath.
+func viewField(cmd *cobra.Command, path, htmlPath string, listen netip.Addr, port int) error {
+	st, err := field.OpenStore(path, false)
+	if err != nil {
+		return withCode(exitFile, err)
+	}
+	v, err := field.View(cmd.Context(), st, field.ViewOptions{})
+	st.Close()
+	if err != nil {
+		return withCode(exitFile, err)
+	}
+	if htmlPath != "" {
+		var b bytes.Buffer
+		if err := web.WriteFieldHTML(&b, v); err != nil {
+			return err
+		}
+		if htmlPath == "-" {
+			_, err := cmd.OutOrStdout().Write(b.Bytes())
+			return err
+		}
+		if err := os.WriteFile(htmlPath, b.Bytes(), 0o644); err != nil {
+			return fileError(fmt.Errorf("writing the page: %w", err))
+		}
+		fmt.Fprintf(cmd.ErrOrStderr(), "slowstart: wrote %s (%s); open it in a browser\n", htmlPath, sizeText(b.Len()))
+		return nil
+	}
+	h, err := web.NewFieldHandler(v, web.HandlerOptions{AnyHost: !listen.IsLoopback()})
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", net.JoinHostPort(listen.String(), strconv.Itoa(port)))
+	if err != nil {
+		return fmt.Errorf("listening on %s port %d: %w (try another --port)", listen, port, err)
+	}
+	fmt.Fprintf(cmd.OutOrStdout(), "slowstart: the view of %s is at http://%s/ (Ctrl-C to stop)\n", path, ln.Addr())
+	return web.Serve(cmd.Context(), ln, h, nil)
 }

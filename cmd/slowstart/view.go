@@ -18,6 +18,7 @@ import (
 
 	"github.com/slowstart/slowstart/analysis"
 	"github.com/slowstart/slowstart/capture"
+	"github.com/slowstart/slowstart/field"
 	"github.com/slowstart/slowstart/internal/textsafe"
 	"github.com/slowstart/slowstart/probe"
 	"github.com/slowstart/slowstart/report"
@@ -41,7 +42,10 @@ func newViewCommand() *cobra.Command {
 		Short: "See a capture, a Report or a live capture in the browser: connections, rounds, windows",
 		Long: `Show a capture (pcap or pcapng) or a Report (JSON from 'slowstart analyze --json';
 or a page load from 'probe --browser --json', with its requests on their
-connections and the critical path) as a web page: every connection on one time axis grouped by server, each
+connections and the critical path; or a store of 'slowstart field --store': a
+panel per client network with the distribution of the round trips, the RTT,
+round 1's bytes or the response time over time, and the marks of tune's
+changes) as a web page: every connection on one time axis grouped by server, each
 connection's time-sequence graph with its rounds, the segments of each round
 against ideal slow start, and a summary of the initial window and what limited
 the transfer. (The initial window, IW, is how many segments a new connection may
@@ -68,6 +72,7 @@ Ctrl-C stops the capture and the server.`,
   slowstart view page.pcap --port 8040
   slowstart view page.pcap --html page.html     # one file to share
   slowstart view page.pcap --keylog keys.txt    # TLS decrypted: every request with its rounds
+  slowstart view field.db                       # a field store: per network, over time
   slowstart analyze page.pcap --json > r.json && slowstart view r.json
   sudo slowstart view --live eth0 --filter 203.0.113.7:443   # watch one site live
   sudo slowstart view --live lo --filter :8080 --pcap seen.pcap`,
@@ -106,6 +111,9 @@ Ctrl-C stops the capture and the server.`,
 			}
 			if err := checkOutputFile("html", htmlPath); err != nil {
 				return err
+			}
+			if field.IsStore(args[0]) {
+				return viewField(cmd, args[0], htmlPath, listenAddr, port)
 			}
 			if page, err := readPageLoad(args[0]); err != nil || page != nil {
 				if err != nil {
