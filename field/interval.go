@@ -3,6 +3,8 @@ package field
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"io/fs"
 	"fmt"
 	"sort"
 	"time"
@@ -19,10 +21,17 @@ func (r *runner) readMarks(ctx context.Context) error {
 	}
 	marks, err := tune.ReadMarks(r.opts.MarksFile)
 	if err != nil {
-		if len(r.markKeys) == 0 && r.lines == 0 && r.src == nil {
+		switch {
+		case r.src != nil:
+			r.opts.Logger.Warn("reading the marks journal", "err", err)
+		case r.opts.MarksFile == tune.DefaultMarksFile && errors.Is(err, fs.ErrPermission):
+			// The default journal belongs to root: without root, tune's changes
+			// are not marked, and field runs all the same.
+			fmt.Fprintf(r.opts.Status, "marks: %v: changes made by slowstart tune will not be marked (give a readable --marks, or --marks -)\n", err)
+			r.opts.MarksFile = "-"
+		default:
 			return &FileError{fmt.Errorf("%w (give another with --marks, or --marks - for none)", err)}
 		}
-		r.opts.Logger.Warn("reading the marks journal", "err", err)
 		return nil
 	}
 	var fresh []tune.Mark

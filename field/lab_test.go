@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/slowstart/slowstart/analysis"
+	"github.com/slowstart/slowstart/browser"
 	"github.com/slowstart/slowstart/capture"
 	"github.com/slowstart/slowstart/internal/testroot"
 	"github.com/slowstart/slowstart/lab/client"
@@ -24,6 +25,7 @@ import (
 	"github.com/slowstart/slowstart/lab/server"
 	"github.com/slowstart/slowstart/report"
 	"github.com/slowstart/slowstart/survey"
+	"github.com/slowstart/slowstart/tune"
 )
 
 func needRoot(t *testing.T) {
@@ -433,6 +435,159 @@ func checkFleetConn(t *testing.T, name string, c Conn, fc *fleetClient, size int
 }
 
 func ptr(p *float64) any {
+	if p == nil {
+		return nil
+	}
+	return *p
+}
+
+// TestTuneChange: while field follows a server (nginx, 60 ms, 60,000-byte
+// responses to curl), slowstart tune apply raises the initial window of its
+// routes from 4 to 32. The change is recorded in tune's journal, field marks
+// it in its store, and the store's periods on either side of the mark differ
+// in round trips per response: from 4 (4 + 8 + 16 + 14 of 42 segments) to 2
+// (32 + 10), a difference whose 95% interval excludes 0, in all networks and
+// in the client's. The response time drops by those two round trips.
+func TestTuneChange(t *testing.T) {
+	needRoot(t)
+	fleet := startFleet(t, []fleetClient{{rtt: 60 * time.Millisecond, iw: 4}}, []int64{60000})
+	c := fleet[0]
+	dir := t.TempDir()
+	marks := filepath.Join(dir, "marks.jsonl")
+	store := filepath.Join(dir, "field.db")
+	conns, stop := runField(t, Options{StorePath: store, Interval: time.Second, MarksFile: marks}, fleet)
+	const each = 12
+	fetchAll := func() {
+		for range each {
+			c.fetch(t, 60000)
+		}
+		collect(t, conns, each)
+	}
+	fetchAll()
+	res, err := tune.Apply(tune.ApplyOptions{Netns: c.path.NamespacePath(labpath.Server), InitCwnd: 32, Route: tune.RouteAll,
+		BackupDir: dir, MarksFile: marks, Command: "test"})
+	if err != nil || res.Changed == 0 || res.MarksFile != marks {
+		t.Fatalf("tune apply: %v (%+v)", err, res)
+	}
+	fetchAll()
+	sum := stop()
+	if len(sum.Marks) != 1 || sum.Marks[0].Routes[0].InitCwndAfter != 32 {
+		t.Errorf("the summary's marks: %+v, want the apply to 32", sum.Marks)
+	}
+	st, err := OpenStore(store, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	mark, ok, err := LatestMark(context.Background(), st, time.Time{})
+	if err != nil || !ok || mark.Action != "apply" {
+		t.Fatalf("the store's mark: %+v, %v, %v", mark, ok, err)
+	}
+	res2, err := CompareNetworks(context.Background(), st, CompareOptions{Before: Query{To: mark.Time}, After: Query{From: mark.Time}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res2) != 2 {
+		t.Fatalf("%d comparisons, want all networks and the client's", len(res2))
+	}
+	for _, nc := range res2 {
+		rt, ms := nc.RoundTrips, nc.Response
+		if rt.Before.N != each || rt.After.N != each {
+			t.Errorf("%q: %d responses before and %d after the mark, want %d each", nc.Network, rt.Before.N, rt.After.N, each)
+		}
+		if rt.Before.Median != 4 || rt.After.Median != 2 || rt.CI.Contains(0) || rt.CI.High >= 0 {
+			t.Errorf("%q: round trips %v → %v, 95%% CI %+v: want 4 → 2, an interval below 0", nc.Network, rt.Before.Median, rt.After.Median, rt.CI)
+		}
+		// Two round trips of 60 ms fewer, give or take the host's scheduling.
+		if ms.CI.Contains(0) || ms.MedianDiff > -100 || ms.MedianDiff < -140 {
+			t.Errorf("%q: response time %+.1f ms (95%% CI %+v): want about -120 ms, an interval below 0", nc.Network, ms.MedianDiff, ms.CI)
+		}
+	}
+}
+
+// TestChromium: headless Chromium loads a test page (a 40 KB document, a 20
+// KB stylesheet, a 30 KB script, a 60 KB image) from nginx over HTTP/1.1 at
+// 50 ms and IW 10, as a first visit from the client's namespace, with a
+// capture there (package browser). For every connection that carried a
+// request, field's reading of its first response equals the client capture's:
+// as many rounds, as many bytes in each; its round 1 was sent under IW 10.
+func TestChromium(t *testing.T) {
+	needRoot(t)
+	if _, err := os.Stat(browser.DefaultChromium); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("Chromium is missing: %v", err)
+		}
+		t.Skip("Chromium is not installed")
+	}
+	ctx := context.Background()
+	t.Cleanup(func() { labpath.CloseAll() })
+	p, err := labpath.Start(ctx, labpath.Config{RTT: 50 * time.Millisecond, InitCwnd: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	addr := netip.AddrPortFrom(p.ServerAddr, 80)
+	page, err := server.ParsePage("html=40KB,css=20KB,js=30KB,img=60KB")
+	if err != nil {
+		t.Fatal(err)
+	}
+	page.FirstOrigin = "http://" + addr.String()
+	files, err := page.Files()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := server.StartOnPath(ctx, p, server.OnPath{Kind: server.KindNginx, Addr: addr, Config: server.Config{PageFiles: files}}); err != nil {
+		t.Fatal(err)
+	}
+	fc := &fleetClient{rtt: 50 * time.Millisecond, iw: 10, path: p, server: addr}
+	conns, stop := runField(t, Options{}, []*fleetClient{fc})
+	res, err := browser.Load(ctx, browser.Options{URL: page.FirstOrigin + server.PageIndexPath, Netns: p.NamespacePath(labpath.Client),
+		HTTP1Only: true, Wait: time.Second})
+	if err != nil {
+		t.Fatalf("Chromium: %v", err)
+	}
+	var withRequest []report.Connection
+	for _, c := range res.Page.Report.Connections {
+		if len(c.HTTP) > 0 {
+			withRequest = append(withRequest, c)
+		}
+	}
+	if len(withRequest) == 0 {
+		t.Fatal("the capture holds no connection with a request")
+	}
+	t.Logf("Chromium made %d connections, %d of them with requests", len(res.Page.Report.Connections), len(withRequest))
+	got := collect(t, conns, len(withRequest))
+	stop()
+	for _, cc := range withRequest {
+		c, ok := got[cc.Client]
+		if !ok {
+			t.Errorf("field did not report Chromium's connection from %s", cc.Client)
+			continue
+		}
+		// The client's rounds of its first response.
+		last := cc.HTTP[0].Rounds[len(cc.HTTP[0].Rounds)-1]
+		var rounds []report.Round
+		for _, r := range cc.Rounds {
+			if r.Index <= last {
+				rounds = append(rounds, r)
+			}
+		}
+		if c.RoundTrips == nil || *c.RoundTrips != len(rounds) {
+			t.Errorf("%s (%s): field %v round trips, the client's capture %d rounds", cc.Client, cc.HTTP[0].Path, ptrInt(c.RoundTrips), len(rounds))
+			continue
+		}
+		for i, r := range rounds {
+			if r.Bytes != c.Rounds[i].Bytes {
+				t.Errorf("%s (%s): round %d: field %d bytes, the client's capture %d", cc.Client, cc.HTTP[0].Path, i+1, c.Rounds[i].Bytes, r.Bytes)
+			}
+		}
+		if c.InitialWindow != 10 || c.Rounds[0].CwndSegments != 10 {
+			t.Errorf("%s: initial window %d, round 1 under %d, want 10", cc.Client, c.InitialWindow, c.Rounds[0].CwndSegments)
+		}
+	}
+}
+
+func ptrInt(p *int) any {
 	if p == nil {
 		return nil
 	}

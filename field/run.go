@@ -495,7 +495,7 @@ func (r *runner) loop(ctx context.Context, src source) error {
 			}
 			r.tick()
 			if !now.Before(next) {
-				r.writeInterval(ctx, now)
+				r.writeInterval(context.WithoutCancel(ctx), now) // a write under way when the run ends is finished
 				next = next.Add(r.opts.Interval)
 				for !now.Before(next) {
 					next = next.Add(r.opts.Interval)

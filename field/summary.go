@@ -165,9 +165,8 @@ var defaultCI = ciOptions{resamples: 2000, level: 0.95, seed: 1}
 func (s NetworkSummary) cutServerClosed() uint64 { return s.CutShortBy[CutServerClosed] }
 
 // summarize builds a network's summary from its counts and histograms and a
-// sample of its connections: a uniform one (weights nil: the quantiles are
-// the sample's), or one whose rows stand for weights[i] connections each (the
-// store's: the quantiles are the histograms').
+// sample of its connections: a uniform one (weights nil), or one whose rows
+// stand for weights[i] connections each (the store's).
 func summarize(name string, n *netStats, sample []sample, weights []float64, iws []int, ci ciOptions) NetworkSummary {
 	s := NetworkSummary{
 		Network: name, Connections: n.Connections, CutShort: n.CutShort, Retransmitted: n.Retransmitted,
@@ -180,19 +179,26 @@ func summarize(name string, n *netStats, sample []sample, weights []float64, iws
 		s.CutShortBy[c] = n.Cut[i+1]
 	}
 	var rtt, rounds, round1, response, limited []float64
+	var rttW, roundsW, round1W, responseW []float64
+	weight := func(i int) float64 {
+		if weights == nil {
+			return 1
+		}
+		return weights[i]
+	}
 	for i := range sample {
 		x := &sample[i]
 		if x.rttUs > 0 {
-			rtt = append(rtt, float64(x.rttUs)/1e3)
+			rtt, rttW = append(rtt, float64(x.rttUs)/1e3), append(rttW, weight(i))
 		}
 		if x.roundTrips >= 0 {
-			rounds = append(rounds, float64(x.roundTrips))
+			rounds, roundsW = append(rounds, float64(x.roundTrips)), append(roundsW, weight(i))
 		}
 		if x.round1Bytes >= 0 {
-			round1 = append(round1, float64(x.round1Bytes))
+			round1, round1W = append(round1, float64(x.round1Bytes)), append(round1W, weight(i))
 		}
 		if x.responseMs >= 0 {
-			response = append(response, x.responseMs)
+			response, responseW = append(response, x.responseMs), append(responseW, weight(i))
 		}
 		if x.windowLimited() {
 			limited = append(limited, 1)
@@ -200,13 +206,13 @@ func summarize(name string, n *netStats, sample []sample, weights []float64, iws
 			limited = append(limited, 0)
 		}
 	}
-	if weights != nil {
-		rtt, rounds, round1, response = nil, nil, nil, nil // the quantiles come from the histograms
+	if weights == nil {
+		rttW, roundsW, round1W, responseW = nil, nil, nil, nil
 	}
-	s.HandshakeRTTMs = distribution(n.RTT, RTTBoundsMs, rtt)
-	s.RoundTrips = distribution(n.RoundTrips, RoundTripBounds, rounds)
-	s.Round1Bytes = distribution(n.Round1Bytes, Round1BoundsBytes, round1)
-	s.ResponseMs = distribution(n.ResponseMs, ResponseBoundsMs, response)
+	s.HandshakeRTTMs = distribution(n.RTT, RTTBoundsMs, rtt, rttW)
+	s.RoundTrips = distribution(n.RoundTrips, RoundTripBounds, rounds, roundsW)
+	s.Round1Bytes = distribution(n.Round1Bytes, Round1BoundsBytes, round1, round1W)
+	s.ResponseMs = distribution(n.ResponseMs, ResponseBoundsMs, response, responseW)
 	if n.Connections > 0 {
 		s.WindowLimited.Value = float64(n.windowLimited()) / float64(n.Connections)
 	}
@@ -245,8 +251,9 @@ func summarize(name string, n *netStats, sample []sample, weights []float64, iws
 }
 
 // distribution describes a histogram, with the quantiles of values (sorted
-// here), or of the histogram when values is empty.
-func distribution(h hist, bounds []float64, values []float64) Distribution {
+// here; each weighing weights[i], or the same when weights is nil), or of the
+// histogram when there are no values.
+func distribution(h hist, bounds []float64, values, weights []float64) Distribution {
 	d := Distribution{N: h.N, Bounds: bounds, Counts: h.Counts}
 	if h.N > 0 {
 		mean := h.Sum / float64(h.N)
@@ -263,13 +270,39 @@ func distribution(h hist, bounds []float64, values []float64) Distribution {
 		d.P10, d.Median, d.P90 = q(0.1), q(0.5), q(0.9)
 		return d
 	}
-	sort.Float64s(values)
-	q := func(p float64) *float64 {
-		v := stats.Quantile(values, p)
+	var q func(p float64) float64
+	if weights == nil {
+		sort.Float64s(values)
+		q = func(p float64) float64 { return stats.Quantile(values, p) }
+	} else {
+		q = weightedQuantiles(values, weights)
+	}
+	at := func(p float64) *float64 {
+		v := q(p)
 		return &v
 	}
-	d.P10, d.Median, d.P90 = q(0.1), q(0.5), q(0.9)
+	d.P10, d.Median, d.P90 = at(0.1), at(0.5), at(0.9)
 	return d
+}
+
+// weightedQuantiles returns the quantile function of values weighing
+// weights: the smallest value whose cumulative weight reaches p of the total.
+func weightedQuantiles(values, weights []float64) func(p float64) float64 {
+	idx := make([]int, len(values))
+	for i := range idx {
+		idx[i] = i
+	}
+	sort.Slice(idx, func(a, b int) bool { return values[idx[a]] < values[idx[b]] })
+	cum := make([]float64, len(idx))
+	total := 0.0
+	for i, j := range idx {
+		total += weights[j]
+		cum[i] = total
+	}
+	return func(p float64) float64 {
+		i := sort.SearchFloat64s(cum, p*total)
+		return values[idx[min(i, len(idx)-1)]]
+	}
 }
 
 // finite turns NaN bounds (an empty sample) into zeros for JSON, which has no
