@@ -4,8 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"io/fs"
 	"fmt"
+	"io/fs"
 	"sort"
 	"time"
 
