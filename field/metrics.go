@@ -112,9 +112,10 @@ func (m *metrics) network(name string) *networkMetrics {
 	}
 	label := name
 	if len(m.networks) >= m.maxNetworks {
+		// Past the bound every network shares one series, and its name is not
+		// kept: the map stays as small as the bound however many networks come.
 		label = MetricsOtherNetwork
 		if nm, ok := m.networks[label]; ok {
-			m.networks[name] = nm
 			return nm
 		}
 	}
@@ -138,7 +139,6 @@ func (m *metrics) network(name string) *networkMetrics {
 		nm.savedTime = append(nm.savedTime, m.savedTime.WithLabelValues(label, strconv.Itoa(iw)))
 	}
 	m.networks[label] = nm
-	m.networks[name] = nm
 	return nm
 }
 

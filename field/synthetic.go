@@ -135,3 +135,7 @@ func (f *Follower) Summary() *Summary {
 	f.r.statusMu.Unlock()
 	return f.r.summary(time.Now())
 }
+
+// NextInterval closes the interval under way, as Run does when it writes the
+// store, and drops it.
+func (f *Follower) NextInterval() { f.r.agg.takeInterval() }
