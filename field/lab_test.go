@@ -61,15 +61,25 @@ func (c *clientCapture) tap(device int, data []byte, unixNs int64) {
 
 // serverHandshake notes, at the server's device, when each connection's
 // SYN/ACK left the server and when the client's ACK of it came in: the span
-// the server's kernel takes its first RTT sample over (IPv4 only).
+// the server's kernel takes its first RTT sample over.
 func (c *clientCapture) serverHandshake(data []byte, unixNs int64) {
-	if len(data) < 40 || data[0]>>4 != 4 || data[9] != 6 {
+	var srcAddr, dstAddr netip.Addr
+	var tcp []byte
+	switch {
+	case len(data) >= 40 && data[0]>>4 == 4 && data[9] == 6:
+		srcAddr, dstAddr = netip.AddrFrom4([4]byte(data[12:16])), netip.AddrFrom4([4]byte(data[16:20]))
+		tcp = data[int(data[0]&0x0f)*4:]
+	case len(data) >= 60 && data[0]>>4 == 6 && data[6] == 6:
+		srcAddr, dstAddr = netip.AddrFrom16([16]byte(data[8:24])), netip.AddrFrom16([16]byte(data[24:40]))
+		tcp = data[40:]
+	default:
 		return
 	}
-	ihl := int(data[0]&0x0f) * 4
-	tcp := data[ihl:]
-	src := netip.AddrPortFrom(netip.AddrFrom4([4]byte(data[12:16])), uint16(tcp[0])<<8|uint16(tcp[1]))
-	dst := netip.AddrPortFrom(netip.AddrFrom4([4]byte(data[16:20])), uint16(tcp[2])<<8|uint16(tcp[3]))
+	if len(tcp) < 20 {
+		return
+	}
+	src := netip.AddrPortFrom(srcAddr, uint16(tcp[0])<<8|uint16(tcp[1]))
+	dst := netip.AddrPortFrom(dstAddr, uint16(tcp[2])<<8|uint16(tcp[3]))
 	flags := tcp[13]
 	if c.synAck == nil {
 		c.synAck, c.handshakeRTT = map[netip.AddrPort]int64{}, map[netip.AddrPort]float64{}
@@ -126,6 +136,7 @@ func (c *clientCapture) analyze(t *testing.T, dir, name string) *report.Report {
 type fleetClient struct {
 	rtt     time.Duration
 	iw      int
+	ipv6    bool
 	path    *labpath.Path
 	server  netip.AddrPort
 	capture *clientCapture
@@ -142,7 +153,7 @@ func startFleet(t *testing.T, specs []fleetClient, sizes []int64) []*fleetClient
 	for _, spec := range specs {
 		c := spec
 		c.capture = &clientCapture{}
-		p, err := labpath.Start(ctx, labpath.Config{RTT: c.rtt, InitCwnd: c.iw, KernelTap: true, Tap: c.capture.tap})
+		p, err := labpath.Start(ctx, labpath.Config{RTT: c.rtt, InitCwnd: c.iw, IPv6: c.ipv6, KernelTap: true, Tap: c.capture.tap})
 		if err != nil {
 			t.Fatalf("lab path: %v", err)
 		}
@@ -249,8 +260,8 @@ func collect(t *testing.T, conns <-chan Conn, n int) map[string]Conn {
 	return out
 }
 
-// TestFleet: many clients at different RTTs and initial windows, each on its
-// own path to its own nginx, fetching with curl responses of one to several
+// TestFleet: many clients at different RTTs and initial windows (one over
+// IPv6), each on its own path to its own nginx, fetching with curl responses of one to several
 // rounds; field follows all of them from the kernel. For each connection its
 // reading must equal
 //   - the kernel's own: the initial window the route set, and at every round
@@ -271,10 +282,11 @@ func TestFleet(t *testing.T) {
 	fleet := startFleet(t, []fleetClient{
 		{rtt: 20 * time.Millisecond, iw: 4}, {rtt: 60 * time.Millisecond, iw: 10},
 		{rtt: 100 * time.Millisecond, iw: 16}, {rtt: 150 * time.Millisecond, iw: 32},
+		{rtt: 40 * time.Millisecond, iw: 20, ipv6: true},
 	}, sizes)
 	var table strings.Builder
 	for i, c := range fleet {
-		fmt.Fprintf(&table, "%s/32 %d\n", c.path.ClientAddr, 64500+i)
+		fmt.Fprintf(&table, "%s/%d %d\n", c.path.ClientAddr, c.path.ClientAddr.BitLen(), 64500+i)
 	}
 	asn, err := survey.ReadPrefixTable(strings.NewReader(table.String()))
 	if err != nil {
