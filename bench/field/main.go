@@ -16,8 +16,8 @@
 //     thousand open at a time, clients spread over a million /24 networks)
 //     through the same tracker and aggregation: the process's RSS every million
 //     connections, and the processing rate;
-//   - nginx: nginx serving 1 KB under h2load (HTTP/1.1), a new connection per
-//     request and kept-alive connections, in turns without and with the
+//   - nginx: nginx (one worker, no access log) serving 1 KB under h2load
+//     (HTTP/1.1), a new connection per request and kept-alive connections, in turns without and with the
 //     slowstart binary's field following its port: requests/s side by side.
 //
 // It prints each figure beside its peer from the same run, and the targets:
@@ -56,7 +56,6 @@ import (
 
 	"github.com/slowstart/slowstart/field"
 	"github.com/slowstart/slowstart/ktcp"
-	"github.com/slowstart/slowstart/lab/server"
 )
 
 // insideEnv marks the copy of the command that runs in the new namespace.
@@ -456,8 +455,7 @@ func nginx(cfg config) error {
 		return fmt.Errorf("building slowstart (run from the module's root): %v: %s", err, out)
 	}
 	for _, keepAlive := range []bool{false, true} {
-		ng, err := server.StartNginx(context.Background(), server.NginxConfig{Address: "127.0.0.1:8090", BodySizes: []int64{1000},
-			DisableKeepAlives: !keepAlive}, nil)
+		ng, err := startNginx(dir, keepAlive)
 		if err != nil {
 			return fmt.Errorf("nginx: %w", err)
 		}
@@ -470,7 +468,7 @@ func nginx(cfg config) error {
 		// closes each connection): as many as a turn's time allows, measured once.
 		probe, err := runH2load(h2load, 5000)
 		if err != nil {
-			ng.Stop()
+			stopNginx(ng)
 			return err
 		}
 		requests := max(int(probe*cfg.turn.Seconds()), 5000)
@@ -490,9 +488,9 @@ func nginx(cfg config) error {
 			}
 			traced := func() error {
 				var err error
-				c0 := processTreeCPU(ng.PID())
+				c0 := processTreeCPU(ng.Process.Pid)
 				b, events, fcpu, err = withField(bin, func() (float64, error) { return runH2load(h2load, requests) })
-				nginxCPU = append(nginxCPU, (processTreeCPU(ng.PID())-c0).Seconds()/float64(requests)*1e6)
+				nginxCPU = append(nginxCPU, (processTreeCPU(ng.Process.Pid)-c0).Seconds()/float64(requests)*1e6)
 				return err
 			}
 			first, second := plain, traced
@@ -500,23 +498,73 @@ func nginx(cfg config) error {
 				first, second = traced, plain
 			}
 			if err := first(); err != nil {
-				ng.Stop()
+				stopNginx(ng)
 				return err
 			}
 			if err := second(); err != nil {
-				ng.Stop()
+				stopNginx(ng)
 				return err
 			}
 			fieldCPU = append(fieldCPU, fcpu.Seconds()/float64(requests)*1e6)
 			without, with = append(without, a), append(with, b)
 			fmt.Printf("  %4d   %9.0f/s   %9.0f/s   %12.1f µs   %12.1f µs   %s\n", i+1, a, b, nginxCPU[i], fieldCPU[i], events)
 		}
-		ng.Stop()
+		stopNginx(ng)
 		ma, mb := median(without), median(with)
 		fmt.Printf("  median %9.0f/s   %9.0f/s   %12.1f µs   %12.1f µs   ratio %.3f\n\n", ma, mb, median(nginxCPU), median(fieldCPU), mb/ma)
 		target(mb >= 0.97*ma, "nginx, %s: throughput with field within 3%% (%.3f×)", mode, mb/ma)
 	}
 	return nil
+}
+
+// startNginx runs Debian's nginx in the foreground with one worker serving
+// /bytes/1000 on 127.0.0.1:8090, without an access log, keeping connections
+// alive or closing each after its response.
+func startNginx(dir string, keepAlive bool) (*exec.Cmd, error) {
+	root := filepath.Join(dir, "nginx")
+	if err := os.MkdirAll(filepath.Join(root, "docroot", "bytes"), 0o755); err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(filepath.Join(root, "docroot", "bytes", "1000"), make([]byte, 1000), 0o644); err != nil {
+		return nil, err
+	}
+	timeout := "0"
+	if keepAlive {
+		timeout = "65"
+	}
+	conf := fmt.Sprintf(`worker_processes 1;
+pid %[1]s/nginx.pid;
+error_log %[1]s/error.log;
+events { worker_connections 4096; }
+http {
+    access_log off;
+    keepalive_timeout %[2]s;
+    keepalive_requests 1000000;
+    server { listen 127.0.0.1:8090; root %[1]s/docroot; }
+}
+`, root, timeout)
+	path := filepath.Join(root, "nginx.conf")
+	if err := os.WriteFile(path, []byte(conf), 0o644); err != nil {
+		return nil, err
+	}
+	cmd := exec.Command("nginx", "-p", root, "-c", path, "-g", "daemon off;")
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("starting nginx (apt-get install nginx-light): %w", err)
+	}
+	for range 100 {
+		if c, err := net.Dial("tcp", "127.0.0.1:8090"); err == nil {
+			c.Close()
+			return cmd, nil
+		}
+		time.Sleep(50 * time.Millisecond) // nginx says nothing when it listens: try to connect
+	}
+	stopNginx(cmd)
+	return nil, errors.New("nginx did not listen on 127.0.0.1:8090 within 5 s")
+}
+
+func stopNginx(cmd *exec.Cmd) {
+	cmd.Process.Signal(syscall.SIGQUIT)
+	cmd.Wait()
 }
 
 var h2loadRate = regexp.MustCompile(`finished in [^,]+, ([0-9.]+) req/s`)
