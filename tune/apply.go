@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -59,8 +60,8 @@ type ApplyOptions struct {
 	// route changes; an error stops Apply with nothing changed.
 	AfterBackup func(path string) error
 	// MarksFile is the journal a change is recorded in (Mark), for whatever
-	// measures the server in another process (slowstart field); "" means
-	// MarksFile(BackupDir), beside the backups.
+	// measures the server in another process (slowstart field); "" means the
+	// one beside the backup written (MarksFile of its directory).
 	MarksFile string
 }
 
@@ -212,8 +213,8 @@ func Apply(opts ApplyOptions) (*ApplyResult, error) {
 	res, err = apply(opts)
 	if err == nil && res != nil && !res.DryRun {
 		marksFile := opts.MarksFile
-		if marksFile == "" {
-			marksFile = MarksFile(lockDir(opts.BackupDir, opts.BackupPath))
+		if marksFile == "" && res.BackupPath != "" {
+			marksFile = MarksFile(filepath.Dir(res.BackupPath))
 		}
 		res.MarksFile, res.MarkError = recordMark(marksFile, markOf("apply", opts.Netns, res.BackupPath, res.Changes, res.Sysctls))
 	}

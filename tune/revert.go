@@ -2,6 +2,7 @@ package tune
 
 import (
 	"fmt"
+	"path/filepath"
 	"time"
 )
 
@@ -17,7 +18,7 @@ type RevertOptions struct {
 	// namespace is refused.
 	Netns string
 	// MarksFile is the journal the change is recorded in (ApplyOptions.MarksFile);
-	// "" means MarksFile(BackupDir), or the one beside BackupPath.
+	// "" means the one beside the backup restored.
 	MarksFile string
 }
 
@@ -155,7 +156,7 @@ func Revert(opts RevertOptions) (*RevertResult, error) {
 	if err == nil && (result.Changed > 0 || result.SysctlsChanged > 0) {
 		marksFile := opts.MarksFile
 		if marksFile == "" {
-			marksFile = MarksFile(lockDir(opts.BackupDir, path))
+			marksFile = MarksFile(filepath.Dir(path))
 		}
 		result.MarksFile, result.MarkError = recordMark(marksFile, markOf("revert", netnsName, path, result.Changes, result.Sysctls))
 	}
