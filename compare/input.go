@@ -20,6 +20,7 @@ const (
 	KindProbe = "probe" // slowstart probe --json: a Report with client timings
 	KindLab   = "lab"   // lab run --json, lab sweep results.jsonl or results.csv
 	KindStore = "store" // rows of a watch store
+	KindField = "field" // connections of a field store (slowstart field)
 )
 
 // Sample is one side of a comparison: values of one metric.
@@ -97,6 +98,15 @@ var (
 		{"iw", "segments", "the initial window reading"},
 		{"bytes", "bytes", "bytes the server sent"},
 	}
+	// FieldMetrics are those of a field store's connections (package field
+	// reads them).
+	FieldMetrics = []Metric{
+		{"round_trips", "round trips", "round trips per first response (responses seen to their end)"},
+		{"response", "ms", "from the request's arrival at the server to the ACK of the response's last byte"},
+		{"handshake_rtt", "ms", "the handshake's round-trip time, as the server's kernel measured it"},
+		{"round1_bytes", "bytes", "bytes the server sent in round 1"},
+		{"iw", "segments", "the initial window (the kernel's congestion window at the handshake)"},
+	}
 )
 
 // ResolveMetric maps what a user typed (e.g. "fct", "last_byte_ms", "FCT-paper")
@@ -109,11 +119,21 @@ func ResolveMetric(kind, name string) (Metric, error) {
 		list = LabMetrics
 	case KindStore:
 		list = StoreMetrics
+	case KindField:
+		list = FieldMetrics
 	}
 	n := strings.ToLower(strings.TrimSpace(name))
 	n = strings.ReplaceAll(n, "-", "_")
 	n = strings.TrimSuffix(n, "_ms")
 	n = strings.TrimSuffix(n, "_at")
+	if kind == KindField {
+		switch n {
+		case "rounds":
+			n = "round_trips"
+		case "fct", "total", "load", "last_byte":
+			n = "response"
+		}
+	}
 	switch n {
 	case "", "fct", "total", "load":
 		return list[0], nil

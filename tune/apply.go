@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -58,6 +59,10 @@ type ApplyOptions struct {
 	// AfterBackup, when set, runs once the backup is durable and before any
 	// route changes; an error stops Apply with nothing changed.
 	AfterBackup func(path string) error
+	// MarksFile is the journal a change is recorded in (Mark), for whatever
+	// measures the server in another process (slowstart field); "" means the
+	// one beside the backup written (MarksFile of its directory).
+	MarksFile string
 }
 
 // UsageError says the options can't be used; nothing was changed.
@@ -132,6 +137,10 @@ type ApplyResult struct {
 	BackupPath     string         `json:"backup,omitempty"` // "" when nothing was written
 	Changed        int            `json:"changed"`          // routes replaced
 	DryRun         bool           `json:"dry_run,omitempty"`
+	// MarksFile is the journal the change was recorded in; MarkError says why
+	// it could not be (the change stands all the same).
+	MarksFile string `json:"marks_file,omitempty"`
+	MarkError string `json:"mark_error,omitempty"`
 }
 
 // CheckWindow checks a window in segments against the bounds Apply keeps.
@@ -203,7 +212,27 @@ func Apply(opts ApplyOptions) (*ApplyResult, error) {
 	}
 	defer unlock()
 	removeOrphanTemporaries(backupDirOf(opts.BackupDir, opts.BackupPath))
-	return apply(opts)
+	res, err = apply(opts)
+	if err == nil && res != nil && !res.DryRun {
+		marksFile := opts.MarksFile
+		if marksFile == "" && res.BackupPath != "" {
+			marksFile = MarksFile(filepath.Dir(res.BackupPath))
+		}
+		res.MarksFile, res.MarkError = recordMark(marksFile, markOf("apply", opts.Netns, res.BackupPath, res.Changes, res.Sysctls))
+	}
+	return res, err
+}
+
+// recordMark appends m (nil: nothing changed) to the journal; it returns the
+// journal written, or why it could not be.
+func recordMark(path string, m *Mark) (written, failure string) {
+	if m == nil {
+		return "", ""
+	}
+	if err := AppendMark(path, *m); err != nil {
+		return "", err.Error()
+	}
+	return path, ""
 }
 
 // wouldChange says whether a dry run found a route or a sysctl to change.

@@ -2,6 +2,7 @@ package tune
 
 import (
 	"fmt"
+	"path/filepath"
 	"time"
 )
 
@@ -16,6 +17,9 @@ type RevertOptions struct {
 	// BackupPath is given, the host's otherwise. A backup made for another
 	// namespace is refused.
 	Netns string
+	// MarksFile is the journal the change is recorded in (ApplyOptions.MarksFile);
+	// "" means the one beside the backup restored.
+	MarksFile string
 }
 
 // RevertResult is what Revert did.
@@ -29,6 +33,9 @@ type RevertResult struct {
 	// Sysctls are the recorded sysctls, with what Revert did to each.
 	Sysctls        []SysctlChange `json:"sysctls,omitempty"`
 	SysctlsChanged int            `json:"sysctls_changed,omitempty"`
+	// MarksFile and MarkError are ApplyResult's.
+	MarksFile string `json:"marks_file,omitempty"`
+	MarkError string `json:"mark_error,omitempty"`
 }
 
 // Revert puts every route the backup recorded back in its recorded state:
@@ -159,5 +166,12 @@ func Revert(opts RevertOptions) (*RevertResult, error) {
 		}
 		return verify(recorded, requests)
 	})
+	if err == nil && (result.Changed > 0 || result.SysctlsChanged > 0) {
+		marksFile := opts.MarksFile
+		if marksFile == "" {
+			marksFile = MarksFile(filepath.Dir(path))
+		}
+		result.MarksFile, result.MarkError = recordMark(marksFile, markOf("revert", netnsName, path, result.Changes, result.Sysctls))
+	}
 	return result, err
 }

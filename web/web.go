@@ -131,7 +131,14 @@ func marshalPage(page any) ([]byte, error) {
 	return b, nil
 }
 
-func writeHTML(w io.Writer, rep *report.Report, pageData []byte) error {
+// inlineData is more JSON the self-contained page carries, in a script
+// element of its own id.
+type inlineData struct {
+	id   string
+	data []byte
+}
+
+func writeHTML(w io.Writer, rep *report.Report, pageData []byte, more ...inlineData) error {
 	data, err := marshalReport(rep)
 	if err != nil {
 		return err
@@ -165,8 +172,11 @@ func writeHTML(w io.Writer, rep *report.Report, pageData []byte) error {
 	b.Write(data)
 	b.WriteString("</script>\n")
 	if pageData != nil {
-		b.WriteString(`<script type="application/json" id="slowstart-page">`)
-		b.Write(pageData)
+		more = append([]inlineData{{id: "slowstart-page", data: pageData}}, more...)
+	}
+	for _, d := range more {
+		fmt.Fprintf(&b, `<script type="application/json" id="%s">`, d.id)
+		b.Write(d.data)
 		b.WriteString("</script>\n")
 	}
 	b.WriteString("<script type=\"module\">")

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/slowstart/slowstart/compare"
+	"github.com/slowstart/slowstart/field"
 	"github.com/slowstart/slowstart/internal/texttable"
 	"github.com/slowstart/slowstart/watch"
 )
@@ -20,6 +21,7 @@ func newCompareCommand() *cobra.Command {
 		metric, plotPath   string
 		asJSON             bool
 		storePath, url     string
+		network            string
 		beforeWin, afterWn string
 		resamples          int
 		seed               uint64
@@ -42,7 +44,11 @@ BEFORE and AFTER are files, recognized by their content:
 Or windows of a watch store: --store FILE --before T --after T, where T is a time
 (RFC3339, "2026-11-08 14:00" or a date) or a range A..B ("2026-11-01..2026-11-07"
 includes the 7th); a single T means everything before T (--before) or from T on
-(--after).
+(--after). A field store (slowstart field --store) works the same, one value per
+connection the store kept, all client networks or --network NET; there
+--before mark --after mark takes the same length of time on either side of the
+store's newest mark (a tune apply or revert). field report --at-mark shows every
+network at once.
 
 It prints n, median, p90 and p99 of each, the difference of the medians with a 95%
 bootstrap confidence interval (seeded: the same input gives the same interval), the
@@ -53,7 +59,8 @@ with long tails, so medians and ranks are used, not means and t-tests.
 Metrics (--metric): probe: last_byte (default; fct is the same), first_byte,
 connect, tls, handshake_rtt, rounds, iw. Lab: fct_user (default; fct), fct_paper,
 first_byte, last_byte, connect, tls. Store: last_byte (default), first_byte, tls,
-handshake_rtt, rounds, iw, bytes.
+handshake_rtt, rounds, iw, bytes. Field store: round_trips (default), response,
+handshake_rtt, round1_bytes, iw.
 
 It exits 0 whatever the verdict; an input that gives no values exits 3.`,
 		Example: `  slowstart compare before.json after.json                    # probe --runs 20 --json, twice
@@ -80,7 +87,13 @@ It exits 0 whatever the verdict; an input that gives no values exits 3.`,
 				if beforeWin == "" || afterWn == "" {
 					return withCode(exitUsage, errors.New("--store needs --before and --after (a time or a range A..B each)"))
 				}
-				before, after, err = storeSamples(cmd, storePath, url, metric, beforeWin, afterWn)
+				if field.IsStore(storePath) {
+					before, after, err = fieldStoreSamples(cmd, storePath, network, metric, beforeWin, afterWn)
+				} else if network != "" {
+					return withCode(exitUsage, errors.New("--network goes with a field store (slowstart field --store)"))
+				} else {
+					before, after, err = storeSamples(cmd, storePath, url, metric, beforeWin, afterWn)
+				}
 			} else {
 				if len(args) != 2 {
 					return withCode(exitUsage, fmt.Errorf("give two inputs, BEFORE and AFTER (got %d), or --store FILE --before T --after T", len(args)))
@@ -134,6 +147,7 @@ It exits 0 whatever the verdict; an input that gives no values exits 3.`,
 	fl.StringVar(&beforeWin, "before", "", "with --store: the BEFORE window, a range A..B or a time T (everything before T)")
 	fl.StringVar(&afterWn, "after", "", "with --store: the AFTER window, a range A..B or a time T (everything from T on)")
 	fl.StringVar(&url, "url", "", "with --store: only this URL (needed when the store holds several)")
+	fl.StringVar(&network, "network", "", "with a field store: only this client network (default: all of them)")
 	fl.IntVar(&resamples, "resamples", 10000, "bootstrap resamples of the confidence interval")
 	fl.Uint64Var(&seed, "seed", 1, "seed of the bootstrap (the same seed gives the same interval)")
 	fl.Float64Var(&alpha, "alpha", 0.05, "significance level of the test")
@@ -308,4 +322,54 @@ func writeComparison(w io.Writer, r *compare.Result) error {
 		fmt.Fprintf(w, "note: %s\n", n)
 	}
 	return nil
+}
+
+// fieldStoreSamples reads two periods of a field store: one value per stored
+// connection, of all networks or one.
+func fieldStoreSamples(cmd *cobra.Command, path, network, metric, beforeSpec, afterSpec string) (*compare.Sample, *compare.Sample, error) {
+	m, err := compare.ResolveMetric(compare.KindField, metric)
+	if err != nil {
+		return nil, nil, withCode(exitUsage, err)
+	}
+	st, err := field.OpenStore(path, false)
+	if err != nil {
+		return nil, nil, withCode(exitFile, err)
+	}
+	defer st.Close()
+	ctx := cmd.Context()
+	var bw, aw compare.Window
+	if beforeSpec == "mark" || afterSpec == "mark" {
+		if beforeSpec != afterSpec {
+			return nil, nil, withCode(exitUsage, errors.New("--before mark goes with --after mark"))
+		}
+		if bw, aw, err = field.AroundMark(ctx, st); err != nil {
+			return nil, nil, withCode(exitFile, err)
+		}
+	} else {
+		if bw, err = compare.ParseWindow(beforeSpec, "before"); err != nil {
+			return nil, nil, withCode(exitUsage, err)
+		}
+		if aw, err = compare.ParseWindow(afterSpec, "after"); err != nil {
+			return nil, nil, withCode(exitUsage, err)
+		}
+	}
+	read := func(w compare.Window) (*compare.Sample, error) {
+		s, err := field.StoreSample(ctx, st, field.Query{From: w.From, To: w.To, Network: network}, m.Name)
+		if err != nil {
+			return nil, withCode(exitFile, err)
+		}
+		return s, nil
+	}
+	before, err := read(bw)
+	if err != nil {
+		return nil, nil, err
+	}
+	after, err := read(aw)
+	if err != nil {
+		return nil, nil, err
+	}
+	if overlap(bw, aw) {
+		after.Notes = append(after.Notes, "the BEFORE and AFTER windows overlap")
+	}
+	return before, after, nil
 }

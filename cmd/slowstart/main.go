@@ -136,6 +136,7 @@ the application, loss, or the end of the data.
 	root.AddCommand(newTuneCommand())
 	root.AddCommand(newCompareCommand(), newWatchCommand())
 	root.AddCommand(newSurveyCommand(), newCleanCommand())
+	root.AddCommand(newFieldCommand())
 	addExitCodes(root)
 	return root
 }

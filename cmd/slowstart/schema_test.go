@@ -206,6 +206,14 @@ func TestJSONOutputsFollowTheirSchemas(t *testing.T) {
 	}
 	check("watch", "watch --list --json", "watch", "--store", store, "--list", "--json")
 
+	// field, following the loopback server's port, and its store's reports.
+	for format, outs := range fieldOutputs(t, ln.Addr().(*net.TCPAddr).Port, url) {
+		for i, out := range outs {
+			checkSchema(t, format, fmt.Sprintf("field's %s output %d", format, i+1), out)
+		}
+		covered[format] = true
+	}
+
 	// survey and probe --exact against an emulated server (the exact probe needs
 	// a namespace of its own for its firewall).
 	s := startSurveyLab(t, probe.LabServerConfig{RTT: 20 * time.Millisecond, IW: 10, TLSVersion: "1.3", Keys: surveyKeys})

@@ -295,6 +295,18 @@ func writeApply(w io.Writer, res *tune.ApplyResult) {
 		fmt.Fprintf(w, "Changed %d route(s) and %d sysctl(s). New connections use the new values; undo with: slowstart tune revert --backup %s\n",
 			res.Changed, res.SysctlsChanged, res.BackupPath)
 	}
+	writeMarkNote(w, res.MarksFile, res.MarkError)
+}
+
+// writeMarkNote says where the change was recorded for slowstart field, or why
+// it could not be.
+func writeMarkNote(w io.Writer, marksFile, markError string) {
+	switch {
+	case markError != "":
+		fmt.Fprintf(w, "warning: the change stands, but it could not be recorded for slowstart field: %s\n", markError)
+	case marksFile != "":
+		fmt.Fprintf(w, "Recorded in %s: slowstart field marks the change in its store.\n", marksFile)
+	}
 }
 
 func newTuneRevertCommand() *cobra.Command {
@@ -351,6 +363,7 @@ twice is harmless.` + tuneExitCodes,
 				} else if err == nil {
 					fmt.Fprintf(out, "Restored %d route(s) and %d sysctl(s).\n", res.Changed, res.SysctlsChanged)
 				}
+				writeMarkNote(out, res.MarksFile, res.MarkError)
 			}
 			return tuneCode(err)
 		},

@@ -20,6 +20,7 @@ import (
 
 	"github.com/slowstart/slowstart/analysis"
 	"github.com/slowstart/slowstart/capture"
+	"github.com/slowstart/slowstart/field"
 	"github.com/slowstart/slowstart/internal/privatefile"
 	"github.com/slowstart/slowstart/internal/textsafe"
 	"github.com/slowstart/slowstart/probe"
@@ -44,7 +45,10 @@ func newViewCommand() *cobra.Command {
 		Short: "See a capture, a Report or a live capture in the browser: connections, rounds, windows",
 		Long: `Show a capture (pcap or pcapng) or a Report (JSON from 'slowstart analyze --json';
 or a page load from 'probe --browser --json', with its requests on their
-connections and the critical path) as a web page: every connection on one time axis grouped by server, each
+connections and the critical path; or a store of 'slowstart field --store': a
+panel per client network with the distribution of the round trips, the RTT,
+round 1's bytes or the response time over time, and the marks of tune's
+changes) as a web page: every connection on one time axis grouped by server, each
 connection's time-sequence graph with its rounds, the segments of each round
 against ideal slow start, and a summary of the initial window and what limited
 the transfer. (The initial window, IW, is how many segments a new connection may
@@ -71,6 +75,7 @@ Ctrl-C stops the capture and the server.`,
   slowstart view page.pcap --port 8040
   slowstart view page.pcap --html page.html     # one file to share
   slowstart view page.pcap --keylog keys.txt    # TLS decrypted: every request with its rounds
+  slowstart view field.db                       # a field store: per network, over time
   slowstart analyze page.pcap --json > r.json && slowstart view r.json
   sudo slowstart view --live eth0 --filter 203.0.113.7:443   # watch one site live
   sudo slowstart view --live lo --filter :8080 --pcap seen.pcap`,
@@ -109,6 +114,9 @@ Ctrl-C stops the capture and the server.`,
 			}
 			if err := checkOutputFile("html", htmlPath); err != nil {
 				return err
+			}
+			if field.IsStore(args[0]) {
+				return viewField(cmd, args[0], htmlPath, listenAddr, port)
 			}
 			// The address and port to serve on are taken before the file is
 			// read: a value that can't be served on is refused before any work.

@@ -31,13 +31,15 @@ func webConfig(moduleDir string) Config {
 			"",
 			"The JSON the page reads, declared from the Go types that write it: the Report",
 			"(report.Report, schema slowstart.report/v1, docs/report.md), the page load",
-			"(pageload.Page, slowstart.pageload/v1, docs/browser.md) and the live view's",
-			"status (web.FeedStatus). A nil Go slice, map or pointer is written as null.",
+			"(pageload.Page, slowstart.pageload/v1, docs/browser.md), the live view's",
+			"status (web.FeedStatus) and the field view (web.FieldView, docs/field.md).",
+			"A nil Go slice, map or pointer is written as null.",
 		},
 		Roots: []Root{
 			{Type: reflect.TypeFor[report.Report]()},
 			{Type: reflect.TypeFor[pageload.Page](), Name: "PageLoad"},
 			{Type: reflect.TypeFor[web.FeedStatus](), Name: "LiveStatus"},
+			{Type: reflect.TypeFor[web.FieldView]()},
 		},
 		Names: map[string]string{
 			"github.com/slowstart/slowstart/pageload.Step":          "CriticalStep",

@@ -102,7 +102,7 @@ type KernelRetransmit struct {
 }
 
 // KernelRound is one of the server's sending rounds as its kernel's ACK clock
-// cuts them. Round 1 is the data the server sent before the first ACK of any of
+// cuts them (ktcp.Round, with Unix times and relative sequence numbers). Round 1 is the data the server sent before the first ACK of any of
 // its data arrived; round k+1 is the data sent from that ACK (which opened it)
 // until the first ACK of round k+1's own data arrived (which closed it). So a
 // round is bounded by ACKs the server received, and its bytes are what the
@@ -141,57 +141,35 @@ type KernelRound struct {
 }
 
 // Rounds cuts the server's sending into rounds by the ACKs it received (see
-// KernelRound). A round whose closing ACK the tap has not seen (the last one, if
-// the connection is still open, or the server sent data no ACK covered) is left
-// out.
+// KernelRound), with ktcp's RoundCutter: the record's ACKs, state changes and
+// retransmissions are fed to it in the order they happened. A round whose
+// closing ACK the tap has not seen (the last one, if the connection is still
+// open, or the server sent data no ACK covered) is left out.
 func (c KernelConn) Rounds() []KernelRound {
+	cutter := ktcp.NewRoundCutter(0, 0, uint32(c.InitialWindow))
 	var rounds []KernelRound
-	var start uint32   // the round's first byte
-	var openedAt int64 // when the ACK that opened it arrived
-	cwndAtStart := uint32(c.InitialWindow)
-	retransmits := c.Retransmits
-	for i, ack := range c.ACKs {
-		// The first ACK that acknowledges data of this round closes it.
-		if int32(ack.Ack-start) <= 0 || int32(ack.SndNxt-start) <= 0 {
-			continue
-		}
-		r := KernelRound{
-			Start:         start,
-			End:           ack.SndNxt,
-			OpenedUnixNs:  openedAt,
-			ClosedUnixNs:  ack.UnixNs,
-			CwndAtStart:   cwndAtStart,
-			Cwnd:          ack.Cwnd,
-			InFlight:      ack.SndNxt - ack.SndUna,
-			RwndBytes:     ack.RwndBytes,
-			Retransmitted: ack.CAState != ktcp.CAOpen,
-		}
-		if int32(ack.WriteSeq-ack.SndNxt) > 0 {
-			r.QueuedBytes = ack.WriteSeq - ack.SndNxt
-		}
-		if ack.MSS > 0 {
-			r.Segments = int((r.End - r.Start + uint32(ack.MSS) - 1) / uint32(ack.MSS))
-		}
+	retransmits, states := c.Retransmits, c.States
+	for _, ack := range c.ACKs {
+		// A retransmission at the closing ACK's time counts in the round it
+		// closes; a state change at that time comes after the ACK.
 		for len(retransmits) > 0 && retransmits[0].UnixNs <= ack.UnixNs {
-			if retransmits[0].UnixNs > openedAt {
-				r.Retransmitted = true
-			}
+			cutter.Retransmit()
 			retransmits = retransmits[1:]
 		}
-		rounds = append(rounds, r)
-		// This ACK opens the next round; the window after it is what the next
-		// event reports (before that one is processed), or the last state change's.
-		start, openedAt = ack.SndNxt, ack.UnixNs
-		cwndAtStart = 0
-		if i+1 < len(c.ACKs) {
-			cwndAtStart = c.ACKs[i+1].Cwnd
-		} else {
-			for _, s := range c.States {
-				if s.UnixNs >= ack.UnixNs {
-					cwndAtStart = s.Cwnd
-					break
-				}
-			}
+		for len(states) > 0 && states[0].UnixNs < ack.UnixNs {
+			cutter.Window(states[0].Cwnd)
+			states = states[1:]
+		}
+		r, closed := cutter.ACK(ktcp.RoundACK{
+			Ns: ack.UnixNs, Ack: ack.Ack, SndUna: ack.SndUna, SndNxt: ack.SndNxt, WriteSeq: ack.WriteSeq,
+			Cwnd: ack.Cwnd, MSS: uint32(max(ack.MSS, 0)), RwndBytes: ack.RwndBytes, CAState: ack.CAState,
+		})
+		if closed {
+			rounds = append(rounds, KernelRound{
+				Start: r.Start, End: r.End, Segments: r.Segments, OpenedUnixNs: r.OpenedNs, ClosedUnixNs: r.ClosedNs,
+				CwndAtStart: r.CwndAtStart, Cwnd: r.Cwnd, InFlight: r.InFlight, QueuedBytes: r.QueuedBytes,
+				RwndBytes: r.RwndBytes, Retransmitted: r.Retransmitted,
+			})
 		}
 	}
 	return rounds

@@ -4,6 +4,7 @@ import "./style.css";
 
 import { el } from "./canvas";
 import { connModel, groupByServer, mostInteresting, loadPageLoad, loadReport, type ConnModel, type TimeUnit } from "./data";
+import { loadField, showField } from "./field";
 import * as fmt from "./format";
 import { PageView } from "./pageview";
 import { Summary } from "./summary";
@@ -258,7 +259,10 @@ function showLive(rep: Report): void {
 
 const served = !document.getElementById("slowstart-report")?.textContent?.trim();
 loadReport(document)
-  .then(async (rep) => (rep.source.kind === "live_feed" ? showLive(rep) : showReport(rep, await loadPageLoad(document, served))))
+  .then(async (rep) => {
+    if (rep.source.kind === "field_store") return showField(await loadField(document));
+    return rep.source.kind === "live_feed" ? showLive(rep) : showReport(rep, await loadPageLoad(document, served));
+  })
   .catch((err: unknown) => {
     const app = document.getElementById("app")!;
     const p = el("p", "error", `Can't show the report: ${err instanceof Error ? err.message : String(err)}`);

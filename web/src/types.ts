@@ -2,8 +2,9 @@
 //
 // The JSON the page reads, declared from the Go types that write it: the Report
 // (report.Report, schema slowstart.report/v1, docs/report.md), the page load
-// (pageload.Page, slowstart.pageload/v1, docs/browser.md) and the live view's
-// status (web.FeedStatus). A nil Go slice, map or pointer is written as null.
+// (pageload.Page, slowstart.pageload/v1, docs/browser.md), the live view's
+// status (web.FeedStatus) and the field view (web.FieldView, docs/field.md).
+// A nil Go slice, map or pointer is written as null.
 
 /** Report is the result of analyzing one capture or one probe. */
 export interface Report {
@@ -712,4 +713,75 @@ export interface LiveStatus {
   kept: number[] | null;
   /** Message is a line to show, e.g. why the capture stopped. */
   message?: string;
+}
+
+/** FieldView is a field store's distributions over time, per network. */
+export interface FieldView {
+  /** FieldViewSchema */
+  schema: string;
+  /** Store is the store's file. */
+  store: string;
+  /**
+   * FromUnixMs and ToUnixMs bound the period shown; BucketSeconds is the
+   * stretch of time each bucket covers.
+   */
+  from_unix_ms: number;
+  to_unix_ms: number;
+  bucket_seconds: number;
+  /** Networks are all networks pooled first (Network ""), then the busiest. */
+  networks: FieldNetwork[] | null;
+  networks_omitted: number;
+  /** Marks are the changes recorded in the period (tune apply and revert). */
+  marks: FieldMark[] | null;
+}
+
+/**
+ * FieldNetwork is one network's buckets, oldest first (empty stretches left
+ * out).
+ */
+export interface FieldNetwork {
+  network: string;
+  connections: number;
+  buckets: FieldBucket[] | null;
+}
+
+/** FieldMark is a change at a time, for people. */
+export interface FieldMark {
+  unix_ms: number;
+  text: string;
+}
+
+/**
+ * FieldBucket is one stretch of time of one network: its first responses'
+ * distributions.
+ */
+export interface FieldBucket {
+  start_unix_ms: number;
+  end_unix_ms: number;
+  connections: number;
+  /**
+   * WindowLimited is the share of first responses whose round 1 a window
+   * cut; CutShort those not seen to their end.
+   */
+  window_limited: number;
+  cut_short: number;
+  /**
+   * The quantiles of the handshake RTT, the round trips per first response,
+   * round 1's bytes and the response time.
+   */
+  handshake_rtt_ms: FieldQuantiles;
+  round_trips: FieldQuantiles;
+  round1_bytes: FieldQuantiles;
+  response_ms: FieldQuantiles;
+}
+
+/**
+ * FieldQuantiles are a quantity's 10th, 50th and 90th percentiles and mean in
+ * a bucket (from its histogram); null without a value.
+ */
+export interface FieldQuantiles {
+  p10: number | null;
+  median: number | null;
+  p90: number | null;
+  mean: number | null;
 }
