@@ -82,6 +82,11 @@ type Spec struct {
 	WriteChunkBytes int   `json:"write_chunk_bytes,omitempty"`
 	WritePauseNs    int64 `json:"write_pause_ns,omitempty"`
 	Nagle           bool  `json:"nagle,omitempty"`
+	// ServerAdvMSS and ClientAdvMSS are the MSS each side announces (route advmss;
+	// 0: the kernel's choice), MTU the path's (0: 1500).
+	ServerAdvMSS int `json:"server_advmss,omitempty"`
+	ClientAdvMSS int `json:"client_advmss,omitempty"`
+	MTU          int `json:"mtu,omitempty"`
 }
 
 // Normalize fills defaults and checks the values.
@@ -322,6 +327,9 @@ func (s *Spec) pathConfig(poll bool, tap func(device int, data []byte, unixNs in
 		IPv6:                 s.IPv6,
 		InitCwnd:             s.IW,
 		InitRwnd:             s.InitRwnd,
+		ServerAdvMSS:         s.ServerAdvMSS,
+		ClientAdvMSS:         s.ClientAdvMSS,
+		MTU:                  s.MTU,
 		CongestionControl:    s.CC,
 		NoSlowStartAfterIdle: !s.SlowStartAfterIdle,
 		Poll:                 poll,

@@ -78,6 +78,9 @@ type Config struct {
 	// initcwnd); 0: the kernel's default (10). InitRwnd is the initial receive window
 	// on the client's route; 0: the kernel's default.
 	InitCwnd, InitRwnd int
+	// ServerAdvMSS and ClientAdvMSS are the MSS each side announces (route advmss);
+	// 0: the kernel's choice from the MTU. MTU is both TUN devices' MTU; 0: 1500.
+	ServerAdvMSS, ClientAdvMSS, MTU int
 	// CongestionControl is both namespaces' algorithm; "": cubic.
 	CongestionControl string
 	// NoSlowStartAfterIdle writes tcp_slow_start_after_idle=0, as a tuned server would.
@@ -159,6 +162,9 @@ func (c Config) namespaceOptions() netlab.Options {
 	return netlab.Options{
 		InitCwnd:             c.InitCwnd,
 		InitRwnd:             c.InitRwnd,
+		ServerAdvMSS:         c.ServerAdvMSS,
+		ClientAdvMSS:         c.ClientAdvMSS,
+		MTU:                  c.MTU,
 		CongestionControl:    c.CongestionControl,
 		NoSlowStartAfterIdle: c.NoSlowStartAfterIdle,
 		Sysctls:              c.Sysctls,
