@@ -427,17 +427,25 @@ func TestDuplicateFrames(t *testing.T) {
 	}
 }
 
-func TestMSS(t *testing.T) {
+// TestSegmentCap: each direction's segments are bounded by the other side's MSS
+// option, never by the sender's own: a server that announces less than the client
+// (as some CDNs do) still sends segments as large as the client's option allows.
+func TestSegmentCap(t *testing.T) {
 	pkts := handshake(20)
+	pkts[1].mss = 1400 // the SYN/ACK announces less than the client's 1460
 	r, _ := run(t, pkts)
-	if got := r.conns[0].MSS(); got != 1460 {
-		t.Errorf("MSS %d, want 1460", got)
+	c := r.conns[0]
+	if got := c.SegmentCap(ToClient); got != 1460 {
+		t.Errorf("server's segments capped at %d, want the client's 1460", got)
+	}
+	if got := c.SegmentCap(ToServer); got != 1400 {
+		t.Errorf("client's segments capped at %d, want the server's 1400", got)
 	}
 	pkts[1].mss = 0 // a SYN/ACK without the option
 	r, _ = run(t, pkts)
-	c := r.conns[0]
-	if c.MSS() != 0 || c.MSSCap() != 1460 {
-		t.Errorf("MSS %d cap %d, want unknown (0) capped at the client's 1460", c.MSS(), c.MSSCap())
+	c = r.conns[0]
+	if c.SegmentCap(ToClient) != 1460 || c.SegmentCap(ToServer) != 0 {
+		t.Errorf("caps %d (server) and %d (client), want 1460 and unknown (0)", c.SegmentCap(ToClient), c.SegmentCap(ToServer))
 	}
 }
 

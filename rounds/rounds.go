@@ -21,7 +21,6 @@ package rounds
 import (
 	"fmt"
 	"strconv"
-	"strings"
 
 	"github.com/slowstart/slowstart/flow"
 	"github.com/slowstart/slowstart/report"
@@ -43,10 +42,16 @@ const minTicksPerRTT = 4
 type Config struct {
 	Vantage string // flow.VantageClient, flow.VantageServer or flow.VantageUnknown
 	RTTNs   int64  // handshake round-trip time; 0 when unknown
-	MSS     int    // full-segment payload size; 0 when unknown (then learned from data)
-	// MSSCap bounds the learned segment size when MSS is 0 (the client's MSS option
-	// less options): larger frames are merged segments. 0: no bound known.
-	MSSCap int
+	// SegmentCap is the largest payload one of the server's segments may carry: the
+	// client's MSS option less options (flow.Conn.SegmentCap). Larger frames are
+	// segments merged by the capture (GRO, TSO). 0 when unknown: the segment size is
+	// then inferred from the frames, and said to be.
+	SegmentCap int
+	// OwnMSS is the server's own MSS option less options (0: none): it bounds only
+	// what the server receives, but a server often derives it from its own MTU,
+	// which bounds its segments too (an IPv6 server on a 1280-byte path announces
+	// 1220 and sends 1208-byte segments to a client that allows 1408).
+	OwnMSS int
 	// Timestamps: both SYNs carried the timestamp option, so TSecr can be used (if
 	// the client's timestamp clock ticks fast enough to resolve the round trip).
 	Timestamps bool
@@ -90,6 +95,11 @@ type Round struct {
 	// FirstAckNs is when the first acknowledgement of any of the round's bytes was
 	// sent (client vantage) or received (server vantage); 0 if never.
 	FirstAckNs int64
+	// ClientDataAtFirstAck is how much of the client's stream the server had seen
+	// with that first acknowledgement: beyond ClientDataAtEnd, the packet that
+	// acknowledged the round also brought new client data (a request), which may
+	// have released the next round as well as the acknowledgement did.
+	ClientDataAtFirstAck int64
 	// ReleaseNs is the time of the latest client packet the server had seen when it
 	// sent the round's first segment (what released it).
 	ReleaseNs int64
@@ -164,6 +174,12 @@ type Round struct {
 	// MSS sent before the round's first frame, and the last one of another size (one
 	// of them is a partial segment when the path's full segment is below the MSS).
 	shortBefore, shortBeforeOther shortFrame
+	// singleFrames counts the frames counted as one segment, mergedFrames the sizes
+	// of those counted as more (mergedRest*: past maxMergedKept), so that the round
+	// can be counted again with another segment size (recount).
+	singleFrames                      int
+	mergedFrames                      []int32
+	mergedRestFrames, mergedRestBytes int
 }
 
 // shortFrame is a new-data frame shorter than the MSS: its size and end offset
@@ -190,6 +206,10 @@ func (r *Round) ProbeNote() string {
 func (r *Round) PartialInside(full int) bool {
 	return full > 0 && r.MinInsideFrameBytes > 0 && r.MinInsideFrameBytes%full != 0
 }
+
+// UndergrownReason is a clause saying which sign showed the round undergrown ("" when
+// it was not).
+func (r *Round) UndergrownReason() string { return r.undergrownWhy }
 
 // WindowBytes is Bytes less a tail loss probe.
 func (r *Round) WindowBytes() int { return r.Bytes - r.ProbeBytes }
@@ -280,11 +300,13 @@ type Tracker struct {
 	prevDataNs              int64
 	prevDataTS              uint32
 	prevDataTSSet, prevData bool
-	mssLearned              int
-	// largestSegment is the largest new-data frame no larger than the MSS (or the
-	// cap), and how many frames had that size: what a full segment carries on this
-	// path.
+	// largestSegment is the largest new-data frame no larger than the cap (or, with
+	// no cap, a jumbo frame's payload), and how many frames had that size: what a
+	// full segment carries on this path. capFrames counts the frames that show the
+	// server sending segments of exactly the cap: single frames of that size, and
+	// merged ones of a multiple of it.
 	largestSegment, largestSegmentCount int
+	capFrames, capMerged, ownMerged     int
 	// The client's timestamp clock, to judge whether it resolves the round trip.
 	clientTSFirst, clientTSLast     uint32
 	clientTSFirstNs, clientTSLastNs int64
@@ -461,6 +483,7 @@ func (t *Tracker) learn(p *clientPacket) {
 		t.knownAck, t.knownAckSet = p.ack, true
 		for t.firstAckIdx < len(t.rounds) && p.ack > t.rounds[t.firstAckIdx].StartOffset {
 			t.rounds[t.firstAckIdx].FirstAckNs = p.timeNs
+			t.rounds[t.firstAckIdx].ClientDataAtFirstAck = t.knownDataEnd
 			t.firstAckIdx++
 		}
 	}
@@ -535,15 +558,25 @@ func (t *Tracker) roundOf(x int64) int {
 	return lo // number of rounds starting at or before x = index (1-based) of x's round
 }
 
+// mss is the segment size the data is counted with as it comes: the cap, or with
+// none the largest frame so far, at least an Ethernet segment's 1460 bytes (so
+// that a merged frame is never counted as more segments than it can hold).
 func (t *Tracker) mss() int {
-	if t.cfg.MSS > 0 {
-		return t.cfg.MSS
+	if t.cfg.SegmentCap > 0 {
+		return t.cfg.SegmentCap
 	}
-	if t.mssLearned > 0 {
-		return t.mssLearned
-	}
-	return 1448
+	return max(t.largestSegment, assumedSegmentBytes)
 }
+
+// assumedSegmentBytes is the segment size assumed when nothing gives one: an
+// Ethernet MTU's payload without options. Counting with it never makes more
+// segments than an Ethernet path can have carried.
+const assumedSegmentBytes = 1460
+
+// minInferredSegmentBytes is the smallest frame taken for a full segment when no
+// MSS option bounds the server's segments: RFC 9293's default MSS for IPv4. A
+// smaller frame is a short message (a 92-byte TLS record), not the path's segment.
+const minInferredSegmentBytes = 536
 
 func (t *Tracker) addServer(s *flow.Segment) {
 	if s.HasTS {
@@ -571,7 +604,7 @@ func (t *Tracker) addServer(s *flow.Segment) {
 			if s.FilledLen > 0 {
 				// Bytes seen for the first time count where they first appear.
 				rd.Bytes += s.FilledLen
-				rd.Segments += t.segmentsOf(s.FilledLen)
+				rd.Segments += t.count(rd, s.FilledLen)
 			}
 			if k := t.roundOf(s.Offset); k > 0 && !s.OutOfOrder {
 				t.rounds[k-1].Lost++
@@ -587,8 +620,15 @@ func (t *Tracker) addServer(s *flow.Segment) {
 			t.largestSegmentCount++
 		}
 	}
-	if t.cfg.MSS == 0 && s.Len > t.mssLearned && s.Len <= t.segmentLimit() {
-		t.mssLearned = s.Len
+	if c := t.cfg.SegmentCap; c > 0 && s.Len >= c && s.Len%c == 0 {
+		if s.Len == c {
+			t.capFrames++
+		} else {
+			t.capMerged++
+		}
+	}
+	if o := t.cfg.OwnMSS; o > 0 && o < t.cfg.SegmentCap && s.Len > t.cfg.SegmentCap && s.Len%o == 0 {
+		t.ownMerged++
 	}
 	r := t.assign(s)
 	// A tail loss probe is a round's last segment: one that another segment joins is
@@ -648,7 +688,7 @@ func (t *Tracker) addServer(s *flow.Segment) {
 	}
 	rd := &t.rounds[len(t.rounds)-1]
 	added := s.NewLen + s.FilledLen
-	segments := t.segmentsOf(added)
+	segments := t.count(rd, added)
 	rd.Bytes += added
 	rd.Segments += segments
 	if rd.Packets > 0 && (rd.MinInsideFrameBytes == 0 || rd.LastFrameBytes < rd.MinInsideFrameBytes) {
@@ -697,14 +737,11 @@ func (t *Tracker) addServer(s *flow.Segment) {
 	t.learnedSinceData, t.openedSinceData = false, false
 }
 
-// segmentLimit is the largest frame that can be one segment: the MSS, else the cap
-// the client's SYN set, else a jumbo frame's payload.
+// segmentLimit is the largest frame that can be one segment: the cap the client's
+// SYN set, else a jumbo frame's payload.
 func (t *Tracker) segmentLimit() int {
-	switch {
-	case t.cfg.MSS > 0:
-		return t.cfg.MSS
-	case t.cfg.MSSCap > 0:
-		return t.cfg.MSSCap
+	if t.cfg.SegmentCap > 0 {
+		return t.cfg.SegmentCap
 	}
 	return 9000
 }
@@ -716,23 +753,99 @@ func (t *Tracker) segmentsOf(n int) int {
 	return (n + m - 1) / m
 }
 
-// FullSegmentBytes is what a full segment carried on this connection: the MSS,
-// or the largest single-segment frame seen when that is smaller, no less than
-// half of it, and seen several times (a path MTU below the one the MSS assumed:
-// PPPoE, a tunnel). A lone smaller frame is a message shorter than a segment.
-func (t *Tracker) FullSegmentBytes() int {
-	if t == nil {
-		return 0
+// count counts the segments of n new bytes in one frame of round rd, and keeps
+// what label needs to count them again with another segment size: frames of one
+// segment by number, merged ones by size (the first maxMergedKept of a round,
+// the rest by their sum).
+func (t *Tracker) count(rd *Round, n int) int {
+	if n <= t.mss() {
+		rd.singleFrames++
+		return 1
 	}
-	m := t.mss()
-	if t.cfg.MSS == 0 && t.largestSegment > 0 {
-		return t.largestSegment // learned: the MSS is the largest frame
+	if len(rd.mergedFrames) < maxMergedKept {
+		rd.mergedFrames = append(rd.mergedFrames, int32(n))
+	} else {
+		rd.mergedRestFrames++
+		rd.mergedRestBytes += n
 	}
-	if t.largestSegment > 0 && t.largestSegment < m && 2*t.largestSegment >= m && t.largestSegmentCount >= 3 {
-		return t.largestSegment
-	}
-	return m
+	return t.segmentsOf(n)
 }
+
+// maxMergedKept bounds the merged frames a round keeps by size.
+const maxMergedKept = 64
+
+// WindowSegmentsWith is WindowSegments counted with a full segment of m bytes: a
+// lower bound of the round's segments when the server's segments may have been as
+// large as m.
+func (r *Round) WindowSegmentsWith(m int) int {
+	c := *r
+	c.recount(m)
+	return c.WindowSegments()
+}
+
+// recount counts a round's segments again with a full segment of m bytes.
+func (r *Round) recount(m int) {
+	n := r.singleFrames
+	for _, f := range r.mergedFrames {
+		n += (int(f) + m - 1) / m
+	}
+	if r.mergedRestFrames > 0 {
+		n += max(r.mergedRestFrames, (r.mergedRestBytes+m-1)/m)
+	}
+	r.Segments = n
+	if r.ProbeBytes > 0 {
+		r.ProbeSegments = (r.ProbeBytes + m - 1) / m
+	}
+}
+
+// FullSegmentBytes is what a full segment carried on this connection
+// (SegmentSize without how it is known).
+func (t *Tracker) FullSegmentBytes() int {
+	n, _ := t.SegmentSize()
+	return n
+}
+
+// SegmentSize is what a full segment of the server's carried on this connection,
+// and whether its frames prove it:
+//   - with the client's MSS option (the cap): the cap, proven by a frame of that
+//     size; or a smaller size that recurs (three times or more, at least half the
+//     cap: a path MTU below the one the option assumed, as with PPPoE or a
+//     tunnel), proven by the recurrence; or, where only frames merged by the
+//     capture show it, the server's own MSS (its MTU's) or the cap, proven by a
+//     merged frame of an exact multiple of it. A lone shorter frame is a message
+//     shorter than a segment. With none of these, the cap, unproven: the server may
+//     have used less.
+//   - without one: the largest frame, inferred (never proven: a sender may have had
+//     nothing larger to send), and only from a frame of at least 536 bytes seen
+//     twice; otherwise the larger of that frame and 1460 bytes, assumed, so that a
+//     small record is never taken for a segment.
+func (t *Tracker) SegmentSize() (bytes int, proven bool) {
+	if t == nil {
+		return 0, false
+	}
+	if c := t.cfg.SegmentCap; c > 0 {
+		l := t.largestSegment
+		switch {
+		case t.capFrames > 0:
+			return c, true
+		case l > 0 && l < c && 2*l >= c && t.largestSegmentCount >= 3:
+			return l, true
+		case t.ownMerged > 0 && l <= t.cfg.OwnMSS:
+			return t.cfg.OwnMSS, true
+		case t.capMerged > 0:
+			return c, true
+		}
+		return c, false
+	}
+	if t.largestSegment >= minInferredSegmentBytes && t.largestSegmentCount >= 2 {
+		return t.largestSegment, false
+	}
+	return max(t.largestSegment, assumedSegmentBytes), false
+}
+
+// SegmentSizeInferred says whether no MSS option bounded the server's segments, so
+// that their size was inferred from the frames.
+func (t *Tracker) SegmentSizeInferred() bool { return t != nil && t.cfg.SegmentCap == 0 }
 
 // serverGapNs is the time between the last new-data segment and s: the larger of the
 // capture's gap and the server's own, from its TCP timestamps (flow.SenderClock). Away
@@ -897,23 +1010,17 @@ func (t *Tracker) label(rounds []Round, messageEnds []int64, ending Ending) []Ro
 			r.MaybeProbe, r.MaybeProbeGapNs = true, ns
 		}
 	}
-	if t.cfg.MSS == 0 {
-		// The segment size was learned as the data came: count again with the
-		// final one.
-		m := t.mss()
+	if full := t.FullSegmentBytes(); full != t.mss() {
+		// The data was counted with another segment size as it came (the cap, or
+		// the largest frame so far): count again with the final one.
 		for i := range rounds {
-			r := &rounds[i]
-			r.Segments = (r.Bytes + m - 1) / m
-			if r.ProbeBytes > 0 {
-				r.ProbeSegments = (r.ProbeBytes + m - 1) / m
-			}
+			rounds[i].recount(full)
 		}
 	}
 	isEnd := make(map[int64]bool, len(messageEnds))
 	for _, e := range messageEnds {
 		isEnd[e] = true
 	}
-	mss := int64(t.mss())
 	full := t.FullSegmentBytes()
 	idle := t.idleThresholdNs()
 	for i := range rounds {
@@ -928,7 +1035,11 @@ func (t *Tracker) label(rounds []Round, messageEnds []int64, ending Ending) []Ro
 			r.Limit = report.LimitEnd
 		case isEnd[r.EndOffset]:
 			r.Limit = report.LimitEnd
-		case r.WindowRoomBytes < mss:
+		case r.WindowRoomBytes < int64(min(full, r.LastFrameBytes)):
+			// No room for another segment like the last one: a round that ended in
+			// a short segment with the window's room far beyond it (an 8-byte
+			// round on loopback, whose 65,483-byte MSS exceeds any window) was not
+			// stopped by the window.
 			r.Limit = report.LimitRwnd
 		default:
 			r.Limit = t.idleLimit(r, &rounds[i+1], idle)
@@ -952,15 +1063,15 @@ func (t *Tracker) label(rounds []Round, messageEnds []int64, ending Ending) []Ro
 				r.Limit = report.LimitApp
 			}
 		}
-		if r.Limit == report.LimitCwnd && nagleHeld(r, &t.rounds[i+1], full) {
+		if r.Limit == report.LimitCwnd && nagleHeld(r, &rounds[i+1], full) {
 			r.NagleHeld = true
 			r.Limit = report.LimitApp
 		}
 	}
 	// A round is undergrown by the label of the round after it, which the loop
 	// above has settled.
-	for i := 0; i+2 < len(t.rounds); i++ {
-		r, next := &t.rounds[i], &t.rounds[i+1]
+	for i := 0; i+2 < len(rounds); i++ {
+		r, next := &rounds[i], &rounds[i+1]
 		if why := undergrown(r, next); r.Limit == report.LimitCwnd && why != "" {
 			r.Undergrown, r.undergrownWhy = true, why
 			r.Limit = report.LimitApp
@@ -1142,73 +1253,4 @@ func (t *Tracker) idleLimit(r, next *Round, idleNs int64) string {
 		return report.LimitEnd
 	}
 	return report.LimitApp
-}
-
-// InitialWindow judges the IW from round 1 of the given rounds (labeled); full is
-// the connection's full segment size (Tracker.FullSegmentBytes).
-func InitialWindow(rs []Round, source string, full int) *report.InitialWindow {
-	if len(rs) == 0 {
-		return &report.InitialWindow{Verdict: report.VerdictNone, Source: source, Reason: "the server sent no data"}
-	}
-	r := rs[0]
-	iw := &report.InitialWindow{Segments: r.WindowSegments(), Bytes: r.WindowBytes(), Source: source}
-	defer func() { iw.Reason += r.ProbeNote() }()
-	switch {
-	case r.Holes > 0:
-		iw.Verdict = report.VerdictAmbiguous
-		iw.Reason = "the capture missed packets in or right after the first round (a gap in the sequence, or bytes the client acknowledged that the capture never saw), so its size is unknown"
-	case r.Retransmissions > 0 || r.OutOfOrder > 0 || r.Lost > 0:
-		iw.Verdict = report.VerdictAmbiguous
-		iw.Reason = "loss, a retransmission or reordering in the first round blurs it"
-	case r.Paused:
-		iw.Verdict = report.VerdictLowerBound
-		iw.Segments, iw.Bytes = max(r.SegmentsBeforePause, 1), r.BytesBeforePause
-		iw.Reason = fmt.Sprintf("the server paused in the first round and sent more with nothing acknowledged that the capture saw: the application paused, or the capture missed the acknowledgement that released the rest; the %d segments before the pause went out in one stretch, so the window is at least that", r.SegmentsBeforePause)
-	case r.Limit == report.LimitCwnd && r.PartialInside(full) && r.WindowBytes()/full < r.WindowSegments():
-		// Packets and bytes disagree: a sender counting its window in packets
-		// (Linux) had as many as it sent; one counting bytes (RFC 5681) had room
-		// for the bytes it sent and less than one more full segment.
-		iw.Verdict = report.VerdictRange
-		iw.SegmentsMax, iw.BytesMax = iw.Segments, iw.Bytes+full-1
-		iw.Segments = max(r.WindowBytes()/full, 1)
-		iw.Reason = fmt.Sprintf("the server stopped after the first round with data left and sent more as soon as the first acknowledgement came back, but the round's %d packets carried only %d bytes (a segment shorter than a full one inside it): %d segments for a sender that counts its window in packets (Linux), %d to %d bytes for one that counts bytes",
-			r.WindowSegments(), r.WindowBytes(), r.WindowSegments(), r.WindowBytes(), r.WindowBytes()+full-1)
-	case r.Limit == report.LimitCwnd && r.MaybeProbe && r.WindowSegments() > 1:
-		// A tail loss probe is not part of the window; a late write is. Either
-		// way the window is one of these two.
-		iw.Verdict = report.VerdictRange
-		iw.SegmentsMax, iw.BytesMax = iw.Segments, iw.Bytes
-		iw.Segments = r.WindowSegments() - 1
-		iw.Bytes = r.WindowBytes() - r.LastFrameBytes
-		iw.Reason = fmt.Sprintf("the server stopped after the first round with data left and sent more as soon as the first acknowledgement came back, but its last segment came alone %.1f ms later on the server's clock, before any acknowledgement reached it (its timestamp echo is the same): a tail loss probe, not part of the window (%d segments), or a late write (%d)",
-			float64(r.MaybeProbeGapNs)/1e6, r.WindowSegments()-1, r.WindowSegments())
-	case r.Limit == report.LimitCwnd:
-		iw.Verdict = report.VerdictExact
-		iw.Reason = "the server stopped after the first round with data left and room in the receive window, and sent more as soon as the first acknowledgement came back"
-	case r.Limit == report.LimitRwnd:
-		iw.Verdict = report.VerdictRwndLimited
-		iw.Reason = "the client's receive window, not the congestion window, capped the first round"
-	case r.Limit == report.LimitRate:
-		iw.Verdict = report.VerdictLowerBound
-		iw.Reason = "the data arrived as one stream at the path's rate, with no idle gap where the first round seemed to end: more of the first window may have arrived after that point, so the window is at least this large"
-	case r.Limit == report.LimitIncomplete:
-		iw.Verdict = report.VerdictLowerBound
-		iw.Reason = "the transfer stopped before the response was complete (stalled, or the capture ended), so the window is at least this large"
-	case r.NagleHeld:
-		iw.Verdict = report.VerdictLowerBound
-		iw.Reason = "the second round began with a segment shorter than a full one, sent when an earlier short segment was acknowledged: Nagle's algorithm holds such a segment exactly that long, so the first round may have ended for want of a full segment to send, not for want of window; the window is at least this large"
-	case r.Undergrown:
-		iw.Verdict = report.VerdictLowerBound
-		iw.Reason = strings.Replace(r.undergrownWhy, "the next round", "the second round", 1) + "; an application short of data ends the first round the same way, so the window is at least this large"
-	case r.Outgrown:
-		iw.Verdict = report.VerdictLowerBound
-		iw.Reason = fmt.Sprintf("the second round carried %d segments, more than slow start can grow a full first window of %d to (one segment per segment acknowledged): the first round did not fill the window, which is at least this large", rs[1].WindowSegments(), r.WindowSegments())
-	case r.PartialEnd && r.Limit == report.LimitApp:
-		iw.Verdict = report.VerdictLowerBound
-		iw.Reason = "the first round ended with a segment shorter than a full one: the server had nothing more to send at that moment (not a window cut), so the window is at least this large"
-	default:
-		iw.Verdict = report.VerdictLowerBound
-		iw.Reason = "everything the server had to send fit in the first round, so the window is at least this large"
-	}
-	return iw
 }
