@@ -1,7 +1,8 @@
 // Package lab runs transfers over emulated paths with real kernel TCP: each trial
 // gets its own path (lab/labpath: client and server network namespaces joined by
-// the userspace link emulator), a server (built-in, nginx or Caddy, lab/server)
-// with the initial window on its route, and a client (built-in or curl, lab/client)
+// the userspace link emulator), a server (built-in, nginx or Caddy, lab/server;
+// or the built-in one on gVisor's userspace TCP, lab/netstack) with the initial
+// window on its route, and a client (built-in or curl, lab/client)
 // that times the transfer. A point may run over HTTP/3 instead: the built-in server
 // or Caddy serves QUIC on UDP through the same emulated path, and the HTTP/3 probe
 // (probe/quicprobe) fetches and times it. Trials run in parallel without interfering.
@@ -28,6 +29,7 @@ import (
 	"github.com/slowstart/slowstart/lab/client"
 	"github.com/slowstart/slowstart/lab/labpath"
 	"github.com/slowstart/slowstart/lab/netlab"
+	"github.com/slowstart/slowstart/lab/netstack"
 	"github.com/slowstart/slowstart/lab/server"
 	"github.com/slowstart/slowstart/probe/quicprobe"
 	"github.com/slowstart/slowstart/report"
@@ -42,6 +44,10 @@ const (
 	ClientBuiltin = client.ClientBuiltin
 	ClientCurl    = client.ClientCurl
 )
+
+// ServerNetstack is the built-in server on gVisor's netstack, a userspace TCP whose
+// initial window is a fixed 10 segments (lab/netstack).
+const ServerNetstack = server.KindNetstack
 
 // Spec is one point of the parameter space: a path, a server, a client and a transfer.
 type Spec struct {
@@ -87,6 +93,10 @@ type Spec struct {
 	ServerAdvMSS int `json:"server_advmss,omitempty"`
 	ClientAdvMSS int `json:"client_advmss,omitempty"`
 	MTU          int `json:"mtu,omitempty"`
+	// ServerMSS and NoSACK configure the netstack server's TCP: the MSS its SYN/ACK
+	// announces (0: the path's MTU less 40) and SACK off.
+	ServerMSS int  `json:"server_mss,omitempty"`
+	NoSACK    bool `json:"no_sack,omitempty"`
 }
 
 // Normalize fills defaults and checks the values.
@@ -114,8 +124,8 @@ func (s *Spec) Normalize() error {
 		return fmt.Errorf("loss %g: use a rate in [0, 1)", s.LossRate)
 	case s.TLS != "" && s.TLS != "1.2" && s.TLS != "1.3":
 		return fmt.Errorf("TLS %q: use 1.2, 1.3 or none", s.TLS)
-	case s.Server != ServerBuiltin && s.Server != ServerNginx && s.Server != ServerCaddy:
-		return fmt.Errorf("server %q: use builtin, nginx or caddy", s.Server)
+	case s.Server != ServerBuiltin && s.Server != ServerNginx && s.Server != ServerCaddy && s.Server != ServerNetstack:
+		return fmt.Errorf("server %q: use builtin, nginx, caddy or netstack", s.Server)
 	case s.Client != ClientBuiltin && s.Client != ClientCurl:
 		return fmt.Errorf("client %q: use builtin or curl", s.Client)
 	case s.HelloRetry && s.TLS != "1.3":
@@ -124,8 +134,15 @@ func (s *Spec) Normalize() error {
 		return fmt.Errorf("dropping %d SYNs: use 0 to 3 (each costs a timeout of 1, 2, then 4 s)", s.DropSYNs)
 	case s.WriteChunkBytes < 0 || s.WritePauseNs < 0:
 		return errors.New("the write chunk size and pause can't be negative")
-	case (s.WriteChunkBytes > 0 || s.Nagle) && s.Server != ServerBuiltin:
-		return errors.New("chunked writes and Nagle's algorithm are options of the built-in server")
+	case (s.WriteChunkBytes > 0 || s.Nagle) && s.Server != ServerBuiltin && s.Server != ServerNetstack:
+		return errors.New("chunked writes and Nagle's algorithm are options of the built-in and netstack servers")
+	case (s.ServerMSS != 0 || s.NoSACK) && s.Server != ServerNetstack:
+		return errors.New("the server's MSS and SACK off are options of the netstack server")
+	case s.Server == ServerNetstack && s.IW != 0 && s.IW != netstack.InitialWindowSegments:
+		return fmt.Errorf("initial window %d: the netstack server's is gVisor's fixed %d segments (no option changes it): leave --iw at %d",
+			s.IW, netstack.InitialWindowSegments, netstack.InitialWindowSegments)
+	case s.Server == ServerNetstack && s.HTTP3:
+		return errors.New("the netstack server serves TCP only: run HTTP/3 on the built-in server or caddy")
 	case s.Server == ServerCaddy && s.TLS == "" && !s.HTTP3:
 		return errors.New("caddy serves over TLS only: give a TLS version (--tls 1.3)")
 	case s.HTTP3 && s.TLS == "1.2":
@@ -140,6 +157,12 @@ func (s *Spec) Normalize() error {
 		if s.ChainBytes == 0 {
 			s.ChainBytes = defaultChainBytes
 		}
+	}
+	if s.Server == ServerNetstack {
+		if err := (netstack.Options{CongestionControl: s.CC, MSS: s.ServerMSS}).Validate(); err != nil {
+			return err
+		}
+		s.IW = netstack.InitialWindowSegments // the stack's, whatever the kernel's default
 	}
 	if err := netlab.CheckCongestionControl(s.CC); err != nil {
 		return fmt.Errorf("%w: use cubic, bbr or reno", err)
@@ -263,7 +286,9 @@ func (e *Env) runTrial(ctx context.Context, spec Spec, index int, captureDir, pr
 	if err := spec.Normalize(); err != nil {
 		return res, err
 	}
-	poll := e.active.Add(1) == 1 && mayPoll && (spec.RateBitsPerSecond > 0 || spec.SizeBytes <= pollMaxUnlimitedBytes)
+	// The netstack server's TCP runs in this process: a polling emulator would
+	// take a processor its goroutines need (SYN/ACKs 8-14 ms late on two cores).
+	poll := e.active.Add(1) == 1 && mayPoll && spec.Server != ServerNetstack && (spec.RateBitsPerSecond > 0 || spec.SizeBytes <= pollMaxUnlimitedBytes)
 	defer e.active.Add(-1)
 
 	caps, err := openCaptures(spec, captureDir, prefix, roundTrips)
@@ -452,9 +477,14 @@ func (e *Env) startServer(ctx context.Context, path *labpath.Path, spec Spec) (t
 	if spec.Server == ServerNginx && spec.HelloRetry {
 		o.ECDHCurves = "prime256v1"
 	}
-	if _, err := server.StartOnPath(ctx, path, o); err != nil {
+	if spec.Server == ServerNetstack {
+		o.Netstack = netstack.Options{CongestionControl: spec.CC, MSS: spec.ServerMSS, NoSACK: spec.NoSACK}
+	}
+	running, err := server.StartOnPath(ctx, path, o)
+	if err != nil {
 		return target, err
 	}
+	target.addr = running.Addr // the netstack server's address is its own
 	return target, nil
 }
 
@@ -623,6 +653,12 @@ func (s Spec) Label() string {
 	}
 	if s.Nagle {
 		l += "-nagle"
+	}
+	if s.ServerMSS > 0 {
+		l += fmt.Sprintf("-mss%d", s.ServerMSS)
+	}
+	if s.NoSACK {
+		l += "-nosack"
 	}
 	if s.HTTP3 {
 		l += "-h3"

@@ -68,7 +68,7 @@ func (f *pathFlags) register(cmd *cobra.Command, lists bool) {
 	fl.StringVar(&f.tls, "tls", "none", "TLS version: none, 1.2 or 1.3")
 	fl.BoolVar(&f.h2, "h2", false, "HTTP/2 (ALPN over TLS, prior knowledge in cleartext)")
 	fl.StringVar(&f.chain, "chain", "4KB", "certificate chain size on the wire, with --tls")
-	fl.StringVar(&f.server, "server", "builtin", "server: builtin, nginx or caddy (Debian's caddy; over TLS only)")
+	fl.StringVar(&f.server, "server", "builtin", "server: builtin, nginx, caddy (Debian's caddy; over TLS only) or netstack (the built-in server on gVisor's userspace TCP: IW fixed at 10, --cc cubic or reno)")
 	fl.BoolVar(&f.http3, "http3", false, "also run every point over HTTP/3 (QUIC) on the same path and set round trips and FCT beside TCP's; --tls then defaults to 1.3 and --h2 to on, as a browser's TCP connection")
 	fl.StringVar(&f.client, "client", "builtin", "client: builtin or curl")
 	fl.StringVar(&f.cc, "cc", "cubic", "congestion control: cubic, bbr or reno")

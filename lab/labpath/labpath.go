@@ -10,8 +10,10 @@
 // probes, curl and Chromium run there), the server's address, a dialer from the
 // client namespace, Listen and ListenPacket in the server namespace, WrapCommand to
 // run a program (nginx, Caddy, curl, Chromium) in either namespace, and the
-// emulator's counters once it stops. Close removes all of it, and Start leaves
-// nothing behind when it fails.
+// emulator's counters once it stops, and with Config.KernelTap the server
+// kernel's own record of each connection (its congestion window at the start and
+// at every ACK: KernelConn, docs/kernel.md). Close removes all of it, and Start
+// leaves nothing behind when it fails.
 //
 // It starts no server and no client, and it analyzes nothing: callers start their
 // own servers on the path (package lab/server) and register their teardown with
@@ -99,6 +101,14 @@ type Config struct {
 	// 0: the client's, 1: the server's), as captures at both ends would; it is called
 	// from the emulator's goroutines and must not keep the data.
 	Tap func(device int, data []byte, unixNs int64)
+
+	// KernelTap records what the server namespace's kernel reports on each TCP
+	// connection to the server's addresses (eBPF on the kernel's TCP tracepoints,
+	// package ktcp): Path.KernelConns and Path.KernelConn give the server's
+	// congestion window at the start and at every ACK. It needs BPF (root, a
+	// kernel with BTF): Start fails with ktcp's error (errors.Is
+	// ktcp.ErrUnavailable) where it is unavailable.
+	KernelTap bool
 
 	// Links, when set, are the emulator's two directions as given, in place of the
 	// ones RTT, the rate, the queue, the loss, DropSYNs and Seed describe (benches that
@@ -197,6 +207,8 @@ type Path struct {
 	// fits http.Transport.DialContext.
 	Dial func(ctx context.Context, network, address string) (net.Conn, error)
 
+	kernel *kernelTap // Config.KernelTap; nil without
+
 	stopLink  context.CancelFunc
 	linkDone  chan struct{}
 	linkStats link.Stats
@@ -230,13 +242,27 @@ func Start(ctx context.Context, cfg Config) (*Path, error) {
 	if err != nil {
 		return nil, err
 	}
+	var tap *kernelTap
+	if cfg.KernelTap {
+		// Attached before the emulator carries anything, so that it sees every
+		// connection from its SYN.
+		if tap, err = startKernelTap(trial, []netip.Addr{trial.ServerAddr, trial.ServerAddr6}); err != nil {
+			return nil, errors.Join(err, trial.Close())
+		}
+	}
+	closeTap := func() error {
+		if tap == nil {
+			return nil
+		}
+		return tap.close()
+	}
 	clientDevice, err := link.NewTUN(trial.ClientTUN)
 	if err != nil {
-		return nil, errors.Join(err, trial.Close())
+		return nil, errors.Join(err, closeTap(), trial.Close())
 	}
 	serverDevice, err := link.NewTUN(trial.ServerTUN)
 	if err != nil {
-		return nil, errors.Join(err, trial.Close())
+		return nil, errors.Join(err, closeTap(), trial.Close())
 	}
 	linkCtx, stopLink := context.WithCancel(context.WithoutCancel(ctx))
 	p := &Path{
@@ -246,6 +272,7 @@ func Start(ctx context.Context, cfg Config) (*Path, error) {
 		ServerAddr:  trial.Addr(Server, cfg.IPv6),
 		ClientAddr:  trial.Addr(Client, cfg.IPv6),
 		Dial:        trial.DialFunc(Client, &net.Dialer{}),
+		kernel:      tap,
 		stopLink:    stopLink,
 		linkDone:    make(chan struct{}),
 	}
@@ -306,8 +333,9 @@ func (p *Path) Go(ctx context.Context, run func(ctx context.Context) error) {
 	})
 }
 
-// Close runs what OnClose registered, stops the emulator and removes the
-// namespaces, whatever failed before; it returns every error met (the emulator's
+// Close runs what OnClose registered, stops the emulator and the kernel tap
+// (whose records stay readable) and removes the namespaces, whatever failed
+// before; it returns every error met (the emulator's
 // unless Stop returned it already). Later and concurrent calls wait for the first
 // and return its result.
 func (p *Path) Close() error {
@@ -324,6 +352,9 @@ func (p *Path) Close() error {
 		}
 		if _, err := p.stop(); err != nil && !p.linkErrReported.Load() {
 			errs = append(errs, err)
+		}
+		if p.kernel != nil {
+			errs = append(errs, p.kernel.close())
 		}
 		errs = append(errs, p.Trial.Close())
 		p.closeErr = errors.Join(errs...)

@@ -7,6 +7,7 @@ import (
 	"net/netip"
 
 	"github.com/slowstart/slowstart/lab/labpath"
+	"github.com/slowstart/slowstart/lab/netstack"
 )
 
 // Kinds of server StartOnPath runs.
@@ -14,6 +15,9 @@ const (
 	KindBuiltin = "builtin" // this package's server (HTTP/1.1, HTTP/2, HTTP/3)
 	KindNginx   = "nginx"   // Debian's nginx
 	KindCaddy   = "caddy"   // Debian's Caddy (TLS only; HTTP/3 by itself)
+	// KindNetstack is this package's server on gVisor's netstack (lab/netstack), a
+	// TCP that is not Linux's, at an address of its own (Running.Addr).
+	KindNetstack = "netstack"
 )
 
 // OnPath says which server to run in a lab path's server namespace, where, and how.
@@ -36,22 +40,33 @@ type OnPath struct {
 	ECDHCurves string
 	// ServerName is the name Caddy serves (its certificate's).
 	ServerName string
+	// Netstack configures the netstack server's TCP (Kind netstack); Config.Nagle
+	// turns its Nagle's algorithm on too.
+	Netstack netstack.Options
 }
 
 // Running is a server StartOnPath started; the path stops it when it closes.
 type Running struct {
 	// Nginx is the nginx process (its access log), when Kind is nginx.
 	Nginx *Nginx
+	// Addr is where the server listens over TCP: OnPath.Addr, except for the
+	// netstack server, which listens on OnPath.Addr's port at the stack's address.
+	Addr netip.AddrPort
+	// Netstack is the netstack server's stack, when Kind is netstack.
+	Netstack *netstack.Stack
 }
 
 // StartOnPath starts the server o describes in path's server namespace, until
 // the path closes (not until ctx ends: ctx bounds the start only).
 func StartOnPath(ctx context.Context, path *labpath.Path, o OnPath) (Running, error) {
-	var run Running
+	run := Running{Addr: o.Addr}
 	serveCtx := context.WithoutCancel(ctx)
 	if o.HTTP3 || o.HTTP3Only {
-		if o.Kind == KindCaddy {
+		switch o.Kind {
+		case KindCaddy:
 			return run, errors.New("caddy serves HTTP/3 by itself")
+		case KindNetstack:
+			return run, errors.New("the netstack server serves TCP only: HTTP/3 runs on the built-in server or caddy")
 		}
 		pc, err := path.ListenPacket(labpath.Server, "udp", o.Addr.String())
 		if err != nil {
@@ -105,8 +120,30 @@ func StartOnPath(ctx context.Context, path *labpath.Path, o OnPath) (Running, er
 			return run, fmt.Errorf("starting caddy: %w", err)
 		}
 		path.OnClose(cd.Stop)
+	case KindNetstack:
+		if o.SecondAddr.IsValid() {
+			return run, errors.New("the netstack server has one address: no second host")
+		}
+		opts := o.Netstack
+		opts.Nagle = opts.Nagle || o.Config.Nagle
+		stack, err := netstack.Start(ctx, path, opts)
+		if err != nil {
+			return run, fmt.Errorf("starting netstack: %w", err)
+		}
+		ipv6 := o.Addr.Addr().Is6()
+		ln, err := stack.Listen(o.Addr.Port(), ipv6)
+		if err != nil {
+			return run, err
+		}
+		// Corking is the kernel's (TCP_CORK on a *net.TCPConn): on gVisor's
+		// connections the handler writes as net/http hands it the bytes.
+		cfg := o.Config
+		cfg.DisableCork = true
+		path.Go(serveCtx, func(ctx context.Context) error { return Serve(ctx, ln, cfg) })
+		run.Addr = netip.AddrPortFrom(stack.Addr(ipv6), o.Addr.Port())
+		run.Netstack = stack
 	default:
-		return run, fmt.Errorf("server %q: use %s, %s or %s", o.Kind, KindBuiltin, KindNginx, KindCaddy)
+		return run, fmt.Errorf("server %q: use %s, %s, %s or %s", o.Kind, KindBuiltin, KindNginx, KindCaddy, KindNetstack)
 	}
 	return run, nil
 }

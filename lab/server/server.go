@@ -1,11 +1,13 @@
 // Package server provides the servers the lab times: a built-in HTTP server that serves
 // bodies of any requested size (`GET /bytes/N`) over cleartext HTTP/1.1, h2c, or TLS 1.2/1.3
 // with HTTP/1.1 or HTTP/2, with an optional think time; certificate chains of a chosen size
-// on the wire; and a managed nginx serving the same endpoints.
+// on the wire; a managed nginx and Caddy serving the same endpoints; and the built-in
+// server on gVisor's netstack, a TCP that is not Linux's (package lab/netstack).
 //
 // It works on listeners and dialers handed to it: it never creates network namespaces,
-// links or routes (see package lab for the topology), and it does not measure anything
-// (see package lab/client for the clients that time the transfers).
+// links or routes itself (see package lab for the topology, lab/netstack for the
+// netstack server's device and routes), and it does not measure anything (see package
+// lab/client for the clients that time the transfers).
 package server
 
 import (
