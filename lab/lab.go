@@ -93,8 +93,20 @@ type Spec struct {
 	ServerAdvMSS int `json:"server_advmss,omitempty"`
 	ClientAdvMSS int `json:"client_advmss,omitempty"`
 	MTU          int `json:"mtu,omitempty"`
-	// ServerMSS and NoSACK configure the netstack server's TCP: the MSS its SYN/ACK
-	// announces (0: the path's MTU less 40) and SACK off.
+	// NoTimestamps turns TCP timestamps off in both namespaces (tcp_timestamps=0);
+	// ClientQuickAck makes the client acknowledge every segment at once.
+	NoTimestamps   bool `json:"no_timestamps,omitempty"`
+	ClientQuickAck bool `json:"client_quickack,omitempty"`
+	// JitterNs varies the server→client delay by up to this much each way, and
+	// Reorder lets packets overtake one another by it.
+	JitterNs int64 `json:"jitter_ns,omitempty"`
+	Reorder  bool  `json:"reorder,omitempty"`
+	// KernelTruth records the server kernel's own congestion window on each
+	// connection (labpath.Config.KernelTap): TrialResult.Kernel.
+	KernelTruth bool `json:"kernel_truth,omitempty"`
+	// ServerMSS is the MSS the netstack server's SYN/ACK announces (0: the path's
+	// MTU less 40; a kernel server's is ServerAdvMSS). NoSACK turns SACK off: the
+	// netstack server's, or both namespaces' (tcp_sack=0).
 	ServerMSS int  `json:"server_mss,omitempty"`
 	NoSACK    bool `json:"no_sack,omitempty"`
 }
@@ -136,8 +148,10 @@ func (s *Spec) Normalize() error {
 		return errors.New("the write chunk size and pause can't be negative")
 	case (s.WriteChunkBytes > 0 || s.Nagle) && s.Server != ServerBuiltin && s.Server != ServerNetstack:
 		return errors.New("chunked writes and Nagle's algorithm are options of the built-in and netstack servers")
-	case (s.ServerMSS != 0 || s.NoSACK) && s.Server != ServerNetstack:
-		return errors.New("the server's MSS and SACK off are options of the netstack server")
+	case s.ServerMSS != 0 && s.Server != ServerNetstack:
+		return errors.New("the server's MSS (ServerMSS) is an option of the netstack server: a kernel server's is ServerAdvMSS (route advmss)")
+	case s.JitterNs < 0 || s.JitterNs > s.RTTNs/2:
+		return fmt.Errorf("jitter %v: use 0 to half the RTT", time.Duration(s.JitterNs))
 	case s.Server == ServerNetstack && s.IW != 0 && s.IW != netstack.InitialWindowSegments:
 		return fmt.Errorf("initial window %d: the netstack server's is gVisor's fixed %d segments (no option changes it): leave --iw at %d",
 			s.IW, netstack.InitialWindowSegments, netstack.InitialWindowSegments)
@@ -211,6 +225,8 @@ type TrialResult struct {
 	// KeyLog is the file of an HTTP/3 trial's TLS secrets, beside its captures (for
 	// slowstart analyze --keylog and Wireshark).
 	KeyLog string `json:"keylog,omitempty"`
+	// Kernel is what the server's kernel reported of each connection (Spec.KernelTruth).
+	Kernel []KernelConn `json:"kernel,omitempty"`
 	// RoundTrips are the transfer's round trips as its client-side capture shows them
 	// (package analysis), when the job asked for them.
 	RoundTrips *TrialRoundTrips `json:"round_trips,omitempty"`
@@ -330,12 +346,58 @@ func (e *Env) runTrial(ctx context.Context, spec Spec, index int, captureDir, pr
 		res.setTiming(fetched)
 	}
 	res.setDrops(stats)
+	if spec.KernelTruth && spec.Server != ServerNetstack {
+		if res.Kernel, err = kernelTruth(ctx, path); err != nil {
+			return res, err
+		}
+	}
 	if roundTrips && !spec.HTTP3 {
 		if res.RoundTrips, err = caps.roundTrips(ctx); err != nil {
 			return res, err
 		}
 	}
 	return res, nil
+}
+
+// KernelConn is what the server's kernel reported of one connection of a trial: its
+// client end, congestion control and initial window (labpath.KernelConn).
+type KernelConn struct {
+	Client            string `json:"client"`
+	CongestionControl string `json:"cc"`
+	// InitialWindow is snd_cwnd at the connection's first tcp_probe event, in
+	// segments; EstablishedWindow the window when the socket became established.
+	InitialWindow     int `json:"initial_window"`
+	EstablishedWindow int `json:"established_window"`
+	MSS               int `json:"mss"`
+	// Rounds are the server's sending rounds as its own ACK clock cuts them: the
+	// segments of each and the window before and after (labpath.KernelRound).
+	Rounds []KernelRound `json:"rounds,omitempty"`
+}
+
+// KernelRound is one sending round of the server as its kernel saw it.
+type KernelRound struct {
+	Segments    int    `json:"segments"`
+	CwndAtStart uint32 `json:"cwnd_at_start"`
+	Cwnd        uint32 `json:"cwnd"`
+	QueuedBytes uint32 `json:"queued_bytes"`
+}
+
+// kernelTruth reads the server kernel's record of the path's connections.
+func kernelTruth(ctx context.Context, path *labpath.Path) ([]KernelConn, error) {
+	conns, err := path.KernelConns(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("the server kernel's record: %w", err)
+	}
+	out := make([]KernelConn, 0, len(conns))
+	for _, c := range conns {
+		k := KernelConn{Client: c.Client.String(), CongestionControl: c.CongestionControl,
+			InitialWindow: c.InitialWindow, EstablishedWindow: c.EstablishedWindow, MSS: c.MSS}
+		for _, r := range c.Rounds() {
+			k.Rounds = append(k.Rounds, KernelRound{Segments: r.Segments, CwndAtStart: r.CwndAtStart, Cwnd: r.Cwnd, QueuedBytes: r.QueuedBytes})
+		}
+		out = append(out, k)
+	}
+	return out, nil
 }
 
 // pathConfig is the point's path: its delay, rate, queue and loss, and the
@@ -354,16 +416,30 @@ func (s *Spec) pathConfig(poll bool, tap func(device int, data []byte, unixNs in
 		InitRwnd:             s.InitRwnd,
 		ServerAdvMSS:         s.ServerAdvMSS,
 		ClientAdvMSS:         s.ClientAdvMSS,
+		ClientQuickAck:       s.ClientQuickAck,
+		JitterNs:             s.JitterNs,
+		Reorder:              s.Reorder,
+		KernelTap:            s.KernelTruth && s.Server != ServerNetstack,
 		MTU:                  s.MTU,
 		CongestionControl:    s.CC,
 		NoSlowStartAfterIdle: !s.SlowStartAfterIdle,
 		Poll:                 poll,
 		Tap:                  tap,
 	}
+	cfg.Sysctls = map[string]string{}
 	if s.InitRwnd > 0 {
 		// A receive buffer large enough for the initial window asked for: the kernel
 		// caps the first advertised window at what the default buffer can hold.
-		cfg.Sysctls = map[string]string{"ipv4/tcp_rmem": fmt.Sprintf("4096 %d 6291456", max(131072, 4*s.InitRwnd*1500))}
+		cfg.Sysctls["ipv4/tcp_rmem"] = fmt.Sprintf("4096 %d 6291456", max(131072, 4*s.InitRwnd*1500))
+	}
+	if s.NoTimestamps {
+		cfg.Sysctls["ipv4/tcp_timestamps"] = "0"
+	}
+	if s.NoSACK && s.Server != ServerNetstack {
+		cfg.Sysctls["ipv4/tcp_sack"] = "0"
+	}
+	if len(cfg.Sysctls) == 0 {
+		cfg.Sysctls = nil
 	}
 	return cfg
 }

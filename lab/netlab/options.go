@@ -39,6 +39,9 @@ type Options struct {
 	// (as some CDNs do) still sends segments as large as the client's MSS allows.
 	// 0 keeps the kernel's choice (the MTU less the headers).
 	ServerAdvMSS, ClientAdvMSS int
+	// ClientQuickAck sets quickack on the client's route (ip route ... quickack 1):
+	// the client acknowledges every segment at once instead of delaying its ACKs.
+	ClientQuickAck bool
 	// CongestionControl is written to net.ipv4.tcp_congestion_control in both
 	// namespaces. Empty means "cubic". The algorithm is added to the host's
 	// net.ipv4.tcp_allowed_congestion_control when missing, since a namespace
