@@ -77,9 +77,17 @@ type Segment struct {
 	AckBeyond int64
 	// WindowBytes is the advertised receive window, scaled when scaling is in use.
 	WindowBytes int
-	HasTS       bool
-	TSVal       uint32
-	TSEcr       uint32
+	// SACKHigh is one past the highest byte of the other direction this segment
+	// selectively acknowledged (its SACK blocks), as a stream offset; 0 with none.
+	SACKHigh int64
+	// DupAck: a pure acknowledgement that repeats the last one (same ack, same
+	// window) while the other side has bytes outstanding: the receiver got a
+	// segment beyond a hole (RFC 5681's duplicate ACK). Like a SACK block, it
+	// tells the sender a segment left the network, and Linux sends on it.
+	DupAck bool
+	HasTS  bool
+	TSVal  uint32
+	TSEcr  uint32
 	// Payload is the captured part of the payload (may be shorter than Len). It
 	// points into the reader's buffer: copy what you keep.
 	Payload []byte
@@ -111,6 +119,11 @@ type DirState struct {
 	baseSet    bool
 	lastSeq    uint32 // last sequence number seen, for unwrapping
 	lastOffset int64
+	// The last acknowledgement this side sent (offset and window), to tell a
+	// duplicate ACK.
+	ackOffset int64
+	ackWindow int
+	ackSent   bool
 	// HighestEnd is one past the highest stream offset sent (or acknowledged by the
 	// other side).
 	HighestEnd int64
@@ -827,6 +840,16 @@ func (t *Tracker) segment(c *Conn, dir Dir, p *capture.Packet) {
 		win <<= uint(d.WindowScale)
 	}
 	s.WindowBytes = win
+	if s.HasAck && !p.Has(capture.FlagSYN) {
+		for i := range p.Options.NumSACK {
+			if right := other.lastOffset + int64(int32(p.Options.SACK[i].Right-other.lastSeq)); right > s.SACKHigh && right > s.AckOffset {
+				s.SACKHigh = right
+			}
+		}
+		s.DupAck = p.PayloadLen == 0 && p.Flags&(capture.FlagFIN|capture.FlagRST) == 0 && d.ackSent &&
+			s.AckOffset == d.ackOffset && win == d.ackWindow && other.HighestEnd > s.AckOffset
+		d.ackOffset, d.ackWindow, d.ackSent = s.AckOffset, win, true
+	}
 
 	if p.Has(capture.FlagSYN) {
 		s.Offset = 0

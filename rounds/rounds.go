@@ -106,6 +106,13 @@ type Round struct {
 	// ReleaseAck is the highest acknowledgement the server had seen when it sent the
 	// round's first segment (-1: none).
 	ReleaseAck int64
+	// ReleaseAckMax is the highest acknowledgement the server may have seen then
+	// (-1: none): away from the server, what it surely saw (ReleaseAck) is read
+	// conservatively, and a proof that it had *not* yet seen an acknowledgement
+	// needs the other bound: at the client with timestamps every client packet
+	// stamped with the echoed value or earlier, by capture time every one sent a
+	// quarter of a round trip before the data arrived.
+	ReleaseAckMax int64
 	// ClientDataAtStart / ClientDataAtEnd: how much of the client's stream the server
 	// had seen at the round's first and last segment.
 	ClientDataAtStart int64
@@ -161,6 +168,12 @@ type Round struct {
 	// UnclockedLong counts those after a pause of a quarter of a round trip or more,
 	// longer than a sender paces a window out in slow start.
 	UnclockedSends, UnclockedLong int
+	// LateSends counts the round's new-data frames after its first that the server
+	// sent after a pause in its sending, well after (beyond the idle threshold) the
+	// last client packet that could have opened its window: it had had room and
+	// nothing to send, as an application writing at its own pace (2,801 bytes
+	// every 28 ms on a 196 ms path) while acknowledgements keep coming.
+	LateSends int
 	// unclockedProbe: the last unclocked send is the round's tail loss probe so far
 	// (probeLong: after a long pause).
 	unclockedProbe, probeLong bool
@@ -205,6 +218,17 @@ func (r *Round) ProbeNote() string {
 // partial segment (full: the connection's full segment size).
 func (r *Round) PartialInside(full int) bool {
 	return full > 0 && r.MinInsideFrameBytes > 0 && r.MinInsideFrameBytes%full != 0
+}
+
+// UnclockedOwn counts the round's unclocked sends (UnclockedSends) other than a
+// tail loss probe: frames the server sent after a pause of its own with nothing new
+// from the client, which a sender limited by its window does not do.
+func (r *Round) UnclockedOwn() int {
+	n := r.UnclockedSends
+	if r.ProbeSegments > 0 && r.unclockedProbe {
+		n--
+	}
+	return n
 }
 
 // UndergrownReason is a clause saying which sign showed the round undergrown ("" when
@@ -255,6 +279,10 @@ func (r LossProbeRule) Holds(gapNs, rttNs, spacingNs int64) bool {
 type clientPacket struct {
 	timeNs int64
 	ack    int64
+	// reach is how far the packet shows the client's receiving got: its
+	// acknowledgement, its highest SACK block, or for a duplicate ACK one byte
+	// beyond the acknowledgement (a segment past the hole arrived).
+	reach  int64
 	hasAck bool
 	window int
 	tsVal  uint32
@@ -271,8 +299,11 @@ type Tracker struct {
 	pending []clientPacket
 	head    int
 	// What the server knew of the client.
-	knownAck      int64
-	knownAckSet   bool
+	knownAck    int64
+	knownAckSet bool
+	// knownReach is the furthest the server knew the client had received: its
+	// acknowledgement, SACK blocks, duplicate ACKs (clientPacket.reach).
+	knownReach    int64
 	knownWindow   int
 	knownDataEnd  int64
 	knownLatestNs int64
@@ -288,6 +319,9 @@ type Tracker struct {
 	// acknowledgement, a larger window, new client data) that could have released
 	// data; a packet it had long seen (learned late by the timestamps) could not.
 	openedSinceData bool
+	// lastOpenNs is the capture time of the latest client packet that told the
+	// server something new (LateSends).
+	lastOpenNs int64
 	// The server's TCP timestamp clock and the last new-data segment's timestamp,
 	// to time a silence on the server's own clock.
 	serverClock   flow.SenderClock
@@ -450,7 +484,13 @@ func (t *Tracker) addClient(s *flow.Segment) {
 			t.holeBeforeData = true
 		}
 	}
-	p := clientPacket{timeNs: s.TimeNs, ack: s.AckOffset, hasAck: s.HasAck, window: s.WindowBytes, tsVal: s.TSVal, dataEnd: t.clientDataEnd}
+	p := clientPacket{timeNs: s.TimeNs, ack: s.AckOffset, reach: s.AckOffset, hasAck: s.HasAck, window: s.WindowBytes, tsVal: s.TSVal, dataEnd: t.clientDataEnd}
+	switch {
+	case s.SACKHigh > p.reach:
+		p.reach = s.SACKHigh
+	case s.DupAck:
+		p.reach = s.AckOffset + 1
+	}
 	if t.method == MethodACKClock && t.cfg.Vantage == flow.VantageServer || t.method == MethodGaps {
 		t.learn(&p)
 		return
@@ -466,6 +506,14 @@ func (t *Tracker) addClient(s *flow.Segment) {
 
 // learn records that the server has seen client packet p.
 func (t *Tracker) learn(p *clientPacket) {
+	opened := t.openedSinceData
+	t.openedSinceData = false
+	defer func() {
+		if t.openedSinceData {
+			t.lastOpenNs = p.timeNs
+		}
+		t.openedSinceData = t.openedSinceData || opened
+	}()
 	t.knownLatestNs = p.timeNs
 	t.learnedSinceData = true
 	if p.dataEnd > t.knownDataEnd {
@@ -481,7 +529,15 @@ func (t *Tracker) learn(p *clientPacket) {
 	if !t.knownAckSet || p.ack > t.knownAck {
 		t.openedSinceData = true
 		t.knownAck, t.knownAckSet = p.ack, true
-		for t.firstAckIdx < len(t.rounds) && p.ack > t.rounds[t.firstAckIdx].StartOffset {
+	}
+	if p.reach > t.knownReach {
+		// A SACK block or a duplicate ACK also tells the server that data left the
+		// network, and a sender sends on it (Linux counts SACKed and, without SACK,
+		// duplicate-acknowledged segments out of flight): what it sends then was
+		// released by this round's data, so it belongs to the next round.
+		t.openedSinceData = true
+		t.knownReach = p.reach
+		for t.firstAckIdx < len(t.rounds) && p.reach > t.rounds[t.firstAckIdx].StartOffset {
 			t.rounds[t.firstAckIdx].FirstAckNs = p.timeNs
 			t.rounds[t.firstAckIdx].ClientDataAtFirstAck = t.knownDataEnd
 			t.firstAckIdx++
@@ -542,6 +598,31 @@ func (t *Tracker) catchUp(s *flow.Segment) {
 		t.pending = t.pending[:n]
 		t.head = 0
 	}
+}
+
+// mayHaveSeenAck is the highest acknowledgement among the client packets the server
+// may have seen when it sent s, beyond those it surely had (learned): -1 when none.
+func (t *Tracker) mayHaveSeenAck(s *flow.Segment) int64 {
+	highest := int64(-1)
+	for i := t.head; i < len(t.pending); i++ {
+		p := &t.pending[i]
+		switch t.method {
+		case MethodTimestamps:
+			if !s.HasTS || int32(p.tsVal-s.TSEcr) > 0 {
+				return highest
+			}
+		case MethodACKClock:
+			if p.timeNs >= s.TimeNs-t.cfg.RTTNs/4 {
+				return highest
+			}
+		default:
+			return highest
+		}
+		if p.hasAck {
+			highest = max(highest, p.ack)
+		}
+	}
+	return highest
 }
 
 // roundOf returns the round holding stream byte x (0 when x precedes all rounds).
@@ -648,6 +729,11 @@ func (t *Tracker) addServer(s *flow.Segment) {
 				last.maybeSpacingNs = (last.LastNs - last.FirstNs) / int64(last.Packets-1)
 			}
 		}
+		if t.openedSinceData && t.openedLongAgo(s) {
+			if paused, _ := t.pause(s); paused {
+				last.LateSends++
+			}
+		}
 		if !t.openedSinceData {
 			if paused, long := t.pause(s); paused {
 				last.UnclockedSends++
@@ -674,6 +760,7 @@ func (t *Tracker) addServer(s *flow.Segment) {
 		t.rounds = append(t.rounds, Round{
 			Index:             r,
 			ReleaseAck:        releaseAck,
+			ReleaseAckMax:     max(releaseAck, t.mayHaveSeenAck(s)),
 			StartOffset:       s.NewOffset,
 			FirstNs:           s.TimeNs,
 			ReleaseNs:         t.knownLatestNs,
@@ -905,6 +992,20 @@ func (t *Tracker) pause(s *flow.Segment) (paused, long bool) {
 	return paused, paused && gapNs >= t.cfg.RTTNs/4
 }
 
+// openedLongAgo reports whether the latest client packet that opened the server's
+// window came longer before s than the server takes to answer one (the idle
+// threshold): at the server, by capture time; elsewhere, a round trip later.
+func (t *Tracker) openedLongAgo(s *flow.Segment) bool {
+	if t.lastOpenNs == 0 || t.cfg.RTTNs <= 0 {
+		return false
+	}
+	stall := s.TimeNs - t.lastOpenNs
+	if t.cfg.Vantage != flow.VantageServer {
+		stall -= t.cfg.RTTNs
+	}
+	return stall > t.idleThresholdNs()
+}
+
 // probeGap reports whether new-data segment s, in the same round as the last one
 // (before s joins it), looks like a tail loss probe, and the silence before it: one
 // segment, after a silence that the LossProbe rule takes for a probe timer's, in
@@ -949,8 +1050,8 @@ func (t *Tracker) assign(s *flow.Segment) int {
 		return last
 	}
 	r := 1
-	if t.knownAckSet {
-		r = 1 + t.roundOf(t.knownAck-1)
+	if t.knownAckSet && t.knownReach > 0 {
+		r = 1 + t.roundOf(t.knownReach-1)
 	}
 	// Rounds never go back (client-vantage timing can only make them look earlier).
 	return max(r, last)
@@ -1206,7 +1307,7 @@ func (t *Tracker) idleLimit(r, next *Round, idleNs int64) string {
 			// No acknowledgement of this round came before the next one: the pause
 			// was the sender's own, not the window's.
 			return report.LimitApp
-		case r.PartialEnd && next.ReleaseAck >= r.EndOffset:
+		case r.PartialEnd && next.ReleaseAckMax >= r.EndOffset:
 			return report.LimitApp
 		case t.cfg.RTTNs > 0 && next.FirstNs-r.FirstAckNs > t.cfg.RTTNs+idleNs:
 			// Wherever the capture was taken, an acknowledgement reaches the server
@@ -1237,7 +1338,7 @@ func (t *Tracker) idleLimit(r, next *Round, idleNs int64) string {
 			waited = held > idleNs && next.FirstNs-r.LastNs > idleNs+2*spacing
 		}
 	}
-	if r.PartialEnd && next.ReleaseAck >= r.EndOffset {
+	if r.PartialEnd && next.ReleaseAckMax >= r.EndOffset {
 		// The last frame ended in a partial segment: the sender had nothing more at
 		// that moment (a window-limited sender with more queued sends full
 		// segments). What came next went out only once everything was acknowledged,

@@ -33,7 +33,8 @@ func (in Input) tlsFlight() *report.InitialWindow {
 	if first == 0 {
 		return iw
 	}
-	floor := max(t.RetrySegments, 1)
+	// The window held at least the retry request's first round.
+	floor := max(in.Rounds[0].WindowSegments(), 1)
 	if iw.Verdict == report.VerdictLowerBound {
 		// The flight fit in a window that was at most RetrySegments larger than the
 		// initial one: the initial window held at least the flight less that growth
@@ -41,16 +42,20 @@ func (in Input) tlsFlight() *report.InitialWindow {
 		// is in flight: a retry request of two segments grows an initial window of
 		// 3 to 5, and a flight of 4 then fits).
 		fit := iw.Segments
-		segs := max(floor, fit-t.RetrySegments)
+		segs := max(floor, grownFrom(fit, t.RetrySegments))
+		retry := fmt.Sprintf("the HelloRetryRequest (%d segments) fit in the first round", t.RetrySegments)
+		if t.RetryRounds > 1 {
+			retry = fmt.Sprintf("the HelloRetryRequest (%d segments) took %d rounds, the first of %d", t.RetrySegments, t.RetryRounds, floor)
+		}
 		return &report.InitialWindow{Segments: segs, Bytes: min(segs*in.Segment.Bytes, iw.Bytes), Verdict: report.VerdictLowerBound, Source: report.PhaseTLS,
 			Unproven: append(iw.Unproven, report.ObligationWindowUngrown),
-			Reason:   fmt.Sprintf("the HelloRetryRequest (%d segments) fit in the first round, and %d segments of the server's flight after it fit in a window that the retry request's acknowledgement may have grown by %d, so the window is at least %d", t.RetrySegments, fit, t.RetrySegments, segs)}
+			Reason:   fmt.Sprintf("%s, and %d segments of the server's flight after it fit in a window that the retry request's acknowledgement may have grown by %d, so the window is at least %d", retry, fit, t.RetrySegments, segs)}
 	}
 	if later := laterRound(iw, fr[0], t.RetrySegments, floor, "the server's flight after its HelloRetryRequest"); later != nil {
 		return later
 	}
 	return &report.InitialWindow{Segments: floor, Verdict: report.VerdictLowerBound, Source: report.PhaseTLS,
-		Unproven: []string{report.ObligationDataQueued}, Reason: "the HelloRetryRequest fit in the first round"}
+		Unproven: []string{report.ObligationDataQueued}, Reason: fmt.Sprintf("the HelloRetryRequest's first round carried %d segments", floor)}
 }
 
 // narrow picks the connection's reading over TLS: the flight's, narrowed by the
@@ -79,7 +84,11 @@ func (in Input) narrow(flight *report.InitialWindow) *report.InitialWindow {
 		if out == nil {
 			return flight
 		}
-		out.Reason = fmt.Sprintf("the TLS flight (%d segments) fit in the window; ", in.TLS.FlightSegments) + out.Reason
+		if len(in.Rounds) > in.TLS.RetryRounds && in.TLS.FlightRounds == 1 {
+			out.Reason = fmt.Sprintf("the TLS flight (%d segments) fit in the window; ", in.TLS.FlightSegments) + out.Reason
+		} else {
+			out.Reason = fmt.Sprintf("the TLS flight shows a window of at least %d segments; ", flight.Segments) + out.Reason
+		}
 		if out.Verdict == report.VerdictRange && out.Segments <= flight.Segments {
 			out.Segments, out.Bytes = flight.Segments, flight.Bytes
 		}
@@ -87,6 +96,23 @@ func (in Input) narrow(flight *report.InitialWindow) *report.InitialWindow {
 	}
 	return flight
 }
+
+// grownFrom is the least initial window that slow start can have grown to window
+// segments with priorSegments acknowledged: each acknowledged segment grows a window
+// by at most one (RFC 5681; BBR in startup adds what is acknowledged), but BBR
+// also raises any window to 4 (bbr_cwnd_min_target) at its first acknowledgement,
+// so a window of 1 to 3 can have grown to priorSegments + 3 (IW 1 grew to 14 after
+// 11 acknowledged). A window more than 3 above what was acknowledged came from an
+// initial window of at least window - priorSegments.
+func grownFrom(window, priorSegments int) int {
+	if window-priorSegments > bbrMinWindow-1 {
+		return window - priorSegments
+	}
+	return 1
+}
+
+// bbrMinWindow is Linux BBR's least congestion window, in segments.
+const bbrMinWindow = 4
 
 // cutByWindow reports whether a round's own reading shows the window cut it: exact,
 // or a range only for a shorter frame inside it (packets and bytes disagree).
@@ -119,7 +145,7 @@ func laterRound(reading *report.InitialWindow, r rounds.Round, priorSegments, fl
 		return nil
 	}
 	segBytes := max(windowBytes/max(window, 1), 1)
-	lo := max(floor, window-priorSegments)
+	lo := max(floor, grownFrom(window, priorSegments))
 	if reading.Verdict == report.VerdictRange {
 		// A shorter frame inside the round: a sender that counts bytes had fewer
 		// segments' worth.

@@ -212,6 +212,13 @@ func (in Input) cut(r, next *rounds.Round) cutReading {
 		return bound(strings.Replace(r.UndergrownReason(), "the next round", "the second round", 1)+"; an application short of data ends the first round the same way, so the window is at least this large", report.ObligationWindowFilled)
 	case r.Outgrown && next != nil:
 		return bound(fmt.Sprintf("the second round carried %d segments, more than slow start can grow a full first window of %d to (one segment per segment acknowledged): the first round did not fill the window, which is at least this large", next.WindowSegments(), w), report.ObligationWindowFilled)
+	case r.UnclockedOwn() > 0 && 2*(r.LastNs-r.FirstNs) > in.Path.HandshakeRTTNs:
+		// Paced sending (BBR, or any sender pacing at twice its rate in slow
+		// start) spreads a window over at most half a round trip; an application
+		// writing at its own pace spreads it over the whole round.
+		return bound(fmt.Sprintf("part of the first round (%d of its frames) left after a pause of the server's own with nothing new from the client: an application writing at its own pace, so the round's size is not the window's, which is at least this large", r.UnclockedOwn()), report.ObligationWindowFilled)
+	case r.LateSends > 0:
+		return bound(fmt.Sprintf("part of the first round (%d of its frames) left after a pause of the server's own, long after the last acknowledgement that could have released it: an application writing at its own pace, so the round's size is not the window's, which is at least this large", r.LateSends), report.ObligationWindowFilled)
 	case r.PartialEnd && r.Limit == report.LimitApp:
 		return bound("the first round ended with a segment shorter than a full one: the server had nothing more to send at that moment (not a window cut), so the window is at least this large", report.ObligationFullSegments)
 	case r.Limit != report.LimitCwnd || next == nil:
@@ -271,7 +278,7 @@ func (in Input) cut(r, next *rounds.Round) cutReading {
 	}
 	partialInside := r.PartialInside(full)
 	switch {
-	case r.PartialEnd && !(next.ReleaseAck >= 0 && next.ReleaseAck < r.EndOffset):
+	case r.PartialEnd && !(next.ReleaseAckMax >= 0 && next.ReleaseAckMax < r.EndOffset):
 		fail(report.ObligationFullSegments, fmt.Sprintf("the round's last frame (%d bytes) is not a whole number of %d-byte segments, and the rest went out only once everything was acknowledged", r.LastFrameBytes, full))
 	case r.PartialEnd:
 		// The short last frame ended one of the server's writes; the rest of its
@@ -280,7 +287,7 @@ func (in Input) cut(r, next *rounds.Round) cutReading {
 		// window held it. A sender counting packets had the round's; one counting
 		// bytes, the round's bytes and less than the next frame more.
 		if !partialInside {
-			prove(report.ObligationFullSegments, fmt.Sprintf("the round's frames carried whole %d-byte segments but the last (%d bytes), which ended a write: the rest went out on an acknowledgement that left part of the round unacknowledged (to byte %d of %d), so the window, not the writes, ended the round", full, r.LastFrameBytes, next.ReleaseAck, r.EndOffset))
+			prove(report.ObligationFullSegments, fmt.Sprintf("the round's frames carried whole %d-byte segments but the last (%d bytes), which ended a write: the rest went out on an acknowledgement that left part of the round unacknowledged (to byte %d of %d at most), so the window, not the writes, ended the round", full, r.LastFrameBytes, next.ReleaseAckMax, r.EndOffset))
 		}
 	case !partialInside:
 		prove(report.ObligationFullSegments, fmt.Sprintf("every frame of the round carried whole %d-byte segments", full))
@@ -404,8 +411,8 @@ func (in Input) queued(r, next *rounds.Round) (bool, string) {
 		return false, "the next round does not begin where this one ended"
 	case next.FirstFrameBytes >= full:
 		return true, msg + fmt.Sprintf("the next round began with a full segment (%d bytes) at %s ms: a sender with less queued sends a short one", next.FirstFrameBytes, in.at(next.FirstNs))
-	case next.ReleaseAck >= 0 && next.ReleaseAck < r.EndOffset && !r.NagleHeld:
-		return true, msg + fmt.Sprintf("the next round began with a %d-byte segment that left while part of the round was still unacknowledged (acknowledged to byte %d of %d): Nagle's algorithm would have held it, so the window did", next.FirstFrameBytes, next.ReleaseAck, r.EndOffset)
+	case next.ReleaseAckMax >= 0 && next.ReleaseAckMax < r.EndOffset && !r.NagleHeld:
+		return true, msg + fmt.Sprintf("the next round began with a %d-byte segment that left while part of the round was still unacknowledged (acknowledged to byte %d of %d at most): Nagle's algorithm would have held it, so the window did", next.FirstFrameBytes, next.ReleaseAckMax, r.EndOffset)
 	}
 	return false, fmt.Sprintf("the next round began with a %d-byte segment, less than a full one, once everything was acknowledged: a sender with less than a segment queued (Nagle's algorithm, as BSD and macOS run it, holds a short segment while data is unacknowledged) shows the same", next.FirstFrameBytes)
 }
