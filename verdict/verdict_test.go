@@ -152,6 +152,41 @@ func TestObligations(t *testing.T) {
 			verdict: report.VerdictLowerBound, unproven: report.ObligationSegmentSize,
 		},
 		{
+			// Reordering on the path: the client's acknowledgements repeat ack 0 with
+			// SACK blocks for the segments past the hole, and the server sends on
+			// them (Linux counts SACKed segments out of flight). What it sent then is
+			// round 2: read as round 1 it made IW 6 "at least 10".
+			name: "data released by SACK blocks",
+			conn: func() *conn {
+				c := &conn{cfg: atServer(100)}
+				c.s.Request(0, 0, 100).Burst(1, 6, mss, 0.01)
+				c.s.AckSACK(101, 0, 2*mss).Burst(101.01, 2, mss, 0.01)
+				c.s.AckSACK(101.1, 0, 4*mss).Burst(101.11, 2, mss, 0.01)
+				c.s.Ack(102, 6*mss).Burst(102.01, 8, mss, 0.01)
+				c.s.Ack(201, 8*mss).Burst(201.01, 20, mss, 0.01)
+				return c
+			},
+			verdict: report.VerdictExact, segments: 6,
+		},
+		{
+			// An application writing 2,800 bytes every 30 ms on a 200 ms path
+			// spreads a round over the round trip, each write a pause of the
+			// server's own with nothing new from the client: the round's size is
+			// the application's pace, not the window.
+			name: "an application's pace spreads the round",
+			conn: func() *conn {
+				c := &conn{cfg: atServer(200)}
+				c.s.Request(0, 0, 100)
+				for i := range 6 {
+					c.s.Burst(1+30*float64(i), 2, mss, 0.01)
+				}
+				c.s.Ack(201, 4*mss).Burst(201.01, 14, mss, 0.01)
+				c.s.Ack(401, 14*mss).Burst(401.01, 20, mss, 0.01)
+				return c
+			},
+			verdict: report.VerdictLowerBound, unproven: report.ObligationWindowFilled,
+		},
+		{
 			// Loopback: the MSS (65,483) exceeds the window (43,690): an 8-byte
 			// round followed by more is not capped by the receive window.
 			name: "a loopback round is not receive-window limited",

@@ -73,3 +73,10 @@ func (s *Script) Served() int64 { return s.served }
 // SetServed moves the server's highest stream byte, as if the capture had missed
 // the bytes up to end.
 func (s *Script) SetServed(end int64) { s.served = end }
+
+// AckSACK adds a client acknowledgement up to offset at t ms that also selectively
+// acknowledges bytes up to sackHigh (a segment beyond a hole arrived).
+func (s *Script) AckSACK(t float64, offset, sackHigh int64) *Script {
+	s.Segs = append(s.Segs, flow.Segment{Dir: flow.ToServer, TimeNs: int64(t * msNs), HasAck: true, AckOffset: offset, SACKHigh: sackHigh, WindowBytes: 1 << 20})
+	return s
+}
