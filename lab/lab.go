@@ -346,7 +346,10 @@ func (e *Env) runTrial(ctx context.Context, spec Spec, index int, captureDir, pr
 		res.setTiming(fetched)
 	}
 	res.setDrops(stats)
-	if spec.KernelTruth && spec.Server != ServerNetstack {
+	switch {
+	case spec.KernelTruth && target.netstackTruth != nil:
+		res.Kernel = target.netstackTruth.conns()
+	case spec.KernelTruth && spec.Server != ServerNetstack:
 		if res.Kernel, err = kernelTruth(ctx, path); err != nil {
 			return res, err
 		}
@@ -380,6 +383,50 @@ type KernelRound struct {
 	CwndAtStart uint32 `json:"cwnd_at_start"`
 	Cwnd        uint32 `json:"cwnd"`
 	QueuedBytes uint32 `json:"queued_bytes"`
+}
+
+// netstackTruth records the netstack server's own window on each connection, from
+// its TCP probe: the window its first data went out under (the last sample before
+// it sent any), as the kernel tap records a kernel server's.
+type netstackTruth struct {
+	mu sync.Mutex
+	by map[netip.AddrPort]*netstackConn
+	// order is the connections in the order first seen.
+	order []netip.AddrPort
+}
+
+type netstackConn struct {
+	firstNxt    uint32
+	initial     int
+	sent        bool
+	established int
+}
+
+func (n *netstackTruth) sample(s netstack.Sample) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	c, ok := n.by[s.Remote]
+	if !ok {
+		c = &netstackConn{firstNxt: s.SndNxt, established: s.CwndSegments}
+		n.by[s.Remote] = c
+		n.order = append(n.order, s.Remote)
+	}
+	if c.sent || s.SndNxt != c.firstNxt {
+		c.sent = true
+		return
+	}
+	c.initial = s.CwndSegments
+}
+
+func (n *netstackTruth) conns() []KernelConn {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	out := make([]KernelConn, 0, len(n.order))
+	for _, remote := range n.order {
+		c := n.by[remote]
+		out = append(out, KernelConn{Client: remote.String(), CongestionControl: "netstack", InitialWindow: c.initial, EstablishedWindow: c.established})
+	}
+	return out
 }
 
 // kernelTruth reads the server kernel's record of the path's connections.
@@ -531,6 +578,8 @@ func (c *trialCaptures) roundTrips(ctx context.Context) (*TrialRoundTrips, error
 type trialTarget struct {
 	addr  netip.AddrPort
 	chain *server.Chain
+	// netstackTruth records the netstack server's own window (Spec.KernelTruth).
+	netstackTruth *netstackTruth
 }
 
 // startServer starts the point's server in the path's server namespace, its
@@ -555,6 +604,10 @@ func (e *Env) startServer(ctx context.Context, path *labpath.Path, spec Spec) (t
 	}
 	if spec.Server == ServerNetstack {
 		o.Netstack = netstack.Options{CongestionControl: spec.CC, MSS: spec.ServerMSS, NoSACK: spec.NoSACK}
+		if spec.KernelTruth {
+			target.netstackTruth = &netstackTruth{by: map[netip.AddrPort]*netstackConn{}}
+			o.Netstack.Probe = target.netstackTruth.sample
+		}
 	}
 	running, err := server.StartOnPath(ctx, path, o)
 	if err != nil {

@@ -174,6 +174,12 @@ type Round struct {
 	// nothing to send, as an application writing at its own pace (2,801 bytes
 	// every 28 ms on a 196 ms path) while acknowledgements keep coming.
 	LateSends int
+	// ArrivalPauses counts, away from the server and without its timestamps, the
+	// round's frames that arrived after a gap of a quarter of a round trip or more
+	// and twice the gap before (bursts with a silence between them): a path's
+	// bottleneck spaces a flight evenly, so the server paused there (an
+	// application writing every 30 ms on a 40 ms path put two writes in one round).
+	ArrivalPauses int
 	// unclockedProbe: the last unclocked send is the round's tail loss probe so far
 	// (probeLong: after a long pause).
 	unclockedProbe, probeLong bool
@@ -193,6 +199,16 @@ type Round struct {
 	singleFrames                      int
 	mergedFrames                      []int32
 	mergedRestFrames, mergedRestBytes int
+	// firstTS and lastTS are the server's timestamps on the round's first and last
+	// new-data frames (tsSet: it sent timestamps).
+	firstTS, lastTS uint32
+	tsSet           bool
+	// Continuous: the server's sending went on into the next round without a
+	// pause beyond the round's own spacing (on the capture's clock at the server,
+	// on the server's timestamp clock elsewhere): a sender pacing its data out
+	// (BBR) whose first acknowledgement came back mid-flight, not one that had
+	// filled its window and waited.
+	Continuous bool
 }
 
 // shortFrame is a new-data frame shorter than the MSS: its size and end offset
@@ -729,6 +745,12 @@ func (t *Tracker) addServer(s *flow.Segment) {
 				last.maybeSpacingNs = (last.LastNs - last.FirstNs) / int64(last.Packets-1)
 			}
 		}
+		if t.cfg.Vantage != flow.VantageServer && !(s.HasTS && t.lastDataTSSet) && t.prevData && t.cfg.RTTNs > 0 {
+			gap, prev := s.TimeNs-t.lastDataNs, t.lastDataNs-t.prevDataNs
+			if gap >= 1_000_000 && gap >= 2*prev && gap >= t.cfg.RTTNs/4 {
+				last.ArrivalPauses++
+			}
+		}
 		if t.openedSinceData && t.openedLongAgo(s) {
 			if paused, _ := t.pause(s); paused {
 				last.LateSends++
@@ -768,6 +790,8 @@ func (t *Tracker) addServer(s *flow.Segment) {
 			FirstFrameBytes:   s.NewLen,
 			shortBefore:       t.lastShort,
 			shortBeforeOther:  t.lastShortOther,
+			firstTS:           s.TSVal,
+			tsSet:             s.HasTS,
 		})
 		if t.holeBeforeData && len(t.rounds) == 1 {
 			t.rounds[0].Holes++
@@ -799,6 +823,7 @@ func (t *Tracker) addServer(s *flow.Segment) {
 		rd.OutOfOrder++
 	}
 	rd.LastNs = s.TimeNs
+	rd.lastTS = s.TSVal
 	end := s.NewOffset + int64(s.NewLen)
 	rd.EndOffset = end
 	rd.ClientDataAtEnd = t.knownDataEnd
@@ -939,6 +964,12 @@ func (t *Tracker) SegmentSizeInferred() bool { return t != nil && t.cfg.SegmentC
 // from the server, delays on the path can shrink the capture's gap.
 func (t *Tracker) serverGapNs(s *flow.Segment) int64 {
 	gapNs := s.TimeNs - t.lastDataNs
+	if s.HasTS && t.lastDataTSSet && s.TSVal == t.lastDataTS && t.cfg.Vantage != flow.VantageServer {
+		// The same timestamp: the server sent both within one tick of its clock,
+		// whatever the path did to them on the way (a bottleneck's queue spread a
+		// burst 48 ms apart at 3 Mbit/s).
+		return min(gapNs, sameTickNs)
+	}
 	if s.HasTS && t.lastDataTSSet {
 		if serverNs, ok := t.serverClock.GapNs(t.lastDataTS, s.TSVal, s.TimeNs); ok {
 			gapNs = max(gapNs, serverNs)
@@ -1016,11 +1047,51 @@ func (t *Tracker) probeGap(s *flow.Segment) (gapNs int64, ok bool) {
 	}
 	rd := &t.rounds[len(t.rounds)-1]
 	gapNs = t.serverGapNs(s)
-	var spacingNs int64
-	if rd.Packets > 1 {
-		spacingNs = (rd.LastNs - rd.FirstNs) / int64(rd.Packets-1)
-	}
+	spacingNs := t.sendSpacingNs(rd)
 	return gapNs, LossProbe.Holds(gapNs, t.cfg.RTTNs, spacingNs)
+}
+
+// sendSpacingNs is the mean time between the round's frames as the server sent
+// them: by the capture at the server; elsewhere by the server's timestamp clock
+// where it is readable (a bottleneck stretches arrivals: 26 ms apart at 3 Mbit/s
+// for a burst the server sent within its clock's millisecond), else by the
+// capture. 0 for a round of one frame.
+func (t *Tracker) sendSpacingNs(rd *Round) int64 {
+	if rd.Packets < 2 {
+		return 0
+	}
+	spacing := (rd.LastNs - rd.FirstNs) / int64(rd.Packets-1)
+	if t.cfg.Vantage != flow.VantageServer && rd.tsSet {
+		if rd.firstTS == rd.lastTS {
+			return min(spacing, sameTickNs/int64(rd.Packets-1))
+		}
+		if ns, ok := t.serverClock.GapNs(rd.firstTS, rd.lastTS, rd.LastNs); ok {
+			spacing = min(spacing, ns/int64(rd.Packets-1))
+		}
+	}
+	return spacing
+}
+
+// sameTickNs bounds the time between two segments the server stamped with the same
+// timestamp: one tick of a millisecond clock (Linux's).
+const sameTickNs = 1_000_000
+
+// continuous reports whether the server's sending went on from round r into next
+// without a pause beyond r's own spacing (Round.Continuous).
+func (t *Tracker) continuous(r, next *Round) bool {
+	if t.cfg.Vantage == flow.VantageServer {
+		return next.FirstNs-r.LastNs <= 2*t.sendSpacingNs(r)
+	}
+	if !r.tsSet || !next.tsSet {
+		return false
+	}
+	gap, ok := t.serverClock.GapNs(r.lastTS, next.firstTS, next.FirstNs)
+	if !ok || r.Packets < 2 {
+		return false
+	}
+	span, _ := t.serverClock.GapNs(r.firstTS, r.lastTS, next.FirstNs)
+	// One tick of the clock is rounding.
+	return gap <= 2*span/int64(r.Packets-1)+1_000_000
 }
 
 // unclockedLone reports whether new-data segment s, joining the last round, came
@@ -1144,6 +1215,10 @@ func (t *Tracker) label(rounds []Round, messageEnds []int64, ending Ending) []Ro
 			r.Limit = report.LimitRwnd
 		default:
 			r.Limit = t.idleLimit(r, &rounds[i+1], idle)
+		}
+		if i+1 < len(rounds) && r.Limit == report.LimitCwnd && r.ProbeSegments == 0 {
+			// (A round ended by a tail loss probe had a silence before the probe.)
+			r.Continuous = t.continuous(r, &rounds[i+1])
 		}
 		if r.Limit == report.LimitCwnd && t.ratePaced(r, &rounds[i+1]) {
 			r.RatePaced = true

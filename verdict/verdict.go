@@ -217,6 +217,8 @@ func (in Input) cut(r, next *rounds.Round) cutReading {
 		// start) spreads a window over at most half a round trip; an application
 		// writing at its own pace spreads it over the whole round.
 		return bound(fmt.Sprintf("part of the first round (%d of its frames) left after a pause of the server's own with nothing new from the client: an application writing at its own pace, so the round's size is not the window's, which is at least this large", r.UnclockedOwn()), report.ObligationWindowFilled)
+	case r.ArrivalPauses > 0:
+		return bound(fmt.Sprintf("part of the first round (%d of its frames) arrived in a burst after a silence of a quarter of a round trip or more: a bottleneck spaces a flight evenly, so the server paused there, as an application writing at its own pace does; the window is at least this large", r.ArrivalPauses), report.ObligationWindowFilled)
 	case r.LateSends > 0:
 		return bound(fmt.Sprintf("part of the first round (%d of its frames) left after a pause of the server's own, long after the last acknowledgement that could have released it: an application writing at its own pace, so the round's size is not the window's, which is at least this large", r.LateSends), report.ObligationWindowFilled)
 	case r.PartialEnd && r.Limit == report.LimitApp:
@@ -257,6 +259,8 @@ func (in Input) cut(r, next *rounds.Round) cutReading {
 		fail(report.ObligationSegmentSize, in.segmentDetail())
 	}
 	switch {
+	case r.Continuous:
+		fail(report.ObligationReleasedByAck, "the server's sending went on into the next round without a pause beyond the round's own spacing: a sender pacing its data out (BBR) whose first acknowledgement came back mid-flight, not one that had filled its window and waited")
 	case r.ClientDataAtFirstAck > r.ClientDataAtEnd:
 		fail(report.ObligationReleasedByAck, "the packet that first acknowledged the round also brought new data from the client (a request), which may have released the next data as well as the acknowledgement did, so the round may have ended the server's answer, not its window")
 	case r.MaybeProbe:
