@@ -946,7 +946,11 @@ func (c *Conn) useSynAck(i int) {
 // a SYN/ACK it received.
 func (c *Conn) handshakeACK(p *capture.Packet) {
 	for i := 0; i < c.synAcks.n; i++ {
-		if p.Ack == c.synAcks.list[i].isn+1 {
+		// The client's first acknowledgement may also cover data the server sent
+		// right after its SYN/ACK (a banner, or data the client waited for before
+		// acknowledging): it still completes the handshake it answers.
+		early := int64(p.Ack - (c.synAcks.list[i].isn + 1))
+		if p.Ack == c.synAcks.list[i].isn+1 || early > 0 && early <= c.Dirs[ToClient].HighestEnd {
 			c.useSynAck(i)
 			c.HandshakeACKNs = p.TimestampNs
 			if c.rstBeforeHandshake {

@@ -501,3 +501,27 @@ func TestTrailingPacketsKeepOneTombstoneEntry(t *testing.T) {
 		t.Errorf("%d tombstone queue entries for one finished connection", queued)
 	}
 }
+
+// TestHandshakeACKCoversEarlyData: a server that speaks first (a banner) sends data
+// right after its SYN/ACK, and the client's first acknowledgement covers both: it
+// still completes the handshake, which keeps its round trip (it had none).
+func TestHandshakeACKCoversEarlyData(t *testing.T) {
+	pkts := []pkt{
+		{fromClient: true, ms: 0, flags: syn, seq: cISN, mss: 1460},
+		{ms: 20, flags: synack, seq: sISN, ack: cISN + 1, mss: 1460},
+		{ms: 20.05, flags: psh, seq: sISN + 1, ack: cISN + 1, length: 100},
+		{fromClient: true, ms: 20.2, flags: ack, seq: cISN + 1, ack: sISN + 101},
+		{fromClient: true, ms: 25, flags: psh, seq: cISN + 1, ack: sISN + 101, length: 50},
+	}
+	r, _ := run(t, pkts)
+	if len(r.conns) != 1 {
+		t.Fatalf("%d connections, want 1", len(r.conns))
+	}
+	c := r.conns[0]
+	if got := c.HandshakeRTTNs(); got < 20e6 || got > 20.3e6 {
+		t.Errorf("handshake RTT %d ns, want about 20.2 ms", got)
+	}
+	if c.Dirs[ToClient].Bytes != 100 {
+		t.Errorf("server bytes %d, want 100", c.Dirs[ToClient].Bytes)
+	}
+}
