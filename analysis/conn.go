@@ -86,6 +86,10 @@ func (ca *connAnalyzer) Segment(c *flow.Conn, s *flow.Segment) {
 			// One SYN/ACK: its timestamp and capture time start the server's clock.
 			cfg.SYNACKTSVal, cfg.SYNACKNs = sa.SYN.TSVal, c.SYNACKNs
 		}
+		if cs := c.Dirs[flow.ToServer]; cs.SYNSeen && cs.SYNCount == 1 && cs.SYN.HasTimestamps && c.SYNNs != 0 {
+			// One SYN: the client's clock is judged from it.
+			cfg.ClientSYNTSVal, cfg.ClientSYNNs = cs.SYN.TSVal, c.SYNNs
+		}
 		ca.rounds = rounds.New(cfg)
 	}
 	if ca.rounds != nil {
@@ -268,6 +272,9 @@ func (ca *connAnalyzer) timeMessages(d flow.Dir, writtenEnd, timeNs int64) {
 func sniff(b []byte) int {
 	if len(b) >= 3 && b[0] == 0x16 && b[1] == 0x03 && b[2] <= 0x04 {
 		return protoTLS
+	}
+	if _, ok := tlsrec.SSLv2Hello(b); ok {
+		return protoTLS // a ClientHello in SSL 2.0's format, before SSL 3.0 or TLS records
 	}
 	for _, m := range []string{"GET ", "POST ", "HEAD ", "PUT ", "DELETE ", "OPTIONS ", "PATCH ", "CONNECT ", "TRACE ", "HTTP/1."} {
 		if len(b) >= len(m) && string(b[:len(m)]) == m {

@@ -59,6 +59,12 @@ type Config struct {
 	// SYN/ACK (SYNACKNs 0: none known): the server's clock is read from there on.
 	SYNACKTSVal uint32
 	SYNACKNs    int64
+	// ClientSYNTSVal, captured at ClientSYNNs (0: none known), is the timestamp of
+	// the client's SYN: the client's clock is judged from there, over the whole
+	// handshake, not from the few packets after it (a 2 Hz clock that does not tick
+	// between the handshake's ACK and the request looks like any other).
+	ClientSYNTSVal uint32
+	ClientSYNNs    int64
 }
 
 // Round is one round trip of the server's sending, before labeling.
@@ -380,6 +386,10 @@ func New(cfg Config) *Tracker {
 	t := &Tracker{cfg: cfg}
 	if cfg.SYNACKNs != 0 {
 		t.serverClock.Observe(cfg.SYNACKTSVal, cfg.SYNACKNs)
+	}
+	if cfg.ClientSYNNs != 0 {
+		t.clientTSFirst, t.clientTSFirstNs, t.clientTSSeen = cfg.ClientSYNTSVal, cfg.ClientSYNNs, true
+		t.clientTSLast, t.clientTSLastNs = cfg.ClientSYNTSVal, cfg.ClientSYNNs
 	}
 	switch {
 	case cfg.Vantage == flow.VantageServer:

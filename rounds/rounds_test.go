@@ -312,6 +312,30 @@ func TestCoarseTimestampClock(t *testing.T) {
 	}
 }
 
+// TestCoarseClockAfterTheSYN: a 2 Hz client clock (as on an SSL 3.0-era host)
+// that does not tick between the handshake's ACK and the request looks, from those
+// packets alone, like any clock; judged from the SYN it has not ticked in a 180 ms
+// round trip, and the timestamps (which would merge three rounds into one) are not
+// used.
+func TestCoarseClockAfterTheSYN(t *testing.T) {
+	ts := func(ms float64) uint32 { return 1000 + uint32(ms/500) } // 2 Hz
+	cfg := rounds.Config{Vantage: flow.VantageClient, RTTNs: 180 * msNs, SegmentCap: mss, Timestamps: true,
+		ClientSYNTSVal: ts(0), ClientSYNNs: 1}
+	tr := rounds.New(cfg)
+	segs := []flow.Segment{
+		{Dir: flow.ToServer, TimeNs: 180 * msNs, HasTS: true, TSVal: ts(180), HasAck: true},
+		{Dir: flow.ToServer, TimeNs: 180.1 * msNs, HasTS: true, TSVal: ts(180.1), HasAck: true, Len: 100, NewLen: 100},
+	}
+	for i := range segs {
+		tr.Add(&segs[i])
+	}
+	data := flow.Segment{Dir: flow.ToClient, TimeNs: 360 * msNs, Len: mss, NewLen: mss, HasTS: true, TSEcr: ts(180.1), HasAck: true}
+	tr.Add(&data)
+	if tr.Method() == rounds.MethodTimestamps {
+		t.Errorf("method %s, want the ACK clock by capture time (the clock did not tick in a round trip)", tr.Method())
+	}
+}
+
 // TestInferredMSS: without an MSS option the segment size is learned, and the
 // rounds are counted again with the final one.
 func TestInferredMSS(t *testing.T) {
