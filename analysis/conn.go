@@ -574,7 +574,7 @@ func (ca *connAnalyzer) verdictInput(c *flow.Conn, raw []rounds.Round, t *tlsSum
 	in := verdict.Input{
 		Rounds: raw,
 		Path: verdict.Path{Vantage: c.Vantage(), MidStream: c.MidStream, HandshakeRTTNs: handshakeRTTNs(c),
-			DataRTTNs: c.DataRTTFloorNs(), BaseNs: baseNs},
+			DataRTTNs: c.DataRTTFloorNs(), RoundsRTTNs: ca.rttNs, BaseNs: baseNs},
 	}
 	if ca.rounds != nil {
 		in.Path.Method = ca.rounds.Method()

@@ -186,6 +186,17 @@ type Round struct {
 	// bottleneck spaces a flight evenly, so the server paused there (an
 	// application writing every 30 ms on a 40 ms path put two writes in one round).
 	ArrivalPauses int
+	// SegmentsBeforeArrivalPause and BytesBeforeArrivalPause are what arrived
+	// before the first of those pauses: the part of the round surely sent before
+	// any acknowledgement of it could return (when the round trip the rounds were
+	// split with is too long, the later bursts are later rounds merged in).
+	SegmentsBeforeArrivalPause, BytesBeforeArrivalPause int
+	// SegmentsEarly and BytesEarly are what of the round arrived within a
+	// quarter of the round trip of its first frame (away from the server): what
+	// the server surely sent before any acknowledgement of the round could have
+	// come back, even if the round trip the rounds were split with was up to four
+	// times too long (a loaded host's handshake) and later rounds merged in.
+	SegmentsEarly, BytesEarly int
 	// unclockedProbe: the last unclocked send is the round's tail loss probe so far
 	// (probeLong: after a long pause).
 	unclockedProbe, probeLong bool
@@ -758,6 +769,9 @@ func (t *Tracker) addServer(s *flow.Segment) {
 		if t.cfg.Vantage != flow.VantageServer && !(s.HasTS && t.lastDataTSSet) && t.prevData && t.cfg.RTTNs > 0 {
 			gap, prev := s.TimeNs-t.lastDataNs, t.lastDataNs-t.prevDataNs
 			if gap >= 1_000_000 && gap >= 2*prev && gap >= t.cfg.RTTNs/4 {
+				if last.ArrivalPauses == 0 {
+					last.SegmentsBeforeArrivalPause, last.BytesBeforeArrivalPause = last.Segments, last.Bytes
+				}
 				last.ArrivalPauses++
 			}
 		}
@@ -812,6 +826,10 @@ func (t *Tracker) addServer(s *flow.Segment) {
 	segments := t.count(rd, added)
 	rd.Bytes += added
 	rd.Segments += segments
+	if 4*(s.TimeNs-rd.FirstNs) <= t.cfg.RTTNs {
+		rd.SegmentsEarly += segments
+		rd.BytesEarly += added
+	}
 	if rd.Packets > 0 && (rd.MinInsideFrameBytes == 0 || rd.LastFrameBytes < rd.MinInsideFrameBytes) {
 		rd.MinInsideFrameBytes = rd.LastFrameBytes
 	}

@@ -69,6 +69,9 @@ type Path struct {
 	// round trip data and its acknowledgements show (flow.Conn.SampledRTTNs; 0: no
 	// sample each way).
 	HandshakeRTTNs, DataRTTNs int64
+	// RoundsRTTNs is the round trip the rounds were split with (0: the
+	// handshake's).
+	RoundsRTTNs int64
 	// BaseNs is the connection's start, from which the evidence counts times.
 	BaseNs int64
 }
@@ -179,11 +182,19 @@ func (in Input) cut(r, next *rounds.Round) cutReading {
 	bound := func(why string, unproven ...string) cutReading {
 		// At least the round's segments, counted with the largest size a segment
 		// of the server's can have had when the size is not proven.
-		n := w
+		n, nBytes := w, wBytes
 		if !in.Segment.Proven {
 			n = max(r.WindowSegmentsWith(in.Segment.boundBytes()), 1)
 		}
-		return cutReading{verdict: report.VerdictLowerBound, lo: n, loBytes: wBytes, reason: why, unproven: unproven}
+		if in.splitByCaptureTime() && 4*(r.LastNs-r.FirstNs) > in.roundsRTT() && r.SegmentsEarly < n {
+			// By capture time at the client, a round spread over more than a
+			// quarter of the round trip may hold later rounds merged in (a round
+			// trip read too long): only what arrived in that first quarter surely
+			// left before any acknowledgement could come back.
+			n, nBytes = max(r.SegmentsEarly, 1), r.BytesEarly
+			why += fmt.Sprintf(" (counting only the %d segments that arrived within a quarter of the round trip of its first: the round spread over %s ms, and later rounds may have merged into it)", n, ms(r.LastNs-r.FirstNs))
+		}
+		return cutReading{verdict: report.VerdictLowerBound, lo: n, loBytes: nBytes, reason: why, unproven: unproven}
 	}
 	switch {
 	case r.Holes > 0:
@@ -218,7 +229,9 @@ func (in Input) cut(r, next *rounds.Round) cutReading {
 		// writing at its own pace spreads it over the whole round.
 		return bound(fmt.Sprintf("part of the first round (%d of its frames) left after a pause of the server's own with nothing new from the client: an application writing at its own pace, so the round's size is not the window's, which is at least this large", r.UnclockedOwn()), report.ObligationWindowFilled)
 	case r.ArrivalPauses > 0:
-		return bound(fmt.Sprintf("part of the first round (%d of its frames) arrived in a burst after a silence of a quarter of a round trip or more: a bottleneck spaces a flight evenly, so the server paused there, as an application writing at its own pace does; the window is at least this large", r.ArrivalPauses), report.ObligationWindowFilled)
+		n := max(r.SegmentsBeforeArrivalPause, 1)
+		return cutReading{verdict: report.VerdictLowerBound, lo: n, loBytes: r.BytesBeforeArrivalPause, unproven: []string{report.ObligationWindowFilled},
+			reason: fmt.Sprintf("the first round arrived in bursts with silences of a quarter of a round trip or more between them (a bottleneck spaces a flight evenly): the server paused, as an application writing at its own pace does, or the later bursts are later rounds; the %d segments before the first silence went out together, so the window is at least that", n)}
 	case r.LateSends > 0:
 		return bound(fmt.Sprintf("part of the first round (%d of its frames) left after a pause of the server's own, long after the last acknowledgement that could have released it: an application writing at its own pace, so the round's size is not the window's, which is at least this large", r.LateSends), report.ObligationWindowFilled)
 	case r.PartialEnd && r.Limit == report.LimitApp:
@@ -242,9 +255,26 @@ func (in Input) cut(r, next *rounds.Round) cutReading {
 	prove(report.ObligationStartSeen, "the handshake and the first round are in the capture")
 	prove(report.ObligationCompleteRound, fmt.Sprintf("the round's %d packets (stream bytes %d-%d) hold no retransmission, reordering or capture gap, and no later packet re-sent any of them", r.Packets, r.StartOffset, r.EndOffset))
 
-	switch in.Path.Method {
-	case rounds.MethodGaps:
+	switch {
+	case in.Path.Method == rounds.MethodGaps:
 		fail(report.ObligationRoundsSeparable, "the rounds were split by gaps in the server's sending, not by the acknowledgements it received")
+	case in.splitByCaptureTime():
+		// By capture time at the client, without the server's timestamps: only a
+		// round followed by a silence (a bottleneck's queue drains a flight
+		// without one, and delays what an acknowledgement released, so the ACK
+		// clock splits early), whose next data came a whole round trip after the
+		// acknowledgement that released it, is where the round trip put it.
+		rtt := in.roundsRTT()
+		span, idle := r.LastNs-r.FirstNs, next.FirstNs-r.LastNs
+		turn := next.FirstNs - r.FirstAckNs
+		switch {
+		case 4*idle >= rtt && 10*turn >= 9*rtt:
+			prove(report.ObligationRoundsSeparable, in.methodDetail()+fmt.Sprintf(", the round arriving within %s ms, the next %s ms after it and %s ms after the client's first acknowledgement", ms(span), ms(idle), ms(turn)))
+		case 10*turn < 9*rtt:
+			fail(report.ObligationRoundsSeparable, fmt.Sprintf("at the client without the server's timestamps the next data arrived %s ms after the client's first acknowledgement of the round, less than the %s ms round trip: the server sent it before that acknowledgement could have reached it (an application's write), so the boundary is not the window's", ms(turn), ms(rtt)))
+		default:
+			fail(report.ObligationRoundsSeparable, fmt.Sprintf("at the client without the server's timestamps the next round arrived %s ms after this one: no silence of a quarter of the %s ms round trip, so a bottleneck or the sender's pace, not the round trip, may have placed the boundary", ms(idle), ms(rtt)))
+		}
 	default:
 		prove(report.ObligationRoundsSeparable, in.methodDetail())
 	}
@@ -323,6 +353,20 @@ func (in Input) cut(r, next *rounds.Round) cutReading {
 	}
 	return cutReading{verdict: report.VerdictExact, lo: w, loBytes: wBytes, evidence: proofs,
 		reason: "the server stopped after the first round with data left and room in the receive window, and sent more as soon as the first acknowledgement came back"}
+}
+
+// splitByCaptureTime reports whether the rounds were split by capture time away
+// from the server, with nothing of the server's (its timestamps) to anchor them.
+func (in Input) splitByCaptureTime() bool {
+	return in.Path.Method == rounds.MethodACKClock && in.Path.Vantage != report.VantageServer
+}
+
+// roundsRTT is the round trip the rounds were split with.
+func (in Input) roundsRTT() int64 {
+	if in.Path.RoundsRTTNs > 0 {
+		return in.Path.RoundsRTTNs
+	}
+	return in.Path.HandshakeRTTNs
 }
 
 // local reports whether the path is too short to tell rounds apart.
