@@ -361,7 +361,15 @@ func judge(ctx context.Context, index int, j lab.Job, row lab.Row) Result {
 	for _, k := range row.Kernel {
 		byClient[k.Client] = k
 	}
-	for _, side := range []struct{ vantage, path string }{{report.VantageClient, row.ClientPcap}, {report.VantageServer, row.ServerPcap}} {
+	// The client's capture once more as a capture above the receiver's GRO shows it:
+	// back-to-back segments merged into frames of many segments each.
+	gro := row.ClientPcap + ".gro"
+	if err := mergeGRO(row.ClientPcap, gro); err != nil {
+		res.Error = fmt.Sprintf("merging the client capture as GRO would: %v", err)
+		return res
+	}
+	defer os.Remove(gro)
+	for _, side := range []struct{ vantage, path string }{{report.VantageClient, row.ClientPcap}, {report.VantageServer, row.ServerPcap}, {vantageClientGRO, gro}} {
 		rep, err := analysis.File(ctx, side.path, analysis.Options{})
 		if err != nil {
 			res.Error = fmt.Sprintf("%s capture: %v", side.vantage, err)
@@ -393,6 +401,9 @@ func judge(ctx context.Context, index int, j lab.Job, row lab.Row) Result {
 	}
 	return res
 }
+
+// vantageClientGRO names the readings of the client's capture merged as GRO would.
+const vantageClientGRO = "client_gro"
 
 // canonical writes an address as the kernel record does.
 func canonical(s string) string {
