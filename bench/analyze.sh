@@ -53,39 +53,14 @@ if [[ ! -s $capture ]]; then
 fi
 
 failed=0
-check() { # check NAME OK(0/1) TEXT
-	if [[ $2 == 1 ]]; then
-		printf '%-52s PASS\n' "$1: $3"
-	else
-		printf '%-52s FAIL\n' "$1: $3"
-		failed=1
-	fi
-}
-awk_ok() { awk "BEGIN {exit !($1)}" && echo 1 || echo 0; }
+# shellcheck source=measure.sh
+source "$bench_dir/measure.sh"
 
-# time_run NAME CMD...: runs CMD once (stdout to /dev/null) and sets run_s and
-# run_kb to its wall seconds and peak RSS.
-time_run() {
-	local name=$1
-	shift
-	if ! /usr/bin/time -f '%e %M' -o "$work_dir/time" "$@" >/dev/null 2>"$work_dir/stderr"; then
-		# analyze exits 3 on a damaged capture after its report: not here.
-		echo "$0: $name failed:" >&2
-		tail -5 "$work_dir/stderr" >&2
-		exit 1
-	fi
-	read -r run_s run_kb <"$work_dir/time"
-	echo "  $name: ${run_s}s, $((run_kb / 1024)) MB"
-}
-# faster A B: whether A seconds beat B (B empty: no run yet).
-faster() { [[ -z $2 ]] || awk -v a="$1" -v b="$2" 'BEGIN {exit !(a < b)}'; }
-
-packets=$(capinfos -c -M "$capture" | awk -F': *' '/Number of packets/ {print $2}')
+packets=$(packets_of "$capture")
 bytes=$(stat -c %s "$capture")
 mb=$(awk -v b="$bytes" 'BEGIN {printf "%.0f", b / 1048576}')
 echo "capture: $capture, $packets packets, $mb MB"
-cat "$capture" >/dev/null
-cat_s=$( { /usr/bin/time -f '%e' cat "$capture" >/dev/null; } 2>&1 )
+cat_s=$(cat_seconds "$capture")
 
 echo "timing analyze and its peers..."
 # slowstart and tcptrace take turns, so that a busy moment of the machine falls
@@ -150,7 +125,7 @@ row() { awk -v n="$1" -v s="$2" -v kb="$3" -v p="$packets" -v b="$bytes" 'BEGIN 
 row slowstart "$ss_s" "$ss_kb"
 row tcptrace "$tt_s" "$tt_kb"
 row tshark "$ts_s" "$ts_kb"
-awk -v s="$cat_s" -v p="$packets" -v b="$bytes" 'BEGIN {if (s < 0.01) s = 0.01; printf "%-22s %8.2f %12.0f %9.0f %9s\n", "cat (page cache)", s, p / s, b / 1048576 / s, "-"}'
+awk -v s="$cat_s" -v p="$packets" -v b="$bytes" 'BEGIN {printf "%-22s %8.2f %12.0f %9.0f %9s\n", "cat (page cache)", s, p / s, b / 1048576 / s, "-"}'
 echo
 echo "slowstart found $conns connections"
 vs_tt=$(awk -v a="$tt_s" -v b="$ss_s" 'BEGIN {printf "%.2f", a / b}')

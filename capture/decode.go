@@ -205,23 +205,100 @@ func (d *decoder) parserFor(linkType layers.LinkType, data []byte) (parser *gopa
 	return nil, false
 }
 
-// ethernetIPv4TCP decodes the commonest record, an Ethernet frame holding an
-// unfragmented IPv4 packet holding TCP, with the same gopacket layers the parser
-// uses and to the same result (decoded holds Ethernet and IPv4), without the
-// parser's dispatch on each layer's next type, which costs as much as the
-// decoding itself. False for any other record, which the parser then decodes
-// from the start.
-func (d *decoder) ethernetIPv4TCP(data []byte) bool {
-	if d.ethernet.DecodeFromBytes(data, gopacket.NilDecodeFeedback) != nil || d.ethernet.EthernetType != layers.EthernetTypeIPv4 {
-		return false
+// EtherTypes the direct path reads (the VLAN tags as etherTypeLayer maps them).
+const (
+	etherTypeIPv4   = 0x0800
+	etherTypeIPv6   = 0x86dd
+	etherTypeDot1Q  = 0x8100
+	etherTypeQinQ   = 0x88a8
+	etherTypeQinQ91 = 0x9100
+	ethernetBytes   = 14
+	vlanTagBytes    = 4
+)
+
+// direct decodes the commonest records without the gopacket parser: an
+// Ethernet frame (with any number of 802.1Q, 802.1ad or 0x9100 VLAN tags) or a
+// raw IP record, holding an IPv4 packet without options or fragmentation or an
+// IPv6 packet with no extension header, holding TCP. It reads the bytes as the
+// parser's layers do and fills p to the same result (the test decodes every
+// record of the corpora both ways). ok is false for any other record, which
+// the parser then decodes from the start: the parser's dispatch on each layer
+// costs several times the decoding itself.
+func (d *decoder) direct(data []byte, wireBytes int, linkType layers.LinkType, p *Packet) (result decodeResult, ok bool) {
+	ipOffset := 0
+	switch linkType {
+	case layers.LinkTypeEthernet:
+		if len(data) < ethernetBytes {
+			return 0, false
+		}
+		etherType := binary.BigEndian.Uint16(data[12:14])
+		ipOffset = ethernetBytes
+		for etherType == etherTypeDot1Q || etherType == etherTypeQinQ || etherType == etherTypeQinQ91 {
+			if len(data) < ipOffset+vlanTagBytes {
+				return 0, false
+			}
+			etherType = binary.BigEndian.Uint16(data[ipOffset+2 : ipOffset+4])
+			ipOffset += vlanTagBytes
+		}
+		switch etherType {
+		case etherTypeIPv4:
+			if len(data) <= ipOffset || data[ipOffset]>>4 != 4 {
+				return 0, false
+			}
+		case etherTypeIPv6:
+			if len(data) <= ipOffset || data[ipOffset]>>4 != 6 {
+				return 0, false
+			}
+		default:
+			return 0, false
+		}
+	case layers.LinkTypeRaw, linkTypeRawDLT12, linkTypeRawDLT14:
+	default:
+		return 0, false
 	}
-	ip := &d.ipv4
-	if ip.DecodeFromBytes(d.ethernet.Payload, gopacket.NilDecodeFeedback) != nil ||
-		ip.Protocol != layers.IPProtocolTCP || ip.Flags&layers.IPv4MoreFragments != 0 || ip.FragOffset != 0 {
-		return false
+	ip := data[ipOffset:]
+	if len(ip) == 0 {
+		return 0, false
 	}
-	d.decoded = append(d.decoded[:0], layers.LayerTypeEthernet, layers.LayerTypeIPv4)
-	return true
+	var segment []byte
+	var ipPacketBytes int
+	switch ip[0] >> 4 {
+	case 4:
+		// No options (IHL 5), TCP, not a fragment (no MF flag, offset 0).
+		if len(ip) < ipv4HeaderBytes || ip[0]&0x0f != 5 || ip[9] != ProtocolTCP || binary.BigEndian.Uint16(ip[6:8])&0x3fff != 0 {
+			return 0, false
+		}
+		ipPacketBytes = int(binary.BigEndian.Uint16(ip[2:4]))
+		length := ipPacketBytes
+		if length == 0 {
+			length = len(ip) // segmentation offload: as gopacket reads it
+		}
+		if length < ipv4HeaderBytes {
+			return 0, false
+		}
+		segment = ip[ipv4HeaderBytes:min(len(ip), length)]
+		p.Src = netip.AddrFrom4([4]byte(ip[12:16]))
+		p.Dst = netip.AddrFrom4([4]byte(ip[16:20]))
+		p.IPID = binary.BigEndian.Uint16(ip[4:6])
+	case 6:
+		// TCP right after the fixed header, and a payload length (0 is a
+		// jumbogram or offload, which the parser's layer reads).
+		if len(ip) < ipv6HeaderBytes || ip[6] != ProtocolTCP {
+			return 0, false
+		}
+		payloadBytes := int(binary.BigEndian.Uint16(ip[4:6]))
+		if payloadBytes == 0 {
+			return 0, false
+		}
+		ipPacketBytes = ipv6HeaderBytes + payloadBytes
+		segment = ip[ipv6HeaderBytes:min(len(ip), ipPacketBytes)]
+		p.Src = netip.AddrFrom16([16]byte(ip[8:24]))
+		p.Dst = netip.AddrFrom16([16]byte(ip[24:40]))
+		p.IPID = 0
+	default:
+		return 0, false
+	}
+	return d.fillTCP(data, wireBytes, p, segment, ipOffset, ipPacketBytes, 0), true
 }
 
 // layer returns the struct that decoded a layer of the given type.
@@ -416,9 +493,8 @@ func (d *decoder) skippedName(last gopacket.LayerType, next gopacket.LayerType) 
 // decode fills p (all but TimestampNs and Interface) from one record: data is
 // what was captured, wireBytes the record's original length on the wire.
 func (d *decoder) decode(data []byte, wireBytes int, linkType layers.LinkType, p *Packet) decodeResult {
-	if linkType == layers.LinkTypeEthernet && d.ethernetIPv4TCP(data) {
-		// No tunnel, IPv4 innermost (d.decoded[1]), and TCP in it.
-		return d.fillFrom(data, wireBytes, p, &d.ipv4, ProtocolTCP, 0, 1)
+	if result, ok := d.direct(data, wireBytes, linkType, p); ok {
+		return result
 	}
 	return d.decodeWithParser(data, wireBytes, linkType, p)
 }
@@ -486,7 +562,6 @@ func (d *decoder) fillFrom(data []byte, wireBytes int, p *Packet, last gopacket.
 	} else {
 		segment = last.LayerPayload()
 	}
-	segmentOffset := cap(data) - cap(segment)
 	var ipOffset, ipPacketBytes int
 	switch d.decoded[innermost] {
 	case layers.LayerTypeIPv4:
@@ -511,8 +586,19 @@ func (d *decoder) fillFrom(data []byte, wireBytes int, p *Packet, last gopacket.
 		p.Dst = netip.AddrFrom16([16]byte(d.ipv6.DstIP))
 		p.IPID = 0
 	}
+	if protocol == ProtocolUDP {
+		return d.fillUDP(data, wireBytes, p, segment, ipOffset, ipPacketBytes, tunnel)
+	}
+	return d.fillTCP(data, wireBytes, p, segment, ipOffset, ipPacketBytes, tunnel)
+}
+
+// segmentBytes is the length of the transport segment that starts at segment
+// (a subslice of data) in an IP packet at ipOffset of ipPacketBytes (0: the
+// rest of the wire length); -1 when the offsets are wrong.
+func segmentBytes(data []byte, wireBytes int, segment []byte, ipOffset, ipPacketBytes int) int {
+	segmentOffset := cap(data) - cap(segment)
 	if segmentOffset < ipOffset || segmentOffset > len(data) {
-		return decodedUndecodable
+		return -1
 	}
 	if ipPacketBytes == 0 {
 		// Segmentation offload writes 0 in the IPv4 total length: the wire
@@ -525,25 +611,41 @@ func (d *decoder) fillFrom(data []byte, wireBytes int, p *Packet, last gopacket.
 		// what was sent.
 		ipPacketBytes = len(data) - ipOffset
 	}
-	segmentBytes := max(ipPacketBytes-(segmentOffset-ipOffset), len(segment))
-	p.Protocol = protocol
-	p.Tunnel = tunnel
+	return max(ipPacketBytes-(segmentOffset-ipOffset), len(segment))
+}
 
-	if protocol == ProtocolUDP {
-		p.SrcPort, p.DstPort = uint16(d.udpHeader.SrcPort), uint16(d.udpHeader.DstPort)
-		p.Seq, p.Ack, p.Flags, p.Window = 0, 0, 0, 0
-		p.Options = TCPOptions{WindowScale: -1}
-		p.HeaderLen = udpHeaderBytes
-		p.PayloadLen = max(segmentBytes, udpHeaderBytes) - udpHeaderBytes
-		p.Payload = d.udpHeader.Payload[:min(len(d.udpHeader.Payload), p.PayloadLen)]
-		return decodedUDP
+// fillUDP fills p's UDP fields from the decoded UDP header.
+func (d *decoder) fillUDP(data []byte, wireBytes int, p *Packet, segment []byte, ipOffset, ipPacketBytes int, tunnel Encapsulation) decodeResult {
+	n := segmentBytes(data, wireBytes, segment, ipOffset, ipPacketBytes)
+	if n < 0 {
+		return decodedUndecodable
 	}
+	p.Protocol = ProtocolUDP
+	p.Tunnel = tunnel
+	p.SrcPort, p.DstPort = uint16(d.udpHeader.SrcPort), uint16(d.udpHeader.DstPort)
+	p.Seq, p.Ack, p.Flags, p.Window = 0, 0, 0, 0
+	p.Options = TCPOptions{WindowScale: -1}
+	p.HeaderLen = udpHeaderBytes
+	p.PayloadLen = max(n, udpHeaderBytes) - udpHeaderBytes
+	p.Payload = d.udpHeader.Payload[:min(len(d.udpHeader.Payload), p.PayloadLen)]
+	return decodedUDP
+}
+
+// fillTCP fills p's TCP fields from segment, the captured part of the TCP
+// segment (a subslice of data) in an IP packet at ipOffset of ipPacketBytes.
+func (d *decoder) fillTCP(data []byte, wireBytes int, p *Packet, segment []byte, ipOffset, ipPacketBytes int, tunnel Encapsulation) decodeResult {
+	n := segmentBytes(data, wireBytes, segment, ipOffset, ipPacketBytes)
+	if n < 0 {
+		return decodedUndecodable
+	}
+	p.Protocol = ProtocolTCP
+	p.Tunnel = tunnel
 	headerBytes, ok := decodeTCP(segment, p)
-	if !ok || headerBytes > segmentBytes {
+	if !ok || headerBytes > n {
 		return decodedUndecodable
 	}
 	p.HeaderLen = headerBytes
-	p.PayloadLen = segmentBytes - headerBytes
+	p.PayloadLen = n - headerBytes
 	p.Payload = segment[min(headerBytes, len(segment)):]
 	return decodedTCP
 }

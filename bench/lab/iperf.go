@@ -167,7 +167,7 @@ func iperfCommand(ctx context.Context, name, defaultRTT string, args []string) (
 	}
 	deliveries.from = trial.trial.ServerAddr.As4()
 	deliveries.ready.Store(true)
-	report, runErr := iperfThrough(ctx, trial.trial, *seconds, *omit)
+	report, runErr := iperfThrough(ctx, trial.trial, *seconds, *omit, 1)
 	var counters pathCounters
 	if runErr == nil {
 		counters, runErr = readPathCounters(ctx, trial.trial)
@@ -282,9 +282,10 @@ type iperfReport struct {
 }
 
 // iperfThrough runs an iperf3 server in the server namespace and a client in the
-// client namespace that receives (-R) for omit+seconds, and returns the client's
-// report. The data flows server→client, as in the lab's trials.
-func iperfThrough(ctx context.Context, trial *netlab.Trial, seconds, omit int) (*iperfReport, error) {
+// client namespace that receives (-R) for omit+seconds over streams parallel
+// connections, and returns the client's report. The data flows server→client, as
+// in the lab's trials.
+func iperfThrough(ctx context.Context, trial *netlab.Trial, seconds, omit, streams int) (*iperfReport, error) {
 	if _, err := exec.LookPath("iperf3"); err != nil {
 		return nil, fmt.Errorf("iperf3 is missing (apt-get install -y iperf3): %w", err)
 	}
@@ -305,7 +306,7 @@ func iperfThrough(ctx context.Context, trial *netlab.Trial, seconds, omit int) (
 	// The server takes a moment to listen: retry while the connection is refused.
 	err := waitFor(ctx, 5*time.Second, func() bool {
 		client := trial.CommandContext(ctx, netlab.Client, "iperf3", "-c", trial.ServerAddr.String(), "-R", "-J",
-			"-t", strconv.Itoa(seconds), "-O", strconv.Itoa(omit))
+			"-t", strconv.Itoa(seconds), "-O", strconv.Itoa(omit), "-P", strconv.Itoa(streams))
 		lastOutput, _ = client.Output()
 		report = iperfReport{}
 		if err := json.Unmarshal(lastOutput, &report); err != nil {

@@ -10,6 +10,7 @@
 //	/tmp/slowstart-labbench loss  -loss 1% -packets 100000 -seed 7
 //	/tmp/slowstart-labbench iperf -rtt 20ms -seconds 10
 //	/tmp/slowstart-labbench handshake -rtt 70ms -poll -count 200
+//	/tmp/slowstart-labbench capture -rtt 10ms -loss 1% -jitter 1ms -out /tmp/lossy.pcap
 //
 // Every subcommand needs root, makes one trial and removes it when done, on error and
 // on Ctrl-C.
@@ -51,6 +52,8 @@ func main() {
 		result, err = runIperf(ctx, args)
 	case "handshake":
 		result, err = runHandshake(ctx, args)
+	case "capture":
+		result, err = runCapture(ctx, args)
 	default:
 		usage()
 		os.Exit(2)
@@ -71,7 +74,7 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintf(os.Stderr, "usage: %s ping|rate|loss|iperf|handshake [flags] (each with -h)\n", os.Args[0])
+	fmt.Fprintf(os.Stderr, "usage: %s ping|rate|loss|iperf|handshake|capture [flags] (each with -h)\n", os.Args[0])
 }
 
 // pathFlags are the flags every subcommand shares: the path and the emulator's timing.

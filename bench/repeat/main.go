@@ -125,8 +125,8 @@ func copyOnce(path string, w *pcapgo.Writer, link layers.LinkType, shift time.Du
 	}
 }
 
-// moveSequence adds delta to a TCP segment's sequence number, and to its
-// acknowledgement number when the ACK flag is set (checksums are left as they
+// moveSequence adds delta to a TCP segment's sequence number, to its
+// acknowledgement number when the ACK flag is set, and to its SACK blocks (checksums are left as they
 // are: the analysis does not check them).
 func moveSequence(data []byte, link layers.LinkType, delta uint32) {
 	off := 0
@@ -167,5 +167,27 @@ func moveSequence(data []byte, link layers.LinkType, delta uint32) {
 	binary.BigEndian.PutUint32(data[off+4:], binary.BigEndian.Uint32(data[off+4:])+delta)
 	if data[off+13]&0x10 != 0 {
 		binary.BigEndian.PutUint32(data[off+8:], binary.BigEndian.Uint32(data[off+8:])+delta)
+	}
+	// SACK blocks are sequence numbers too (those the capture kept).
+	end := min(len(data), off+int(data[off+12]>>4)*4)
+	for i := off + 20; i < end; {
+		kind := data[i]
+		if kind == 0 {
+			return
+		}
+		if kind == 1 || i+1 >= end {
+			i++
+			continue
+		}
+		length := int(data[i+1])
+		if length < 2 {
+			return
+		}
+		if kind == 5 {
+			for b := i + 2; b+4 <= min(i+length, end); b += 4 {
+				binary.BigEndian.PutUint32(data[b:], binary.BigEndian.Uint32(data[b:])+delta)
+			}
+		}
+		i += length
 	}
 }
