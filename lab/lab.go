@@ -104,6 +104,10 @@ type Spec struct {
 	// KernelTruth records the server kernel's own congestion window on each
 	// connection (labpath.Config.KernelTap): TrialResult.Kernel.
 	KernelTruth bool `json:"kernel_truth,omitempty"`
+	// ProxyUpstreamRTTNs, when set, puts a TCP-terminating proxy at the server's
+	// end of the path, relaying to the origin server over a second path of this
+	// round trip (see proxy.go): the client's connection is the proxy's.
+	ProxyUpstreamRTTNs int64 `json:"proxy_upstream_rtt_ns,omitempty"`
 	// ServerMSS is the MSS the netstack server's SYN/ACK announces (0: the path's
 	// MTU less 40; a kernel server's is ServerAdvMSS). NoSACK turns SACK off: the
 	// netstack server's, or both namespaces' (tcp_sack=0).
@@ -150,6 +154,8 @@ func (s *Spec) Normalize() error {
 		return errors.New("chunked writes and Nagle's algorithm are options of the built-in and netstack servers")
 	case s.ServerMSS != 0 && s.Server != ServerNetstack:
 		return errors.New("the server's MSS (ServerMSS) is an option of the netstack server: a kernel server's is ServerAdvMSS (route advmss)")
+	case s.ProxyUpstreamRTTNs < 0 || s.ProxyUpstreamRTTNs > 0 && s.HTTP3:
+		return errors.New("a proxy relays TCP only, with an upstream round trip of 0 or more")
 	case s.JitterNs < 0 || s.JitterNs > s.RTTNs/2:
 		return fmt.Errorf("jitter %v: use 0 to half the RTT", time.Duration(s.JitterNs))
 	case s.Server == ServerNetstack && s.IW != 0 && s.IW != netstack.InitialWindowSegments:
@@ -323,9 +329,26 @@ func (e *Env) runTrial(ctx context.Context, spec Spec, index int, captureDir, pr
 		return res, err
 	}
 	defer path.Close()
-	target, err := e.startServer(ctx, path, spec)
+	serverPath := path
+	if spec.ProxyUpstreamRTTNs > 0 {
+		// The origin behind the proxy, on a path of its own; the proxy on this one.
+		origin, err := e.startPath(ctx, spec.upstreamSpec(), false, nil)
+		if err != nil {
+			return res, err
+		}
+		defer origin.Close()
+		serverPath = origin
+	}
+	target, err := e.startServer(ctx, serverPath, spec)
 	if err != nil {
 		return res, err
+	}
+	if serverPath != path {
+		proxy := netip.AddrPortFrom(path.ServerAddr, target.addr.Port())
+		if err := startProxy(path, proxy, serverPath.Dial, target.addr.String()); err != nil {
+			return res, fmt.Errorf("the proxy: %w", err)
+		}
+		target.addr = proxy
 	}
 
 	var fetched client.Result
@@ -347,9 +370,10 @@ func (e *Env) runTrial(ctx context.Context, spec Spec, index int, captureDir, pr
 	}
 	res.setDrops(stats)
 	switch {
-	case spec.KernelTruth && target.netstackTruth != nil:
+	case spec.KernelTruth && target.netstackTruth != nil && spec.ProxyUpstreamRTTNs == 0:
 		res.Kernel = target.netstackTruth.conns()
-	case spec.KernelTruth && spec.Server != ServerNetstack:
+	case spec.KernelTruth && (spec.Server != ServerNetstack || spec.ProxyUpstreamRTTNs > 0):
+		// (Behind a proxy the client's connection is the proxy's kernel socket.)
 		if res.Kernel, err = kernelTruth(ctx, path); err != nil {
 			return res, err
 		}
@@ -466,7 +490,7 @@ func (s *Spec) pathConfig(poll bool, tap func(device int, data []byte, unixNs in
 		ClientQuickAck:       s.ClientQuickAck,
 		JitterNs:             s.JitterNs,
 		Reorder:              s.Reorder,
-		KernelTap:            s.KernelTruth && s.Server != ServerNetstack,
+		KernelTap:            s.KernelTruth && (s.Server != ServerNetstack || s.ProxyUpstreamRTTNs > 0),
 		MTU:                  s.MTU,
 		CongestionControl:    s.CC,
 		NoSlowStartAfterIdle: !s.SlowStartAfterIdle,

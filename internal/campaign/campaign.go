@@ -134,6 +134,11 @@ func Draw(seed uint64, index int) lab.Spec {
 	if chance(0.03) {
 		s.DropSYNs = 1
 	}
+	if chance(0.08) {
+		// A TCP-terminating proxy at the server's end (a CDN edge, a load balancer):
+		// the client's truth is the proxy's window, its sending paced by upstream.
+		s.ProxyUpstreamRTTNs = int64(logBetween(2, 60) * float64(ms))
+	}
 	if s.Server == lab.ServerNetstack {
 		s.IW = 0 // the stack's fixed window
 		if s.CC == "bbr" {
@@ -386,7 +391,10 @@ func judge(ctx context.Context, index int, j lab.Job, row lab.Row) Result {
 				return res
 			}
 			truth, source := k.InitialWindow, "kernel"
-			if spec.Server == lab.ServerNetstack {
+			switch {
+			case spec.ProxyUpstreamRTTNs > 0:
+				source = "proxy's kernel"
+			case spec.Server == lab.ServerNetstack:
 				source = "netstack" // its own TCP probe
 			}
 			res.TruthIW, res.TruthSource = truth, source

@@ -92,7 +92,7 @@ func TestDrawIsReproducible(t *testing.T) {
 	}
 	// The space is covered: each dimension takes each of its values somewhere.
 	var servers, ccs, tls = map[string]bool{}, map[string]bool{}, map[string]bool{}
-	var advmss, ipv6, noTS, writes, loss, reorder bool
+	var advmss, ipv6, noTS, writes, loss, reorder, proxy bool
 	for i := range 500 {
 		s := Draw(7, i)
 		servers[s.Server], ccs[s.CC], tls[s.TLS] = true, true, true
@@ -102,10 +102,11 @@ func TestDrawIsReproducible(t *testing.T) {
 		writes = writes || s.WriteChunkBytes > 0
 		loss = loss || s.LossRate > 0
 		reorder = reorder || s.Reorder
+		proxy = proxy || s.ProxyUpstreamRTTNs > 0
 	}
-	if len(servers) != 4 || len(ccs) != 3 || len(tls) != 3 || !advmss || !ipv6 || !noTS || !writes || !loss || !reorder {
-		t.Errorf("500 trials miss part of the space: servers %v, cc %v, TLS %v, advmss %v, IPv6 %v, no timestamps %v, writes %v, loss %v, reorder %v",
-			servers, ccs, tls, advmss, ipv6, noTS, writes, loss, reorder)
+	if len(servers) != 4 || len(ccs) != 3 || len(tls) != 3 || !advmss || !ipv6 || !noTS || !writes || !loss || !reorder || !proxy {
+		t.Errorf("500 trials miss part of the space: servers %v, cc %v, TLS %v, advmss %v, IPv6 %v, no timestamps %v, writes %v, loss %v, reorder %v, proxy %v",
+			servers, ccs, tls, advmss, ipv6, noTS, writes, loss, reorder, proxy)
 	}
 }
 
