@@ -141,7 +141,12 @@ func laterRound(reading *report.InitialWindow, r rounds.Round, priorSegments, fl
 		return reading
 	}
 	window, windowBytes := r.WindowSegments(), r.WindowBytes()
-	if window < floor {
+	if window <= floor {
+		// No more than the window already known to hold (which never shrinks
+		// without loss, and grew while the earlier segments were acknowledged
+		// with more than half of it in use): the round was not cut by it (a
+		// server that thought for a round trip before the rest read "8 to 8" for
+		// IW 10).
 		return nil
 	}
 	segBytes := max(windowBytes/max(window, 1), 1)

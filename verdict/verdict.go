@@ -114,6 +114,13 @@ type Result struct {
 	TLSFlight *report.InitialWindow
 }
 
+// serverTurnaroundNs is the longest a sender limited by its window takes, seen at
+// the server, between an acknowledgement and the data it releases: a kernel answers
+// within microseconds, and this allows for a busy host's softirq and capture. An
+// application that writes when it is ready, not when the window opens, can take
+// longer (7 ms after the acknowledgement: its second write of a TLS flight).
+const serverTurnaroundNs = 3_000_000
+
 // localPathNs is the round trip below which rounds are not told apart: a
 // sender's turnaround, a capture's clock and delayed acknowledgements are all of
 // that order, and a whole window leaves in less time than an acknowledgement
@@ -291,6 +298,8 @@ func (in Input) cut(r, next *rounds.Round) cutReading {
 	switch {
 	case r.Continuous:
 		fail(report.ObligationReleasedByAck, "the server's sending went on into the next round without a pause beyond the round's own spacing: a sender pacing its data out (BBR) whose first acknowledgement came back mid-flight, not one that had filled its window and waited")
+	case in.Path.Vantage == report.VantageServer && r.FirstAckNs > 0 && next.FirstNs-r.FirstAckNs > serverTurnaroundNs:
+		fail(report.ObligationReleasedByAck, fmt.Sprintf("the next data left %s ms after the round's first acknowledgement reached the server, longer than a kernel takes to answer one (%s ms): the application had not written it yet", ms(next.FirstNs-r.FirstAckNs), ms(serverTurnaroundNs)))
 	case r.ClientDataAtFirstAck > r.ClientDataAtEnd:
 		fail(report.ObligationReleasedByAck, "the packet that first acknowledged the round also brought new data from the client (a request), which may have released the next data as well as the acknowledgement did, so the round may have ended the server's answer, not its window")
 	case r.MaybeProbe:
@@ -314,6 +323,12 @@ func (in Input) cut(r, next *rounds.Round) cutReading {
 	switch {
 	case r.PartialEnd && !(next.ReleaseAckMax >= 0 && next.ReleaseAckMax < r.EndOffset):
 		fail(report.ObligationFullSegments, fmt.Sprintf("the round's last frame (%d bytes) is not a whole number of %d-byte segments, and the rest went out only once everything was acknowledged", r.LastFrameBytes, full))
+	case r.PartialEnd && in.Path.Vantage != report.VantageServer:
+		// The short frame ended one of the server's writes; whether the next write
+		// came before the acknowledgement (the window held it) or with it (the
+		// application had not written it yet: an OpenSSL server's second write of
+		// its flight, 74 ms later) only the server's own timing shows.
+		fail(report.ObligationFullSegments, fmt.Sprintf("the round's last frame (%d bytes) ended one of the server's writes, and away from the server nothing shows that the next write came before the acknowledgement that let it go", r.LastFrameBytes))
 	case r.PartialEnd:
 		// The short last frame ended one of the server's writes; the rest of its
 		// data went out on an acknowledgement that left part of the round in
@@ -439,19 +454,20 @@ func (in Input) growthDetail(r, next *rounds.Round) string {
 }
 
 // queued reports whether the server had a full segment or more to send when
-// round r ended, and says what shows it or what is missing: a TLS record the
-// server wrote whole spans the cut with a segment's worth after it, or the next
-// round began with a full segment (a sender with less queued sends a short one,
-// and Nagle's algorithm holds a short one), or with a short one that left while
-// part of the round was still unacknowledged (Nagle would have held it).
+// round r ended, and says what shows it or what is missing: the next round began
+// with a full segment (a sender with less queued sends a short one, and Nagle's
+// algorithm holds a short one), or with a short one that left while part of the
+// round was still unacknowledged (Nagle would have held it).
 func (in Input) queued(r, next *rounds.Round) (bool, string) {
 	cut := r.EndOffset - int64(r.ProbeBytes)
 	full := max(in.Segment.Bytes, 1)
-	if rec, ok := spanning(in.Records, cut); ok && rec.End-cut >= int64(full) {
-		return true, fmt.Sprintf("a TLS record the server wrote whole (stream bytes %d-%d) spans the cut at byte %d, %d bytes of it after the cut", rec.Start, rec.End, cut, rec.End-cut)
-	}
+	// (A TLS record spanning the cut shows what was to come, not that it was
+	// written yet: OpenSSL writes a record through a 4 KB buffer, and an nginx
+	// server's second write of its Certificate record left 74 ms after the first.)
 	msg := ""
-	if m, ok := spanning(in.Messages, cut); ok {
+	if rec, ok := spanning(in.Records, cut); ok {
+		msg = fmt.Sprintf("a TLS record (stream bytes %d-%d) goes on past the cut at byte %d, and ", rec.Start, rec.End, cut)
+	} else if m, ok := spanning(in.Messages, cut); ok {
 		msg = fmt.Sprintf("the message (stream bytes %d-%d) goes on past the cut at byte %d, and ", m.Start, m.End, cut)
 	}
 	switch {
