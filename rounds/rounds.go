@@ -1074,6 +1074,13 @@ func (t *Tracker) probeGap(s *flow.Segment) (gapNs int64, ok bool) {
 		return 0, false
 	}
 	rd := &t.rounds[len(t.rounds)-1]
+	if full := t.FullSegmentBytes(); full > 0 && rd.LastFrameBytes%full != 0 {
+		// The round so far ended in a short frame: the server had run out of data
+		// then, so its window need not have been full, and a lone segment after a
+		// silence is as likely the application's late write (OpenSSL's second write
+		// of a TLS flight, 74 ms on) as a timer's probe past a full window.
+		return 0, false
+	}
 	gapNs = t.serverGapNs(s)
 	spacingNs := t.sendSpacingNs(rd)
 	return gapNs, LossProbe.Holds(gapNs, t.cfg.RTTNs, spacingNs)

@@ -267,16 +267,21 @@ func (in Input) cut(r, next *rounds.Round) cutReading {
 		fail(report.ObligationRoundsSeparable, "the rounds were split by gaps in the server's sending, not by the acknowledgements it received")
 	case in.splitByCaptureTime():
 		// By capture time at the client, without the server's timestamps: only a
-		// round followed by a silence (a bottleneck's queue drains a flight
-		// without one, and delays what an acknowledgement released, so the ACK
-		// clock splits early), whose next data came a whole round trip after the
-		// acknowledgement that released it, is where the round trip put it.
+		// round that arrived as one burst (a paced sender, or one its own host held
+		// back, spreads it: BBR's window of 46 arrived as 36, a 31 ms silence, then
+		// the rest with the next round), followed by a silence (a bottleneck's
+		// queue drains a flight without one, and delays what an acknowledgement
+		// released, so the ACK clock splits early), whose next data came a whole
+		// round trip after the acknowledgement that released it, is where the round
+		// trip put it.
 		rtt := in.roundsRTT()
 		span, idle := r.LastNs-r.FirstNs, next.FirstNs-r.LastNs
 		turn := next.FirstNs - r.FirstAckNs
 		switch {
-		case 4*idle >= rtt && 10*turn >= 9*rtt:
+		case 8*span <= rtt && 4*idle >= rtt && 10*turn >= 9*rtt:
 			prove(report.ObligationRoundsSeparable, in.methodDetail()+fmt.Sprintf(", the round arriving within %s ms, the next %s ms after it and %s ms after the client's first acknowledgement", ms(span), ms(idle), ms(turn)))
+		case 8*span > rtt:
+			fail(report.ObligationRoundsSeparable, fmt.Sprintf("at the client without the server's timestamps the round arrived over %s ms, more than an eighth of the %s ms round trip: a sender pacing its window out (BBR), or one its own host held back, spreads a round so, and a silence inside it can look like the window's end", ms(span), ms(rtt)))
 		case 10*turn < 9*rtt:
 			fail(report.ObligationRoundsSeparable, fmt.Sprintf("at the client without the server's timestamps the next data arrived %s ms after the client's first acknowledgement of the round, less than the %s ms round trip: the server sent it before that acknowledgement could have reached it (an application's write), so the boundary is not the window's", ms(turn), ms(rtt)))
 		default:
