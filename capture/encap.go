@@ -708,7 +708,7 @@ func l2tpDataHeader(p []byte) int {
 	if p[0]&0x40 != 0 { // L: a length field
 		n += 2
 	}
-	n += 4 // tunnel and session IDs
+	n += 4              // tunnel and session IDs
 	if p[0]&0x08 != 0 { // S: Ns and Nr
 		n += 4
 	}
