@@ -452,7 +452,10 @@ func (in Input) releaseDetail(r, next *rounds.Round) string {
 
 func (in Input) growthDetail(r, next *rounds.Round) string {
 	w, n := r.WindowSegments(), next.WindowSegments()
-	if n <= w {
+	switch {
+	case n <= w && next.Limit == report.LimitIncomplete:
+		return fmt.Sprintf("the round's %d segments went out in one stretch; the next round (%d segments seen) was cut short where the transfer stopped", w, n)
+	case n <= w:
 		return fmt.Sprintf("the round's %d segments went out in one stretch, and the next round (%d segments) ended the data", w, n)
 	}
 	return fmt.Sprintf("the round's %d segments went out in one stretch, and the next round carried %d, as slow start grows a full window (%d to %d)", w, n, w+1, 2*w+1)
