@@ -966,14 +966,15 @@ func (t *Tracker) SegmentSize() (bytes int, proven bool) {
 	if c := t.cfg.SegmentCap; c > 0 {
 		l := t.largestSegment
 		switch {
-		case t.capFrames > 0:
+		case t.capFrames > 0 || t.capMerged > 0:
+			// (A merged frame of an exact multiple of the cap outweighs a smaller
+			// size that recurs: an application writing 1,255-byte TLS records
+			// makes one.)
 			return c, true
 		case l > 0 && l < c && 2*l >= c && t.largestSegmentCount >= 3:
 			return l, true
 		case t.ownMerged > 0 && l <= t.cfg.OwnMSS:
 			return t.cfg.OwnMSS, true
-		case t.capMerged > 0:
-			return c, true
 		}
 		return c, false
 	}
