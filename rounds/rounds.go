@@ -374,6 +374,9 @@ type Tracker struct {
 	// merged ones of a multiple of it.
 	largestSegment, largestSegmentCount int
 	capFrames, capMerged, ownMerged     int
+	// overCap counts frames larger than the cap: the capture merged segments
+	// (GRO), so a frame no larger than the cap may hold several short ones too.
+	overCap int
 	// The client's timestamp clock, to judge whether it resolves the round trip.
 	clientTSFirst, clientTSLast     uint32
 	clientTSFirstNs, clientTSLastNs int64
@@ -745,6 +748,9 @@ func (t *Tracker) addServer(s *flow.Segment) {
 			t.capMerged++
 		}
 	}
+	if c := t.cfg.SegmentCap; c > 0 && s.Len > c {
+		t.overCap++
+	}
 	if o := t.cfg.OwnMSS; o > 0 && o < t.cfg.SegmentCap && s.Len > t.cfg.SegmentCap && s.Len%o == 0 {
 		t.ownMerged++
 	}
@@ -971,7 +977,10 @@ func (t *Tracker) SegmentSize() (bytes int, proven bool) {
 			// size that recurs: an application writing 1,255-byte TLS records
 			// makes one.)
 			return c, true
-		case l > 0 && l < c && 2*l >= c && t.largestSegmentCount >= 3:
+		case l > 0 && l < c && 2*l >= c && t.largestSegmentCount >= 3 && t.overCap == 0:
+			// (Where the capture merged segments, a recurring frame below the cap
+			// may be short segments merged: three of an application's 340-byte
+			// records read as a 1,020-byte segment.)
 			return l, true
 		case t.ownMerged > 0 && l <= t.cfg.OwnMSS:
 			return t.cfg.OwnMSS, true

@@ -22,8 +22,10 @@ const groMaxBytes = 65535 - 60
 // lab writes them) in which back-to-back TCP data segments of one direction are
 // merged into one frame, as a capture taken above a receiver's GRO (or a sender's
 // TSO) shows them: contiguous sequence numbers, the same acknowledgement, window
-// and flags but PSH, arriving within 200 µs, up to 64 KiB. The analysis must count
-// such a frame as the segments it holds.
+// and flags but PSH, arriving within 200 µs, up to 64 KiB, all of the first one's
+// size but the last, which may be shorter and ends the frame (Linux's GRO merges
+// segments of one size). The analysis must count such a frame as the segments it
+// holds.
 func mergeGRO(in, out string) error {
 	f, err := os.Open(in)
 	if err != nil {
@@ -92,6 +94,10 @@ type groFrame struct {
 	lastNs  int64
 	// lastCI is the last merged segment's: GRO hands the frame up when it arrives.
 	lastCI gopacket.CaptureInfo
+	// size is the first segment's payload, which every merged one but the last
+	// has; closed: a shorter one ended the frame.
+	size   int
+	closed bool
 }
 
 func parseGRO(data []byte, ci gopacket.CaptureInfo) *groFrame {
@@ -119,6 +125,7 @@ func parseGRO(data []byte, ci gopacket.CaptureInfo) *groFrame {
 	}
 	g.tcp = tcp
 	g.payload = append([]byte(nil), tcp.Payload...)
+	g.size = len(g.payload)
 	return g
 }
 
@@ -127,7 +134,7 @@ func (f *groFrame) merges(g *groFrame) bool {
 	same := f.tcp.SrcPort == g.tcp.SrcPort && f.tcp.DstPort == g.tcp.DstPort &&
 		f.tcp.Ack == g.tcp.Ack && f.tcp.Window == g.tcp.Window && f.tcp.URG == g.tcp.URG &&
 		f.tcp.Seq+uint32(len(f.payload)) == g.tcp.Seq && len(f.payload)+len(g.payload) <= groMaxBytes &&
-		g.lastNs-f.lastNs <= groWindowNs && !f.tcp.PSH
+		g.lastNs-f.lastNs <= groWindowNs && !f.tcp.PSH && !f.closed && len(g.payload) <= f.size
 	switch {
 	case !same:
 		return false
@@ -140,6 +147,7 @@ func (f *groFrame) merges(g *groFrame) bool {
 }
 
 func (f *groFrame) add(g *groFrame) {
+	f.closed = len(g.payload) < f.size
 	f.payload = append(f.payload, g.payload...)
 	f.tcp.PSH = g.tcp.PSH
 	f.lastNs, f.lastCI = g.lastNs, g.lastCI
