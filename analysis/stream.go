@@ -32,6 +32,13 @@ type StreamOptions struct {
 	// IdleNs and AttemptIdleNs: see DefaultIdleNs and DefaultAttemptIdleNs (0 takes
 	// them; negative: never).
 	IdleNs, AttemptIdleNs int64
+	// CompactAttempts keeps a connection that is only SYNs so far in a few bytes
+	// even with Packets (without Packets it always is), so that a SYN flood
+	// takes the memory it takes without packet lists (a full connection is some
+	// 5 KB, a compact one about 100 bytes). A SYN sent several times before its
+	// answer is then in the packet list once, at its first sending; the
+	// handshake's note still counts them. The page of a capture file sets it.
+	CompactAttempts bool
 	// Emit receives each connection's report once it is finished (both sides
 	// closed and quiet, idle, or the input ended), from one goroutine, in an order
 	// that depends only on the input: by the batch it finished in, then the time
@@ -77,8 +84,9 @@ func NewStream(ctx context.Context, opts StreamOptions) *Stream {
 		IdleNs:        idleNs,
 		AttemptIdleNs: attemptIdleNs,
 		Server:        opts.Server,
-		// Per-packet lists need every packet from the first: no compact SYNs then.
-		Compact: !opts.Packets,
+		// Per-packet lists need every packet from the first: no compact SYNs
+		// then, unless asked for (a page bounded in memory).
+		Compact: !opts.Packets || opts.CompactAttempts,
 		NewShard: func(finish stream.FinishFunc) stream.NewConnFunc {
 			env := &connEnv{opts: analysisOpts, finish: func(c *flow.Conn, ca *connAnalyzer) { finish(c, ca) }}
 			return func(c *flow.Conn, captureNs int64) stream.Conn {

@@ -29,6 +29,7 @@ import (
 	"github.com/slowstart/slowstart/analysis"
 	"github.com/slowstart/slowstart/capture"
 	"github.com/slowstart/slowstart/internal/netnsexec"
+	"github.com/slowstart/slowstart/internal/privatefile"
 	"github.com/slowstart/slowstart/keylog"
 	"github.com/slowstart/slowstart/lab/netlab"
 	"github.com/slowstart/slowstart/pageload"
@@ -181,6 +182,13 @@ func Load(ctx context.Context, o Options) (*Result, error) {
 	if keylogPath == "" {
 		keylogPath = filepath.Join(dir, "keys.txt")
 	}
+	// Chromium appends its secrets to the key log as it finds it: made 0600 (or
+	// tightened to it) first.
+	if f, err := privatefile.Append(keylogPath); err != nil {
+		return nil, &Error{Kind: KindURL, Err: fmt.Errorf("--keylog %s: %w", keylogPath, err)}
+	} else {
+		f.Close()
+	}
 
 	iface := o.Interface
 	if iface == "" {
@@ -314,7 +322,7 @@ func startRecording(ctx context.Context, iface, netnsPath, path string) (*record
 	case err != nil:
 		return nil, &Error{Kind: KindCapture, Err: fmt.Errorf("capturing on %s: %w", iface, err)}
 	}
-	file, err := os.Create(path)
+	file, err := privatefile.Create(path)
 	if err != nil {
 		live.Close()
 		return nil, &Error{Kind: KindURL, Err: fmt.Errorf("--pcap %s: %w", path, err)}

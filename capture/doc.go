@@ -99,7 +99,8 @@
 // # Damaged files
 //
 // A record that cannot be read (a length no capture can have: longer than
-// the snaplen allows or than the packet was; a pcapng block whose two length
+// the snaplen allows, than the packet was or than MaxRecordBytes, whatever the
+// snaplen; a pcapng block whose two length
 // fields disagree, or of an interface that does not exist) does not end the
 // reading. The Reader skips to the next place where records can be read
 // again: for pcap, two record headers in a row that are plausible (lengths
@@ -152,10 +153,11 @@
 //
 // A file that is not a capture gives ErrNotCapture, a 0-byte file ErrEmpty (a
 // capture with a header and no records is valid and simply has no packets),
-// a file header that cannot be read ErrDamaged; Open and OpenFiles name the
-// file. A file that ends inside a record (a capture still being written, or
-// cut by a copy) is not an error: Next returns io.EOF after the last whole
-// record and Stats.Truncated is set. Damaged records are skipped (see Damaged
+// a file header that cannot be read ErrDamaged, one cut inside it
+// ErrTruncated; a directory a *fs.PathError of EISDIR; Open and OpenFiles
+// name the file. A file that ends inside a record (a capture still being
+// written, or cut by a copy) is read up to it: Next returns io.EOF after the
+// last whole record and Stats.Truncated is set (analyze warns and exits 3). Damaged records are skipped (see Damaged
 // files): after the last packet Next returns a *DamageError wrapping
 // ErrDamaged. A compressed stream that cannot be decompressed further ends
 // its file the same way, with the read error as DamageError.Cause. With

@@ -18,7 +18,8 @@ const (
 	pcapRecordHeaderBytes = 16
 	// maxSnaplen is libpcap's MAXIMUM_SNAPLEN: a record up to this long is
 	// read whatever snaplen the file declares (some writers exceed theirs),
-	// longer ones only when the declared snaplen allows them.
+	// longer ones only when the declared snaplen allows them, and never one
+	// longer than MaxRecordBytes.
 	maxSnaplen = 262144
 	// plausibleWireBytes bounds the original length of a record header
 	// accepted when looking for a place to read again after damage (TSO and
@@ -60,7 +61,7 @@ type pcapReader struct {
 	lengths        lengthOrder
 	linkType       layers.LinkType
 	snaplen        uint32
-	maxCaptured    uint32 // the longest record readable: max(snaplen, maxSnaplen)
+	maxCaptured    uint32 // the longest record readable: max(snaplen, maxSnaplen), at most MaxRecordBytes
 	longest        uint32 // the longest record read so far
 	pending        int    // bytes of the record handed out last, to consume before the next
 	records        int64  // records handed out
@@ -100,7 +101,7 @@ func newPcapReader(s *byteStream, damage *Damage) (*pcapReader, error) {
 		r.lengths = lengthsSwappedIfLong
 	}
 	r.snaplen = r.u32(head[16:20])
-	r.maxCaptured = max(r.snaplen, maxSnaplen)
+	r.maxCaptured = min(max(r.snaplen, maxSnaplen), MaxRecordBytes)
 	// The link type is the low 16 bits; the high ones may say how long a
 	// frame check sequence ends each frame.
 	r.linkType = layers.LinkType(r.u32(head[20:24]) & 0xffff)
@@ -294,10 +295,14 @@ func (r *pcapReader) runAt(buf []byte, at int, eof bool) runResult {
 	return runFound
 }
 
+// pcapLengthField is a record header's original length, never 0 in a
+// plausible one.
+var pcapLengthField = lengthField{offset: 12, size: 4}
+
 // resync skips a damaged place: it consumes bytes from the stream, from skip
 // bytes after its position on, up to the next place where records can be read
 // again (see runAt), or to the end of the input. It counts the bytes skipped
 // and returns only read errors.
 func (r *pcapReader) resync(skip int) error {
-	return r.s.resync(skip, r.damage, r.runAt)
+	return r.s.resync(skip, r.damage, pcapLengthField, r.runAt)
 }

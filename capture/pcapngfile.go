@@ -32,7 +32,8 @@ const (
 	// ngBlockOverheadBytes is a block's type and two length fields.
 	ngBlockOverheadBytes = 12
 	// ngMaxBlockBytes is the longest block read (Wireshark's limit too): a
-	// longer length field is damage.
+	// longer length field is damage. A packet block's packet is bounded
+	// further, by MaxRecordBytes.
 	ngMaxBlockBytes = 16 << 20
 	// ngMaxPacketOptionBytes bounds the options of a packet block longer than
 	// the read buffer: a length field further beyond the packet is damage.
@@ -362,7 +363,7 @@ func (r *pcapngReader) nextBlock() (blockType uint32, body []byte, err error) {
 				return 0, nil, endOfInput(len(head), err)
 			}
 			captured := int64(ngU32(bigEndian, head[20:24]))
-			if options := int64(length) - 32 - captured; options < 0 || options > ngMaxPacketOptionBytes {
+			if options := int64(length) - 32 - captured; options < 0 || options > ngMaxPacketOptionBytes || captured > MaxRecordBytes {
 				if err := r.damaged(1); err != nil {
 					return 0, nil, err
 				}
@@ -481,9 +482,12 @@ func (r *pcapngReader) blockAt(buf []byte, at int, eof bool) runResult {
 	return runFound
 }
 
+// pcapngLengthField is a block's total length, never 0 in a good block.
+var pcapngLengthField = lengthField{offset: 4, size: 4}
+
 // resync consumes bytes from the stream, from skip bytes after its position
 // on, up to the next good block (see blockAt) or the end of the input. It
 // counts the bytes skipped and returns only read errors.
 func (r *pcapngReader) resync(skip int) error {
-	return r.s.resync(skip, r.damage, r.blockAt)
+	return r.s.resync(skip, r.damage, pcapngLengthField, r.blockAt)
 }

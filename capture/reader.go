@@ -7,9 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"slices"
 	"strings"
+	"syscall"
 
 	"github.com/gopacket/gopacket/layers"
 )
@@ -25,6 +27,10 @@ var (
 	// exist, a bad compressed stream). Damaged records are skipped: Next
 	// returns a *DamageError wrapping ErrDamaged after the last good record.
 	ErrDamaged = errors.New("damaged capture file")
+	// ErrTruncated: the input ends inside its file header (cut short, or
+	// still being written). A file that ends inside a record is read up to it
+	// instead (Stats.Truncated).
+	ErrTruncated = errors.New("capture file cut short")
 )
 
 // Capture file formats, as Stats.Format names them.
@@ -161,9 +167,15 @@ func OpenFiles(paths []string, opts ...Option) (*Reader, error) {
 	r := newEmptyReader(opts)
 	for _, path := range paths {
 		f, err := os.Open(path)
+		if err == nil {
+			if info, statErr := f.Stat(); statErr == nil && info.IsDir() {
+				f.Close()
+				err = &fs.PathError{Op: "read", Path: path, Err: syscall.EISDIR}
+			}
+		}
 		if err != nil {
 			r.Close()
-			return nil, fmt.Errorf("capture: opening the capture file: %w", err)
+			return nil, fmt.Errorf("capture: opening the capture file: %w (give a file written by tcpdump -w, dumpcap or Wireshark)", err)
 		}
 		in, err := r.addInput(path, f)
 		if err != nil {
@@ -190,6 +202,15 @@ var (
 // readBufferBytes is the size of the buffer records are read from in place:
 // libpcap's largest snaplen and a pcapng block's framing fit in it.
 const readBufferBytes = 256<<10 + 4<<10
+
+// MaxRecordBytes is the longest record (captured bytes of one packet) a Reader
+// reads, whatever the file's snaplen declares: longer than any link carries
+// (a TSO, GRO or BIG TCP frame is a few hundred kilobytes at most) and four
+// times what libpcap, tcpdump and Wireshark write (262144). A record header or
+// pcapng packet block that claims more is damage, skipped at once without
+// reading its bytes (see Damaged files), so that a length field cannot make
+// a Reader allocate or read more than this for one record.
+const MaxRecordBytes = 1 << 20
 
 // NewReader reads a capture from in, which it does not close. It reads the file
 // header at once and tells pcap from pcapng (gzip-compressed or not). It only
@@ -266,7 +287,7 @@ func (r *Reader) addInput(name string, in io.Reader) (*input, error) {
 // headerError explains a failure to read a file header.
 func headerError(err error) error {
 	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-		return fmt.Errorf("the file ends inside its header (cut short, or still being written): %w", io.ErrUnexpectedEOF)
+		return fmt.Errorf("the file ends inside its header (%w, or still being written): %w", ErrTruncated, io.ErrUnexpectedEOF)
 	}
 	return fmt.Errorf("%w: %w", ErrDamaged, err)
 }

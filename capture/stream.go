@@ -2,6 +2,7 @@ package capture
 
 import (
 	"bufio"
+	"encoding/binary"
 	"errors"
 	"io"
 )
@@ -32,24 +33,25 @@ func (s *byteStream) discard(n int) error {
 }
 
 // largeChunkBytes is how far s.large grows ahead of the bytes read into it: a
-// length field cannot make the reader allocate more than the file holds plus
-// this.
+// length field cannot make the reader allocate more than twice what the file
+// holds plus this.
 const largeChunkBytes = 1 << 20
 
 // readLarge consumes n bytes into a buffer the stream owns (valid until the
 // next readLarge). At the end of the input it returns the bytes read and
-// io.ErrUnexpectedEOF.
+// io.ErrUnexpectedEOF. The buffer grows by doubling, from largeChunkBytes, as
+// bytes arrive, so reading n bytes copies fewer than 2n however long n is;
+// callers bound n (MaxRecordBytes, ngMaxBlockBytes).
 func (s *byteStream) readLarge(n int) ([]byte, error) {
 	s.large = s.large[:0]
 	for len(s.large) < n {
-		chunk := min(n-len(s.large), largeChunkBytes)
 		have := len(s.large)
-		if cap(s.large) < have+chunk {
-			grown := make([]byte, have, have+chunk)
+		if have == cap(s.large) {
+			grown := make([]byte, have, min(n, max(2*have, largeChunkBytes)))
 			copy(grown, s.large)
 			s.large = grown
 		}
-		m, err := io.ReadFull(s.br, s.large[have:have+chunk])
+		m, err := io.ReadFull(s.br, s.large[have:min(n, cap(s.large))])
 		s.large = s.large[:have+m]
 		s.offset += int64(m)
 		if err != nil {
@@ -86,13 +88,19 @@ func (s *byteStream) skipDamage(damage *Damage, record int64, n int) error {
 	return s.discard(n)
 }
 
+// lengthField is where a format's place to read again has a length that
+// cannot be 0: bytes [at+offset, at+offset+size) of a candidate at offset at
+// are not all zero. resync jumps over runs of zeros with it (a sparse file, a
+// header followed by /dev/zero) instead of asking readAt at every byte.
+type lengthField struct{ offset, size int }
+
 // resync consumes bytes, from skip bytes after the stream's position on, up to
 // the next place where readAt finds records to read again (runFound), or up to
 // where it cannot tell yet (runUnknown: the window ends first), or to the end of
 // the input; it adds the bytes it skipped to damage (and marks a damage that
 // runs to the end) and returns only read errors. pcap and pcapng differ only in
-// readAt.
-func (s *byteStream) resync(skip int, damage *Damage, readAt func(buf []byte, at int, eof bool) runResult) error {
+// readAt and where their length field lies.
+func (s *byteStream) resync(skip int, damage *Damage, field lengthField, readAt func(buf []byte, at int, eof bool) runResult) error {
 	for {
 		buf, err := s.peek(s.window())
 		eof := false
@@ -106,6 +114,14 @@ func (s *byteStream) resync(skip int, damage *Damage, readAt func(buf []byte, at
 		found := false
 	scan:
 		for ; at < len(buf); at++ {
+			if first := at + field.offset; first < len(buf) && buf[first] == 0 {
+				// No place to read again starts before the field can hold a
+				// byte that is not zero.
+				at = max(at, nonZeroFrom(buf, first)-field.offset-field.size+1)
+				if at >= len(buf) {
+					break
+				}
+			}
 			switch readAt(buf, at, eof) {
 			case runFound:
 				found = true
@@ -131,4 +147,21 @@ func (s *byteStream) resync(skip int, damage *Damage, readAt func(buf []byte, at
 		}
 		skip = 0
 	}
+}
+
+// nonZeroFrom returns the index of the first byte of buf at or after from that
+// is not zero, or len(buf); it compares eight bytes at a time.
+func nonZeroFrom(buf []byte, from int) int {
+	i := from
+	for ; i+8 <= len(buf); i += 8 {
+		if binary.NativeEndian.Uint64(buf[i:]) != 0 {
+			break
+		}
+	}
+	for ; i < len(buf); i++ {
+		if buf[i] != 0 {
+			return i
+		}
+	}
+	return len(buf)
 }

@@ -154,11 +154,46 @@ func Load(spec, metric string) (*Sample, error) {
 	if err != nil {
 		return nil, err
 	}
-	data, err := os.ReadFile(path)
+	data, err := readBounded(path)
 	if err != nil {
 		return nil, err
 	}
 	return Parse(data, path, metric, filter)
+}
+
+// Limits of what Load and Parse read (docs/security.md).
+const (
+	// MaxInputBytes is the largest file Load reads: a lab sweep's results of a
+	// hundred thousand trials are some 60 MB.
+	MaxInputBytes = 64 << 20
+	// MaxNesting is how deep Parse follows arrays and "trials" into each
+	// other: lab results are at most an array of run outputs of trials (3).
+	MaxNesting = 8
+)
+
+// ErrTooLarge is returned for a file longer than MaxInputBytes (or endless,
+// such as /dev/zero): it is not read further.
+var ErrTooLarge = errors.New("too large to be slowstart results")
+
+// readBounded reads the file at path, at most MaxInputBytes of it.
+func readBounded(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	tooLarge := fmt.Errorf("%s: %w: it holds more than %d MiB (probe --json and lab results are far smaller)", path, ErrTooLarge, MaxInputBytes>>20)
+	if info, err := f.Stat(); err == nil && info.Mode().IsRegular() && info.Size() > MaxInputBytes {
+		return nil, tooLarge
+	}
+	data, err := io.ReadAll(io.LimitReader(f, MaxInputBytes+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > MaxInputBytes {
+		return nil, tooLarge
+	}
+	return data, nil
 }
 
 // splitFilter separates "FILE@k=v,k=v"; a path that exists is taken whole.
@@ -202,8 +237,15 @@ func parseJSON(data []byte, name, metric string, filter map[string]string) (*Sam
 	dec := json.NewDecoder(bytes.NewReader(data))
 	var reports []*report.Report
 	var rows []rowFields
-	var add func(raw json.RawMessage) error
-	add = func(raw json.RawMessage) error {
+	// add reads one value at the given depth. Each level decodes its value
+	// whole, so the depth is bounded: without a bound, values nested n deep
+	// took n passes over their bytes (40 lines of "trials" 4,500 deep took
+	// minutes).
+	var add func(raw json.RawMessage, depth int) error
+	add = func(raw json.RawMessage, depth int) error {
+		if depth > MaxNesting {
+			return fmt.Errorf("%w: arrays or trials nested more than %d deep", ErrUnknownFormat, MaxNesting)
+		}
 		raw = bytes.TrimSpace(raw)
 		if len(raw) > 0 && raw[0] == '[' {
 			var items []json.RawMessage
@@ -211,7 +253,7 @@ func parseJSON(data []byte, name, metric string, filter map[string]string) (*Sam
 				return err
 			}
 			for _, it := range items {
-				if err := add(it); err != nil {
+				if err := add(it, depth+1); err != nil {
 					return err
 				}
 			}
@@ -241,7 +283,7 @@ func parseJSON(data []byte, name, metric string, filter map[string]string) (*Sam
 				return err
 			}
 			for _, t := range trials {
-				if err := add(t); err != nil {
+				if err := add(t, depth+1); err != nil {
 					return err
 				}
 			}
@@ -269,7 +311,7 @@ func parseJSON(data []byte, name, metric string, filter map[string]string) (*Sam
 			}
 			return nil, fmt.Errorf("%s: %w", name, err)
 		}
-		if err := add(raw); err != nil {
+		if err := add(raw, 1); err != nil {
 			return nil, fmt.Errorf("%s: %w", name, err)
 		}
 	}

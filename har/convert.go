@@ -220,6 +220,9 @@ func ToInput(h *HAR) (pageload.Input, error) {
 		if pageID != "" && e.Pageref != "" && e.Pageref != pageID {
 			continue
 		}
+		if len(in.Requests) == pageload.MaxRequests {
+			return in, fmt.Errorf("the page holds more than %d requests, more than a page load slowstart places (a HAR of many pages: save one page)", pageload.MaxRequests)
+		}
 		r, err := entryRequest(e)
 		if err != nil {
 			return in, fmt.Errorf("entry %d (%s): %w", i+1, e.Request.URL, err)

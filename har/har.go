@@ -10,11 +10,11 @@
 package har
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
 	"os"
-	"strings"
 	"time"
 )
 
@@ -200,11 +200,14 @@ func Write(w io.Writer, h *HAR) error {
 // Read decodes a HAR file (a UTF-8 byte order mark, as some tools write, is
 // skipped).
 func Read(r io.Reader) (*HAR, error) {
-	data, err := io.ReadAll(r)
+	data, err := io.ReadAll(io.LimitReader(r, MaxFileBytes+1))
 	if err != nil {
 		return nil, err
 	}
-	data = []byte(strings.TrimPrefix(string(data), "\ufeff"))
+	if len(data) > MaxFileBytes {
+		return nil, fmt.Errorf("more than %d MiB: too large for the HAR of one page load (save it without the responses' content)", MaxFileBytes>>20)
+	}
+	data = bytes.TrimPrefix(data, []byte("\ufeff"))
 	var h HAR
 	if err := json.Unmarshal(data, &h); err != nil {
 		return nil, fmt.Errorf("not a HAR file (JSON with a log object): %w", err)
@@ -214,6 +217,10 @@ func Read(r io.Reader) (*HAR, error) {
 	}
 	return &h, nil
 }
+
+// MaxFileBytes is the largest HAR Read reads: a page's HAR is a few MB, tens
+// with the responses' content saved in it.
+const MaxFileBytes = 128 << 20
 
 // ReadFile reads a HAR file from disk.
 func ReadFile(path string) (*HAR, error) {

@@ -10,7 +10,9 @@ package keylog
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -39,12 +41,33 @@ type Log struct {
 	// "LABEL <32-byte hex> <hex>" line (for instance RSA pre-master lines, which
 	// are keyed differently and not used here).
 	Skipped int
+	// LongLines counts the lines of Skipped longer than MaxLineBytes.
+	LongLines int
 }
 
 // New returns an empty Log.
 func New() *Log {
 	return &Log{secrets: make(map[[clientRandomBytes]byte]map[string][]byte)}
 }
+
+// Limits of what Parse reads (docs/security.md).
+const (
+	// MaxLineBytes is the longest line read: a key log's lines are a label, 64
+	// hex digits and at most 96 more (some 200 bytes). A longer line is
+	// skipped, counted in Skipped and LongLines, without being held whole.
+	MaxLineBytes = 4 << 10
+	// MaxBytes is the largest key log read: a line of some 200 bytes per
+	// secret, a few per connection, is a million connections' worth.
+	MaxBytes = 256 << 20
+	// textCheckBytes is how far into the input a NUL byte, which no key log
+	// holds, makes it refused before any secret was read (a binary file,
+	// /dev/urandom, /dev/zero).
+	textCheckBytes = 64 << 10
+)
+
+// ErrNotKeyLog is returned for an input that cannot be a key log: binary data,
+// or longer than MaxBytes.
+var ErrNotKeyLog = errors.New("not an NSS key log")
 
 // ParseFile reads a key log file.
 func ParseFile(path string) (*Log, error) {
@@ -53,6 +76,9 @@ func ParseFile(path string) (*Log, error) {
 		return nil, fmt.Errorf("keylog: %w", err)
 	}
 	defer f.Close()
+	if info, err := f.Stat(); err == nil && info.IsDir() {
+		return nil, fmt.Errorf("keylog: %s is a directory: give the file SSLKEYLOGFILE named", path)
+	}
 	l, err := Parse(f)
 	if err != nil {
 		return nil, fmt.Errorf("keylog: %s: %w", path, err)
@@ -60,16 +86,52 @@ func ParseFile(path string) (*Log, error) {
 	return l, nil
 }
 
-// Parse reads a key log. Lines it cannot use are counted in Skipped; a read error
-// is returned with what was parsed before it.
+// Parse reads a key log. Lines it cannot use are counted in Skipped (lines
+// longer than MaxLineBytes in LongLines as well); a read error is returned with
+// what was parsed before it. Binary data (a NUL byte in the first 64 KiB,
+// before any secret) and an input longer than MaxBytes are refused with
+// ErrNotKeyLog, in memory bounded by the longest line kept.
 func Parse(r io.Reader) (*Log, error) {
 	l := New()
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
-	for sc.Scan() {
-		l.AddLine(sc.Text())
+	br := bufio.NewReaderSize(r, 64<<10)
+	var read int64
+	var line []byte
+	tooLong := false
+	for {
+		chunk, err := br.ReadSlice('\n')
+		if read < textCheckBytes && l.Len() == 0 && bytes.IndexByte(chunk, 0) >= 0 {
+			return l, fmt.Errorf("%w: it holds binary data (a NUL byte at byte %d)", ErrNotKeyLog, read+int64(bytes.IndexByte(chunk, 0)))
+		}
+		read += int64(len(chunk))
+		if read > MaxBytes {
+			return l, fmt.Errorf("%w: longer than %d MiB", ErrNotKeyLog, MaxBytes>>20)
+		}
+		if !tooLong {
+			if len(line)+len(chunk) > MaxLineBytes+1 { // +1: the newline
+				tooLong, line = true, line[:0]
+			} else {
+				line = append(line, chunk...)
+			}
+		}
+		if errors.Is(err, bufio.ErrBufferFull) {
+			continue // the line goes on
+		}
+		if len(chunk) > 0 || len(line) > 0 || tooLong {
+			if tooLong {
+				l.Skipped++
+				l.LongLines++
+			} else {
+				l.AddLine(string(line))
+			}
+		}
+		line, tooLong = line[:0], false
+		if err == io.EOF {
+			return l, nil
+		}
+		if err != nil {
+			return l, err
+		}
 	}
-	return l, sc.Err()
 }
 
 // AddLine adds one line of a key log (comments and blank lines are ignored). It

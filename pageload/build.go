@@ -147,7 +147,7 @@ func (b *builder) build() *Page {
 			kept.Connections = append(kept.Connections, *cs.c)
 		}
 	}
-	if dropped := len(rep.Connections) - len(kept.Connections); dropped > 0 {
+	if dropped := len(rep.Connections) - len(kept.Connections) + in.LeftOut; dropped > 0 {
 		page.Warnings = append(page.Warnings, fmt.Sprintf("%s of the capture went to servers the page did not use (or began before it): left out", plural(dropped, "other TCP connection", "other TCP connections")))
 	}
 	page.Report = &kept
@@ -198,10 +198,50 @@ func (cs *connState) at(ms *float64) int64 {
 	return cs.startNs + int64(*ms*1e6)
 }
 
+// messageRef is one HTTP message of a connection, with its request's time and
+// its authority as a request's host compares with it (per scheme).
+type messageRef struct {
+	cs           *connState
+	msg          int
+	requestNs    int64
+	authHTTPS    string // normalizeHost(authority, "https"), "" when none
+	authHTTP     string
+	hasAuthority bool
+}
+
+// maxCandidateMessages bounds the messages of the same method and path a
+// request is weighed against: the ones nearest it in time. A page asks a path
+// once or a few times; a capture with thousands of requests of one path
+// would otherwise make matching quadratic.
+const maxCandidateMessages = 1024
+
+// messagesByRequest indexes the connections' HTTP messages by method (lower
+// case) and path, each list in order of the request's time, so that a request
+// is compared with the messages nearest it that can be it, not with every
+// message of the capture.
+func (b *builder) messagesByRequest() map[[2]string][]messageRef {
+	index := map[[2]string][]messageRef{}
+	for _, cs := range b.conns {
+		for mi, m := range cs.c.HTTP {
+			key := [2]string{strings.ToLower(m.Method), m.Path}
+			ref := messageRef{cs: cs, msg: mi, requestNs: cs.at(m.RequestMs), hasAuthority: m.Authority != ""}
+			if ref.hasAuthority {
+				ref.authHTTPS, ref.authHTTP = normalizeHost(m.Authority, "https"), normalizeHost(m.Authority, "http")
+			}
+			index[key] = append(index[key], ref)
+		}
+	}
+	for _, refs := range index {
+		sort.SliceStable(refs, func(i, j int) bool { return refs[i].requestNs < refs[j].requestNs })
+	}
+	return index
+}
+
 // matchDecrypted matches requests to decrypted HTTP messages: the same method,
 // authority and path, on a connection to the server the browser named, the
-// nearest in time.
+// nearest in time (of the maxCandidateMessages nearest).
 func (b *builder) matchDecrypted() {
+	index := b.messagesByRequest()
 	for _, rs := range b.reqs {
 		if rs.in.FromCache || rs.out.Host == "" {
 			continue
@@ -216,30 +256,90 @@ func (b *builder) matchDecrypted() {
 		if rs.in.SentNs == 0 {
 			want = rs.startNs
 		}
-		var best *connState
-		bestMsg, bestDiff := -1, int64(math.MaxInt64)
-		for _, cs := range b.conns {
-			if hasRemote && cs.server != remote {
+		refs := index[[2]string{strings.ToLower(rs.in.Method), rs.out.Path}]
+		after := sort.Search(len(refs), func(i int) bool { return refs[i].requestNs >= want })
+		below, above := after-1, after
+		best := -1
+		bestDiff := int64(math.MaxInt64)
+		for range maxCandidateMessages {
+			i := -1
+			switch {
+			case below >= 0 && (above >= len(refs) || want-refs[below].requestNs <= refs[above].requestNs-want):
+				i = below
+				below--
+			case above < len(refs):
+				i = above
+				above++
+			}
+			if i < 0 || absNs(refs[i].requestNs-want) > bestDiff {
+				break // every later one is further
+			}
+			ref := refs[i]
+			if (hasRemote && ref.cs.server != remote) || ref.cs.used[ref.msg] {
 				continue
 			}
-			for mi, m := range cs.c.HTTP {
-				if cs.used[mi] || m.Path != rs.out.Path || !strings.EqualFold(m.Method, rs.in.Method) {
-					continue
-				}
-				if m.Authority != "" && normalizeHost(m.Authority, scheme) != host {
-					continue
-				}
-				diff := absNs(cs.at(m.RequestMs) - want)
-				if diff < bestDiff {
-					best, bestMsg, bestDiff = cs, mi, diff
-				}
+			auth := ref.authHTTPS
+			if scheme == "http" {
+				auth = ref.authHTTP
+			}
+			if ref.hasAuthority && auth != host {
+				continue
+			}
+			if diff := absNs(ref.requestNs - want); diff < bestDiff || (diff == bestDiff && lessRef(ref, refs[best])) {
+				best, bestDiff = i, diff
 			}
 		}
-		if best != nil {
-			best.used[bestMsg] = true
-			rs.conn, rs.msg = best, bestMsg
+		if best >= 0 {
+			ref := refs[best]
+			ref.cs.used[ref.msg] = true
+			rs.conn, rs.msg = ref.cs, ref.msg
 		}
 	}
+}
+
+// lessRef orders messages as the capture does: by connection, then message.
+func lessRef(a, b messageRef) bool {
+	if a.cs.c.Index != b.cs.c.Index {
+		return a.cs.c.Index < b.cs.c.Index
+	}
+	return a.msg < b.msg
+}
+
+// maxCandidateConns bounds the connections to its server a request is weighed
+// against: the ones that started nearest the time it is placed by. A page
+// opens a handful per server; a capture with thousands to one server (a load
+// test, a crafted file) would otherwise make placing a page quadratic.
+const maxCandidateConns = 1024
+
+// serverConns are the connections to one server whose HTTP was not read, in
+// order of their first packet, and the first of them from each client port.
+type serverConns struct {
+	byStart []*connState
+	byPort  map[uint16]*connState
+}
+
+// connsByServer indexes the connections a request may be placed on by address.
+func (b *builder) connsByServer() map[netip.AddrPort]*serverConns {
+	index := map[netip.AddrPort]*serverConns{}
+	for _, cs := range b.conns {
+		if len(cs.c.HTTP) > 0 {
+			// A connection whose HTTP was read did not carry it.
+			continue
+		}
+		sc := index[cs.server]
+		if sc == nil {
+			sc = &serverConns{byPort: map[uint16]*connState{}}
+			index[cs.server] = sc
+		}
+		sc.byStart = append(sc.byStart, cs)
+		if a, ok := parseAddrPort(cs.c.Client); ok && sc.byPort[a.Port()] == nil {
+			sc.byPort[a.Port()] = cs
+		}
+	}
+	for _, sc := range index {
+		sort.SliceStable(sc.byStart, func(i, j int) bool { return sc.byStart[i].startNs < sc.byStart[j].startNs })
+	}
+	return index
 }
 
 // matchByAddress places the requests no decrypted message matched: on the
@@ -247,7 +347,8 @@ func (b *builder) matchDecrypted() {
 // else the one whose SYN is nearest the request's connection start, else the one
 // to that server that was open when the response arrived. Connections whose HTTP
 // messages were read (decrypted, or in the clear) are not candidates: the request
-// was not among them.
+// was not among them. Of a server's connections, the maxCandidateConns that
+// started nearest are weighed.
 func (b *builder) matchByAddress() {
 	byBrowserID := map[string]*connState{}
 	for _, rs := range b.reqs {
@@ -255,7 +356,9 @@ func (b *builder) matchByAddress() {
 			byBrowserID[rs.in.RemoteAddr+"#"+rs.in.ConnectionID] = rs.conn
 		}
 	}
+	index := b.connsByServer()
 	off := b.in.ClockOffsetNs
+	tolerance := int64(AgreementToleranceMs * 1e6)
 	for _, rs := range b.reqs {
 		if rs.conn != nil || rs.in.FromCache {
 			continue
@@ -269,42 +372,17 @@ func (b *builder) matchByAddress() {
 			rs.conn = cs
 			continue
 		}
-		var best *connState
-		bestScore := int64(math.MaxInt64)
-		clientPort, portErr := strconv.ParseUint(rs.in.ConnectionID, 10, 16)
-		for _, cs := range b.conns {
-			if cs.server != remote || len(cs.c.HTTP) > 0 {
-				// A connection whose HTTP was read did not carry it.
-				continue
-			}
-			if portErr == nil {
-				// HAR writers may name the connection by its client port.
-				if a, ok := parseAddrPort(cs.c.Client); ok && uint64(a.Port()) == clientPort {
-					best, bestScore = cs, math.MinInt64
-					break
-				}
-			}
-			var score int64
-			switch {
-			case rs.in.ConnectStartNs != 0:
-				score = absNs(cs.startNs - (rs.in.ConnectStartNs + off))
-			default:
-				sent := addOffset(max(rs.in.SentNs, rs.in.StartNs), off)
-				end := cs.startNs + int64(cs.c.DurationMs*1e6)
-				if sent < cs.startNs || (sent > end && cs.c.Closed != "open") {
-					continue
-				}
-				score = sent - cs.startNs
-			}
-			// The connection that was receiving data when the response did comes
-			// first: a spare one opened at the same time (a preconnect) carried none.
-			tolerance := int64(AgreementToleranceMs * 1e6)
-			if rs.in.FirstByteNs != 0 && cs.bytesBetween(rs.in.FirstByteNs+off-tolerance, rs.in.LastByteNs+off+tolerance) < rs.in.EncodedBytes/2 {
-				score += 1e15
-			}
-			if score < bestScore {
-				best, bestScore = cs, score
-			}
+		sc := index[remote]
+		if sc == nil {
+			continue
+		}
+		best := (*connState)(nil)
+		if clientPort, err := strconv.ParseUint(rs.in.ConnectionID, 10, 16); err == nil {
+			// HAR writers may name the connection by its client port.
+			best = sc.byPort[uint16(clientPort)]
+		}
+		if best == nil {
+			best = b.nearestConn(rs, sc.byStart, off, tolerance)
 		}
 		if best != nil {
 			rs.conn = best
@@ -313,6 +391,60 @@ func (b *builder) matchByAddress() {
 			}
 		}
 	}
+}
+
+// nearestConn is the connection of conns (one server's, in order of start) a
+// request was carried by: the one whose start is nearest its connection's
+// start, or without one the latest started before the request was sent (and
+// not closed by then); one that was not receiving data when the response
+// arrived comes after every one that was (a spare connection opened at the
+// same time, a preconnect, carried none).
+func (b *builder) nearestConn(rs *reqState, conns []*connState, off, tolerance int64) *connState {
+	penalty := func(cs *connState) int64 {
+		if rs.in.FirstByteNs != 0 && cs.bytesBetween(rs.in.FirstByteNs+off-tolerance, rs.in.LastByteNs+off+tolerance) < rs.in.EncodedBytes/2 {
+			return 1e15
+		}
+		return 0
+	}
+	var best *connState
+	bestScore := int64(math.MaxInt64)
+	if rs.in.ConnectStartNs != 0 {
+		target := rs.in.ConnectStartNs + off
+		after := sort.Search(len(conns), func(i int) bool { return conns[i].startNs >= target })
+		below, above := after-1, after
+		for range maxCandidateConns {
+			var cs *connState
+			switch {
+			case below >= 0 && (above >= len(conns) || target-conns[below].startNs <= conns[above].startNs-target):
+				cs = conns[below]
+				below--
+			case above < len(conns):
+				cs = conns[above]
+				above++
+			}
+			if cs == nil || absNs(cs.startNs-target) > bestScore {
+				break // every later one is further
+			}
+			if score := absNs(cs.startNs-target) + penalty(cs); score < bestScore {
+				best, bestScore = cs, score
+			}
+		}
+		return best
+	}
+	sent := addOffset(max(rs.in.SentNs, rs.in.StartNs), off)
+	for i, seen := sort.Search(len(conns), func(i int) bool { return conns[i].startNs > sent })-1, 0; i >= 0 && seen < maxCandidateConns; i, seen = i-1, seen+1 {
+		cs := conns[i]
+		if sent-cs.startNs > bestScore {
+			break // every earlier one started longer before
+		}
+		if end := cs.startNs + int64(cs.c.DurationMs*1e6); sent > end && cs.c.Closed != "open" {
+			continue
+		}
+		if score := sent - cs.startNs + penalty(cs); score < bestScore {
+			best, bestScore = cs, score
+		}
+	}
+	return best
 }
 
 // bytesBetween sums the bytes of the server's rounds that arrived between from

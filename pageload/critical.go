@@ -42,8 +42,16 @@ func (b *builder) criticalPath() {
 		cp.RTTMs = round3(rtt / 1e6)
 	}
 	blocking := b.blockingSet(doc)
+	// The blocking requests in a slice, in the page's order (a map's order
+	// would make ties fall by chance).
+	var blockers []*reqState
+	for _, rs := range b.reqs {
+		if blocking[rs] {
+			blockers = append(blockers, rs)
+		}
+	}
 	var last *reqState
-	for rs := range blocking {
+	for _, rs := range blockers {
 		if rs.lastNs != 0 && (last == nil || rs.lastNs > last.lastNs) {
 			last = rs
 		}
@@ -52,15 +60,19 @@ func (b *builder) criticalPath() {
 		cp.Notes = append(cp.Notes, "no request the first render waited for has a known end: no critical path")
 		return
 	}
-	for rs := range blocking {
+	for _, rs := range blockers {
 		rs.out.Blocking = true
 	}
-	// Walk back from the last one.
+	// Walk back from the last one, at most maxCriticalSteps.
 	chain := []*reqState{last}
 	reached := map[*reqState]int64{}
 	for cur := last; cur != doc; {
-		prev, at := b.predecessor(cur, blocking)
+		prev, at := b.predecessor(cur, blockers)
 		if prev == nil || len(chain) > len(b.reqs) {
+			break
+		}
+		if len(chain) == maxCriticalSteps {
+			cp.Notes = append(cp.Notes, fmt.Sprintf("the critical path was followed back %d steps and no further", maxCriticalSteps))
 			break
 		}
 		reached[prev] = at
@@ -130,6 +142,10 @@ func (b *builder) criticalPath() {
 	b.savings(chain, doc)
 }
 
+// maxCriticalSteps bounds the critical path: a page's has a handful of steps,
+// and each step back weighs every blocking request.
+const maxCriticalSteps = 256
+
 // A path this short, or segments this large (loopback's 64 KB MTU), are local
 // (as the probe's diagnoses judge them).
 const (
@@ -162,19 +178,16 @@ func (b *builder) blockingSet(doc *reqState) map[*reqState]bool {
 	doneBeforePaint := func(rs *reqState) bool {
 		return fcp == 0 || (rs.lastNs != 0 && rs.lastNs <= fcp+tolerance)
 	}
-	// The document and its redirects.
-	for rs := doc; rs != nil; {
-		set[rs] = true
-		next := (*reqState)(nil)
-		if rs.in.RedirectTo != "" {
-			for _, other := range b.reqs {
-				if other.initiator == rs && other.in.URL == rs.in.RedirectTo {
-					next = other
-					break
-				}
-			}
+	// The document and its redirects: each hop's next is the first request it
+	// initiated at the URL it redirected to (found in one pass, not one per hop).
+	nextHop := map[*reqState]*reqState{}
+	for _, other := range b.reqs {
+		if i := other.initiator; i != nil && i.in.RedirectTo != "" && other.in.URL == i.in.RedirectTo && nextHop[i] == nil {
+			nextHop[i] = other
 		}
-		rs = next
+	}
+	for rs := doc; rs != nil; rs = nextHop[rs] {
+		set[rs] = true
 	}
 	stylesheets := map[*reqState]bool{}
 	for _, rs := range b.reqs {
@@ -210,10 +223,10 @@ func (b *builder) blockingSet(doc *reqState) map[*reqState]bool {
 // predecessor is what rs waited for: of the blocking requests, the one that had
 // got furthest when rs was issued: completed before it, or its initiator still
 // arriving. It returns that request and how far it had got (capture clock).
-func (b *builder) predecessor(rs *reqState, blocking map[*reqState]bool) (*reqState, int64) {
+func (b *builder) predecessor(rs *reqState, blocking []*reqState) (*reqState, int64) {
 	var best *reqState
 	bestAt := int64(math.MinInt64)
-	for q := range blocking {
+	for _, q := range blocking {
 		if q == rs || q.startNs > rs.startNs || (q.startNs == rs.startNs && q.out.Index > rs.out.Index) {
 			continue
 		}

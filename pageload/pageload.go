@@ -11,6 +11,8 @@
 package pageload
 
 import (
+	"net/netip"
+
 	"github.com/slowstart/slowstart/report"
 )
 
@@ -76,6 +78,12 @@ type Request struct {
 	EncodedBytes   int64 // bytes received, headers and body as they travelled
 }
 
+// MaxRequests is the most requests of one page Build places (a HAR's page
+// with more is refused by package har): a page of the HTTP Archive's largest
+// makes a few thousand. Placing them is then bounded in time whatever the
+// capture holds.
+const MaxRequests = 20000
+
 // Input is a page load as a browser saw it.
 type Input struct {
 	URL      string
@@ -86,7 +94,35 @@ type Input struct {
 	// ClockOffsetNs is added to the browser's times to put them on the capture's
 	// clock (0 when both come from the same machine).
 	ClockOffsetNs int64
+	// LeftOut counts the capture's connections left out of the Report before
+	// Build saw them, for going to servers no request named (see Servers); the
+	// page's warning of connections left out counts them.
+	LeftOut int
 }
+
+// Servers returns the servers the requests name (their RemoteAddr), and
+// whether every request that went to the network names one: then a connection
+// to any other server cannot carry a request of the page, and a reader of a
+// large capture may leave it out before Build.
+func (in *Input) Servers() (servers map[netip.AddrPort]bool, all bool) {
+	servers = map[netip.AddrPort]bool{}
+	all = true
+	for _, r := range in.Requests {
+		if r.FromCache {
+			continue
+		}
+		a, ok := parseAddrPort(r.RemoteAddr)
+		if !ok {
+			all = false
+			continue
+		}
+		servers[a] = true
+	}
+	return servers, all
+}
+
+// ServerOf reads a Report connection's server as Servers names it.
+func ServerOf(c *report.Connection) (netip.AddrPort, bool) { return parseAddrPort(c.Server) }
 
 // Timings are the page's own events, Unix nanoseconds on the browser's clock (0
 // when unknown).

@@ -9,6 +9,8 @@ import (
 	"net"
 	"os"
 	"syscall"
+
+	"github.com/slowstart/slowstart/internal/redact"
 )
 
 // Kinds of failure, so that callers can tell them apart (and map them to exit codes)
@@ -38,7 +40,9 @@ type Error struct {
 	Err  error
 }
 
-func (e *Error) Error() string { return e.Err.Error() }
+// Error is the message with every URL in it redacted (package redact): the
+// probe's errors name the URL given and the targets of its redirects.
+func (e *Error) Error() string { return redact.Text(e.Err.Error()) }
 func (e *Error) Unwrap() error { return e.Err }
 
 // KindOf returns the kind of a probe error, or "" for other errors.

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/slowstart/slowstart/httptiming"
+	"github.com/slowstart/slowstart/internal/redact"
 	"github.com/slowstart/slowstart/report"
 	"github.com/slowstart/slowstart/tlsrec"
 )
@@ -113,7 +114,7 @@ func fetch(ctx context.Context, opts *Options, h hop, keylog io.Writer) (fetched
 	response := ex.Response
 	var out fetched
 	timing := &out.timing
-	timing.URL = t.url.String()
+	timing.URL = redact.URL(t.url.String()) // printed and stored: no credentials, no query values
 	timing.Status = response.StatusCode
 	timing.Protocol = "HTTP/1.1"
 	if response.ProtoMajor == 2 {
@@ -160,7 +161,7 @@ func fetch(ctx context.Context, opts *Options, h hop, keylog io.Writer) (fetched
 			return out, newError(KindHTTP, "%s redirects to %q, which is not a URL", t.url, loc)
 		}
 		out.location = next
-		timing.Location = next.String()
+		timing.Location = redact.URL(next.String())
 	}
 
 	// The timeline runs from the lookup's start as if the connect had followed it at

@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/slowstart/slowstart/capture"
+	"github.com/slowstart/slowstart/internal/privatefile"
 )
 
 // liveCapture adapts a capture.Live to packetCapture.
@@ -64,7 +65,8 @@ type pcapSink struct {
 }
 
 func newPcapSink(path string) (*pcapSink, error) {
-	f, err := os.Create(path)
+	// The requests are in it in plaintext over http://: the owner's only.
+	f, err := privatefile.Create(path)
 	if err != nil {
 		return nil, err
 	}

@@ -23,6 +23,8 @@ import (
 	"sort"
 
 	"github.com/slowstart/slowstart/analysis"
+	"github.com/slowstart/slowstart/internal/privatefile"
+	"github.com/slowstart/slowstart/internal/redact"
 	"github.com/slowstart/slowstart/report"
 )
 
@@ -150,6 +152,11 @@ func run(ctx context.Context, o *Options, open captureOpener, keylog io.Writer) 
 	for i := range rep.Connections {
 		c := &rep.Connections[i]
 		c.Index = i + 1
+		// The requests the capture shows are the probe's own: their paths
+		// carry the URL's query, printed and stored redacted like the URL.
+		for j := range c.HTTP {
+			c.HTTP[j].Path = redact.URL(c.HTTP[j].Path)
+		}
 		// Hop captures each start at their own first packet: put every connection on
 		// one time axis, from the probe's first request.
 		c.StartMs += float64(c.ClientTiming.StartUnixNs-startNs)/1e6 + (c.ClientTiming.ConnectAtMs - c.ClientTiming.ConnectMs)
@@ -275,7 +282,7 @@ type outputs struct {
 func openOutputs(o *Options) (*outputs, error) {
 	out := &outputs{}
 	if o.KeylogPath != "" {
-		f, err := os.OpenFile(o.KeylogPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+		f, err := privatefile.Append(o.KeylogPath) // made 0600, or tightened to it
 		if err != nil {
 			return nil, newError(KindURL, "--keylog %s: %v", o.KeylogPath, err)
 		}

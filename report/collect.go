@@ -18,6 +18,10 @@ type Collector struct {
 	kept    keptHeap
 	dropped int
 	total   int
+	// cutoff is the lowest number dropped so far (0: none): a connection
+	// numbered above it is not kept, so that the page holds the first
+	// connections by number and no later one in their place.
+	cutoff int
 }
 
 // NewCollector keeps connections up to budgetBytes of JSON.
@@ -42,9 +46,15 @@ func (h *keptHeap) Pop() any {
 	return e
 }
 
-// Add offers a connection; it is copied.
+// Add offers a connection; it is copied (its slices are shared, not copied).
+// A connection numbered after one already dropped is dropped at once, without
+// encoding it.
 func (k *Collector) Add(c *Connection) error {
 	k.total++
+	if k.cutoff != 0 && c.Index > k.cutoff {
+		k.dropped++
+		return nil
+	}
 	b, err := gojson.Marshal(c)
 	if err != nil {
 		return err
@@ -56,6 +66,9 @@ func (k *Collector) Add(c *Connection) error {
 		e := heap.Pop(&k.kept).(keptConn)
 		k.used -= e.size
 		k.dropped++
+		if k.cutoff == 0 || e.c.Index < k.cutoff {
+			k.cutoff = e.c.Index
+		}
 	}
 	return nil
 }

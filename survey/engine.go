@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/slowstart/slowstart/internal/redact"
 	"github.com/slowstart/slowstart/probe"
 	"github.com/slowstart/slowstart/probe/exact"
 )
@@ -291,7 +292,7 @@ func (e *engine) finishUnresolved(ctx context.Context, t *task) {
 	}
 	now := time.Now().UTC().Truncate(time.Millisecond)
 	err := &probe.Error{Kind: probe.KindDNS, Err: fmt.Errorf("%s: looking up %s: %v: check the name, or give its address with --resolve", t.target.URL, t.hostPort, t.dnsErr)}
-	row := Row{Index: t.target.Index, Line: t.target.Line, Label: t.target.Label, URL: t.target.URL,
+	row := Row{Index: t.target.Index, Line: t.target.Line, Label: t.target.Label, URL: redact.URL(t.target.URL),
 		Vantage: e.opts.Vantage, Shard: e.opts.Shard.String(), FinishedAt: &now, ErrorKind: probe.KindDNS}
 	if !e.opts.NoPassive {
 		row.PassiveErr, row.PassiveError = err, oneLine(err)
@@ -379,5 +380,6 @@ func (s semaphore) acquire(ctx context.Context) error {
 
 func (s semaphore) release() { <-s }
 
-// keyOf names a target in a store: its index in the list and its URL.
-func keyOf(index int, rawURL string) string { return strconv.Itoa(index) + " " + rawURL }
+// keyOf names a target in a store: its index in the list and its URL as the
+// store holds it (redacted: no credentials, no query values).
+func keyOf(index int, rawURL string) string { return strconv.Itoa(index) + " " + redact.URL(rawURL) }

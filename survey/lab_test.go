@@ -1,10 +1,15 @@
 package survey
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"math"
 	"net/netip"
 	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -114,11 +119,35 @@ type labCase struct {
 
 const labBodyBytes = 150000
 
+// labAttempts is how many times TestSurveyLab surveys at most, while the host
+// keeps the page loads from a strict reading (see checkLabRow).
+const labAttempts = 4
+
 // TestSurveyLab surveys four emulated servers with different initial windows
 // (three over http, one over TLS), each in its own namespace, plus a URL that
 // refuses connections, and checks every row against the truth.
+//
+// A busy host (other tests, the race detector's slower build, the survey's own
+// four page loads and exact measurements on two cores) distorts the emulated
+// paths: the emulator and the servers are descheduled mid-flight, so a
+// handshake takes 40-110 ms on a 20 ms path, and a server stalled in its first
+// round reads as a lower bound. Those are readings of what happened, not wrong
+// answers. So the handshake RTT is checked against tshark's reading of the
+// page load's own capture (and never below the path's), and what needs an
+// undistorted path (the cleartext IW read exactly from the page load, its
+// first round of IW × MSS bytes) is asked of each server in one survey of at
+// most labAttempts. A wrong answer (an IW other than the server's, a bound
+// above it, an RTT the capture does not show) fails at once. When every
+// survey in which a server's reading was not strict also shows the host's
+// hand independently (that page load's handshake, read by tshark, more than
+// labDistortedMs above the path), the test skips, saying so: the host gave
+// the emulator no undistorted moment. A reading that is not strict without
+// that evidence fails.
 func TestSurveyLab(t *testing.T) {
 	requireRoot(t)
+	if _, err := exec.LookPath("tshark"); err != nil {
+		t.Skip("tshark is not installed (Debian package tshark): it gives the independent reading of each page load's handshake")
+	}
 	checkNothingLeft(t)
 	cases := []labCase{{"iw3", 3, ""}, {"iw10", 10, ""}, {"iw32", 32, ""}, {"tls-iw16", 16, "1.2"}}
 	var targets []Target
@@ -133,10 +162,64 @@ func TestSurveyLab(t *testing.T) {
 	refused := Target{Label: "refused", URL: fmt.Sprintf("http://%s/", netip.AddrPortFrom(servers[0].Addr.Addr(), 81)), Netns: servers[0].Netns}
 	targets = append(targets, refused)
 
+	strict := map[string]bool{}          // a server read strictly in some survey
+	unexplained := map[string][]string{} // not strict, without evidence of the host
+	explained := map[string][]string{}   // not strict, with it
+	for attempt := 1; attempt <= labAttempts; attempt++ {
+		outcomes := surveyLabOnce(t, targets, cases)
+		if t.Failed() {
+			return
+		}
+		var pending []string
+		for _, c := range cases {
+			o := outcomes[c.label]
+			switch {
+			case o.notStrict == "":
+				strict[c.label] = true
+			case !strict[c.label] && o.distorted != "":
+				explained[c.label] = append(explained[c.label], fmt.Sprintf("survey %d: %s, during %s", attempt, o.notStrict, o.distorted))
+			case !strict[c.label]:
+				unexplained[c.label] = append(unexplained[c.label], fmt.Sprintf("survey %d: %s", attempt, o.notStrict))
+			}
+			if !strict[c.label] {
+				pending = append(pending, c.label+": "+o.notStrict)
+			}
+		}
+		if len(pending) == 0 {
+			return
+		}
+		t.Logf("survey %d: not read strictly (%s): surveying again", attempt, strings.Join(pending, "; "))
+	}
+	var skip []string
+	for _, c := range cases {
+		switch {
+		case strict[c.label]:
+		case len(unexplained[c.label]) > 0:
+			t.Errorf("%s: never read strictly, without the host's distortion to explain it: %s", c.label, strings.Join(unexplained[c.label], "; "))
+		default:
+			skip = append(skip, c.label+" ("+strings.Join(explained[c.label], "; ")+")")
+		}
+	}
+	if !t.Failed() && len(skip) > 0 {
+		t.Skipf("the host distorted the emulated paths in every survey of %s: the strict readings could not be checked (every reading was checked for being right)", strings.Join(skip, ", "))
+	}
+}
+
+// labOutcome is what one survey gave of one server beyond right or wrong.
+type labOutcome struct {
+	notStrict string // why the reading was not the strict one an undistorted path gives ("" when it was)
+	distorted string // the independent evidence that the host distorted the path ("" when none)
+}
+
+// surveyLabOnce surveys the targets and checks the rows: it fails the test on
+// a wrong answer and returns, by label, what was not strict and why.
+func surveyLabOnce(t *testing.T, targets []Target, cases []labCase) map[string]labOutcome {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	var finished []int
-	res, err := Run(ctx, targets, Options{Concurrency: 4, ExactRuns: 2, Timeout: 10 * time.Second,
+	pcaps := t.TempDir()
+	res, err := Run(ctx, targets, Options{Concurrency: 4, ExactRuns: 2, Timeout: 10 * time.Second, pcapDir: pcaps,
 		OnRow: func(r Row) { finished = append(finished, r.Index) }})
 	if err != nil {
 		t.Fatalf("survey: %v", err)
@@ -153,15 +236,20 @@ func TestSurveyLab(t *testing.T) {
 	if res.Failed != 1 {
 		t.Errorf("%d failed rows, want 1 (the refused URL)", res.Failed)
 	}
+	outcomes := map[string]labOutcome{}
 	for i, c := range cases {
 		r := res.Rows[i]
 		if r.Index != i+1 || r.Label != c.label {
 			t.Fatalf("row %d is %d %q, want %q: rows out of order", i, r.Index, r.Label, c.label)
 		}
-		checkLabRow(t, r, c)
+		outcomes[c.label] = checkLabRow(t, r, c, filepath.Join(pcaps, fmt.Sprintf("%d.pcap", r.Index)))
 	}
 	if a, b := res.Rows[0].RoundTrips, res.Rows[2].RoundTrips; a != nil && b != nil && *a <= *b {
-		t.Errorf("IW 3 took %d round trips, IW 32 %d: want more with IW 3", *a, *b)
+		o := outcomes["iw3"]
+		if o.notStrict == "" {
+			o.notStrict = fmt.Sprintf("IW 3 took %d round trips, IW 32 %d", *a, *b)
+		}
+		outcomes["iw3"] = o
 	}
 	last := res.Rows[len(res.Rows)-1]
 	if !last.Failed() || last.Error == "" || probe.KindOf(last.PassiveErr) != probe.KindRefused {
@@ -170,47 +258,106 @@ func TestSurveyLab(t *testing.T) {
 	if last.ExactIWSegments != nil || last.RoundTrips != nil {
 		t.Errorf("refused URL has measurements: %+v", last)
 	}
+	return outcomes
 }
 
-// checkLabRow checks one row of an emulated server against its true IW.
-func checkLabRow(t *testing.T, r Row, c labCase) {
+// labPathRTTMs is the emulated paths' round-trip time; a handshake more than
+// labDistortedMs above it was slowed by the host, not by the path (the
+// emulator adds well under a millisecond when it gets its time).
+const (
+	labPathRTTMs   = 20.0
+	labDistortedMs = 5.0
+)
+
+// tsharkHandshakeMs is tshark's reading of the handshake RTT in a capture of
+// one connection: Wireshark's iRTT, from the SYN to the client's ACK of the
+// SYN/ACK, as the report's handshake_rtt_ms is defined.
+func tsharkHandshakeMs(t *testing.T, pcap string) float64 {
+	t.Helper()
+	cmd := exec.Command("tshark", "-r", pcap, "-Y", "tcp.analysis.initial_rtt", "-T", "fields", "-e", "tcp.analysis.initial_rtt")
+	cmd.Env = append(os.Environ(), "HOME="+t.TempDir())
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("tshark -r %s: %v", pcap, err)
+	}
+	first, _, _ := strings.Cut(strings.TrimSpace(string(out)), "\n")
+	seconds, err := strconv.ParseFloat(first, 64)
+	if err != nil {
+		t.Fatalf("%s: no initial RTT in tshark's reading (%q)", pcap, out)
+	}
+	return seconds * 1e3
+}
+
+// checkLabRow checks one row of an emulated server against its true IW and
+// against tshark's reading of its page load's capture. It fails the test on a
+// wrong answer, and returns what of the reading was not strict, with the
+// evidence of the host's distortion when there is some.
+func checkLabRow(t *testing.T, r Row, c labCase, pcap string) (o labOutcome) {
+	cmpOr := cmp.Or[string]
 	t.Helper()
 	if r.Failed() {
 		t.Errorf("%s: failed: %s", c.label, r.Error)
-		return
+		return o
 	}
 	wantPhase := exact.PhaseHTTP
 	if c.tls != "" {
 		wantPhase = exact.PhaseTLS
 	}
-	if r.ExactVerdict != exact.VerdictExact || r.ExactIWSegments == nil || *r.ExactIWSegments != c.iw {
-		t.Errorf("%s: exact verdict %s, %s segments, want exact %d (%s)", c.label, r.ExactVerdict, optInt(r.ExactIWSegments), c.iw, r.ExactReason)
+	// The exact measurement: exact and right. A busy host can keep it from an
+	// answer (its runs disagree when a tail loss probe's new segment is timed
+	// among the window's): it then says so, which is not wrong.
+	switch {
+	case r.ExactVerdict == exact.VerdictExact && (r.ExactIWSegments == nil || *r.ExactIWSegments != c.iw):
+		t.Errorf("%s: exact verdict with %s segments, the server's IW is %d (%s)", c.label, optInt(r.ExactIWSegments), c.iw, r.ExactReason)
+	case r.ExactVerdict != exact.VerdictExact:
+		o.notStrict = fmt.Sprintf("the exact measurement gave no answer (%s: %s)", r.ExactVerdict, r.ExactReason)
+	case r.ExactIWBytes == nil || *r.ExactIWBytes <= (c.iw-1)*40 || *r.ExactIWBytes > c.iw*exact.DefaultMSS:
+		// At the 64-byte MSS the server's segments carry 52 bytes (12 of timestamps).
+		t.Errorf("%s: exact IW bytes %s for %d segments at MSS %d", c.label, optInt(r.ExactIWBytes), c.iw, exact.DefaultMSS)
 	}
 	if r.ExactPhase != wantPhase {
 		t.Errorf("%s: exact counted %q, want %q", c.label, r.ExactPhase, wantPhase)
 	}
-	// At the 64-byte MSS the server's segments carry 52 bytes (12 of timestamps).
-	if r.ExactIWBytes == nil || *r.ExactIWBytes <= (c.iw-1)*40 || *r.ExactIWBytes > c.iw*exact.DefaultMSS {
-		t.Errorf("%s: exact IW bytes %s for %d segments at MSS %d", c.label, optInt(r.ExactIWBytes), c.iw, exact.DefaultMSS)
+	if r.HandshakeRTTMs == nil {
+		t.Errorf("%s: no handshake RTT", c.label)
+	} else {
+		// What the capture shows (tshark's reading of the same packets), and
+		// never less than the path: the emulator cannot deliver early.
+		if want := tsharkHandshakeMs(t, pcap); math.Abs(*r.HandshakeRTTMs-want) > 0.01 {
+			t.Errorf("%s: handshake RTT %.3f ms, tshark reads %.3f ms in the page load's capture", c.label, *r.HandshakeRTTMs, want)
+		}
+		if *r.HandshakeRTTMs < labPathRTTMs-1 {
+			t.Errorf("%s: handshake RTT %.3f ms, below the path's %.0f ms", c.label, *r.HandshakeRTTMs, labPathRTTMs)
+		}
+		if *r.HandshakeRTTMs > labPathRTTMs+labDistortedMs {
+			o.distorted = fmt.Sprintf("a handshake of %.1f ms on a %.0f ms path", *r.HandshakeRTTMs, labPathRTTMs)
+		}
 	}
 	// The page load: its own reading never contradicts the truth, and over
-	// cleartext with 150 KB (≥ 2 IW at any of these IWs) it is exact.
+	// cleartext with 150 KB (≥ 2 IW at any of these IWs) it is exact on an
+	// undistorted path (a server stalled in its first round reads as a lower
+	// bound, which is not wrong).
 	switch {
-	case r.PassiveIWSegments == nil:
+	case r.PassiveIWSegments == nil && c.tls == "":
 		t.Errorf("%s: no page-load IW (verdict %q)", c.label, r.PassiveVerdict)
+		return o
+	case r.PassiveIWSegments == nil:
+		// Over TLS the first round may be the TLS flight's or the
+		// response's: a reading of neither (ambiguous) is not wrong.
+		o.notStrict = cmpOr(o.notStrict, fmt.Sprintf("no page-load IW (verdict %s)", r.PassiveVerdict))
 	case r.PassiveVerdict == report.VerdictExact && *r.PassiveIWSegments != c.iw:
 		t.Errorf("%s: page load says exact %d, true IW %d", c.label, *r.PassiveIWSegments, c.iw)
 	case r.PassiveVerdict == report.VerdictLowerBound && *r.PassiveIWSegments > c.iw:
 		t.Errorf("%s: page load's lower bound %d is above the true IW %d", c.label, *r.PassiveIWSegments, c.iw)
 	case c.tls == "" && r.PassiveVerdict != report.VerdictExact:
-		t.Errorf("%s: page load verdict %s, want exact", c.label, r.PassiveVerdict)
+		o.notStrict = cmpOr(o.notStrict, fmt.Sprintf("the page load read the IW as %s %d", r.PassiveVerdict, *r.PassiveIWSegments))
 	}
 	if r.MSS == nil || r.FirstRoundBytes == nil {
 		t.Fatalf("%s: no MSS or first round: %+v", c.label, r)
 	}
-	if c.tls == "" && *r.FirstRoundBytes != min(c.iw**r.MSS, labBodyBytes) {
+	if c.tls == "" && *r.FirstRoundBytes != min(c.iw**r.MSS, labBodyBytes) && o.notStrict == "" {
 		// Cleartext: the first round is the IW, full-sized segments.
-		t.Errorf("%s: first round %d bytes, want IW × MSS = %d × %d", c.label, *r.FirstRoundBytes, c.iw, *r.MSS)
+		o.notStrict = fmt.Sprintf("a first round of %d bytes, not IW × MSS = %d × %d", *r.FirstRoundBytes, c.iw, *r.MSS)
 	}
 	if *r.FirstRoundBytes <= 0 || *r.FirstRoundBytes > c.iw**r.MSS*4 {
 		t.Errorf("%s: first round %d bytes", c.label, *r.FirstRoundBytes)
@@ -226,12 +373,10 @@ func checkLabRow(t *testing.T, r Row, c labCase) {
 	if r.RoundTrips == nil || *r.RoundTrips < 3 {
 		t.Errorf("%s: %s round trips", c.label, optInt(r.RoundTrips))
 	}
-	if r.HandshakeRTTMs == nil || *r.HandshakeRTTMs < 19 || *r.HandshakeRTTMs > 40 {
-		t.Errorf("%s: handshake RTT %s ms, want about 20", c.label, optFloat(r.HandshakeRTTMs))
-	}
 	if r.Status == nil || *r.Status != 200 || r.BodyBytes == nil || *r.BodyBytes != labBodyBytes {
 		t.Errorf("%s: status %s, body %v", c.label, optInt(r.Status), r.BodyBytes)
 	}
+	return o
 }
 
 // TestSurveyInterrupted cancels a survey in the middle: Run returns the rows

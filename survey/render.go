@@ -165,10 +165,3 @@ func optInt(n *int) string {
 	}
 	return strconv.Itoa(*n)
 }
-
-func optFloat(v *float64) string {
-	if v == nil {
-		return ""
-	}
-	return strconv.FormatFloat(*v, 'f', 2, 64)
-}

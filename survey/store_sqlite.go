@@ -11,6 +11,10 @@ import (
 
 	// The pure-Go SQLite driver: no cgo, so the binary stays static.
 	_ "modernc.org/sqlite"
+
+	"github.com/slowstart/slowstart/internal/privatefile"
+	"github.com/slowstart/slowstart/internal/redact"
+	"github.com/slowstart/slowstart/internal/sqlitepath"
 )
 
 // sqliteStore keeps rows in a SQLite file: table rows (one column per row
@@ -45,7 +49,11 @@ CREATE UNIQUE INDEX IF NOT EXISTS rows_target ON rows ("vantage", "index", "url"
 }
 
 func openSQLiteDB(path string) (*sql.DB, error) {
-	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)")
+	dsn, err := sqlitepath.DSN(path, "busy_timeout(10000)", "journal_mode(WAL)", "synchronous(NORMAL)")
+	if err != nil {
+		return nil, err
+	}
+	db, err := sql.Open("sqlite", dsn)
 	if err != nil {
 		return nil, err
 	}
@@ -54,7 +62,7 @@ func openSQLiteDB(path string) (*sql.DB, error) {
 }
 
 func openSQLiteStore(path string, meta StoreMeta) (_ *sqliteStore, err error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	f, err := privatefile.OpenReadWrite(path) // made 0600, or tightened to it
 	if err != nil {
 		return nil, fmt.Errorf("opening the store: %w", err)
 	}
@@ -168,7 +176,7 @@ func (s *sqliteStore) commit() error {
 
 func (s *sqliteStore) Done(t Target) (bool, error) {
 	var one int
-	err := s.done.QueryRow(s.meta.Settings.Vantage, t.Index, t.URL).Scan(&one)
+	err := s.done.QueryRow(s.meta.Settings.Vantage, t.Index, redact.URL(t.URL)).Scan(&one)
 	if errors.Is(err, sql.ErrNoRows) {
 		return false, nil
 	}

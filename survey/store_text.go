@@ -11,6 +11,8 @@ import (
 	"os"
 	"slices"
 	"sync"
+
+	"github.com/slowstart/slowstart/internal/privatefile"
 )
 
 // lineStore appends rows to a text file, one line each (JSONL or CSV), written
@@ -99,7 +101,7 @@ func trimCutLine(f *os.File) error {
 }
 
 func openLineFile(path string) (*os.File, error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	f, err := privatefile.OpenReadWrite(path) // made 0600, or tightened to it
 	if err != nil {
 		return nil, fmt.Errorf("opening the store: %w", err)
 	}

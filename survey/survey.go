@@ -21,12 +21,15 @@ import (
 	"net/netip"
 	"net/url"
 	"os"
+	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
 
+	"github.com/slowstart/slowstart/internal/redact"
 	"github.com/slowstart/slowstart/probe"
 	"github.com/slowstart/slowstart/probe/exact"
 	"github.com/slowstart/slowstart/report"
@@ -137,6 +140,9 @@ type Options struct {
 
 	// measure replaces the measurements (tests of the engine).
 	measure func(ctx context.Context, t *task) Row
+	// pcapDir, when set, keeps each page load's capture there as INDEX.pcap
+	// (tests: an independent reading of what the page load saw).
+	pcapDir string
 }
 
 // Row is the outcome of one URL. Fields that were not measured, or could not
@@ -422,7 +428,9 @@ func Run(ctx context.Context, targets []Target, opts Options) (*Result, error) {
 func (e *engine) measure(ctx context.Context, t *task) Row {
 	o := &e.opts
 	start := time.Now()
-	row := Row{Index: t.target.Index, Line: t.target.Line, Label: t.target.Label, URL: t.target.URL,
+	// Printed and stored: the URL without its credentials or query values,
+	// and every error through oneLine, which redacts the URLs in it.
+	row := Row{Index: t.target.Index, Line: t.target.Line, Label: t.target.Label, URL: redact.URL(t.target.URL),
 		Vantage: o.Vantage, Shard: o.Shard.String()}
 	if t.addr.IsValid() {
 		row.Address = t.addr.String()
@@ -450,8 +458,12 @@ func (e *engine) measure(ctx context.Context, t *task) Row {
 		if err == nil {
 			if err = e.limits.waitConnections(ctx, 1); err == nil {
 				var res *probe.Result
-				res, err = probe.Run(ctx, probe.Options{URL: t.target.URL, Netns: netns, Resolve: resolve, RootCAs: roots,
-					Insecure: o.Insecure, Timeout: o.Timeout, Runs: 1, Tool: o.Tool, Logger: o.Logger})
+				popts := probe.Options{URL: t.target.URL, Netns: netns, Resolve: resolve, RootCAs: roots,
+					Insecure: o.Insecure, Timeout: o.Timeout, Runs: 1, Tool: o.Tool, Logger: o.Logger}
+				if o.pcapDir != "" {
+					popts.PcapPath = filepath.Join(o.pcapDir, strconv.Itoa(t.target.Index)+".pcap")
+				}
+				res, err = probe.Run(ctx, popts)
 				if res != nil {
 					fillPassive(&row, res)
 					if res.Report != nil {
@@ -498,7 +510,7 @@ func (e *engine) measure(ctx context.Context, t *task) Row {
 	row.DurationMs = float64(time.Since(start).Microseconds()) / 1000
 	now := time.Now().UTC().Truncate(time.Millisecond)
 	row.FinishedAt = &now
-	o.Logger.Debug("surveyed", "url", t.target.URL, "exact", row.ExactVerdict, "passive", row.PassiveVerdict, "error", row.Error)
+	o.Logger.Debug("surveyed", "url", row.URL, "exact", row.ExactVerdict, "passive", row.PassiveVerdict, "error", row.Error)
 	return row
 }
 
@@ -649,7 +661,8 @@ func fillPassive(row *Row, res *probe.Result) {
 
 func ptr[T any](v T) *T { return &v }
 
-// oneLine flattens an error's message to one line, for a table cell.
+// oneLine flattens an error's message to one line, for a table cell, with the
+// URLs in it redacted.
 func oneLine(err error) string {
-	return strings.Join(strings.Fields(err.Error()), " ")
+	return redact.Text(strings.Join(strings.Fields(err.Error()), " "))
 }

@@ -195,12 +195,14 @@ func Apply(opts ApplyOptions) (*ApplyResult, error) {
 		}
 		return res, err
 	}
-	// One apply or revert at a time, from reading the routes to checking them.
-	unlock, err := lockBackupDir(lockDir(opts.BackupDir, opts.BackupPath))
+	// One apply or revert per network namespace at a time, from reading the
+	// routes to checking them.
+	unlock, err := lockNetns(opts.Netns)
 	if err != nil {
 		return nil, err
 	}
 	defer unlock()
+	removeOrphanTemporaries(backupDirOf(opts.BackupDir, opts.BackupPath))
 	return apply(opts)
 }
 

@@ -142,13 +142,12 @@ func writeBackup(path string, b *Backup) error {
 const (
 	tmpPrefix = ".tune-backup-"
 	tmpSuffix = ".tmp"
-	lockName  = ".lock"
 )
 
-// LockError says another tune process holds the backup directory's lock.
+// LockError says another tune process holds the network namespace's lock.
 type LockError struct {
-	Dir    string
-	Holder string // the holder's PID as it wrote it, "" when unknown
+	Netns  string // the namespace's name or path, "" for this process's
+	Holder string // the holder's PID, "" when unknown
 }
 
 func (e *LockError) Error() string {
@@ -156,13 +155,77 @@ func (e *LockError) Error() string {
 	if e.Holder != "" {
 		who += " (PID " + e.Holder + ")"
 	}
-	return fmt.Sprintf("%s is changing routes with the backups in %s: wait for it to end, then run this again", who, e.Dir)
+	where := "this network namespace"
+	if e.Netns != "" {
+		where = "network namespace " + e.Netns
+	}
+	return fmt.Sprintf("%s is changing the routes of %s: wait for it to end, then run this again", who, where)
 }
 
-// lockDir is the directory whose lock an apply or revert takes: the backup
-// directory given, else the directory of the backup file given, else
-// DefaultBackupDir.
-func lockDir(backupDir, backupPath string) string {
+// netnsFile is the file of a network namespace: the named one's under
+// NetnsDir (or the path given), or this process's own.
+func netnsFile(name string) string {
+	if name == "" {
+		return "/proc/self/ns/net"
+	}
+	return NetnsPath(name)
+}
+
+// lockNetns takes the lock of a network namespace ("" this process's) for the
+// whole read-modify-write of an apply or a revert, so that two of them never
+// interleave their changes of its routes, whatever backup directories they
+// use: an exclusive flock on the namespace's own file, which every path to
+// the namespace opens (its name under /run/netns, /proc/PID/ns/net), so there
+// is one lock per namespace and no lock file to leave behind. unlock releases
+// it; the kernel releases it too when the process dies.
+func lockNetns(name string) (unlock func(), err error) {
+	path := netnsFile(name)
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) && name != "" {
+		return nil, fmt.Errorf("network namespace %s: %s does not exist (see `ip netns list`)", name, path)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("open the network namespace %s to lock it: %w", path, err)
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		holder := flockHolder(f)
+		f.Close()
+		if errors.Is(err, unix.EWOULDBLOCK) {
+			return nil, &LockError{Netns: name, Holder: holder}
+		}
+		return nil, fmt.Errorf("lock the network namespace %s: %w", path, err)
+	}
+	return func() {
+		_ = unix.Flock(int(f.Fd()), unix.LOCK_UN)
+		f.Close()
+	}, nil
+}
+
+// flockHolder finds, in /proc/locks, the PID of a process that holds a flock
+// on f's file ("" when none is found).
+func flockHolder(f *os.File) string {
+	var st unix.Stat_t
+	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
+		return ""
+	}
+	want := fmt.Sprintf("%02x:%02x:%d", unix.Major(st.Dev), unix.Minor(st.Dev), st.Ino)
+	data, err := os.ReadFile("/proc/locks")
+	if err != nil {
+		return ""
+	}
+	// "1: FLOCK  ADVISORY  WRITE 1234 00:04:4026531840 0 EOF"
+	for _, line := range strings.Split(string(data), "\n") {
+		fields := strings.Fields(line)
+		if len(fields) >= 6 && fields[1] == "FLOCK" && fields[5] == want && fields[0] != "->" {
+			return fields[4]
+		}
+	}
+	return ""
+}
+
+// backupDirOf is the directory backups go to: the backup directory given,
+// else the directory of the backup file given, else DefaultBackupDir.
+func backupDirOf(backupDir, backupPath string) string {
 	switch {
 	case backupDir != "":
 		return backupDir
@@ -172,42 +235,10 @@ func lockDir(backupDir, backupPath string) string {
 	return DefaultBackupDir
 }
 
-// lockBackupDir takes the lock of the backup directory (made when missing) for
-// the whole read-modify-write of an apply or a revert, so that two of them never
-// interleave their changes, and removes the temporary files of writers that died.
-// unlock releases it; the kernel releases it too when the process dies.
-func lockBackupDir(dir string) (unlock func(), err error) {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("create backup directory: %w", err)
-	}
-	path := filepath.Join(dir, lockName)
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
-	if err != nil {
-		return nil, fmt.Errorf("open the lock %s: %w", path, err)
-	}
-	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
-		holder, _ := os.ReadFile(path)
-		f.Close()
-		if errors.Is(err, unix.EWOULDBLOCK) {
-			return nil, &LockError{Dir: dir, Holder: strings.TrimSpace(string(holder))}
-		}
-		return nil, fmt.Errorf("lock %s: %w", path, err)
-	}
-	if err := f.Truncate(0); err == nil {
-		_, _ = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
-	}
-	removeOrphanTemporaries(dir)
-	return func() {
-		_ = f.Truncate(0)
-		_ = unix.Flock(int(f.Fd()), unix.LOCK_UN)
-		f.Close()
-	}, nil
-}
-
 // removeOrphanTemporaries removes the temporary backups in dir whose writer is
-// gone (it held the lock, so none is writing now but this process). A temporary
-// file without a PID in its name (an older slowstart's) is removed when it is
-// more than an hour old.
+// gone (a writer of another namespace may be writing its own meanwhile: its
+// PID runs). A temporary file without a PID in its name (an older slowstart's)
+// is removed when it is more than an hour old.
 func removeOrphanTemporaries(dir string) []string {
 	entries, err := os.ReadDir(dir)
 	if err != nil {

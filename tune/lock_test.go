@@ -14,13 +14,13 @@ import (
 	"time"
 )
 
-// TestApplyHoldsTheLock: an apply while another holds the backup directory's
+// TestApplyHoldsTheLock: an apply while another holds the network namespace's
 // lock changes nothing and names the holder.
 func TestApplyHoldsTheLock(t *testing.T) {
 	ns := newNamespace(t)
 	dir := t.TempDir()
 	before := routeSnapshot(t, ns)
-	unlock, err := lockBackupDir(dir)
+	unlock, err := lockNetns(ns)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,7 +38,7 @@ func TestApplyHoldsTheLock(t *testing.T) {
 		t.Fatalf("apply after the lock was released: %v", err)
 	}
 	applied := routeSnapshot(t, ns)
-	if unlock, err = lockBackupDir(dir); err != nil {
+	if unlock, err = lockNetns(ns); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := Revert(RevertOptions{Netns: ns, BackupDir: dir}); !errors.As(err, &lockErr) {
@@ -53,6 +53,68 @@ func TestApplyHoldsTheLock(t *testing.T) {
 	}
 	if now := routeSnapshot(t, ns); now != before {
 		t.Errorf("routes after the revert:\n%s", now)
+	}
+}
+
+// TestOneLockPerNamespace: the lock belongs to the network namespace, not to
+// a backup directory: an apply with another --backup-dir, or naming the
+// namespace by another path, waits for it (two applies with different
+// backup directories interleaved on thousands of routes, and both failed).
+func TestOneLockPerNamespace(t *testing.T) {
+	ns := newNamespace(t)
+	before := routeSnapshot(t, ns)
+	unlock, err := lockNetns(ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{ns, filepath.Join(NetnsDir, ns)} {
+		_, err := Apply(ApplyOptions{Netns: name, InitCwnd: 20, Route: RouteAll, BackupDir: t.TempDir()})
+		var lockErr *LockError
+		if !errors.As(err, &lockErr) || lockErr.Holder != strconv.Itoa(os.Getpid()) {
+			t.Errorf("apply of %s with a backup directory of its own under the namespace's lock: %v, want a LockError naming PID %d", name, err, os.Getpid())
+		}
+	}
+	if now := routeSnapshot(t, ns); now != before {
+		t.Fatalf("routes changed under the namespace's lock:\n%s", now)
+	}
+	unlock()
+
+	// Two at once, each with its own backup directory, over 2,000 routes (a
+	// window wide enough for two unlocked applies to interleave), several
+	// times: never half one value and half the other.
+	var batch strings.Builder
+	for i := range 2000 {
+		fmt.Fprintf(&batch, "route add 10.%d.%d.0/24 via 192.0.2.2 dev veth0\n", 100+i/250, i%250)
+	}
+	add := exec.Command("ip", "-n", ns, "-batch", "-")
+	add.Stdin = strings.NewReader(batch.String())
+	if out, err := add.CombinedOutput(); err != nil {
+		t.Fatalf("ip -batch: %v\n%s", err, out)
+	}
+	initcwnd := regexp.MustCompile(`initcwnd (\d+) `)
+	dirs := []string{t.TempDir(), t.TempDir()}
+	for i := range 6 {
+		var wg sync.WaitGroup
+		errs := make([]error, 2)
+		for j, value := range []int{20 + i%2, 30} {
+			wg.Go(func() {
+				_, errs[j] = Apply(ApplyOptions{Netns: ns, InitCwnd: value, Route: RouteAll, BackupDir: dirs[j]})
+			})
+		}
+		wg.Wait()
+		for j, err := range errs {
+			var lockErr *LockError
+			if err != nil && !errors.As(err, &lockErr) {
+				t.Fatalf("round %d: apply %d: %v", i, j, err)
+			}
+		}
+		values := map[string]bool{}
+		for _, m := range initcwnd.FindAllStringSubmatch(routeSnapshot(t, ns), -1) {
+			values[m[1]] = true
+		}
+		if len(values) != 1 {
+			t.Fatalf("round %d: the routes carry initcwnd %v: half one apply, half the other", i, values)
+		}
 	}
 }
 
@@ -125,8 +187,8 @@ func TestConcurrentApplies(t *testing.T) {
 	}
 }
 
-// TestOrphanTemporariesRemoved: taking the lock removes the temporary backups of
-// writers that died, and leaves a live writer's.
+// TestOrphanTemporariesRemoved: the temporary backups of writers that died are
+// removed (as an apply or a revert does under its lock), a live writer's stay.
 func TestOrphanTemporariesRemoved(t *testing.T) {
 	dir := t.TempDir()
 	dead := exec.Command("true")
@@ -155,11 +217,7 @@ func TestOrphanTemporariesRemoved(t *testing.T) {
 	if err := os.Chtimes(filepath.Join(dir, ".tune-backup-123456.tmp"), old, old); err != nil {
 		t.Fatal(err)
 	}
-	unlock, err := lockBackupDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	unlock()
+	removeOrphanTemporaries(dir)
 	for name, removed := range files {
 		_, err := os.Stat(filepath.Join(dir, name))
 		if gone := errors.Is(err, os.ErrNotExist); gone != removed {

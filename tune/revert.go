@@ -54,11 +54,21 @@ func Revert(opts RevertOptions) (*RevertResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	unlock, err := lockBackupDir(lockDir(opts.BackupDir, chosen))
+	// The namespace to lock: the one asked for, else the one the backup names.
+	target := opts.Netns
+	if target == "" {
+		b, err := LoadBackup(chosen)
+		if err != nil {
+			return nil, err
+		}
+		target = b.Netns
+	}
+	unlock, err := lockNetns(target)
 	if err != nil {
 		return nil, err
 	}
 	defer unlock()
+	removeOrphanTemporaries(backupDirOf(opts.BackupDir, chosen))
 	if path, err = find(); err != nil {
 		return nil, err
 	}
@@ -67,6 +77,9 @@ func Revert(opts RevertOptions) (*RevertResult, error) {
 		return nil, err
 	}
 	netnsName := backup.Netns
+	if opts.Netns == "" && netnsName != target {
+		return nil, &BackupError{path, fmt.Errorf("made for network namespace %q, which changed while waiting for %q's lock: run this again", netnsName, target)}
+	}
 	if opts.Netns != "" && opts.Netns != backup.Netns {
 		where := "the host's network namespace"
 		if backup.Netns != "" {

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/slowstart/slowstart/internal/redact"
 	"github.com/slowstart/slowstart/report"
 )
 
@@ -33,7 +34,7 @@ func NewMetrics() *Metrics { return &Metrics{urls: map[string]*urlMetrics{}} }
 func (m *Metrics) Observe(r Row) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	series := `url="` + escapeLabel(RedactURL(r.URL)) + `"`
+	series := `url="` + escapeLabel(redact.URL(r.URL)) + `"`
 	if r.Label != "" {
 		series = `label="` + escapeLabel(r.Label) + `"`
 	}

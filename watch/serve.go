@@ -5,39 +5,9 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"net/url"
 	"strings"
 	"time"
 )
-
-// RedactURL is the form of a URL that watch writes anywhere (the store, the
-// metrics, its output): credentials (user:password@) and the values of the query
-// are replaced by REDACTED, and the fragment is dropped. The scheme, host, port,
-// path and the query's keys stay, so that the page is still recognized. A string
-// that is not a URL is returned as "REDACTED".
-func RedactURL(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return "REDACTED"
-	}
-	if u.User != nil {
-		u.User = url.User("REDACTED")
-	}
-	if u.RawQuery != "" {
-		var parts []string
-		for _, pair := range strings.Split(u.RawQuery, "&") {
-			key, _, hasValue := strings.Cut(pair, "=")
-			if hasValue {
-				parts = append(parts, key+"=REDACTED")
-			} else {
-				parts = append(parts, key)
-			}
-		}
-		u.RawQuery = strings.Join(parts, "&")
-	}
-	u.Fragment, u.RawFragment = "", ""
-	return u.String()
-}
 
 // DefaultMetricsHost is where the metrics are served when the address names only
 // a port (":9464"): this machine only.

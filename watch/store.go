@@ -9,6 +9,9 @@ import (
 	"time"
 
 	// The pure-Go SQLite driver: no cgo, so the binary stays static.
+	"github.com/slowstart/slowstart/internal/privatefile"
+	"github.com/slowstart/slowstart/internal/redact"
+	"github.com/slowstart/slowstart/internal/sqlitepath"
 	"github.com/slowstart/slowstart/report"
 	_ "modernc.org/sqlite"
 )
@@ -44,7 +47,7 @@ CREATE INDEX IF NOT EXISTS probes_url_time ON probes (url, time_unix_ns);
 type Row struct {
 	ID   int64     `json:"id"`
 	Time time.Time `json:"time"`
-	// URL is the URL probed, as RedactURL writes it: no credentials, no query values.
+	// URL is the URL probed, as redact.URL writes it: no credentials, no query values.
 	URL string `json:"url"`
 	// Label names the watch (--label); "" when none was given.
 	Label string `json:"label,omitempty"`
@@ -103,20 +106,18 @@ func OpenStore(path string, mustExist bool) (*Store, error) {
 			return nil, fmt.Errorf("opening the watch store: %w", err)
 		}
 	} else {
-		f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
-		switch {
-		case err == nil:
-			f.Close()
-		case errors.Is(err, os.ErrExist):
-			// A store made before: keep it to its owner too.
-			if st, statErr := os.Stat(path); statErr == nil && st.Mode().IsRegular() && st.Mode().Perm()&0o077 != 0 {
-				_ = os.Chmod(path, 0o600)
-			}
-		default:
+		// Made 0600, or a store made before tightened to it.
+		f, err := privatefile.OpenReadWrite(path)
+		if err != nil {
 			return nil, fmt.Errorf("opening the watch store %s: %w", path, err)
 		}
+		f.Close()
 	}
-	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(5000)&_pragma=journal_mode(WAL)")
+	dsn, err := sqlitepath.DSN(path, "busy_timeout(5000)", "journal_mode(WAL)")
+	if err != nil {
+		return nil, fmt.Errorf("opening the watch store: %w", err)
+	}
+	db, err := sql.Open("sqlite", dsn)
 	if err != nil {
 		return nil, fmt.Errorf("opening the watch store %s: %w", path, err)
 	}
@@ -200,7 +201,7 @@ func (s *Store) Rows(ctx context.Context, q Query) ([]Row, error) {
 	where, args := "1=1", []any{}
 	if q.URL != "" {
 		where += " AND url = ?"
-		args = append(args, RedactURL(q.URL))
+		args = append(args, redact.URL(q.URL))
 	}
 	if !q.From.IsZero() {
 		where += " AND time_unix_ns >= ?"

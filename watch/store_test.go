@@ -3,6 +3,7 @@ package watch
 import (
 	"context"
 	"database/sql"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -104,5 +105,43 @@ func TestStoreRefusesOtherFiles(t *testing.T) {
 	db.Close()
 	if _, err := OpenStore(newer, true); err == nil || !strings.Contains(err.Error(), "newer") {
 		t.Errorf("a newer store: %v", err)
+	}
+}
+
+// TestStorePathsArePaths: a store named with '?', '#' or '%' is that file,
+// 0600, and the only one made (the part before '?' was taken for the name,
+// with mode 0644, and the named file stayed empty).
+func TestStorePathsArePaths(t *testing.T) {
+	for _, name := range []string{"w?x.db", "a#b.db", "100%.db"} {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			path := filepath.Join(dir, name)
+			s, err := OpenStore(path, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := s.Insert(context.Background(), Row{Time: time.Now(), URL: "https://a.example/"}); err != nil {
+				t.Fatal(err)
+			}
+			s.Close()
+			s, err = OpenStore(path, true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rows, err := s.Rows(context.Background(), Query{})
+			s.Close()
+			if err != nil || len(rows) != 1 {
+				t.Errorf("%d rows read back (%v), want 1", len(rows), err)
+			}
+			entries, _ := os.ReadDir(dir)
+			for _, e := range entries {
+				if !strings.HasPrefix(e.Name(), name) {
+					t.Errorf("the store %s made %s beside it", name, e.Name())
+				}
+				if info, err := e.Info(); err == nil && info.Mode().Perm() != 0o600 {
+					t.Errorf("%s: mode %v, want 0600", e.Name(), info.Mode().Perm())
+				}
+			}
+		})
 	}
 }

@@ -12,10 +12,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	neturl "net/url"
-	"strings"
 	"time"
 
+	"github.com/slowstart/slowstart/internal/redact"
 	"github.com/slowstart/slowstart/probe"
 	"github.com/slowstart/slowstart/report"
 )
@@ -108,12 +107,13 @@ func Run(ctx context.Context, cfg Config) error {
 }
 
 // RowFromResult turns a probe's result into a row: the final hop (the page
-// itself, after redirects) of the first run gives the values. The URL, and any
-// mention of it in the error, is redacted (RedactURL).
+// itself, after redirects) of the first run gives the values. The URL, and
+// every URL and secret of it in the error (a redirect's target too), is
+// redacted (package redact).
 func RowFromResult(at time.Time, url string, res *probe.Result, err error) Row {
-	row := Row{Time: at.UTC(), URL: RedactURL(url)}
+	row := Row{Time: at.UTC(), URL: redact.URL(url)}
 	if err != nil {
-		row.Error = redactText(err.Error(), url)
+		row.Error = redact.Text(err.Error(), url)
 	}
 	var conn *report.Connection
 	if res != nil {
@@ -134,26 +134,4 @@ func RowFromResult(at time.Time, url string, res *probe.Result, err error) Row {
 		row.Error = fmt.Sprintf("HTTP status %d", *sum.Status)
 	}
 	return row
-}
-
-// redactText replaces, in a message about rawURL, the URL and its secrets (the
-// credentials, the query) by their redacted forms.
-func redactText(text, rawURL string) string {
-	text = strings.ReplaceAll(text, rawURL, RedactURL(rawURL))
-	u, err := neturl.Parse(rawURL)
-	if err != nil {
-		return text
-	}
-	if u.User != nil {
-		if s := u.User.String(); s != "" {
-			text = strings.ReplaceAll(text, s, "REDACTED")
-		}
-		if p, ok := u.User.Password(); ok && p != "" {
-			text = strings.ReplaceAll(text, p, "REDACTED")
-		}
-	}
-	if u.RawQuery != "" {
-		text = strings.ReplaceAll(text, u.RawQuery, strings.TrimPrefix(RedactURL("?"+u.RawQuery), "?"))
-	}
-	return text
 }

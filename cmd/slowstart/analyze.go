@@ -13,6 +13,7 @@ import (
 	"github.com/slowstart/slowstart/capture"
 	"github.com/slowstart/slowstart/internal/textsafe"
 	"github.com/slowstart/slowstart/keylog"
+	"github.com/slowstart/slowstart/pageload"
 	"github.com/slowstart/slowstart/report"
 )
 
@@ -54,8 +55,11 @@ Connections are reported as they finish (both sides closed, or idle for
 open connections; each is numbered in the order of its first packet. The capture's
 summary and its warnings come last. Several files (a rotated capture, a shell
 glob) are read as one capture, merged in time order. A damaged record mid-file is
-skipped where the format allows reading on: the report of everything readable is
-printed, the warning names the record, and the exit code is 3.`,
+skipped where the format allows reading on, and a file cut inside a record (cut
+short, or still being written) is read up to the cut: the report of everything
+readable is printed, a warning names the record, and the exit code is 3.
+--server or --connection matching no connection is refused (exit 2) before
+anything is printed.`,
 		Example: `  slowstart analyze page.pcap
   slowstart analyze page.pcap --json | jq '.connections[].initial_window'
   slowstart analyze big.pcap.gz --jsonl > conns.jsonl
@@ -101,21 +105,24 @@ printed, the warning names the record, and the exit code is 3.`,
 			}
 			defer reader.Close()
 			if harPath != "" {
-				return analyzeCaptureWithHAR(cmd, reader, args, analysis.StreamOptions{Options: analysis.Options{Server: hint, Tool: "slowstart " + version, Packets: htmlOut != "", KeyLog: keys}, IdleNs: idleNs(idle)}, harPath, asJSON, htmlOut)
+				return analyzeCaptureWithHAR(cmd, reader, args, analysis.StreamOptions{Options: analysis.Options{Server: hint, Tool: "slowstart " + version, Packets: htmlOut != "", KeyLog: keys}, IdleNs: idleNs(idle), CompactAttempts: true}, harPath, asJSON, htmlOut)
 			}
 
 			out := cmd.OutOrStdout()
-			var w report.StreamWriter
+			var stream report.StreamWriter
 			switch {
 			case asJSON:
-				w = report.NewJSONStream(out)
+				stream = report.NewJSONStream(out)
 			case asJSONL:
-				w = report.NewJSONLStream(out)
+				stream = report.NewJSONLStream(out)
 			case asCSV:
-				w = report.NewRoundsCSVStream(out)
+				stream = report.NewRoundsCSVStream(out)
 			default:
-				w = report.NewTextStream(textsafe.Writer(out))
+				stream = report.NewTextStream(textsafe.Writer(out))
 			}
+			// Nothing is written before the first connection: a filter that
+			// matches none is refused before a summary or a JSON header.
+			w := &beginLater{StreamWriter: stream}
 			var page *report.Collector
 			if htmlOut != "" {
 				page = report.NewCollector(htmlBudgetBytes)
@@ -125,6 +132,8 @@ printed, the warning names the record, and the exit code is 3.`,
 			opts := analysis.StreamOptions{
 				Options: analysis.Options{Server: hint, Tool: tool, Packets: htmlOut != "", KeyLog: keys},
 				IdleNs:  idleNs(idle),
+				// The page's packet lists: a SYN flood in the memory analyze takes.
+				CompactAttempts: true,
 				Emit: func(c *report.Connection) error {
 					if connection > 0 && c.Index != connection {
 						return nil
@@ -153,15 +162,15 @@ printed, the warning names the record, and the exit code is 3.`,
 			for _, warn := range warnings {
 				fmt.Fprintf(cmd.ErrOrStderr(), "slowstart: warning: %s\n", textsafe.Escape(warn))
 			}
+			if err := filterMatchedNothing(found, connection, server, stats.Connections); err != nil {
+				return err
+			}
 			endWarnings := warnings
 			if !asJSON && !asJSONL && !asCSV {
 				endWarnings = nil
 			}
 			if err := w.End(source, endWarnings); err != nil {
 				return err
-			}
-			if connection > 0 && !found {
-				return withCode(exitUsage, fmt.Errorf("--connection %d: the capture has %d connection(s)", connection, stats.Connections))
 			}
 			if page != nil {
 				if err := writeHTMLFile(cmd, htmlOut, page.Report(tool, source, warnings)); err != nil {
@@ -183,6 +192,59 @@ printed, the warning names the record, and the exit code is 3.`,
 	cmd.Flags().StringVar(&keylogPath, "keylog", "", "decrypt TLS and QUIC with the secrets of this key log (the NSS format browsers and curl write with SSLKEYLOGFILE, which is read when this flag is not given): the HTTP requests inside, each with its rounds")
 	cmd.Flags().DurationVar(&idle, "idle-timeout", time.Duration(analysis.DefaultIdleNs), "report a connection idle this long (capture time) as it stands, and count its later packets only (0: never; memory then holds every idle connection)")
 	return cmd
+}
+
+// beginLater holds a StreamWriter's Begin until the first connection or the
+// end, so that nothing is written for a run refused after reading the capture.
+type beginLater struct {
+	report.StreamWriter
+	tool   string
+	begun  bool
+	called bool
+}
+
+func (b *beginLater) Begin(tool string) error {
+	b.tool, b.called = tool, true
+	return nil
+}
+
+func (b *beginLater) begin() error {
+	if b.begun || !b.called {
+		return nil
+	}
+	b.begun = true
+	return b.StreamWriter.Begin(b.tool)
+}
+
+func (b *beginLater) Connection(c *report.Connection) error {
+	if err := b.begin(); err != nil {
+		return err
+	}
+	return b.StreamWriter.Connection(c)
+}
+
+func (b *beginLater) End(source report.Source, warnings []string) error {
+	if err := b.begin(); err != nil {
+		return err
+	}
+	return b.StreamWriter.End(source, warnings)
+}
+
+// filterMatchedNothing refuses (exit 2, before anything is printed) a
+// --connection or --server that no connection of the capture matched: the
+// value does not fit this capture.
+func filterMatchedNothing(found bool, connection int, server string, connections int64) error {
+	switch {
+	case found:
+		return nil
+	case connection > 0 && server != "":
+		return withCode(exitUsage, fmt.Errorf("--connection %d: the capture has %d connection(s) with the server %s", connection, connections, server))
+	case connection > 0:
+		return withCode(exitUsage, fmt.Errorf("--connection %d: the capture has %d connection(s); analyze without it lists them", connection, connections))
+	case server != "":
+		return withCode(exitUsage, fmt.Errorf("--server %s: no connection of the capture has that server; analyze without --server lists them", server))
+	}
+	return nil
 }
 
 // idleNs turns --idle-timeout into StreamOptions.IdleNs (negative: never).
@@ -220,17 +282,23 @@ func openCaptureArgs(paths []string) (*capture.Reader, error) {
 
 // streamCapture runs a stream with opts over the capture to its end. It returns
 // the stream's counts and the capture's warnings; a damaged record (skipped:
-// everything readable was analyzed) is among them and is returned as damaged as
-// well, with its exit code, for after the report. err is any other failure.
+// everything readable was analyzed) or a file cut inside a record is among them
+// and is returned as damaged as well, with exit code 3, for after the report.
+// err is any other failure.
 func streamCapture(cmd *cobra.Command, reader *capture.Reader, opts analysis.StreamOptions) (stats analysis.StreamStats, warnings []string, damaged, err error) {
 	stats, err = analysis.Drain(cmd.Context(), reader, opts)
 	if err != nil && !errors.Is(err, capture.ErrDamaged) {
 		return stats, nil, nil, withCode(inputExitCode(err), err)
 	}
-	warnings = append(analysis.CaptureWarnings(reader.Stats(), int(stats.Connections)), analysis.StreamWarnings(stats)...)
-	if err != nil {
+	st := reader.Stats()
+	warnings = append(analysis.CaptureWarnings(st, int(stats.Connections)), analysis.StreamWarnings(stats)...)
+	switch {
+	case err != nil:
 		warnings = append(warnings, err.Error())
 		damaged = withCode(exitFile, err)
+	case st.Truncated:
+		// Its warning says so; the exit code says the file was not whole.
+		damaged = withCode(exitFile, fmt.Errorf("the capture ends inside a record (cut short, or still being written): the %d whole records before it were analyzed", st.Records))
 	}
 	return stats, warnings, damaged, nil
 }
@@ -274,21 +342,38 @@ func loadKeyLog(path string) (*keylog.Log, error) {
 	return keys, nil
 }
 
+// inputExitCode is the exit code of a capture that can't be read: 3 for a
+// file missing, unreadable (a directory, a symbolic link loop, no permission),
+// empty, cut inside its header, damaged or not a capture.
 func inputExitCode(err error) int {
+	var pathErr *fs.PathError
 	switch {
-	case errors.Is(err, fs.ErrNotExist), errors.Is(err, fs.ErrPermission),
-		errors.Is(err, capture.ErrNotCapture), errors.Is(err, capture.ErrEmpty), errors.Is(err, capture.ErrDamaged):
+	case errors.As(err, &pathErr), errors.Is(err, fs.ErrNotExist), errors.Is(err, fs.ErrPermission),
+		errors.Is(err, capture.ErrNotCapture), errors.Is(err, capture.ErrEmpty), errors.Is(err, capture.ErrDamaged),
+		errors.Is(err, capture.ErrTruncated):
 		return exitFile
 	}
 	return exitFailure
 }
 
 // analyzeCaptureWithHAR analyzes the whole capture into one Report (a page load
-// needs every connection at once) and places the HAR's requests on it.
+// needs every connection at once) and places the HAR's requests on it. The HAR
+// is read first: when its requests name their servers, the connections to
+// other servers are counted and left out as they finish, so that memory holds
+// the page's connections, not every one of a large capture.
 func analyzeCaptureWithHAR(cmd *cobra.Command, reader *capture.Reader, args []string, opts analysis.StreamOptions, harPath string, asJSON bool, htmlOut string) error {
+	in, err := loadHAR(harPath)
+	if err != nil {
+		return err
+	}
+	servers, named := in.Servers()
 	defer tuneGCForBatch()()
 	var conns []report.Connection
 	opts.Emit = func(c *report.Connection) error {
+		if server, ok := pageload.ServerOf(c); named && ok && !servers[server] {
+			in.LeftOut++
+			return nil
+		}
 		conns = append(conns, *c)
 		return nil
 	}
@@ -302,7 +387,7 @@ func analyzeCaptureWithHAR(cmd *cobra.Command, reader *capture.Reader, args []st
 	for _, w := range rep.Warnings {
 		fmt.Fprintf(cmd.ErrOrStderr(), "slowstart: warning: %s\n", textsafe.Escape(w))
 	}
-	if err := analyzeWithHAR(cmd, rep, harPath, asJSON, htmlOut); err != nil {
+	if err := placeHAR(cmd, rep, in, asJSON, htmlOut); err != nil {
 		return err
 	}
 	return damaged

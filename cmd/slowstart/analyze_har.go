@@ -10,20 +10,26 @@ import (
 	"github.com/slowstart/slowstart/report"
 )
 
-// analyzeWithHAR places a HAR's requests on the connections of rep (analyze --har)
-// and prints the page load.
-func analyzeWithHAR(cmd *cobra.Command, rep *report.Report, harPath string, asJSON bool, htmlOut string) error {
+// loadHAR reads the page of a HAR (analyze --har) as the requests to place;
+// its errors carry exit code 3.
+func loadHAR(harPath string) (pageload.Input, error) {
 	h, err := har.ReadFile(harPath)
 	if err != nil {
-		return fileError(fmt.Errorf("--har: %w", err))
+		return pageload.Input{}, fileError(fmt.Errorf("--har: %w", err))
 	}
 	in, err := har.ToInput(h)
 	if err != nil {
-		return fileError(fmt.Errorf("--har %s: %w", harPath, err))
+		return pageload.Input{}, fileError(fmt.Errorf("--har %s: %w", harPath, err))
 	}
 	if len(in.Requests) == 0 {
-		return fileError(fmt.Errorf("--har %s holds no request", harPath))
+		return pageload.Input{}, fileError(fmt.Errorf("--har %s holds no request", harPath))
 	}
+	return in, nil
+}
+
+// placeHAR places a HAR's requests on the connections of rep (analyze --har)
+// and prints the page load.
+func placeHAR(cmd *cobra.Command, rep *report.Report, in pageload.Input, asJSON bool, htmlOut string) error {
 	in.ClockOffsetNs = pageload.EstimateClockOffset(rep, in)
 	page := pageload.Build(rep, in)
 	if in.ClockOffsetNs != 0 {

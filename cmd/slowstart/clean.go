@@ -22,9 +22,9 @@ func newCleanCommand() *cobra.Command {
 		Long: `Remove what slowstart runs that were killed (SIGKILL, a crash, a reboot of a
 container) left behind, and say what was removed:
 
-  - the lab's network namespaces (slowstart-PID-N-c/-s under /run/netns), with
-    the servers and clients still running inside them;
-  - the lab's temporary directories (slowstart-PID-WHAT-N in the temporary
+  - the lab's network namespaces (slowstart-PID-START-N-c/-s under /run/netns),
+    with the servers and clients still running inside them;
+  - the lab's temporary directories (slowstart-PID-START-WHAT-N in the temporary
     directory: nginx configurations, curl CA files);
   - the nftables tables of probe --exact and survey (slowstart_exact_PID), in
     this network namespace and in every named one, which rewrite the MSS of
@@ -33,6 +33,8 @@ container) left behind, and say what was removed:
 Only what carries the marker slowstart writes into each (the PID and start
 time of the process that made it) is removed, and only when that process is
 gone: a file, namespace or table of yours with a similar name is never touched.
+(What a run killed before it could write the marker left, an empty mount point
+or directory, is proven by its name, which carries the same PID and start time.)
 An exact table's connections expire by themselves within seconds; the lab and
 every probe, survey and watch also clean up at their start.
 

@@ -20,6 +20,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/slowstart/slowstart/internal/redact"
 	"github.com/slowstart/slowstart/internal/textsafe"
 	"github.com/slowstart/slowstart/units"
 )
@@ -225,7 +226,9 @@ wait:
 	if err == nil {
 		return exitOK
 	}
-	fmt.Fprintf(os.Stderr, "slowstart: %v\n", textsafe.Escape(oneLine(err)))
+	// Every URL in a message (given, a redirect's target, inside a TLS or
+	// net/http error) without its credentials or query values.
+	fmt.Fprintf(os.Stderr, "slowstart: %v\n", textsafe.Escape(redact.Text(oneLine(err))))
 	switch {
 	case errors.As(err, &ee):
 		return ee.code

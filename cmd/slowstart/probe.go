@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/slowstart/slowstart/internal/redact"
 	"github.com/slowstart/slowstart/internal/textsafe"
 	"github.com/slowstart/slowstart/probe"
 	"github.com/slowstart/slowstart/probe/exact"
@@ -248,11 +249,11 @@ type exactOptions struct {
 	resolves                          []string
 }
 
-// runExact runs the active measurement of probe/exact.
+// runExact runs the active measurement of probe/exact. Bad values are refused
+// before anything is said or done (exit 2); a measurement that reported no
+// window (no run gave a reading, or the runs disagree) prints what each run
+// saw and exits 1.
 func runExact(cmd *cobra.Command, rawURL string, o exactOptions) error {
-	if os.Geteuid() != 0 {
-		return withCode(exitPermission, errors.New("--exact installs a firewall rule (nftables) and captures packets, which needs CAP_NET_ADMIN and CAP_NET_RAW: run sudo slowstart probe --exact"))
-	}
 	opts := exact.Options{URL: rawURL, MSS: o.mss, Runs: o.runs, AfterHandshake: o.afterHandshake,
 		TLSVersion: o.tls, ServerName: o.sni, Netns: o.netns, Interface: o.iface, Timeout: o.timeout,
 		UserAgent: o.userAgent, Resolve: map[string]netip.Addr{}}
@@ -266,9 +267,15 @@ func runExact(cmd *cobra.Command, rawURL string, o exactOptions) error {
 		}
 		opts.Resolve[key] = addr
 	}
+	if err := opts.Check(); err != nil {
+		return withCode(exitUsage, fmt.Errorf("--exact: %w", err))
+	}
+	if os.Geteuid() != 0 {
+		return withCode(exitPermission, errors.New("--exact installs a firewall rule (nftables) and captures packets, which needs CAP_NET_ADMIN and CAP_NET_RAW: run sudo slowstart probe --exact"))
+	}
 	ctx := cmd.Context()
 	if !o.asJSON {
-		fmt.Fprintf(cmd.ErrOrStderr(), "Measuring the initial window of %s over %d fresh connections (no ACKs until the server retransmits)...\n", rawURL, max(o.runs, 1))
+		fmt.Fprintf(cmd.ErrOrStderr(), "Measuring the initial window of %s over %d fresh connections (no ACKs until the server retransmits)...\n", redact.URL(rawURL), max(o.runs, 1))
 	}
 	res, err := exact.Measure(ctx, opts)
 	if err != nil {
@@ -283,10 +290,16 @@ func runExact(cmd *cobra.Command, rawURL string, o exactOptions) error {
 		}
 		return withCode(exitNetwork, err)
 	}
+	var werr error
 	if o.asJSON {
-		return writeJSON(cmd.OutOrStdout(), res)
+		werr = writeJSON(cmd.OutOrStdout(), res)
+	} else {
+		werr = exact.WriteText(cmd.OutOrStdout(), res)
 	}
-	return exact.WriteText(cmd.OutOrStdout(), res)
+	if werr == nil && !res.Answered() {
+		return withCode(exitFailure, fmt.Errorf("the exact measurement reported no initial window (%s): %s", res.Verdict, res.Reason))
+	}
+	return werr
 }
 
 func runDemo(cmd *cobra.Command, asJSON bool, htmlOut string) error {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/slowstart/slowstart/internal/privatefile"
 	"github.com/slowstart/slowstart/internal/textsafe"
 	"github.com/slowstart/slowstart/probe"
 	"github.com/slowstart/slowstart/probe/quicprobe"
@@ -72,7 +73,7 @@ func (o http3Options) quicOptions(rawURL string) (quicprobe.Options, func(), err
 		opts.Keylog = keylogAppender(func() (*os.File, error) {
 			if f == nil {
 				var err error
-				if f, err = os.OpenFile(o.keylogPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600); err != nil {
+				if f, err = privatefile.Append(o.keylogPath); err != nil {
 					return nil, err
 				}
 			}

@@ -8,16 +8,19 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"net/netip"
 	"os"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"github.com/spf13/cobra"
 
 	"github.com/slowstart/slowstart/analysis"
 	"github.com/slowstart/slowstart/capture"
+	"github.com/slowstart/slowstart/internal/privatefile"
 	"github.com/slowstart/slowstart/internal/textsafe"
 	"github.com/slowstart/slowstart/probe"
 	"github.com/slowstart/slowstart/report"
@@ -107,11 +110,20 @@ Ctrl-C stops the capture and the server.`,
 			if err := checkOutputFile("html", htmlPath); err != nil {
 				return err
 			}
+			// The address and port to serve on are taken before the file is
+			// read: a value that can't be served on is refused before any work.
+			var ln net.Listener
+			if htmlPath == "" {
+				if ln, err = listenForView(listenAddr, port); err != nil {
+					return err
+				}
+				defer ln.Close()
+			}
 			if page, err := readPageLoad(args[0]); err != nil || page != nil {
 				if err != nil {
 					return err
 				}
-				return viewPageLoad(cmd, args[0], page, htmlPath, listenAddr, port)
+				return viewPageLoad(cmd, args[0], page, htmlPath, ln)
 			}
 			keys, err := loadKeyLog(keylog)
 			if err != nil {
@@ -133,10 +145,6 @@ Ctrl-C stops the capture and the server.`,
 			h, err := web.NewHandler(rep, web.HandlerOptions{AnyHost: !listenAddr.IsLoopback()})
 			if err != nil {
 				return err
-			}
-			ln, err := net.Listen("tcp", net.JoinHostPort(listenAddr.String(), strconv.Itoa(port)))
-			if err != nil {
-				return fmt.Errorf("listening on %s port %d: %w (try another --port)", listenAddr, port, err)
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "slowstart: the view of %s is at http://%s/ (Ctrl-C to stop)\n", args[0], ln.Addr())
 			return web.Serve(cmd.Context(), ln, h, nil)
@@ -161,9 +169,15 @@ func loadForView(cmd *cobra.Command, path string, opts analysis.Options) (*repor
 		return nil, withCode(exitFile, err)
 	}
 	defer f.Close()
+	if info, err := f.Stat(); err == nil && info.IsDir() {
+		return nil, withCode(exitFile, fmt.Errorf("%w: give a capture or a Report (JSON from 'slowstart analyze --json')", &fs.PathError{Op: "read", Path: path, Err: syscall.EISDIR}))
+	}
 	br := bufio.NewReader(f)
 	head, _ := br.Peek(64)
 	if first := bytes.TrimLeft(head, " \t\r\n"); len(first) > 0 && first[0] == '{' {
+		if err := tooLargeForView(f, path); err != nil {
+			return nil, err
+		}
 		return readReport(br, path)
 	}
 	return analyzeForPage(cmd, []string{path}, opts)
@@ -181,19 +195,46 @@ func analyzeForPage(cmd *cobra.Command, paths []string, opts analysis.Options) (
 	defer reader.Close()
 	page := report.NewCollector(htmlBudgetBytes)
 	defer tuneGCForBatch()()
-	_, warnings, damaged, err := streamCapture(cmd, reader, analysis.StreamOptions{Options: opts, Emit: page.Add})
+	_, warnings, damaged, err := streamCapture(cmd, reader, analysis.StreamOptions{Options: opts, CompactAttempts: true, Emit: page.Add})
 	if err != nil {
 		return nil, err
 	}
 	return page.Report(opts.Tool, captureSource(paths, reader.Stats()), warnings), damaged
 }
 
+// maxViewJSONBytes bounds a Report or page load view reads whole: the page of
+// a capture keeps what fits in htmlBudgetBytes; a Report far larger than that
+// is read as the capture it came from.
+const maxViewJSONBytes = 256 << 20
+
+// tooLargeForView refuses a JSON file longer than maxViewJSONBytes before it is
+// read (a pipe is refused by readViewJSON once that much was read).
+func tooLargeForView(f *os.File, path string) error {
+	if info, err := f.Stat(); err == nil && info.Mode().IsRegular() && info.Size() > maxViewJSONBytes {
+		return withCode(exitFile, fmt.Errorf("%s: more than %d MiB of JSON, too much for one page: view the capture itself (its page keeps the connections that fit)", path, maxViewJSONBytes>>20))
+	}
+	return nil
+}
+
+// readViewJSON reads a Report's or a page load's JSON whole, at most
+// maxViewJSONBytes of it.
+func readViewJSON(r io.Reader, path string) ([]byte, error) {
+	data, err := io.ReadAll(io.LimitReader(r, maxViewJSONBytes+1))
+	if err != nil {
+		return nil, withCode(exitFile, fmt.Errorf("%s: %w", path, err))
+	}
+	if len(data) > maxViewJSONBytes {
+		return nil, withCode(exitFile, fmt.Errorf("%s: more than %d MiB of JSON, too much for one page: view the capture itself (its page keeps the connections that fit)", path, maxViewJSONBytes>>20))
+	}
+	return data, nil
+}
+
 // readReport decodes a Report of this schema, or the demo's JSON (its page loads'
 // Reports together).
 func readReport(r io.Reader, path string) (*report.Report, error) {
-	data, err := io.ReadAll(r)
+	data, err := readViewJSON(r, path)
 	if err != nil {
-		return nil, withCode(exitFile, fmt.Errorf("%s: %w", path, err))
+		return nil, err
 	}
 	var head struct {
 		Schema string `json:"schema"`
@@ -241,6 +282,24 @@ func sizeText(n int) string {
 	return strconv.Itoa(n) + " B"
 }
 
+// listenForView takes the address and port view serves on. An address this
+// machine does not have, or a port in use, is a value to change (exit 2); a
+// port below 1024 without root, missing privileges (exit 4).
+func listenForView(addr netip.Addr, port int) (net.Listener, error) {
+	ln, err := net.Listen("tcp", net.JoinHostPort(addr.String(), strconv.Itoa(port)))
+	switch {
+	case err == nil:
+		return ln, nil
+	case errors.Is(err, syscall.EADDRNOTAVAIL):
+		return nil, withCode(exitUsage, fmt.Errorf("--listen %s: not an address of this machine (see: ip addr); 127.0.0.1 serves this machine only, 0.0.0.0 every address", addr))
+	case errors.Is(err, syscall.EADDRINUSE):
+		return nil, withCode(exitUsage, fmt.Errorf("--port %d: in use on %s: give another --port, or 0 for any free one", port, addr))
+	case errors.Is(err, syscall.EACCES):
+		return nil, withCode(exitPermission, fmt.Errorf("--port %d: a port below 1024 needs root: give another --port, or 0 for any free one", port))
+	}
+	return nil, fmt.Errorf("listening on %s port %d: %w (try another --port)", addr, port, err)
+}
+
 type liveViewOptions struct {
 	iface, filter, pcapPath string
 	keep                    int
@@ -275,7 +334,7 @@ func viewLive(cmd *cobra.Command, o liveViewOptions) error {
 	var pw *capture.PcapWriter
 	var pcapFile *os.File
 	if o.pcapPath != "" {
-		pcapFile, err = os.Create(o.pcapPath)
+		pcapFile, err = privatefile.Create(o.pcapPath)
 		if err != nil {
 			return fileError(fmt.Errorf("--pcap: %w", err))
 		}
@@ -286,9 +345,9 @@ func viewLive(cmd *cobra.Command, o liveViewOptions) error {
 		lv.Tee(pw)
 	}
 
-	ln, err := net.Listen("tcp", net.JoinHostPort(o.listen.String(), strconv.Itoa(o.port)))
+	ln, err := listenForView(o.listen, o.port)
 	if err != nil {
-		return fmt.Errorf("listening on %s port %d: %w (try another --port)", o.listen, o.port, err)
+		return err
 	}
 	out := cmd.OutOrStdout()
 	fmt.Fprintf(out, "slowstart: capturing on %s (%s); the live view is at http://%s/ (Ctrl-C to stop)\n", o.iface, filt, ln.Addr())

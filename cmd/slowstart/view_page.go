@@ -5,11 +5,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net"
-	"net/netip"
 	"os"
-	"strconv"
 
 	"github.com/spf13/cobra"
 
@@ -31,9 +28,12 @@ func readPageLoad(path string) (*pageload.Page, error) {
 	if first := bytes.TrimLeft(head, " \t\r\n"); len(first) == 0 || first[0] != '{' || !bytes.Contains(head, []byte(pageload.Schema)) {
 		return nil, nil
 	}
-	data, err := io.ReadAll(br)
+	if err := tooLargeForView(f, path); err != nil {
+		return nil, err
+	}
+	data, err := readViewJSON(br, path)
 	if err != nil {
-		return nil, withCode(exitFile, fmt.Errorf("%s: %w", path, err))
+		return nil, err
 	}
 	var page pageload.Page
 	if err := json.Unmarshal(data, &page); err != nil || page.Schema != pageload.Schema {
@@ -45,21 +45,22 @@ func readPageLoad(path string) (*pageload.Page, error) {
 	return &page, nil
 }
 
-// viewPageLoad shows a page load: as one HTML file, or served until Ctrl-C.
-func viewPageLoad(cmd *cobra.Command, path string, page *pageload.Page, htmlPath string, listen netip.Addr, port int) error {
+// viewPageLoad shows a page load: as one HTML file, or served on ln (taken
+// before the file was read) until Ctrl-C.
+func viewPageLoad(cmd *cobra.Command, path string, page *pageload.Page, htmlPath string, ln net.Listener) error {
 	if htmlPath != "" {
 		if err := checkOutputFile("html", htmlPath); err != nil {
 			return err
 		}
 		return writePageHTMLFile(cmd, htmlPath, page)
 	}
-	h, err := web.NewPageHandler(page.Report, page, web.HandlerOptions{AnyHost: !listen.IsLoopback()})
+	anyHost := true
+	if a, ok := ln.Addr().(*net.TCPAddr); ok {
+		anyHost = !a.IP.IsLoopback()
+	}
+	h, err := web.NewPageHandler(page.Report, page, web.HandlerOptions{AnyHost: anyHost})
 	if err != nil {
 		return err
-	}
-	ln, err := net.Listen("tcp", net.JoinHostPort(listen.String(), strconv.Itoa(port)))
-	if err != nil {
-		return fmt.Errorf("listening on %s port %d: %w (try another --port)", listen, port, err)
 	}
 	fmt.Fprintf(cmd.OutOrStdout(), "slowstart: the view of %s is at http://%s/ (Ctrl-C to stop)\n", path, ln.Addr())
 	return web.Serve(cmd.Context(), ln, h, nil)

@@ -55,7 +55,8 @@ requests only; :PORT listens on 127.0.0.1 alone.
 
 The URL is written everywhere (the store, the metrics, the output) without its
 credentials (user:password@) and with the values of its query replaced by
-REDACTED; --label NAME names the watch instead. The store is readable by its
+REDACTED, as is every URL in an error (a redirect's target too); --label NAME
+names the watch instead. The store is readable by its
 owner only (0600).
 --list prints what a store holds.
 

@@ -29,6 +29,29 @@ func (p Process) Marker(kind string) string {
 	return fmt.Sprintf("%s pid=%d start=%d", kind, p.PID, p.StartTime)
 }
 
+// Tag is the process in a form that fits in a name: "PID-STARTTIME". A name
+// that carries it identifies its maker from the first system call that made
+// it (a mkdir, a mount point's creation), before any marker could be written
+// inside: so something killed between making a thing and marking it can be
+// told from a look-alike whose name carries only a PID.
+func (p Process) Tag() string {
+	return fmt.Sprintf("%d-%d", p.PID, p.StartTime)
+}
+
+// ParseTag reads the PID and start time of a Tag, from the two decimal
+// numbers given as strings (the submatches of a name's pattern).
+func ParseTag(pid, startTime string) (Process, bool) {
+	n, err := strconv.Atoi(pid)
+	if err != nil || n <= 0 || strconv.Itoa(n) != pid {
+		return Process{}, false
+	}
+	st, err := strconv.ParseUint(startTime, 10, 64)
+	if err != nil || strconv.FormatUint(st, 10) != startTime {
+		return Process{}, false
+	}
+	return Process{PID: n, StartTime: st}, true
+}
+
 // Parse reads a marker that Marker wrote for kind; anything else is refused.
 func Parse(kind, marker string) (Process, bool) {
 	rest, ok := strings.CutPrefix(strings.TrimSpace(marker), kind+" ")

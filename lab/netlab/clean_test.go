@@ -193,8 +193,8 @@ func TestCleanRemovesDeadOwnersOnly(t *testing.T) {
 
 	t.Run("own PID, not a live trial", func(t *testing.T) {
 		// Left by an earlier process that had this PID.
-		name := namespaceName(os.Getpid(), 1<<40, Client)
 		earlier := Owner{PID: os.Getpid(), StartTime: thisProcess.StartTime - 1}
+		name := namespaceName(earlier, 1<<40, Client)
 		handle, err := inNewNamespace(name, func() error { return markNamespaceAs(earlier) }, nil)
 		handle.Close()
 		if err != nil {
@@ -230,8 +230,8 @@ func checkRemoved(t *testing.T, removed, want []string) {
 func TestCreateNeverRemovesAnotherOwnersName(t *testing.T) {
 	requireRoot(t)
 	registry := newRegistry()
-	registry.prepareOnce.Do(func() {})              // no leftover cleaning in this test
-	taken := namespaceName(registry.pid, 1, Server) // the name its first trial will want
+	registry.prepareOnce.Do(func() {})                // no leftover cleaning in this test
+	taken := namespaceName(registry.owner, 1, Server) // the name its first trial will want
 	handle, err := inNewNamespace(taken, nil, nil)
 	handle.Close()
 	t.Cleanup(func() { removeNamedNamespace(taken) })
@@ -246,7 +246,7 @@ func TestCreateNeverRemovesAnotherOwnersName(t *testing.T) {
 	if !namespaceExists(t, taken) {
 		t.Errorf("failed Create removed the namespace %s it did not make", taken)
 	}
-	if client := namespaceName(registry.pid, 1, Client); namespaceExists(t, client) {
+	if client := namespaceName(registry.owner, 1, Client); namespaceExists(t, client) {
 		t.Errorf("failed Create left its client namespace %s", client)
 	}
 	if trials, _ := registry.liveTrials(); len(trials) != 0 {

@@ -102,23 +102,26 @@ func TestTrialAddresses(t *testing.T) {
 
 func TestNamespaceNamePattern(t *testing.T) {
 	tests := []struct {
-		name    string
-		wantPID string // "" when the name is not one of ours
+		name string
+		want Owner // zero when the name is not one this version makes
+		old  bool  // a name of an earlier version (no start time)
 	}{
-		{name: namespaceName(12345, 7, Client), wantPID: "12345"},
-		{name: namespaceName(1, 1, Server), wantPID: "1"},
+		{name: namespaceName(Owner{PID: 12345, StartTime: 987654}, 7, Client), want: Owner{PID: 12345, StartTime: 987654}},
+		{name: namespaceName(Owner{PID: 1, StartTime: 0}, 1, Server), want: Owner{PID: 1, StartTime: 0}},
+		{name: "slowstart-12345-7-c", old: true},
+		{name: "slowstart-99995-1-c", old: true},
 		{name: "slowstart-abc-1-c"},
+		{name: "slowstart-012-3-4-c"}, // not as Tag writes a PID
 		{name: "other-12345-7-c"},
 		{name: "slowstart-12345"},
 	}
 	for _, test := range tests {
-		match := namespacePattern.FindStringSubmatch(test.name)
-		got := ""
-		if match != nil {
-			got = match[1]
+		got, ok := nameTag(namespacePattern, test.name)
+		if got != test.want || ok != (test.want != Owner{}) {
+			t.Errorf("owner of %q = %+v (%v), want %+v", test.name, got, ok, test.want)
 		}
-		if got != test.wantPID {
-			t.Errorf("owner PID of %q = %q, want %q", test.name, got, test.wantPID)
+		if _, old := nameOwnerPID(oldNamespacePattern, test.name); old != test.old {
+			t.Errorf("%q: an earlier version's name: %v, want %v", test.name, old, test.old)
 		}
 	}
 }

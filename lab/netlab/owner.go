@@ -88,18 +88,24 @@ func namespaceOwner(mountPoint string) (Owner, error) {
 // its owner's marker.
 const tempDirMarker = ".slowstart-owner"
 
-// tempDirPattern matches the names MakeTempDir gives: slowstart-PID-WHAT-DIGITS.
-var tempDirPattern = regexp.MustCompile(`^` + regexp.QuoteMeta(NamespacePrefix) + `([0-9]+)-([a-z]+)-[0-9]+$`)
+// tempDirPattern matches the names MakeTempDir gives:
+// slowstart-PID-START-WHAT-DIGITS, the maker as owner.Tag writes it.
+var tempDirPattern = regexp.MustCompile(`^` + regexp.QuoteMeta(NamespacePrefix) + `([0-9]+)-([0-9]+)-([a-z]+)-[0-9]+$`)
+
+// oldTempDirPattern matches the names of earlier versions,
+// slowstart-PID-WHAT-DIGITS, with no start time: such a directory is removed
+// only with a whole marker of that PID inside.
+var oldTempDirPattern = regexp.MustCompile(`^` + regexp.QuoteMeta(NamespacePrefix) + `([0-9]+)-([a-z]+)-[0-9]+$`)
 
 // MakeTempDir makes a temporary directory for this process's lab (a server's
-// configuration, a client's CA file), named slowstart-PID-WHAT-N in
-// os.TempDir() and marked as this process's, so that Clean can remove it when a
-// killed process left it.
+// configuration, a client's CA file), named slowstart-PID-START-WHAT-N in
+// os.TempDir() (the process's PID and start time: owner.Tag) and marked as this
+// process's inside, so that Clean can remove it when a killed process left it.
 func MakeTempDir(what string) (string, error) {
 	if what == "" || strings.Trim(what, "abcdefghijklmnopqrstuvwxyz") != "" {
 		return "", fmt.Errorf("netlab: temporary directory kind %q: use lower-case letters", what)
 	}
-	dir, err := os.MkdirTemp("", fmt.Sprintf("%s%d-%s-", NamespacePrefix, thisProcess.PID, what))
+	dir, err := os.MkdirTemp("", fmt.Sprintf("%s%s-%s-", NamespacePrefix, thisProcess.Tag(), what))
 	if err != nil {
 		return "", err
 	}
@@ -112,8 +118,9 @@ func MakeTempDir(what string) (string, error) {
 
 // RemoveTempDir removes a directory MakeTempDir made, its marker last: a process
 // killed while removing it leaves a directory that still carries its marker, or
-// an empty one, and Clean removes either (never an unmarked one with files in it,
-// which it must leave alone).
+// an empty one whose name carries the process's PID and start time, and Clean
+// removes either (never an unmarked one with files in it, nor one whose name
+// does not identify its maker).
 func RemoveTempDir(dir string) error {
 	entries, err := os.ReadDir(dir)
 	if errors.Is(err, os.ErrNotExist) {
@@ -134,7 +141,17 @@ func RemoveTempDir(dir string) error {
 	return nil
 }
 
-// nameOwnerPID returns the PID a name made by this package carries.
+// nameTag returns the process (PID and start time) a name made by this
+// package carries in its first two submatches.
+func nameTag(pattern *regexp.Regexp, name string) (Owner, bool) {
+	match := pattern.FindStringSubmatch(name)
+	if match == nil {
+		return Owner{}, false
+	}
+	return owner.ParseTag(match[1], match[2])
+}
+
+// nameOwnerPID returns the PID a name of an earlier version carries.
 func nameOwnerPID(pattern *regexp.Regexp, name string) (int, bool) {
 	match := pattern.FindStringSubmatch(name)
 	if match == nil {

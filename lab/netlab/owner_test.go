@@ -119,28 +119,36 @@ func TestCleanNeedsProof(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	unmarked := namespaceName(dead, 1, Client)
-	makeNamespace(unmarked, nil)
 	deadOwner := Owner{PID: dead, StartTime: 1}
-	mismatched := namespaceName(other, 1, Server) // a dead owner's marker, another PID in the name
+	unmarked := namespaceName(deadOwner, 1, Client)
+	makeNamespace(unmarked, nil)
+	mismatched := namespaceName(Owner{PID: other, StartTime: 1}, 1, Server) // a dead owner's marker, another process in the name
 	makeNamespace(mismatched, &deadOwner)
-	proven := namespaceName(dead, 2, Server)
+	otherStart := namespaceName(Owner{PID: dead, StartTime: 2}, 3, Server) // the same PID, another start time
+	makeNamespace(otherStart, &deadOwner)
+	proven := namespaceName(deadOwner, 2, Server)
 	makeNamespace(proven, &deadOwner)
+	// An earlier version's name (no start time): its marker is the proof.
+	oldUnmarked := fmt.Sprintf("slowstart-%d-5-c", dead)
+	makeNamespace(oldUnmarked, nil)
+	oldProven := fmt.Sprintf("slowstart-%d-6-s", dead)
+	makeNamespace(oldProven, &deadOwner)
 
 	insideUnmarked := sleeper(t, unmarked)
 	insideProven := sleeper(t, proven)
 	provenExited := make(chan error, 1)
 	go func() { provenExited <- insideProven.Wait() }()
 
-	names := []string{unmarked, mismatched, proven}
+	names := []string{unmarked, mismatched, otherStart, proven, oldUnmarked, oldProven}
 	removed, err := processTrials.clean(t.Context(), true, only(names...))
 	if err != nil {
 		t.Fatalf("Clean: %v", err)
 	}
-	if !slices.Equal(removed, []string{proven}) {
-		t.Errorf("Clean removed %v, want only %s", removed, proven)
+	slices.Sort(removed)
+	if want := slices.Sorted(slices.Values([]string{proven, oldProven})); !slices.Equal(removed, want) {
+		t.Errorf("Clean removed %v, want only %v", removed, want)
 	}
-	for _, name := range []string{unmarked, mismatched} {
+	for _, name := range []string{unmarked, mismatched, otherStart, oldUnmarked} {
 		if !namespaceExists(t, name) {
 			t.Errorf("namespace %s without proof was removed", name)
 		}
@@ -158,7 +166,10 @@ func TestCleanNeedsProof(t *testing.T) {
 // TestCleanTempDirsNeedProof reproduces `mkdir /tmp/slowstart-424242-x; slowstart
 // lab clean`: the user's directory stays, as does one with the lab's name pattern
 // but no marker; only a marked directory of a dead owner goes (and of a live one
-// with all).
+// with all). Without a marker, only a directory whose name carries the PID and
+// start time of a process that is gone, and that holds nothing (or a marker cut
+// short), goes: an empty look-alike whose name carries a PID alone, or a
+// marker's first word alone, stays.
 func TestCleanTempDirsNeedProof(t *testing.T) {
 	dir := t.TempDir()
 	dead := deadPID(t)
@@ -167,14 +178,22 @@ func TestCleanTempDirsNeedProof(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mk := func(name string, marker *Owner) string {
+	deadOwner := Owner{PID: dead, StartTime: 1}
+	liveOwner := Owner{PID: live.Process.Pid, StartTime: liveStart}
+	reusedOwner := Owner{PID: live.Process.Pid, StartTime: liveStart - 1} // its PID now another process's
+	name := func(o Owner, what string, n int) string {
+		return fmt.Sprintf("slowstart-%s-%s-%d", o.Tag(), what, n)
+	}
+	mk := func(name string, marker *Owner, content ...string) string {
 		t.Helper()
 		path := filepath.Join(dir, name)
 		if err := os.Mkdir(path, 0o700); err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(filepath.Join(path, "user-data"), []byte("keep me\n"), 0o600); err != nil {
-			t.Fatal(err)
+		for _, c := range content {
+			if err := os.WriteFile(filepath.Join(path, "user-data"), []byte(c), 0o600); err != nil {
+				t.Fatal(err)
+			}
 		}
 		if marker != nil {
 			if err := os.WriteFile(filepath.Join(path, tempDirMarker), []byte(marker.Marker(markerKind)+"\n"), 0o600); err != nil {
@@ -183,55 +202,49 @@ func TestCleanTempDirsNeedProof(t *testing.T) {
 		}
 		return path
 	}
-	deadOwner := Owner{PID: dead, StartTime: 1}
-	user := mk("slowstart-424242-x", nil)
-	userLike := mk(fmt.Sprintf("slowstart-%d-nginx-123", dead), nil)
-	forged := mk("slowstart-424242-nginx-7", &deadOwner) // marker and name disagree
-	deadOnes := mk(fmt.Sprintf("slowstart-%d-curl-99", dead), &deadOwner)
-	liveOwner := Owner{PID: live.Process.Pid, StartTime: liveStart}
-	liveOnes := mk(fmt.Sprintf("slowstart-%d-nginx-5", live.Process.Pid), &liveOwner)
-	reused := mk(fmt.Sprintf("slowstart-%d-nginx-6", live.Process.Pid), &Owner{PID: live.Process.Pid, StartTime: liveStart - 1})
+	keep := "keep me\n"
+	user := mk("slowstart-424242-x", nil, keep)
+	userLike := mk(fmt.Sprintf("slowstart-%d-nginx-123", dead), nil, keep)
+	forged := mk(name(Owner{PID: 424242, StartTime: 1}, "nginx", 7), &deadOwner, keep) // marker and name disagree
+	deadOnes := mk(name(deadOwner, "curl", 99), &deadOwner, keep)
+	oldDeadOnes := mk(fmt.Sprintf("slowstart-%d-curl-98", dead), &deadOwner, keep) // an earlier version's name, marked
+	liveOnes := mk(name(liveOwner, "nginx", 5), &liveOwner, keep)
+	reused := mk(name(reusedOwner, "nginx", 6), &reusedOwner, keep)
 
-	// A dead run's empty directory without a marker (killed between making it
-	// and marking it): nothing in it can be anyone's, it goes; a live process's
-	// stays.
-	emptyDead := filepath.Join(dir, fmt.Sprintf("slowstart-%d-nginx-8", dead))
-	emptyLive := filepath.Join(dir, fmt.Sprintf("slowstart-%d-nginx-9", live.Process.Pid))
-	for _, p := range []string{emptyDead, emptyLive} {
-		if err := os.Mkdir(p, 0o700); err != nil {
-			t.Fatal(err)
-		}
-	}
+	// Empty, without a marker: a dead run's (killed between making it and
+	// marking it) goes; a live process's stays; so does a look-alike whose
+	// name carries a PID and no start time.
+	emptyDead := mk(name(deadOwner, "nginx", 8), nil)
+	emptyLive := mk(name(liveOwner, "nginx", 9), nil)
+	emptyLookAlike := mk("slowstart-99999-nginx-124", nil)
 
-	// A dead run's directory holding only a marker file cut short (killed
-	// between creating the file and writing its line) goes too; the same with
-	// anything else inside, or a live process's, stays.
+	// Only a marker file cut short (killed between creating the file and
+	// writing its line): a dead run's goes; with anything else inside, or a
+	// live process's, or under a name without a start time, it stays.
 	partial := func(name string, extra bool) string {
 		t.Helper()
-		path := filepath.Join(dir, name)
-		if err := os.Mkdir(path, 0o700); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(path, tempDirMarker), []byte("slowstart-lab pid="), 0o600); err != nil {
+		path := mk(name, nil)
+		if err := os.WriteFile(filepath.Join(path, tempDirMarker), []byte("slowstart-lab"), 0o600); err != nil {
 			t.Fatal(err)
 		}
 		if extra {
-			if err := os.WriteFile(filepath.Join(path, "user-data"), []byte("keep me\n"), 0o600); err != nil {
+			if err := os.WriteFile(filepath.Join(path, "user-data"), []byte(keep), 0o600); err != nil {
 				t.Fatal(err)
 			}
 		}
 		return path
 	}
-	emptyMarkerDead := partial(fmt.Sprintf("slowstart-%d-nginx-10", dead), false)
-	partialWithData := partial(fmt.Sprintf("slowstart-%d-nginx-11", dead), true)
-	partialLive := partial(fmt.Sprintf("slowstart-%d-nginx-12", live.Process.Pid), false)
+	emptyMarkerDead := partial(name(deadOwner, "nginx", 10), false)
+	partialWithData := partial(name(deadOwner, "nginx", 11), true)
+	partialLive := partial(name(liveOwner, "nginx", 12), false)
+	partialLookAlike := partial(fmt.Sprintf("slowstart-%d-nginx-13", dead), false)
 
 	removed, err := processTrials.cleanTempDirs(false, dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	slices.Sort(removed)
-	if want := slices.Sorted(slices.Values([]string{deadOnes, reused, emptyDead, emptyMarkerDead})); !slices.Equal(removed, want) {
+	if want := slices.Sorted(slices.Values([]string{deadOnes, oldDeadOnes, reused, emptyDead, emptyMarkerDead})); !slices.Equal(removed, want) {
 		t.Errorf("removed %v, want %v", removed, want)
 	}
 	for _, kept := range []string{user, userLike, forged, liveOnes, partialWithData} {
@@ -239,11 +252,15 @@ func TestCleanTempDirsNeedProof(t *testing.T) {
 			t.Errorf("%s was touched: %v", kept, err)
 		}
 	}
-	if _, err := os.Stat(emptyLive); err != nil {
-		t.Errorf("a live process's empty directory was removed: %v", err)
+	for _, kept := range []string{emptyLive, emptyLookAlike} {
+		if _, err := os.Stat(kept); err != nil {
+			t.Errorf("the empty directory %s was removed: %v", kept, err)
+		}
 	}
-	if _, err := os.Stat(filepath.Join(partialLive, tempDirMarker)); err != nil {
-		t.Errorf("a live process's directory being marked was touched: %v", err)
+	for _, kept := range []string{partialLive, partialLookAlike} {
+		if _, err := os.Stat(filepath.Join(kept, tempDirMarker)); err != nil {
+			t.Errorf("%s was touched: %v", kept, err)
+		}
 	}
 	removed, err = processTrials.cleanTempDirs(true, dir)
 	if err != nil || !slices.Equal(removed, []string{liveOnes}) {
@@ -279,8 +296,10 @@ func TestMakeTempDirIsCleanable(t *testing.T) {
 
 // TestCleanEmptyMountPoints: a run killed between making a namespace's mount
 // point and mounting it (or between unmounting and removing it) leaves an empty
-// file under NetnsDir with nothing mounted: Clean removes it when its PID is
-// gone, and leaves a live process's and any file with content alone.
+// file under NetnsDir with nothing mounted: Clean removes it when the process
+// its name carries (PID and start time) is gone, and leaves a live process's,
+// any file with content, and an empty look-alike whose name has no start time
+// alone.
 func TestCleanEmptyMountPoints(t *testing.T) {
 	requireRoot(t)
 	dead := deadPID(t)
@@ -294,20 +313,27 @@ func TestCleanEmptyMountPoints(t *testing.T) {
 		t.Cleanup(func() { os.Remove(path) })
 		return path
 	}
-	emptyDead := namespaceName(dead, 3, Client)
-	emptyLive := namespaceName(live.Process.Pid, 3, Client)
-	withContent := namespaceName(dead, 4, Server)
+	liveStart, err := processStartTime(live.Process.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadOwner := Owner{PID: dead, StartTime: 1}
+	emptyDead := namespaceName(deadOwner, 3, Client)
+	emptyLive := namespaceName(Owner{PID: live.Process.Pid, StartTime: liveStart}, 3, Client)
+	withContent := namespaceName(deadOwner, 4, Server)
+	lookAlike := fmt.Sprintf("slowstart-%d-1-c", dead)
 	mk(emptyDead, "")
 	mk(emptyLive, "")
 	mk(withContent, "not a mount point\n")
-	removed, err := processTrials.clean(t.Context(), false, only(emptyDead, emptyLive, withContent))
+	mk(lookAlike, "")
+	removed, err := processTrials.clean(t.Context(), false, only(emptyDead, emptyLive, withContent, lookAlike))
 	if err != nil {
 		t.Fatalf("Clean: %v", err)
 	}
 	if !slices.Equal(removed, []string{emptyDead}) {
 		t.Errorf("Clean removed %v, want only %s", removed, emptyDead)
 	}
-	for _, kept := range []string{emptyLive, withContent} {
+	for _, kept := range []string{emptyLive, withContent, lookAlike} {
 		if _, err := os.Stat(filepath.Join(NetnsDir, kept)); err != nil {
 			t.Errorf("%s was removed: %v", kept, err)
 		}

@@ -23,9 +23,16 @@ import (
 const NamespacePrefix = "slowstart-"
 
 // namespacePattern matches exactly the names namespaceName gives, and captures
-// the PID of the process that made it. A name proves nothing by itself: Clean
-// also needs the namespace's marker (see Owner).
-var namespacePattern = regexp.MustCompile(`^` + regexp.QuoteMeta(NamespacePrefix) + `([0-9]+)-[0-9]+-[cs]$`)
+// the PID and start time of the process that made it (its owner.Tag). A
+// mounted namespace is removed only when the marker on its lo names that same
+// process; the name alone proves only an empty mount point with nothing
+// mounted (a run killed between making it and mounting the namespace).
+var namespacePattern = regexp.MustCompile(`^` + regexp.QuoteMeta(NamespacePrefix) + `([0-9]+)-([0-9]+)-[0-9]+-[cs]$`)
+
+// oldNamespacePattern matches the names of earlier versions,
+// slowstart-PID-N-c/-s, which carry no start time: such a namespace is removed
+// only when mounted with a marker of that PID, never as an empty file.
+var oldNamespacePattern = regexp.MustCompile(`^` + regexp.QuoteMeta(NamespacePrefix) + `([0-9]+)-[0-9]+-[cs]$`)
 
 // allowedCongestionControlPath is the host-wide list of algorithms that network
 // namespaces other than the host's may select.
@@ -131,9 +138,10 @@ func (r *registry) allowCongestionControl(algorithm string) error {
 	return nil
 }
 
-// namespaceName names the side's namespace of a process's trial.
-func namespaceName(pid int, sequence uint64, side Side) string {
-	return fmt.Sprintf("%s%d-%d-%s", NamespacePrefix, pid, sequence, side.suffix())
+// namespaceName names the side's namespace of a process's trial:
+// slowstart-PID-START-N-c (or -s), the process as owner.Tag writes it.
+func namespaceName(o Owner, sequence uint64, side Side) string {
+	return fmt.Sprintf("%s%s-%d-%s", NamespacePrefix, o.Tag(), sequence, side.suffix())
 }
 
 // Trial addresses: each trial takes a block of 4 IPv4 addresses from the
@@ -250,7 +258,9 @@ func (r *registry) clean(ctx context.Context, all bool, only func(name string) b
 	var errs []error
 	for _, entry := range entries {
 		name := entry.Name()
-		if !namespacePattern.MatchString(name) || (only != nil && !only(name)) {
+		tag, tagged := nameTag(namespacePattern, name)
+		oldPID, old := nameOwnerPID(oldNamespacePattern, name)
+		if (!tagged && !old) || (only != nil && !only(name)) {
 			continue
 		}
 		if err := ctx.Err(); err != nil {
@@ -268,21 +278,22 @@ func (r *registry) clean(ctx context.Context, all bool, only func(name string) b
 			continue
 		default:
 			mountPoint := filepath.Join(NetnsDir, name)
-			owner, err := namespaceOwner(mountPoint)
-			pid, _ := nameOwnerPID(namespacePattern, name)
-			if err != nil && pid != r.owner.PID && !pidExists(pid) && emptyMountPoint(mountPoint) {
-				// A run killed between making the mount point and mounting the
-				// namespace on it, or between unmounting and removing it: an empty
-				// file with nothing mounted, which holds nothing of anyone's.
-				if os.Remove(mountPoint) == nil {
+			marker, err := namespaceOwner(mountPoint)
+			if err != nil {
+				// Not a marked namespace. An empty file with nothing mounted,
+				// under a name that carries the PID and start time of a
+				// process that is gone: a run killed between making the mount
+				// point and mounting the namespace on it, or between
+				// unmounting and removing it. Nothing else is ours to judge.
+				if tagged && tag != r.owner && !tag.Alive() && emptyMountPoint(mountPoint) && os.Remove(mountPoint) == nil {
 					removed = append(removed, name)
 				}
 				continue
 			}
-			if err != nil || owner.PID != pid {
-				continue // no proof that this package made it: not ours to remove
+			if (tagged && marker != tag) || (old && marker.PID != oldPID) {
+				continue // the marker names another process than the name: no proof
 			}
-			if !all && owner != r.owner && owner.Alive() {
+			if !all && marker != r.owner && marker.Alive() {
 				continue
 			}
 			// A dead run's servers and clients may still live inside: they
@@ -322,8 +333,12 @@ func NamespacesOf(pid int) ([]string, error) {
 }
 
 // cleanTempDirs removes the directories in dir that MakeTempDir made (its name
-// and its marker) for an owner that is gone (with all, any owner's but this
-// process's).
+// and its marker, both naming the same process) for an owner that is gone
+// (with all, any owner's but this process's). Without a whole marker, a
+// directory whose name carries the PID and start time of a process that is
+// gone, and that holds nothing or only a marker file cut short, is removed
+// too: a run killed between making it and marking it (or emptying and
+// removing it). Anything else is left alone, whatever its name.
 func (r *registry) cleanTempDirs(all bool, dir string) ([]string, error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
@@ -332,19 +347,18 @@ func (r *registry) cleanTempDirs(all bool, dir string) ([]string, error) {
 	var removed []string
 	var errs []error
 	for _, entry := range entries {
-		if !tempDirPattern.MatchString(entry.Name()) || !entry.IsDir() {
+		name := entry.Name()
+		tag, tagged := nameTag(tempDirPattern, name)
+		oldPID, old := nameOwnerPID(oldTempDirPattern, name)
+		if (!tagged && !old) || !entry.IsDir() {
 			continue
 		}
-		path := filepath.Join(dir, entry.Name())
-		owner, err := tempDirOwner(path)
-		pid, _ := nameOwnerPID(tempDirPattern, entry.Name())
-		if err != nil && pid != r.owner.PID && !pidExists(pid) {
-			// No readable marker. Nothing inside: a run killed between making
-			// the directory and marking it, or between emptying and removing it.
-			// Only a marker file that is not a whole marker: a run killed while
-			// writing it (between creating the file and writing its line).
-			// Removing either, under the lab's exact name, can lose nothing of
-			// anyone's; anything else in it and the directory is not ours to judge.
+		path := filepath.Join(dir, name)
+		marker, err := tempDirOwner(path)
+		if err != nil {
+			if !tagged || tag == r.owner || tag.Alive() {
+				continue
+			}
 			if emptyDir(path) && os.Remove(path) == nil {
 				removed = append(removed, path)
 			} else if onlyPartialMarker(path) && os.Remove(filepath.Join(path, tempDirMarker)) == nil && os.Remove(path) == nil {
@@ -352,7 +366,7 @@ func (r *registry) cleanTempDirs(all bool, dir string) ([]string, error) {
 			}
 			continue
 		}
-		if err != nil || owner.PID != pid || owner == r.owner || (!all && owner.Alive()) {
+		if (tagged && marker != tag) || (old && marker.PID != oldPID) || marker == r.owner || (!all && marker.Alive()) {
 			continue
 		}
 		if err := RemoveTempDir(path); err != nil {
@@ -385,15 +399,6 @@ func onlyPartialMarker(path string) bool {
 	}
 	info, err := entries[0].Info()
 	return err == nil && info.Size() <= int64(len(thisProcess.Marker(markerKind))+1)
-}
-
-// pidExists reports whether a process with this PID runs now.
-func pidExists(pid int) bool {
-	if pid <= 0 {
-		return true // not a PID: never treated as gone
-	}
-	_, err := os.Stat(fmt.Sprintf("/proc/%d", pid))
-	return err == nil
 }
 
 // emptyMountPoint reports whether path is an empty regular file with nothing

@@ -136,8 +136,8 @@ func (r *registry) create(ctx context.Context, opts Options) (_ *Trial, err erro
 	sequence := r.nextSequence()
 	clientAddr, serverAddr, clientAddr6, serverAddr6 := trialAddresses(sequence)
 	t := &Trial{
-		ClientNamespace: namespaceName(r.pid, sequence, Client),
-		ServerNamespace: namespaceName(r.pid, sequence, Server),
+		ClientNamespace: namespaceName(r.owner, sequence, Client),
+		ServerNamespace: namespaceName(r.owner, sequence, Server),
 		ClientAddr:      clientAddr,
 		ServerAddr:      serverAddr,
 		ClientAddr6:     clientAddr6,

@@ -21,6 +21,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/slowstart/slowstart/capture"
+	"github.com/slowstart/slowstart/internal/redact"
 )
 
 // captureSnaplen keeps the IP and TCP headers: the measurement needs no payload.
@@ -60,7 +61,7 @@ func Measure(ctx context.Context, opts Options) (_ *Result, err error) {
 			return nil, fmt.Errorf("find the interface towards %s: %w", remote.Addr(), err)
 		}
 	}
-	res := &Result{Schema: Schema, URL: opts.URL, Remote: remote.String(), Phase: PhaseHTTP, AnnouncedMSS: opts.MSS, AfterHandshake: opts.AfterHandshake}
+	res := &Result{Schema: Schema, URL: redact.URL(opts.URL), Remote: remote.String(), Phase: PhaseHTTP, AnnouncedMSS: opts.MSS, AfterHandshake: opts.AfterHandshake}
 	if tgt.tls && !opts.AfterHandshake {
 		res.Phase = PhaseTLS
 	}

@@ -15,6 +15,23 @@ import (
 type OptionsError struct{ Err error }
 
 func (e *OptionsError) Error() string { return e.Err.Error() }
+
+// Check refuses, with an *OptionsError, the options Measure would refuse
+// before measuring (an MSS out of range, a malformed URL, ...), so that a
+// caller refuses them before it says it measures.
+func (o Options) Check() error {
+	if _, _, err := o.normalized(); err != nil {
+		return &OptionsError{Err: err}
+	}
+	return nil
+}
+
+// Answered reports whether the measurement reported a window: exactly, or as
+// a bound. VerdictNone (no run gave a reading) and VerdictInconsistent (the
+// runs disagree) report none.
+func (r *Result) Answered() bool {
+	return r.Verdict != VerdictNone && r.Verdict != VerdictInconsistent
+}
 func (e *OptionsError) Unwrap() error { return e.Err }
 
 // WriteText renders r for people: one line per run, then the verdict.

@@ -36,6 +36,7 @@ import (
 	"github.com/quic-go/quic-go/qlogwriter"
 
 	"github.com/slowstart/slowstart/internal/netnsexec"
+	"github.com/slowstart/slowstart/internal/redact"
 	"github.com/slowstart/slowstart/keylog"
 	"github.com/slowstart/slowstart/quicanalysis"
 	"github.com/slowstart/slowstart/report"
@@ -212,7 +213,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	transport := &quicgo.Transport{Conn: rec}
 	defer transport.Close()
 
-	timing := &report.ClientTiming{Run: 1, Hop: 1, URL: opts.URL, Remote: remote.String(), StartUnixNs: start.UnixNano(),
+	timing := &report.ClientTiming{Run: 1, Hop: 1, URL: redact.URL(opts.URL), Remote: remote.String(), StartUnixNs: start.UnixNano(),
 		Protocol: "HTTP/3", TLSVersion: "1.3", ServerName: serverName, DNSMs: dnsMs}
 	since := func(t time.Time) float64 { return float64(t.Sub(start).Nanoseconds()) / 1e6 }
 	var conn *quicgo.Conn
