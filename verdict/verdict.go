@@ -162,9 +162,7 @@ func (in Input) judge(i int, source string) *report.InitialWindow {
 		iw.Segments, iw.SegmentsMax, iw.Bytes, iw.BytesMax = c.lo, c.hi, c.loBytes, c.hiBytes
 	default:
 		iw.Verdict, iw.Reason, iw.Unproven = c.verdict, c.reason, c.unproven
-		if c.lo > 0 || c.verdict == report.VerdictLowerBound {
-			iw.Segments, iw.Bytes = c.lo, c.loBytes
-		}
+		iw.Segments, iw.Bytes = c.lo, c.loBytes
 	}
 	iw.Reason += r.ProbeNote()
 	return iw
