@@ -156,6 +156,13 @@ func CaptureWarnings(st capture.Stats, connections int) []string {
 // connections, frames captured twice.
 func StreamWarnings(st StreamStats) []string {
 	var out []string
+	if st.TimeOutliers > 0 {
+		what := fmt.Sprintf("%d packets had timestamps", st.TimeOutliers)
+		if st.TimeOutliers == 1 {
+			what = "1 packet had a timestamp"
+		}
+		out = append(out, fmt.Sprintf("%s far from those around it (up to %s away): read as coming at the time of the packet before", what, longDuration(st.TimeOutlierNs)))
+	}
 	if st.Trailing > 0 {
 		idle := ""
 		if st.IdleNs > 0 {
@@ -229,3 +236,15 @@ func Feed(ctx context.Context, src PacketSource, st *Stream) error {
 }
 
 func nsToMs(ns int64) float64 { return float64(ns) / 1e6 }
+
+// longDuration says a long time in the unit that reads best: "46 years", "3 days".
+func longDuration(ns int64) string {
+	const day = 24 * float64(time.Hour)
+	switch d := float64(ns); {
+	case d >= 365*day:
+		return fmt.Sprintf("%.0f years", d/(365.25*day))
+	case d >= 2*day:
+		return fmt.Sprintf("%.0f days", d/day)
+	}
+	return time.Duration(ns).Round(time.Second).String()
+}

@@ -86,11 +86,19 @@ func TestCapturesGroundTruth(t *testing.T) {
 					}
 					fiw := c.TLS.InitialWindow
 					checkNeverWrong(t, "tls flight", fiw, tc.iw)
-					if c.TLS.ServerFlightSegments > tc.iw {
+					// At the client, a flight cut after a short frame (the server's
+					// first write of 4096 bytes) whose rest left on the client's first
+					// acknowledgement is not provable: the client sent its two
+					// acknowledgements in the same millisecond, and whether the server
+					// had seen both (the rest then waited for nothing) the packets
+					// cannot tell. The server's capture proves it.
+					unprovableAtClient := side.vantage == "client" && fiw.Verdict == report.VerdictLowerBound && fiw.Segments == tc.iw &&
+						len(fiw.Unproven) > 0 && fiw.Unproven[0] == report.ObligationFullSegments
+					if c.TLS.ServerFlightSegments > tc.iw && !unprovableAtClient {
 						if fiw.Verdict != report.VerdictExact || fiw.Segments != tc.iw {
 							t.Errorf("TLS flight of %d segments: IW %d %s, want %d exact\n%s", c.TLS.ServerFlightSegments, fiw.Segments, fiw.Verdict, tc.iw, dumpRounds(c))
 						}
-					} else if fiw.Verdict != report.VerdictLowerBound || fiw.Segments != c.TLS.ServerFlightSegments {
+					} else if !unprovableAtClient && (fiw.Verdict != report.VerdictLowerBound || fiw.Segments != c.TLS.ServerFlightSegments) {
 						t.Errorf("TLS flight of %d segments within IW %d: got %d %s, want lower_bound", c.TLS.ServerFlightSegments, tc.iw, fiw.Segments, fiw.Verdict)
 					}
 					wantRT := map[string]int{"tls12": 2, "tls13h2": 1}[tc.proto]

@@ -12,6 +12,7 @@ import (
 	"github.com/slowstart/slowstart/rounds"
 	"github.com/slowstart/slowstart/tlshttp"
 	"github.com/slowstart/slowstart/tlsrec"
+	"github.com/slowstart/slowstart/verdict"
 )
 
 // Application protocols as judged from the first bytes of the streams.
@@ -35,7 +36,10 @@ type connAnalyzer struct {
 	captureNs int64
 	rounds    *rounds.Tracker
 	rttNs     int64 // the RTT the rounds tracker was last given
-	proto     int
+	// clientDataRTTNs is, at the client, the round trip the client's data showed
+	// when the server's first data came (-1: none; 0: not yet).
+	clientDataRTTNs int64
+	proto           int
 
 	tls [2]*tlsrec.Stream
 	// decrypt decrypts a TLS connection with the key log's secrets (nil without a
@@ -74,18 +78,28 @@ func (ca *connAnalyzer) Segment(c *flow.Conn, s *flow.Segment) {
 		cfg := rounds.Config{
 			Vantage:    c.Vantage(),
 			RTTNs:      c.RTTNs(),
-			MSS:        c.MSS(),
-			MSSCap:     c.MSSCap(),
+			SegmentCap: c.SegmentCap(flow.ToClient),
+			OwnMSS:     c.SegmentCap(flow.ToServer),
 			Timestamps: c.Dirs[flow.ToServer].SYN.HasTimestamps && c.Dirs[flow.ToClient].SYN.HasTimestamps,
 		}
 		if sa := c.Dirs[flow.ToClient]; sa.SYNSeen && sa.SYNCount == 1 && sa.SYN.HasTimestamps && c.SYNACKNs != 0 {
 			// One SYN/ACK: its timestamp and capture time start the server's clock.
 			cfg.SYNACKTSVal, cfg.SYNACKNs = sa.SYN.TSVal, c.SYNACKNs
 		}
+		if cs := c.Dirs[flow.ToServer]; cs.SYNSeen && cs.SYNCount == 1 && cs.SYN.HasTimestamps && c.SYNNs != 0 {
+			// One SYN: the client's clock is judged from it.
+			cfg.ClientSYNTSVal, cfg.ClientSYNNs = cs.SYN.TSVal, c.SYNNs
+		}
 		ca.rounds = rounds.New(cfg)
 	}
 	if ca.rounds != nil {
-		if rtt := c.RTTNs(); rtt != ca.rttNs {
+		if ca.clientDataRTTNs == 0 && s.Dir == flow.ToClient && s.NewLen > 0 && c.Vantage() == flow.VantageClient {
+			// The round trip the client's data showed by the server's first data:
+			// the one in force when the first rounds went out (a long-lived
+			// connection's path can change later).
+			ca.clientDataRTTNs = max(c.Dirs[flow.ToServer].MinAckDelayNs, -1)
+		}
+		if rtt := roundsRTTNs(c, ca.clientDataRTTNs); rtt != ca.rttNs {
 			ca.rttNs = rtt
 			ca.rounds.SetRTT(rtt)
 		}
@@ -259,6 +273,9 @@ func sniff(b []byte) int {
 	if len(b) >= 3 && b[0] == 0x16 && b[1] == 0x03 && b[2] <= 0x04 {
 		return protoTLS
 	}
+	if _, ok := tlsrec.SSLv2Hello(b); ok {
+		return protoTLS // a ClientHello in SSL 2.0's format, before SSL 3.0 or TLS records
+	}
 	for _, m := range []string{"GET ", "POST ", "HEAD ", "PUT ", "DELETE ", "OPTIONS ", "PATCH ", "CONNECT ", "TRACE ", "HTTP/1."} {
 		if len(b) >= len(m) && string(b[:len(m)]) == m {
 			return protoHTTP
@@ -290,7 +307,7 @@ func (ca *connAnalyzer) build(c *flow.Conn, final bool) report.Connection {
 		Vantage:              c.Vantage(),
 		StartMs:              nsToMs(c.FirstNs - ca.captureNs),
 		DurationMs:           nsToMs(c.LastNs - c.FirstNs),
-		MSS:                  c.MSS(),
+		MSS:                  c.SegmentCap(flow.ToClient),
 		ClientSYN:            endpoint(toServer),
 		ServerSYN:            endpoint(toClient),
 		ClientWindow:         report.ReceiveWindow{InitialBytes: ca.clientWindowInit, MinBytes: ca.clientWindowMin, MaxBytes: ca.clientWindowMax},
@@ -322,7 +339,8 @@ func (ca *connAnalyzer) build(c *flow.Conn, final bool) report.Connection {
 	}
 	rttNs := c.RTTNs()
 	rc.MinRTTMs = nsToMs(rttNs)
-	if rc.MSS == 0 && ca.rounds != nil && !c.MidStream {
+	if ca.rounds != nil && len(ca.rounds.Rounds()) > 0 {
+		// What a full segment of the server's carried, as its frames show it.
 		rc.MSS = ca.rounds.FullSegmentBytes()
 	}
 	ca.noteCapture(c, &rc)
@@ -361,7 +379,6 @@ func (ca *connAnalyzer) build(c *flow.Conn, final bool) report.Connection {
 		}
 		raw = ca.rounds.Rounds()
 		if tlsInfo != nil {
-			tlsInfo.fullSegment = ca.rounds.FullSegmentBytes()
 			tlsInfo.locate(raw)
 			if decrypted != nil && decrypted.HandshakeEnd[flow.ToClient] > 0 {
 				// The server's Finished, decrypted: where its handshake ends exactly.
@@ -410,13 +427,14 @@ func (ca *connAnalyzer) build(c *flow.Conn, final bool) report.Connection {
 	}
 	rc.RoundTrips.Total = rc.RoundTrips.TCP + rc.RoundTrips.TLS + rc.RoundTrips.HTTP
 
+	readings := verdict.Read(ca.verdictInput(c, raw, tlsInfo, base))
+	rc.InitialWindow = readings.InitialWindow
 	if tlsInfo != nil {
-		rc.TLS = tlsInfo.report(raw)
+		rc.TLS = tlsInfo.report(readings.TLSFlight)
 		if tlsInfo.helloRetry {
 			rc.Notes = append(rc.Notes, "the server answered the first ClientHello with a HelloRetryRequest (it wanted another key share): the TLS handshake took a round trip more")
 		}
 	}
-	rc.InitialWindow = ca.initialWindow(c, raw, tlsInfo)
 	if decrypted != nil {
 		rc.HTTP = exchangeMessages(decrypted, raw, ms)
 	} else {
@@ -489,14 +507,7 @@ func (ca *connAnalyzer) noteCapture(c *flow.Conn, rc *report.Connection) {
 	if ca.truncatedPayload {
 		rc.Notes = append(rc.Notes, "payloads were cut by the capture's snaplen: TLS and HTTP boundaries past the captured bytes are inferred or unknown")
 	}
-	switch {
-	case c.MSS() > 0:
-	case rc.MSS > 0 && !c.MidStream:
-		rc.Notes = append(rc.Notes, fmt.Sprintf("a SYN carried no MSS option: segments are counted with the largest segment the server sent, %d bytes", rc.MSS))
-	default:
-		rc.MSS = 1448
-		rc.Notes = append(rc.Notes, "no SYN options seen: segments are counted with an MSS of 1448 bytes")
-	}
+	ca.noteSegmentSize(c, rc)
 	if rc.Vantage == report.VantageUnknown && !c.MidStream {
 		rc.Notes = append(rc.Notes, "the vantage point could not be told from the handshake")
 	}
@@ -504,6 +515,112 @@ func (ca *connAnalyzer) noteCapture(c *flow.Conn, rc *report.Connection) {
 		rc.Notes = append(rc.Notes, "this path is local (handshake RTT "+strconv.FormatFloat(nsToMs(rtt), 'f', 3, 64)+" ms, MSS "+strconv.Itoa(rc.MSS)+
 			"): segment sizes and round trips here say nothing about a real network path, and no initcwnd change would matter on it")
 	}
+}
+
+// noteSegmentSize says how the server's segment size was found when the SYNs alone
+// do not say it: the client's MSS option missing (the size is inferred from the
+// frames), the server announcing less than it sends, a path that carries less.
+func (ca *connAnalyzer) noteSegmentSize(c *flow.Conn, rc *report.Connection) {
+	limit := c.SegmentCap(flow.ToClient)
+	client, server := &c.Dirs[flow.ToServer], &c.Dirs[flow.ToClient]
+	if ca.rounds == nil || len(ca.rounds.Rounds()) == 0 {
+		if rc.MSS == 0 && !c.MidStream && (client.SYNSeen || server.SYNSeen) {
+			rc.Notes = append(rc.Notes, "the client's SYN carried no MSS option")
+		}
+		return
+	}
+	size, proven := ca.rounds.SegmentSize()
+	switch {
+	case c.MidStream:
+	case limit == 0 && !client.SYNSeen:
+		rc.Notes = append(rc.Notes, fmt.Sprintf("the client's SYN was not captured: the server's segments are taken to carry %d bytes, inferred from its frames; counts in segments rest on that", size))
+	case limit == 0:
+		rc.Notes = append(rc.Notes, fmt.Sprintf("the client's SYN carried no MSS option: the server's segments are taken to carry %d bytes, inferred from its frames; counts in segments rest on that", size))
+	case proven && size < limit:
+		rc.Notes = append(rc.Notes, fmt.Sprintf("the server's segments carried %d bytes, less than the %d the client's MSS option allows (a smaller MTU on the path, a tunnel): segments are counted at %d", size, limit, size))
+	}
+	if sm := int(server.SYN.MSS); server.SYNSeen && sm > 0 && limit > 0 && proven && size > sm-(int(client.SYN.MSS)-limit) {
+		rc.Notes = append(rc.Notes, fmt.Sprintf("the server announced an MSS of %d bytes but sent %d-byte segments, as the client's MSS option (%d) allows: a sender's segments are bounded by its peer's MSS, not its own", sm, size, client.SYN.MSS))
+	}
+}
+
+// roundsRTTNs is the round trip the rounds are split with: the connection's
+// (flow.Conn.RTTNs), or the data's when that is less than half of it. Data
+// acknowledged that much faster than the handshake shows something near the
+// capture answering for the server (a split-TCP middlebox, a proxy that held the
+// SYN/ACK until its own connection was up), or a handshake slowed on the way; the
+// data's round trip is then the one that clocks the sending, and the shorter of
+// the two never merges rounds. At the client, where every round trip the data
+// shows is at least the path's (the server's own delay comes on top), a handshake
+// longer than the data's was slowed on the way (a loaded host: 19 ms on a
+// 13 ms path merged two rounds of the server's into one of 10 segments for an IW
+// of 8): the floor is then the better estimate.
+func roundsRTTNs(c *flow.Conn, clientDataRTTNs int64) int64 {
+	rtt := c.RTTNs()
+	if sampled := c.SampledRTTNs(); sampled > 0 && 2*sampled < rtt {
+		return sampled
+	}
+	// At the client: its data and the server's acknowledgement of it, by Karn's
+	// rule (a floor that counts retransmissions from their latest sending can be
+	// shorter than the path), as of the server's first data.
+	if clientDataRTTNs > 0 && clientDataRTTNs < rtt {
+		return clientDataRTTNs
+	}
+	return rtt
+}
+
+// verdictInput gathers what the initial-window verdict reads.
+func (ca *connAnalyzer) verdictInput(c *flow.Conn, raw []rounds.Round, t *tlsSummary, baseNs int64) verdict.Input {
+	in := verdict.Input{
+		Rounds: raw,
+		Path: verdict.Path{Vantage: c.Vantage(), MidStream: c.MidStream, HandshakeRTTNs: handshakeRTTNs(c),
+			DataRTTNs: c.DataRTTFloorNs(), RoundsRTTNs: ca.rttNs, BaseNs: baseNs},
+	}
+	if ca.rounds != nil {
+		in.Path.Method = ca.rounds.Method()
+		in.Segment.Bytes, in.Segment.Proven = ca.rounds.SegmentSize()
+	}
+	in.Segment.Cap = c.SegmentCap(flow.ToClient)
+	// Only the spans around the first rounds can matter (the verdict reads the
+	// first round, the TLS flight's and the first after the handshake).
+	horizon := int64(0)
+	for i := range raw {
+		horizon = raw[i].EndOffset
+		if i >= 2+ca.firstRounds(t) {
+			break
+		}
+	}
+	if t != nil {
+		in.TLS = t.handshake()
+		for _, r := range ca.tls[flow.ToClient].Records() {
+			if r.Offset > horizon {
+				break
+			}
+			in.Records = append(in.Records, verdict.Span{Start: r.Offset, End: r.End()})
+		}
+		if t.flightEnd > 0 {
+			in.Messages = append(in.Messages, verdict.Span{Start: 0, End: t.flightEnd})
+		}
+	}
+	if p := ca.http[flow.ToClient]; p != nil {
+		for _, m := range p.Messages() {
+			if m.Offset > horizon {
+				break
+			}
+			if m.End > 0 {
+				in.Messages = append(in.Messages, verdict.Span{Start: m.Offset, End: m.End})
+			}
+		}
+	}
+	return in
+}
+
+// firstRounds is how many rounds the TLS handshake's flight and retry took.
+func (ca *connAnalyzer) firstRounds(t *tlsSummary) int {
+	if t == nil {
+		return 0
+	}
+	return len(t.retryRounds) + len(t.flightRounds)
 }
 
 // timeoutNs is about the least time a retransmission timeout adds to an exchange:

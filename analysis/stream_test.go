@@ -3,7 +3,9 @@ package analysis
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -133,5 +135,43 @@ func TestStreamWarningsNameTheIdleTimeApplied(t *testing.T) {
 		if len(got) != 1 || !strings.Contains(got[0], tc.want) {
 			t.Errorf("IdleNs %d: %q, want it to say %q", tc.idleNs, got, tc.want)
 		}
+	}
+}
+
+// TestWildTimestamp: one record stamped 46 years late (a real capture with one
+// record's seconds changed) is read at the time of the packet before it, with a
+// warning that says so: the connection is whole, not cut by an idle timeout with
+// its later packets set aside (they were: 24 packets "after their connection was
+// over").
+func TestWildTimestamp(t *testing.T) {
+	data, err := os.ReadFile("../testdata/realworld/pp__one_tcp_stream.pcap")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Little-endian microsecond pcap: a 24-byte header, then 16-byte record headers.
+	off := 24
+	for i := 0; off+16 <= len(data); i++ {
+		incl := int(binary.LittleEndian.Uint32(data[off+8:]))
+		if i == 12 {
+			ts := binary.LittleEndian.Uint32(data[off:])
+			binary.LittleEndian.PutUint32(data[off:], ts+46*365*86400)
+		}
+		off += 16 + incl
+	}
+	path := filepath.Join(t.TempDir(), "wild.pcap")
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := File(context.Background(), path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// tshark on the untouched file: one conversation (-z conv,tcp), the server's
+	// tcp.len adding up to 12,444 bytes (no retransmission of its data).
+	if len(rep.Connections) != 1 || rep.Connections[0].BytesToClient != 12444 {
+		t.Fatalf("%d connections, the first with %d bytes from the server; want 1 with 12444", len(rep.Connections), rep.Connections[0].BytesToClient)
+	}
+	if len(rep.Warnings) != 1 || !strings.Contains(rep.Warnings[0], "46 years") {
+		t.Errorf("warnings %q, want one naming the timestamp 46 years away", rep.Warnings)
 	}
 }

@@ -1,12 +1,11 @@
 package analysis
 
 import (
-	"fmt"
-
 	"github.com/slowstart/slowstart/flow"
 	"github.com/slowstart/slowstart/report"
 	"github.com/slowstart/slowstart/rounds"
 	"github.com/slowstart/slowstart/tlsrec"
+	"github.com/slowstart/slowstart/verdict"
 )
 
 // tlsSummary is what the TLS scanners and the rounds say of the handshake.
@@ -33,8 +32,6 @@ type tlsSummary struct {
 	flightSegments int
 	retrySegments  int
 	handshakeRTs   int
-	iw             *report.InitialWindow
-	fullSegment    int // bytes of a full segment
 }
 
 func (ca *connAnalyzer) summarizeTLS(c *flow.Conn) *tlsSummary {
@@ -122,128 +119,23 @@ func (t *tlsSummary) locate(raw []rounds.Round) {
 	}
 }
 
-func (t *tlsSummary) report(labeled []rounds.Round) *report.TLS {
-	// The flight's rounds were labeled in place; re-slice from the labeled rounds.
-	first := len(t.retryRounds)
-	fr := labeled[first : first+len(t.flightRounds)]
-	t.iw = rounds.InitialWindow(fr, "tls", t.fullSegment)
-	switch {
-	case len(fr) > 0 && fr[0].Limit == report.LimitCwnd && t.iw.Verdict == report.VerdictExact:
-		t.iw.Reason = fmt.Sprintf("the server's TLS flight (%d segments) was cut after %d segments and finished one round trip later", t.flightSegments, fr[0].WindowSegments()) + fr[0].ProbeNote()
-	case t.iw.Verdict == report.VerdictLowerBound && len(fr) > 0 && (fr[0].Limit == report.LimitEnd || len(fr) == 1):
-		t.iw.Reason = fmt.Sprintf("the server's whole TLS flight (%d segments) fit in the first round, so the window is at least that", t.flightSegments)
-	}
-	if first > 0 && len(fr) > 0 {
-		// After a HelloRetryRequest the flight went out a round later, when the
-		// window may have grown by one segment per retry segment acknowledged.
-		floor := max(t.retrySegments, 1)
-		if t.iw.Verdict == report.VerdictLowerBound {
-			// The flight fit in a window that was at most retrySegments larger than
-			// the initial one: the initial window held at least the flight less
-			// that growth (Linux grows a window under slow start whenever it is less
-			// than twice what is in flight: a retry request of two segments grows an
-			// initial window of 3 to 5, and a flight of 4 then fits).
-			fit := t.iw.Segments
-			segs := max(floor, fit-t.retrySegments)
-			t.iw = &report.InitialWindow{Segments: segs, Bytes: min(segs*t.fullSegment, t.iw.Bytes), Verdict: report.VerdictLowerBound, Source: "tls",
-				Reason: fmt.Sprintf("the HelloRetryRequest (%d segments) fit in the first round, and %d segments of the server's flight after it fit in a window that the retry request's acknowledgement may have grown by %d, so the window is at least %d", t.retrySegments, fit, t.retrySegments, segs)}
-		} else if later := laterRound(t.iw, fr[0], t.retrySegments, floor,
-			"the server's flight after its HelloRetryRequest"); later != nil {
-			t.iw = later
-		} else {
-			t.iw = &report.InitialWindow{Segments: floor, Verdict: report.VerdictLowerBound, Source: "tls",
-				Reason: "the HelloRetryRequest fit in the first round"}
-		}
-	}
+// report is the handshake's part of the Report, with the reading of the window
+// from the server's flight (verdict.Result.TLSFlight).
+func (t *tlsSummary) report(flight *report.InitialWindow) *report.TLS {
 	return &report.TLS{
 		Version:              t.version,
 		ServerFlightBytes:    t.flightBytes,
 		ServerFlightSegments: t.flightSegments,
 		HandshakeRoundTrips:  t.handshakeRTs,
-		InitialWindow:        t.iw,
+		InitialWindow:        flight,
 	}
 }
 
-// initialWindow picks the connection's IW reading: the TLS server flight where the
-// connection is TLS, narrowed by the first HTTP round where that is sound; the
-// first round otherwise.
-func (ca *connAnalyzer) initialWindow(c *flow.Conn, raw []rounds.Round, t *tlsSummary) *report.InitialWindow {
-	if c.MidStream {
-		return &report.InitialWindow{Verdict: report.VerdictNone, Source: report.PhaseHTTP,
-			Reason: "the capture started after the handshake, so the first round was not seen"}
+// handshake is the handshake as the verdict reads it.
+func (t *tlsSummary) handshake() *verdict.Handshake {
+	return &verdict.Handshake{
+		RetryRounds: len(t.retryRounds), FlightRounds: len(t.flightRounds),
+		RetrySegments: t.retrySegments, FlightSegments: t.flightSegments,
+		FlightEnd: t.flightEnd, HandshakeEnd: t.handshakeEnd,
 	}
-	if t == nil {
-		return rounds.InitialWindow(raw, report.PhaseHTTP, ca.rounds.FullSegmentBytes())
-	}
-	iw := t.iw
-	if iw == nil || iw.Verdict != report.VerdictLowerBound {
-		return iw
-	}
-	// The flight fit in the window. The first HTTP round shows the window after the
-	// handshake, which slow start may have grown by one segment per segment
-	// acknowledged during the handshake.
-	var hsSegs int
-	for _, r := range raw {
-		if r.StartOffset < t.handshakeEnd {
-			hsSegs += r.Segments
-			continue
-		}
-		if r.Limit != report.LimitCwnd || r.Retransmissions > 0 || r.OutOfOrder > 0 || r.Lost > 0 || r.Holes > 0 {
-			break
-		}
-		out := laterRound(&report.InitialWindow{Verdict: report.VerdictExact, Source: report.PhaseHTTP}, r, hsSegs, iw.Segments, "the first HTTP round")
-		if out != nil {
-			out.Reason = fmt.Sprintf("the TLS flight (%d segments) fit in the window; ", t.flightSegments) + out.Reason
-			if out.Verdict == report.VerdictRange && out.Segments <= iw.Segments {
-				out.Segments, out.Bytes = iw.Segments, iw.Bytes
-			}
-			return out
-		}
-		break
-	}
-	return iw
-}
-
-// laterRound reads the IW from a round cut by the congestion window after earlier
-// segments of the connection were acknowledged: the window was then at most
-// `priorSegments` larger than the IW (slow start grows it by at most one segment per
-// segment acknowledged) and never smaller. floor is what is already known of the IW
-// (at least that many segments). reading is the round's reading so far (its verdict
-// from the round alone); an exact one becomes a range unless the prior segments
-// could not have grown it. Which end holds depends on the sender's congestion
-// control, which the packets do not show: Linux's CUBIC and Reno do not grow a
-// window while at most half of it is in use, BBR grows it on every acknowledgement.
-func laterRound(reading *report.InitialWindow, r rounds.Round, priorSegments, floor int, what string) *report.InitialWindow {
-	if reading.Verdict != report.VerdictExact || r.Limit != report.LimitCwnd {
-		return reading
-	}
-	window, windowBytes := r.WindowSegments(), r.WindowBytes()
-	if window < floor {
-		// Fewer segments than an earlier round already proved fit: this round was
-		// not cut by the window, whatever its timing said.
-		return nil
-	}
-	segBytes := max(windowBytes/max(window, 1), 1)
-	lo := max(floor, window-priorSegments)
-	if lo >= window {
-		out := *reading
-		out.Segments, out.Bytes = window, windowBytes
-		out.Reason = fmt.Sprintf("%s was cut by the congestion window at %d segments, and nothing acknowledged before it could have grown the window", what, window) + r.ProbeNote()
-		return &out
-	}
-	out := &report.InitialWindow{
-		Segments: lo, Bytes: min(lo*segBytes, windowBytes),
-		SegmentsMax: window, BytesMax: windowBytes,
-		Verdict: report.VerdictRange, Source: reading.Source,
-	}
-	if window >= 3*priorSegments {
-		out.ExactIf = "cubic_or_reno"
-		out.Reason = fmt.Sprintf("%s was cut by the congestion window at %d segments after %d earlier segments were acknowledged: that is the initial window if the server runs CUBIC or Reno (Linux does not grow a window while at most half of it is in use), and %d to %d if its congestion control grows the window on every acknowledgement (BBR)",
-			what, window, priorSegments, lo, window)
-	} else {
-		out.Reason = fmt.Sprintf("%s was cut by the congestion window at %d segments after %d earlier segments were acknowledged, which may have grown the window by up to that many (slow start; BBR always, CUBIC and Reno once more than half the window was in use), so the initial window is %d to %d segments",
-			what, window, priorSegments, lo, window)
-	}
-	out.Reason += r.ProbeNote()
-	return out
 }

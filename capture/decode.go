@@ -87,6 +87,7 @@ type decoder struct {
 	geneve     layers.Geneve
 	gtp        layers.GTPv1U
 	capwap     capwapLayer
+	l2tp       l2tpLayer
 
 	// One parser per first layer (gopacket fixes the first layer at
 	// creation), all over one container of the layers above.
@@ -112,7 +113,7 @@ func newDecoder() *decoder {
 		&d.ethernet, &d.vlan, &d.sll, &d.sll2, &d.loopback, &d.pflog, &d.ipoib, &d.llc, &d.snap,
 		&d.pbb, &d.vnTag, &d.eTag, &d.fabricPath, &d.pppoe, &d.ppp, &d.ciscoHDLC, &d.fddi, &d.radiotap, &d.dot11,
 		&d.nflog, &d.pktap, &d.mpls, &d.ipv4, &d.ipv6, &d.ipv6Ext, &d.ipv6Frag, &d.ah, &d.gre, &d.erspan2,
-		&d.erspan3, &d.etherIP, &d.udpHeader, &d.vxlan, &d.vxlanGPE, &d.geneve, &d.gtp, &d.capwap,
+		&d.erspan3, &d.etherIP, &d.udpHeader, &d.vxlan, &d.vxlanGPE, &d.geneve, &d.gtp, &d.capwap, &d.l2tp,
 	} {
 		container = container.Put(layer)
 	}
@@ -378,6 +379,8 @@ func (d *decoder) layer(layerType gopacket.LayerType) gopacket.DecodingLayer {
 		return &d.gtp
 	case layerTypeCAPWAP:
 		return &d.capwap
+	case layerTypeL2TP:
+		return &d.l2tp
 	}
 	return nil
 }
@@ -401,6 +404,8 @@ func encapsulation(layerType gopacket.LayerType) Encapsulation {
 		return EncapGTPU
 	case layerTypeCAPWAP:
 		return EncapCAPWAP
+	case layerTypeL2TP:
+		return EncapL2TP
 	case layers.LayerTypeEtherIP:
 		return EncapEtherIP
 	}

@@ -47,7 +47,7 @@
 // Tunnels and encapsulations: PPPoE sessions, MPLS label stacks (with a
 // pseudowire control word before Ethernet), GRE (key, sequence, checksum,
 // PPTP's version 1) with ERSPAN types I, II and III, Aruba's 802.11 in GRE
-// and WCCP, VXLAN (UDP 4789 and 8472), VXLAN-GPE (4790), Geneve (6081),
+// and WCCP, VXLAN (UDP 4789 and 8472), VXLAN-GPE (4790), Geneve (6081), L2TPv2 (1701),
 // GTP-U (2152), GRE and MPLS in UDP (4754, 6635), IP in IP in every
 // combination of IPv4 and IPv6, EtherIP and IPsec AH. The Packet is the
 // innermost TCP segment; Packet.Tunnel names the encapsulations it came

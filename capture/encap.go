@@ -29,6 +29,7 @@ var (
 	layerTypeERSPAN3    = gopacket.RegisterLayerType(1963, gopacket.LayerTypeMetadata{Name: "ERSPAN Type III"})
 	layerTypeVXLANGPE   = gopacket.RegisterLayerType(1964, gopacket.LayerTypeMetadata{Name: "VXLAN-GPE"})
 	layerTypeCAPWAP     = gopacket.RegisterLayerType(1975, gopacket.LayerTypeMetadata{Name: "CAPWAP"})
+	layerTypeL2TP       = gopacket.RegisterLayerType(1976, gopacket.LayerTypeMetadata{Name: "L2TPv2"})
 	layerTypeIPoIB      = gopacket.RegisterLayerType(1965, gopacket.LayerTypeMetadata{Name: "IP over InfiniBand"})
 	layerTypePBB        = gopacket.RegisterLayerType(1966, gopacket.LayerTypeMetadata{Name: "802.1ah PBB"})
 	layerTypeVNTag      = gopacket.RegisterLayerType(1967, gopacket.LayerTypeMetadata{Name: "VN-Tag"})
@@ -636,6 +637,7 @@ const (
 	portGREinUDP   = 4754 // RFC 8086
 	portMPLSinUDP  = 6635 // RFC 7510
 	portCAPWAPData = 5247 // RFC 5415: a wireless controller's data channel
+	portL2TP       = 1701 // RFC 2661: L2TP (either end)
 )
 
 // udpLayer is layers.UDP that goes on into a tunnel only on the tunnel's
@@ -682,6 +684,9 @@ func (l *udpLayer) NextLayerType() gopacket.LayerType {
 			return layers.LayerTypeMPLS
 		}
 	}
+	if (l.DstPort == portL2TP || l.SrcPort == portL2TP) && l2tpDataHeader(p) > 0 {
+		return layerTypeL2TP
+	}
 	if l.DstPort == portCAPWAPData || l.SrcPort == portCAPWAPData {
 		// The controller's port, either way. Preamble version 0 type 0 (not
 		// DTLS-encrypted), and a header length that fits.
@@ -690,6 +695,49 @@ func (l *udpLayer) NextLayerType() gopacket.LayerType {
 		}
 	}
 	return gopacket.LayerTypePayload
+}
+
+// l2tpDataHeader is the length of an L2TPv2 data message's header at the start of
+// p (RFC 2661 §3.1), or 0 when p holds none: a control message (T set), another
+// version, or a header longer than p.
+func l2tpDataHeader(p []byte) int {
+	if len(p) < 6 || p[0]&0x80 != 0 || p[1]&0x0f != 2 {
+		return 0
+	}
+	n := 2
+	if p[0]&0x40 != 0 { // L: a length field
+		n += 2
+	}
+	n += 4              // tunnel and session IDs
+	if p[0]&0x08 != 0 { // S: Ns and Nr
+		n += 4
+	}
+	if p[0]&0x02 != 0 { // O: an offset size and its padding
+		if len(p) < n+2 {
+			return 0
+		}
+		n += 2 + int(binary.BigEndian.Uint16(p[n:n+2]))
+	}
+	if n > len(p) {
+		return 0
+	}
+	return n
+}
+
+// l2tpLayer is an L2TPv2 data message's header; a PPP frame follows.
+type l2tpLayer struct{ layers.BaseLayer }
+
+func (l *l2tpLayer) CanDecode() gopacket.LayerClass    { return layerTypeL2TP }
+func (l *l2tpLayer) NextLayerType() gopacket.LayerType { return layers.LayerTypePPP }
+
+func (l *l2tpLayer) DecodeFromBytes(data []byte, df gopacket.DecodeFeedback) error {
+	n := l2tpDataHeader(data)
+	if n == 0 {
+		df.SetTruncated()
+		return errHeaderCut
+	}
+	l.Contents, l.Payload = data[:n], data[n:]
+	return nil
 }
 
 // capwapLayer is a CAPWAP data channel header (RFC 5415 §4.3): what follows is

@@ -251,6 +251,17 @@ func frameGeneve(t testing.TB, ip []byte, ipv6 bool) []byte {
 	return frameEthernet(t, outerUDP(t, portGeneve, cat(geneve, frameEthernet(t, ip, ipv6))), false)
 }
 
+// frameL2TP writes an ISP's L2TP tunnel as a subscriber's line sees it: PPPoE (in
+// QinQ) carrying PPP and IPv4, UDP to port 1701, an L2TPv2 data message with its
+// length and sequence numbers, and PPP carrying the packet.
+func frameL2TP(t testing.TB, ip []byte, ipv6 bool) []byte {
+	inner := cat(pppHeader(ipv6), ip)
+	l2tp := []byte{0x48, 0x02} // L (a length) and S (sequence numbers), version 2
+	l2tp = binary.BigEndian.AppendUint16(l2tp, uint16(12+len(inner)))
+	l2tp = append(l2tp, 0x00, 0x07, 0x00, 0x2a, 0x00, 0x01, 0x00, 0x00) // tunnel 7, session 42, Ns 1, Nr 0
+	return framePPPoEQinQ(t, outerUDP(t, portL2TP, cat(l2tp, inner)), false)
+}
+
 // frameGTPU writes a GTP-U G-PDU with a sequence number.
 func frameGTPU(t testing.TB, ip []byte, _ bool) []byte {
 	gtp := binary.BigEndian.AppendUint16([]byte{0x32, 0xff}, uint16(4+len(ip)))
@@ -354,6 +365,7 @@ var encapFramings = []linkFraming{
 	{"vxlan-gpe-ipv6", layers.LinkTypeEthernet, true, frameVXLANGPE, EncapVXLAN},
 	{"geneve-ipv4", layers.LinkTypeEthernet, false, frameGeneve, EncapGeneve},
 	{"gtpu-ipv4", layers.LinkTypeEthernet, false, frameGTPU, EncapGTPU},
+	{"pppoe-l2tp-ppp-ipv6", layers.LinkTypeEthernet, true, frameL2TP, EncapPPPoE | EncapL2TP},
 	{"ipip-ipv4", layers.LinkTypeEthernet, false, frameIPinIPv4, EncapIPinIP},
 	{"6in4-ipv6", layers.LinkTypeEthernet, true, frameIPinIPv4, EncapIPinIP},
 	{"4in6-ipv4", layers.LinkTypeEthernet, false, frameIPinIPv6, EncapIPinIP},

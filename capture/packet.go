@@ -93,9 +93,10 @@ const (
 	EncapIPinIP                            // an IP header right inside another: IP-in-IP, 6in4, 4in6, IPv6-in-IPv6
 	EncapEtherIP                           // Ethernet in IP (EtherIP, RFC 3378)
 	EncapCAPWAP                            // a wireless controller's CAPWAP data channel (UDP 5247)
+	EncapL2TP                              // L2TPv2 data messages carrying PPP (UDP 1701: an ISP's L2TP tunnel)
 )
 
-var encapsulationNames = [...]string{"PPPoE", "MPLS", "GRE", "ERSPAN", "VXLAN", "Geneve", "GTP-U", "IP-in-IP", "EtherIP", "CAPWAP"}
+var encapsulationNames = [...]string{"PPPoE", "MPLS", "GRE", "ERSPAN", "VXLAN", "Geneve", "GTP-U", "IP-in-IP", "EtherIP", "CAPWAP", "L2TP"}
 
 // String names the encapsulations joined by "+", outermost kinds first in a
 // fixed order (e.g. "GRE+ERSPAN"), or "" for none.

@@ -33,6 +33,9 @@ const (
 	ToClient Dir = 1 // sent by the server
 )
 
+// Reverse is the other direction.
+func (d Dir) Reverse() Dir { return 1 - d }
+
 func (d Dir) String() string {
 	if d == ToServer {
 		return "to_server"
@@ -74,9 +77,17 @@ type Segment struct {
 	AckBeyond int64
 	// WindowBytes is the advertised receive window, scaled when scaling is in use.
 	WindowBytes int
-	HasTS       bool
-	TSVal       uint32
-	TSEcr       uint32
+	// SACKHigh is one past the highest byte of the other direction this segment
+	// selectively acknowledged (its SACK blocks), as a stream offset; 0 with none.
+	SACKHigh int64
+	// DupAck: a pure acknowledgement that repeats the last one (same ack, same
+	// window) while the other side has bytes outstanding: the receiver got a
+	// segment beyond a hole (RFC 5681's duplicate ACK). Like a SACK block, it
+	// tells the sender a segment left the network, and Linux sends on it.
+	DupAck bool
+	HasTS  bool
+	TSVal  uint32
+	TSEcr  uint32
 	// Payload is the captured part of the payload (may be shorter than Len). It
 	// points into the reader's buffer: copy what you keep.
 	Payload []byte
@@ -108,6 +119,11 @@ type DirState struct {
 	baseSet    bool
 	lastSeq    uint32 // last sequence number seen, for unwrapping
 	lastOffset int64
+	// The last acknowledgement this side sent (offset and window), to tell a
+	// duplicate ACK.
+	ackOffset int64
+	ackWindow int
+	ackSent   bool
 	// HighestEnd is one past the highest stream offset sent (or acknowledged by the
 	// other side).
 	HighestEnd int64
@@ -153,6 +169,17 @@ type DirState struct {
 	// to the other side's acknowledgement of it (-1: no sample). Seen at one end of
 	// the path, one direction's is the round trip and the other's about zero.
 	MinAckDelayNs int64
+	// AckDelayFloorNs is the shortest time from the latest sending of a timed
+	// segment's bytes to their acknowledgement, retransmitted ones too (-1: none):
+	// never more than the true delay, so a floor that is still long shows that
+	// the other side itself, not something near the capture, acknowledged the
+	// data. (Karn's rule keeps retransmitted bytes out of MinAckDelayNs, which
+	// estimates the round trip; a floor needs no such care.)
+	AckDelayFloorNs int64
+	// The floor's own timer: one segment at a time, restarted when its bytes are
+	// sent again (from that latest sending).
+	floorEnd, floorNs int64
+	floorTiming       bool
 	// recent frames of this direction, to tell frames captured twice
 	recent     [recentFrames]recentFrame
 	lastRecent int8
@@ -652,6 +679,7 @@ func (t *Tracker) makeConn(key connKey, src, dst netip.AddrPort, p *capture.Pack
 		c.Dirs[i].finOffset = -1
 		c.Dirs[i].HighestAckByPeer = -1
 		c.Dirs[i].MinAckDelayNs = -1
+		c.Dirs[i].AckDelayFloorNs = -1
 	}
 	t.conns[key] = c
 	if t.newHandler != nil {
@@ -804,12 +832,28 @@ func (t *Tracker) segment(c *Conn, dir Dir, p *capture.Packet) {
 				other.MinAckDelayNs = delay
 			}
 		}
+		if other.floorTiming && s.AckOffset >= other.floorEnd {
+			other.floorTiming = false
+			if delay := p.TimestampNs - other.floorNs; delay >= 0 && (other.AckDelayFloorNs < 0 || delay < other.AckDelayFloorNs) {
+				other.AckDelayFloorNs = delay
+			}
+		}
 	}
 	win := int(p.Window)
 	if !p.Has(capture.FlagSYN) {
 		win <<= uint(d.WindowScale)
 	}
 	s.WindowBytes = win
+	if s.HasAck && !p.Has(capture.FlagSYN) {
+		for i := range p.Options.NumSACK {
+			if right := other.lastOffset + int64(int32(p.Options.SACK[i].Right-other.lastSeq)); right > s.SACKHigh && right > s.AckOffset {
+				s.SACKHigh = right
+			}
+		}
+		s.DupAck = p.PayloadLen == 0 && p.Flags&(capture.FlagFIN|capture.FlagRST) == 0 && d.ackSent &&
+			s.AckOffset == d.ackOffset && win == d.ackWindow && other.HighestEnd > s.AckOffset
+		d.ackOffset, d.ackWindow, d.ackSent = s.AckOffset, win, true
+	}
 
 	if p.Has(capture.FlagSYN) {
 		s.Offset = 0
@@ -906,7 +950,11 @@ func (c *Conn) useSynAck(i int) {
 // a SYN/ACK it received.
 func (c *Conn) handshakeACK(p *capture.Packet) {
 	for i := 0; i < c.synAcks.n; i++ {
-		if p.Ack == c.synAcks.list[i].isn+1 {
+		// The client's first acknowledgement may also cover data the server sent
+		// right after its SYN/ACK (a banner, or data the client waited for before
+		// acknowledging): it still completes the handshake it answers.
+		early := int64(p.Ack - (c.synAcks.list[i].isn + 1))
+		if p.Ack == c.synAcks.list[i].isn+1 || early > 0 && early <= c.Dirs[ToClient].HighestEnd {
 			c.useSynAck(i)
 			c.HandshakeACKNs = p.TimestampNs
 			if c.rstBeforeHandshake {
@@ -1009,6 +1057,13 @@ func (t *Tracker) classify(c *Conn, d *DirState, s *Segment) {
 	case !d.timing && s.NewLen > 0:
 		d.timing, d.timedEnd, d.timedNs = true, s.NewOffset+int64(s.NewLen), s.TimeNs
 	}
+	switch {
+	case d.floorTiming && s.Len > 0 && s.Offset < d.floorEnd && (s.NewLen == 0 || s.NewOffset > s.Offset):
+		// Its bytes sent again: the floor counts from the latest sending.
+		d.floorNs = s.TimeNs
+	case !d.floorTiming && s.NewLen > 0:
+		d.floorTiming, d.floorEnd, d.floorNs = true, s.NewOffset+int64(s.NewLen), s.TimeNs
+	}
 	if s.Retransmission {
 		d.Retransmissions++
 	}
@@ -1087,6 +1142,26 @@ func (c *Conn) SampledRTTNs() int64 {
 	return a + b
 }
 
+// DataRTTFloorNs is a floor of the round trip data took from the capture point to
+// the peer that acknowledged it and back, by vantage: at the client, the client's
+// data acknowledged (the server's side of the path); at the server, the server's;
+// elsewhere both added up. 0 when the data gave no sample. A floor far below the
+// handshake's round trip shows something near the capture acknowledging for the
+// peer (a split-TCP middlebox, a proxy).
+func (c *Conn) DataRTTFloorNs() int64 {
+	a, b := c.Dirs[ToServer].AckDelayFloorNs, c.Dirs[ToClient].AckDelayFloorNs
+	switch c.Vantage() {
+	case VantageClient:
+		return max(a, 0)
+	case VantageServer:
+		return max(b, 0)
+	}
+	if a < 0 || b < 0 {
+		return 0
+	}
+	return a + b
+}
+
 // RTTNs is the connection's best round-trip estimate: the handshake's, unless the
 // handshake was retried (Karn's rule: its sample may belong to an earlier SYN) and
 // data samples show a shorter one; the data samples when no handshake was seen.
@@ -1108,25 +1183,19 @@ func (c *Conn) HandshakeRetried() bool {
 	return c.Dirs[ToServer].SYNCount > 1 || c.Dirs[ToClient].SYNCount > 1
 }
 
-// MSS is the payload size of a full segment from the server: the smaller of the two
-// SYNs' MSS options, less 12 bytes when timestamps are in use. 0 when unknown: a
-// SYN was not captured, or one of them carried no MSS option (see MSSCap).
-func (c *Conn) MSS() int {
-	cm, sm := int(c.Dirs[ToServer].SYN.MSS), int(c.Dirs[ToClient].SYN.MSS)
-	if !c.Dirs[ToServer].SYNSeen || !c.Dirs[ToClient].SYNSeen || cm == 0 || sm == 0 {
+// SegmentCap is the largest payload a segment sent in direction d may carry as the
+// SYNs say: the MSS option of the *other* side, which bounds what this side may
+// send (RFC 9293 3.7.1), less 12 bytes when both sides use timestamps. A side's own
+// MSS option bounds only what it receives: a server announcing 1400 bytes to a
+// client that announced 1460 sends 1448-byte segments. 0 when the peer's SYN was not
+// captured or carried no MSS option; the path (a tunnel, a smaller MTU) may make the
+// segments smaller still.
+func (c *Conn) SegmentCap(d Dir) int {
+	peer := &c.Dirs[d.Reverse()]
+	if !peer.SYNSeen || peer.SYN.MSS == 0 {
 		return 0
 	}
-	return min(cm, sm) - c.optionBytes()
-}
-
-// MSSCap is the largest payload a server segment can carry as far as the SYNs say
-// (the client's MSS option less options), or 0 when nothing caps it.
-func (c *Conn) MSSCap() int {
-	cm := int(c.Dirs[ToServer].SYN.MSS)
-	if !c.Dirs[ToServer].SYNSeen || cm == 0 {
-		return 0
-	}
-	return cm - c.optionBytes()
+	return int(peer.SYN.MSS) - c.optionBytes()
 }
 
 // optionBytes is the TCP option space every data segment carries: 12 bytes of

@@ -427,17 +427,25 @@ func TestDuplicateFrames(t *testing.T) {
 	}
 }
 
-func TestMSS(t *testing.T) {
+// TestSegmentCap: each direction's segments are bounded by the other side's MSS
+// option, never by the sender's own: a server that announces less than the client
+// (as some CDNs do) still sends segments as large as the client's option allows.
+func TestSegmentCap(t *testing.T) {
 	pkts := handshake(20)
+	pkts[1].mss = 1400 // the SYN/ACK announces less than the client's 1460
 	r, _ := run(t, pkts)
-	if got := r.conns[0].MSS(); got != 1460 {
-		t.Errorf("MSS %d, want 1460", got)
+	c := r.conns[0]
+	if got := c.SegmentCap(ToClient); got != 1460 {
+		t.Errorf("server's segments capped at %d, want the client's 1460", got)
+	}
+	if got := c.SegmentCap(ToServer); got != 1400 {
+		t.Errorf("client's segments capped at %d, want the server's 1400", got)
 	}
 	pkts[1].mss = 0 // a SYN/ACK without the option
 	r, _ = run(t, pkts)
-	c := r.conns[0]
-	if c.MSS() != 0 || c.MSSCap() != 1460 {
-		t.Errorf("MSS %d cap %d, want unknown (0) capped at the client's 1460", c.MSS(), c.MSSCap())
+	c = r.conns[0]
+	if c.SegmentCap(ToClient) != 1460 || c.SegmentCap(ToServer) != 0 {
+		t.Errorf("caps %d (server) and %d (client), want 1460 and unknown (0)", c.SegmentCap(ToClient), c.SegmentCap(ToServer))
 	}
 }
 
@@ -491,5 +499,29 @@ func TestTrailingPacketsKeepOneTombstoneEntry(t *testing.T) {
 	}
 	if queued := len(tr.tombQueue) - tr.tombHead; queued > 2 {
 		t.Errorf("%d tombstone queue entries for one finished connection", queued)
+	}
+}
+
+// TestHandshakeACKCoversEarlyData: a server that speaks first (a banner) sends data
+// right after its SYN/ACK, and the client's first acknowledgement covers both: it
+// still completes the handshake, which keeps its round trip (it had none).
+func TestHandshakeACKCoversEarlyData(t *testing.T) {
+	pkts := []pkt{
+		{fromClient: true, ms: 0, flags: syn, seq: cISN, mss: 1460},
+		{ms: 20, flags: synack, seq: sISN, ack: cISN + 1, mss: 1460},
+		{ms: 20.05, flags: psh, seq: sISN + 1, ack: cISN + 1, length: 100},
+		{fromClient: true, ms: 20.2, flags: ack, seq: cISN + 1, ack: sISN + 101},
+		{fromClient: true, ms: 25, flags: psh, seq: cISN + 1, ack: sISN + 101, length: 50},
+	}
+	r, _ := run(t, pkts)
+	if len(r.conns) != 1 {
+		t.Fatalf("%d connections, want 1", len(r.conns))
+	}
+	c := r.conns[0]
+	if got := c.HandshakeRTTNs(); got < 20e6 || got > 20.3e6 {
+		t.Errorf("handshake RTT %d ns, want about 20.2 ms", got)
+	}
+	if c.Dirs[ToClient].Bytes != 100 {
+		t.Errorf("server bytes %d, want 100", c.Dirs[ToClient].Bytes)
 	}
 }

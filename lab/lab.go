@@ -88,8 +88,29 @@ type Spec struct {
 	WriteChunkBytes int   `json:"write_chunk_bytes,omitempty"`
 	WritePauseNs    int64 `json:"write_pause_ns,omitempty"`
 	Nagle           bool  `json:"nagle,omitempty"`
-	// ServerMSS and NoSACK configure the netstack server's TCP: the MSS its SYN/ACK
-	// announces (0: the path's MTU less 40) and SACK off.
+	// ServerAdvMSS and ClientAdvMSS are the MSS each side announces (route advmss;
+	// 0: the kernel's choice), MTU the path's (0: 1500).
+	ServerAdvMSS int `json:"server_advmss,omitempty"`
+	ClientAdvMSS int `json:"client_advmss,omitempty"`
+	MTU          int `json:"mtu,omitempty"`
+	// NoTimestamps turns TCP timestamps off in both namespaces (tcp_timestamps=0);
+	// ClientQuickAck makes the client acknowledge every segment at once.
+	NoTimestamps   bool `json:"no_timestamps,omitempty"`
+	ClientQuickAck bool `json:"client_quickack,omitempty"`
+	// JitterNs varies the server→client delay by up to this much each way, and
+	// Reorder lets packets overtake one another by it.
+	JitterNs int64 `json:"jitter_ns,omitempty"`
+	Reorder  bool  `json:"reorder,omitempty"`
+	// KernelTruth records the server kernel's own congestion window on each
+	// connection (labpath.Config.KernelTap): TrialResult.Kernel.
+	KernelTruth bool `json:"kernel_truth,omitempty"`
+	// ProxyUpstreamRTTNs, when set, puts a TCP-terminating proxy at the server's
+	// end of the path, relaying to the origin server over a second path of this
+	// round trip (see proxy.go): the client's connection is the proxy's.
+	ProxyUpstreamRTTNs int64 `json:"proxy_upstream_rtt_ns,omitempty"`
+	// ServerMSS is the MSS the netstack server's SYN/ACK announces (0: the path's
+	// MTU less 40; a kernel server's is ServerAdvMSS). NoSACK turns SACK off: the
+	// netstack server's, or both namespaces' (tcp_sack=0).
 	ServerMSS int  `json:"server_mss,omitempty"`
 	NoSACK    bool `json:"no_sack,omitempty"`
 }
@@ -138,8 +159,12 @@ func (s *Spec) Normalize() error {
 		return errors.New("the write chunk size and pause can't be negative")
 	case (s.WriteChunkBytes > 0 || s.Nagle) && s.Server != ServerBuiltin && s.Server != ServerNetstack:
 		return errors.New("chunked writes and Nagle's algorithm are options of the built-in and netstack servers")
-	case (s.ServerMSS != 0 || s.NoSACK) && s.Server != ServerNetstack:
-		return errors.New("the server's MSS and SACK off are options of the netstack server")
+	case s.ServerMSS != 0 && s.Server != ServerNetstack:
+		return errors.New("the server's MSS (ServerMSS) is an option of the netstack server: a kernel server's is ServerAdvMSS (route advmss)")
+	case s.ProxyUpstreamRTTNs < 0 || s.ProxyUpstreamRTTNs > 0 && s.HTTP3:
+		return errors.New("a proxy relays TCP only, with an upstream round trip of 0 or more")
+	case s.JitterNs < 0 || s.JitterNs > s.RTTNs/2:
+		return fmt.Errorf("jitter %v: use 0 to half the RTT", time.Duration(s.JitterNs))
 	case s.Server == ServerNetstack && s.IW != 0 && s.IW != netstack.InitialWindowSegments:
 		return fmt.Errorf("initial window %d: the netstack server's is gVisor's fixed %d segments (no option changes it): leave --iw at %d",
 			s.IW, netstack.InitialWindowSegments, netstack.InitialWindowSegments)
@@ -220,6 +245,8 @@ type TrialResult struct {
 	// KeyLog is the file of an HTTP/3 trial's TLS secrets, beside its captures (for
 	// slowstart analyze --keylog and Wireshark).
 	KeyLog string `json:"keylog,omitempty"`
+	// Kernel is what the server's kernel reported of each connection (Spec.KernelTruth).
+	Kernel []KernelConn `json:"kernel,omitempty"`
 	// RoundTrips are the transfer's round trips as its client-side capture shows them
 	// (package analysis), when the job asked for them.
 	RoundTrips *TrialRoundTrips `json:"round_trips,omitempty"`
@@ -327,9 +354,26 @@ func (e *Env) runTrial(ctx context.Context, spec Spec, index int, captureDir, pr
 		return res, err
 	}
 	defer path.Close()
-	target, err := e.startServer(ctx, path, spec)
+	serverPath := path
+	if spec.ProxyUpstreamRTTNs > 0 {
+		// The origin behind the proxy, on a path of its own; the proxy on this one.
+		origin, err := e.startPath(ctx, spec.upstreamSpec(), false, nil)
+		if err != nil {
+			return res, err
+		}
+		defer origin.Close()
+		serverPath = origin
+	}
+	target, err := e.startServer(ctx, serverPath, spec)
 	if err != nil {
 		return res, err
+	}
+	if serverPath != path {
+		proxy := netip.AddrPortFrom(path.ServerAddr, target.addr.Port())
+		if err := startProxy(path, proxy, serverPath.Dial, target.addr.String()); err != nil {
+			return res, fmt.Errorf("the proxy: %w", err)
+		}
+		target.addr = proxy
 	}
 
 	var fetched client.Result
@@ -351,12 +395,106 @@ func (e *Env) runTrial(ctx context.Context, spec Spec, index int, captureDir, pr
 	}
 	res.setDrops(stats)
 	res.PathCheck = checkPath(spec, &res, stats)
+	switch {
+	case spec.KernelTruth && target.netstackTruth != nil && spec.ProxyUpstreamRTTNs == 0:
+		res.Kernel = target.netstackTruth.conns()
+	case spec.KernelTruth && (spec.Server != ServerNetstack || spec.ProxyUpstreamRTTNs > 0):
+		// (Behind a proxy the client's connection is the proxy's kernel socket.)
+		if res.Kernel, err = kernelTruth(ctx, path); err != nil {
+			return res, err
+		}
+	}
 	if roundTrips && !spec.HTTP3 {
 		if res.RoundTrips, err = caps.roundTrips(ctx); err != nil {
 			return res, err
 		}
 	}
 	return res, nil
+}
+
+// KernelConn is what the server's kernel reported of one connection of a trial: its
+// client end, congestion control and initial window (labpath.KernelConn).
+type KernelConn struct {
+	Client            string `json:"client"`
+	CongestionControl string `json:"cc"`
+	// InitialWindow is snd_cwnd at the connection's first tcp_probe event, in
+	// segments; EstablishedWindow the window when the socket became established.
+	InitialWindow     int `json:"initial_window"`
+	EstablishedWindow int `json:"established_window"`
+	MSS               int `json:"mss"`
+	// Rounds are the server's sending rounds as its own ACK clock cuts them: the
+	// segments of each and the window before and after (labpath.KernelRound).
+	Rounds []KernelRound `json:"rounds,omitempty"`
+}
+
+// KernelRound is one sending round of the server as its kernel saw it.
+type KernelRound struct {
+	Segments    int    `json:"segments"`
+	CwndAtStart uint32 `json:"cwnd_at_start"`
+	Cwnd        uint32 `json:"cwnd"`
+	QueuedBytes uint32 `json:"queued_bytes"`
+}
+
+// netstackTruth records the netstack server's own window on each connection, from
+// its TCP probe: the window its first data went out under (the last sample before
+// it sent any), as the kernel tap records a kernel server's.
+type netstackTruth struct {
+	mu sync.Mutex
+	by map[netip.AddrPort]*netstackConn
+	// order is the connections in the order first seen.
+	order []netip.AddrPort
+}
+
+type netstackConn struct {
+	firstNxt    uint32
+	initial     int
+	sent        bool
+	established int
+}
+
+func (n *netstackTruth) sample(s netstack.Sample) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	c, ok := n.by[s.Remote]
+	if !ok {
+		c = &netstackConn{firstNxt: s.SndNxt, established: s.CwndSegments}
+		n.by[s.Remote] = c
+		n.order = append(n.order, s.Remote)
+	}
+	if c.sent || s.SndNxt != c.firstNxt {
+		c.sent = true
+		return
+	}
+	c.initial = s.CwndSegments
+}
+
+func (n *netstackTruth) conns() []KernelConn {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	out := make([]KernelConn, 0, len(n.order))
+	for _, remote := range n.order {
+		c := n.by[remote]
+		out = append(out, KernelConn{Client: remote.String(), CongestionControl: "netstack", InitialWindow: c.initial, EstablishedWindow: c.established})
+	}
+	return out
+}
+
+// kernelTruth reads the server kernel's record of the path's connections.
+func kernelTruth(ctx context.Context, path *labpath.Path) ([]KernelConn, error) {
+	conns, err := path.KernelConns(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("the server kernel's record: %w", err)
+	}
+	out := make([]KernelConn, 0, len(conns))
+	for _, c := range conns {
+		k := KernelConn{Client: c.Client.String(), CongestionControl: c.CongestionControl,
+			InitialWindow: c.InitialWindow, EstablishedWindow: c.EstablishedWindow, MSS: c.MSS}
+		for _, r := range c.Rounds() {
+			k.Rounds = append(k.Rounds, KernelRound{Segments: r.Segments, CwndAtStart: r.CwndAtStart, Cwnd: r.Cwnd, QueuedBytes: r.QueuedBytes})
+		}
+		out = append(out, k)
+	}
+	return out, nil
 }
 
 // pathConfig is the point's path: its delay, rate, queue and loss, and the
@@ -373,15 +511,32 @@ func (s *Spec) pathConfig(poll bool, tap func(device int, data []byte, unixNs in
 		IPv6:                 s.IPv6,
 		InitCwnd:             s.IW,
 		InitRwnd:             s.InitRwnd,
+		ServerAdvMSS:         s.ServerAdvMSS,
+		ClientAdvMSS:         s.ClientAdvMSS,
+		ClientQuickAck:       s.ClientQuickAck,
+		JitterNs:             s.JitterNs,
+		Reorder:              s.Reorder,
+		KernelTap:            s.KernelTruth && (s.Server != ServerNetstack || s.ProxyUpstreamRTTNs > 0),
+		MTU:                  s.MTU,
 		CongestionControl:    s.CC,
 		NoSlowStartAfterIdle: !s.SlowStartAfterIdle,
 		Poll:                 poll,
 		Tap:                  tap,
 	}
+	cfg.Sysctls = map[string]string{}
 	if s.InitRwnd > 0 {
 		// A receive buffer large enough for the initial window asked for: the kernel
 		// caps the first advertised window at what the default buffer can hold.
-		cfg.Sysctls = map[string]string{"ipv4/tcp_rmem": fmt.Sprintf("4096 %d 6291456", max(131072, 4*s.InitRwnd*1500))}
+		cfg.Sysctls["ipv4/tcp_rmem"] = fmt.Sprintf("4096 %d 6291456", max(131072, 4*s.InitRwnd*1500))
+	}
+	if s.NoTimestamps {
+		cfg.Sysctls["ipv4/tcp_timestamps"] = "0"
+	}
+	if s.NoSACK && s.Server != ServerNetstack {
+		cfg.Sysctls["ipv4/tcp_sack"] = "0"
+	}
+	if len(cfg.Sysctls) == 0 {
+		cfg.Sysctls = nil
 	}
 	return cfg
 }
@@ -473,6 +628,8 @@ func (c *trialCaptures) roundTrips(ctx context.Context) (*TrialRoundTrips, error
 type trialTarget struct {
 	addr  netip.AddrPort
 	chain *server.Chain
+	// netstackTruth records the netstack server's own window (Spec.KernelTruth).
+	netstackTruth *netstackTruth
 }
 
 // startServer starts the point's server in the path's server namespace, its
@@ -497,6 +654,10 @@ func (e *Env) startServer(ctx context.Context, path *labpath.Path, spec Spec) (t
 	}
 	if spec.Server == ServerNetstack {
 		o.Netstack = netstack.Options{CongestionControl: spec.CC, MSS: spec.ServerMSS, NoSACK: spec.NoSACK}
+		if spec.KernelTruth {
+			target.netstackTruth = &netstackTruth{by: map[netip.AddrPort]*netstackConn{}}
+			o.Netstack.Probe = target.netstackTruth.sample
+		}
 	}
 	running, err := server.StartOnPath(ctx, path, o)
 	if err != nil {

@@ -160,25 +160,13 @@ func WriteText(w io.Writer, p *Page) error {
 	return ew.Err
 }
 
-// IWText says an initial-window verdict in a few words: "10 (exact)", "≥ 4".
+// IWText says an initial-window reading in a few words (report.InitialWindow.Label),
+// "-" when there is none.
 func IWText(iw *report.InitialWindow) string {
 	if iw == nil {
 		return "-"
 	}
-	switch iw.Verdict {
-	case report.VerdictExact:
-		return fmt.Sprintf("%d (exact)", iw.Segments)
-	case report.VerdictLowerBound:
-		return fmt.Sprintf("≥ %d (lower bound)", iw.Segments)
-	case report.VerdictRange:
-		if iw.ExactIf != "" {
-			return fmt.Sprintf("%d-%d (%d if CUBIC)", iw.Segments, iw.SegmentsMax, iw.SegmentsMax)
-		}
-		return fmt.Sprintf("%d-%d (range)", iw.Segments, iw.SegmentsMax)
-	case report.VerdictRwndLimited:
-		return fmt.Sprintf("≥ %d (receive window)", iw.Segments)
-	}
-	return iw.Verdict
+	return iw.Label()
 }
 
 func roundsText(rounds []int) string {

@@ -254,22 +254,7 @@ func WriteDemo(w io.Writer, d *DemoResult) error {
 		return fmt.Sprintf("%.0f", *c.ClientTiming.TLSAtMs)
 	})
 	row("IW, page load", func(c *report.Connection) string {
-		if c.InitialWindow == nil {
-			return "none"
-		}
-		switch iw := c.InitialWindow; iw.Verdict {
-		case report.VerdictExact:
-			return fmt.Sprintf("%d, exact", iw.Segments)
-		case report.VerdictLowerBound:
-			return fmt.Sprintf("≥ %d, lower bound", iw.Segments)
-		case report.VerdictRange:
-			if iw.ExactIf != "" {
-				return fmt.Sprintf("%d-%d (%d if CUBIC)", iw.Segments, iw.SegmentsMax, iw.SegmentsMax)
-			}
-			return fmt.Sprintf("%d-%d", iw.Segments, iw.SegmentsMax)
-		default:
-			return iw.Verdict
-		}
+		return c.InitialWindow.Label()
 	})
 	if !c.NoExact {
 		cells := []string{"IW, exact probe"}

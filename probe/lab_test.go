@@ -158,7 +158,7 @@ func checkVerdict(t *testing.T, res *Result, trueIW int, bodyBytes int64) {
 		t.Errorf("verdict exact with %d segments, true IW %d (reason: %s)", iw.Segments, trueIW, iw.Reason)
 	case iw.Verdict == report.VerdictRange && (trueIW < iw.Segments || trueIW > iw.SegmentsMax):
 		t.Errorf("range %d-%d excludes the true IW %d (reason: %s)", iw.Segments, iw.SegmentsMax, trueIW, iw.Reason)
-	case iw.Verdict == report.VerdictRange && iw.ExactIf == "cubic_or_reno" && iw.SegmentsMax != trueIW:
+	case iw.Verdict == report.VerdictRange && iw.ExactIf == "linux_cubic_or_reno" && iw.SegmentsMax != trueIW:
 		t.Errorf("range %d-%d says %d for CUBIC, the lab's, true IW %d", iw.Segments, iw.SegmentsMax, iw.SegmentsMax, trueIW)
 	case iw.Verdict == report.VerdictLowerBound && iw.Segments > trueIW:
 		t.Errorf("lower bound %d above the true IW %d", iw.Segments, trueIW)
@@ -211,7 +211,7 @@ func TestDemo(t *testing.T) {
 		case col.IW == 3 && iw.Verdict != report.VerdictExact:
 			// IW 3 cuts the chain.
 			t.Errorf("IW %d: verdict %s, want exact", col.IW, iw.Verdict)
-		case col.IW == 32 && !(iw.Verdict == report.VerdictRange && iw.ExactIf == "cubic_or_reno" && iw.SegmentsMax == 32):
+		case col.IW == 32 && !(iw.Verdict == report.VerdictRange && iw.ExactIf == "linux_cubic_or_reno" && iw.SegmentsMax == 32):
 			// IW 32's first HTTP round is 3× the handshake's: exactly 32 for CUBIC (the
 			// lab's), a range for a sender whose window may grow during the handshake.
 			t.Errorf("IW %d: verdict %s %d-%d (exact if %q), want a range up to 32, exact for CUBIC", col.IW, iw.Verdict, iw.Segments, iw.SegmentsMax, iw.ExactIf)

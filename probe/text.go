@@ -113,7 +113,7 @@ func writeConnection(ew *report.ErrWriter, c *report.Connection) {
 	ew.Printf("%s", tb.String())
 	ew.Printf("\n")
 	if iw := c.InitialWindow; iw != nil {
-		ew.Printf("  %s\n", report.VerdictSentence(iw))
+		ew.Printf("  %s\n", iw.Sentence())
 	}
 	for _, n := range c.Notes {
 		ew.Printf("  note: %s\n", n)

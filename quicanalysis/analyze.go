@@ -341,7 +341,8 @@ func windowOverReadings(rd *clockReading, alternatives []*clockReading, maxDatag
 			l, bounded = w.Bytes, false
 		default:
 			return &report.InitialWindow{Source: "http", Segments: iw.Segments, Bytes: iw.Bytes, Verdict: report.VerdictAmbiguous,
-				Reason: fmt.Sprintf("at the client the first response round depends on when the server received the client's datagrams, known only to within a margin; with them known %.1f ms after they left: %s", float64(r.shiftNs)/1e6, w.Reason)}
+				Unproven: []string{report.ObligationRoundsSeparable},
+				Reason:   fmt.Sprintf("at the client the first response round depends on when the server received the client's datagrams, known only to within a margin; with them known %.1f ms after they left: %s", float64(r.shiftNs)/1e6, w.Reason)}
 		}
 		if i == 0 || l < lo {
 			lo = l
@@ -350,7 +351,7 @@ func windowOverReadings(rd *clockReading, alternatives []*clockReading, maxDatag
 		readings = append(readings, fmt.Sprintf("%.1f ms: %s %d-%d bytes", float64(r.shiftNs)/1e6, w.Verdict, l, max(h, l)))
 	}
 	segments := func(bytes int) int { return (bytes + maxDatagram - 1) / maxDatagram }
-	out := &report.InitialWindow{Source: "http", Bytes: lo, Segments: segments(lo)}
+	out := &report.InitialWindow{Source: "http", Bytes: lo, Segments: segments(lo), Unproven: []string{report.ObligationRoundsSeparable}}
 	why := fmt.Sprintf("at the client the first response round depends on when the server received the client's datagrams, known only to within a margin, and the readings differ (with them known %s after they left)", strings.Join(readings, "; "))
 	if bounded {
 		out.Verdict, out.BytesMax, out.SegmentsMax = report.VerdictRange, hi, segments(hi)

@@ -169,17 +169,24 @@ func initialWindow(rd *clockReading, maxDatagram int) *report.InitialWindow {
 		case report.LimitCwnd:
 			if growth == 0 {
 				iw.Verdict = report.VerdictExact
+				iw.Evidence = []report.Proof{
+					{Obligation: report.ObligationCompleteRound, Detail: fmt.Sprintf("round %d had no retransmission", r.Index)},
+					{Obligation: report.ObligationReleasedByAck, Detail: fmt.Sprintf("round %d stopped with %d bytes in flight in %d datagrams and went on as soon as an acknowledgement returned", r.Index, r.InFlightBytes, r.Segments)},
+					{Obligation: report.ObligationWindowUngrown, Detail: "no acknowledgement came while the round was sent, and those before came with at most half the window in flight (RFC 9002 §7.8)"},
+				}
 				iw.Reason = fmt.Sprintf("round %d, the first of the response, stopped with %d bytes in flight in %d datagrams and went on as soon as an acknowledgement returned; QUIC senders send while bytes in flight are below the window, so the window was more than %d bytes and at most %d. No acknowledgement could have grown it before: none came while the round was sent, and those before came with at most half of it in flight (RFC 9002 §7.8)",
 					r.Index, r.InFlightBytes, r.Segments, r.InFlightBytes-maxDatagram, r.InFlightBytes)
 				break
 			}
 			iw.Verdict = report.VerdictRange
+			iw.Unproven = []string{report.ObligationWindowUngrown}
 			iw.Bytes, iw.Segments = lowest, segments(lowest)
 			iw.BytesMax, iw.SegmentsMax = r.InFlightBytes, r.Segments
 			iw.Reason = fmt.Sprintf("round %d, the first of the response, stopped with %d bytes in flight when the window was full, but the window may have grown by a datagram for each of %d packets acknowledged before (%s): the initial window was between %d and %d bytes",
 				r.Index, r.InFlightBytes, growth, why, lowest, r.InFlightBytes)
 		case report.LimitLoss:
 			iw.Verdict = report.VerdictAmbiguous
+			iw.Unproven = []string{report.ObligationCompleteRound}
 			iw.Reason = fmt.Sprintf("round %d had retransmissions", r.Index)
 		default:
 			iw.Verdict = report.VerdictLowerBound
@@ -188,12 +195,19 @@ func initialWindow(rd *clockReading, maxDatagram int) *report.InitialWindow {
 			switch r.Limit {
 			case report.LimitAmplification:
 				what = fmt.Sprintf("round %d was cut by the amplification limit, not by the window", r.Index)
+				iw.Unproven = []string{report.ObligationReleasedByAck}
 			case report.LimitPacing:
 				what = fmt.Sprintf("the server was still pacing out round %d when the first acknowledgement returned (no silence before it)", r.Index)
+				iw.Unproven = []string{report.ObligationReleasedByAck}
 			case report.LimitEnd:
 				what = fmt.Sprintf("the response ended inside round %d", r.Index)
+				iw.Unproven = []string{report.ObligationDataQueued}
 			default:
 				what = fmt.Sprintf("the server paused inside round %d with room left (limit %s)", r.Index, r.Limit)
+				iw.Unproven = []string{report.ObligationWindowFilled}
+			}
+			if growth > 0 {
+				iw.Unproven = append(iw.Unproven, report.ObligationWindowUngrown)
 			}
 			if lowest <= 1 {
 				// A sender may send a datagram whenever anything at all is left
@@ -216,10 +230,11 @@ func initialWindow(rd *clockReading, maxDatagram int) *report.InitialWindow {
 
 // handshakeReading is what the server's first handshake round says of its window.
 func handshakeReading(r report.Round) *report.InitialWindow {
-	iw := &report.InitialWindow{Source: "tls", Segments: r.Segments, Bytes: r.Bytes, Verdict: report.VerdictLowerBound}
+	iw := &report.InitialWindow{Source: "tls", Segments: r.Segments, Bytes: r.Bytes, Verdict: report.VerdictLowerBound,
+		Unproven: []string{report.ObligationDataQueued}}
 	switch r.Limit {
 	case report.LimitAmplification:
-		iw.Verdict = report.VerdictNone
+		iw.Verdict, iw.Unproven = report.VerdictNone, []string{report.ObligationReleasedByAck}
 		iw.Reason = fmt.Sprintf("the handshake flight was cut at %d bytes by the amplification limit, before the congestion window could show", r.Bytes)
 	case report.LimitEnd:
 		iw.Reason = fmt.Sprintf("the whole handshake flight (%d bytes) fit in round 1", r.Bytes)

@@ -184,10 +184,69 @@ type InitialWindow struct {
 	Source      string `json:"source"` // "http" (the first data flight) or "tls" (the server's handshake flight)
 	Reason      string `json:"reason"` // a sentence for people
 	// ExactIf, on a range, names the congestion control under which the IW would be
-	// exactly segments_max: "cubic_or_reno" (Linux grows no window while at most
-	// half of it is in use). The packets do not show which one the server runs.
+	// exactly segments_max: "linux_cubic_or_reno" (Linux's CUBIC and Reno grow no
+	// window while at most half of it is in use; BBR, and other stacks' slow start
+	// such as gVisor's, grow it on every acknowledgement). The packets do not show
+	// which one the server runs.
 	ExactIf string `json:"exact_if,omitempty"`
+	// Evidence lists, for an exact reading (and what a range rests on), each proof
+	// obligation (Obligation*) with the packets that prove it.
+	Evidence []Proof `json:"evidence,omitempty"`
+	// Unproven names the obligations the packets did not prove, the reason the
+	// reading is not exact (the first is the one the reason explains); empty for
+	// an exact reading.
+	Unproven []string `json:"unproven,omitempty"`
 }
+
+// ExactIfLinuxCubicOrReno is InitialWindow.ExactIf for a range whose upper end is the
+// window of a server running Linux's CUBIC or Reno.
+const ExactIfLinuxCubicOrReno = "linux_cubic_or_reno"
+
+// Proof is one obligation of an initial-window reading and the packets that prove it.
+type Proof struct {
+	Obligation string `json:"obligation"`
+	Detail     string `json:"detail"`
+}
+
+// The proof obligations of an initial-window reading: a reading is exact only when
+// the packets prove every one (docs/algorithms.md says how each is proven).
+const (
+	// ObligationStartSeen: the capture holds the connection's handshake and its
+	// first round.
+	ObligationStartSeen = "start_seen"
+	// ObligationCompleteRound: no retransmission, reordering, loss or capture gap
+	// in the round or right after it.
+	ObligationCompleteRound = "complete_round"
+	// ObligationRoundsSeparable: the method that split the rounds resolves the
+	// path's round trip (the ACK clock or a fast enough timestamp clock, on a path
+	// long enough to tell rounds apart).
+	ObligationRoundsSeparable = "rounds_separable"
+	// ObligationEndToEnd: the data's round trip agrees with the handshake's:
+	// nothing near the capture (a split-TCP middlebox, a proxy) answered for the
+	// server.
+	ObligationEndToEnd = "end_to_end"
+	// ObligationSegmentSize: the server's full segment size is known from the
+	// client's MSS option and proven by the server's own frames.
+	ObligationSegmentSize = "segment_size"
+	// ObligationFullSegments: every frame of the round carried whole segments.
+	ObligationFullSegments = "full_segments"
+	// ObligationReleasedByAck: the next data left as soon as the round's first
+	// acknowledgement reached the server: not later, not at the path's pace, not
+	// answering new client data, not a timer's.
+	ObligationReleasedByAck = "released_by_ack"
+	// ObligationDataQueued: the server had a full segment or more to send at the
+	// cut (a TLS record spans it, or the next round began with a full segment).
+	ObligationDataQueued = "data_queued"
+	// ObligationWindowFilled: the round went out in one stretch and the next grew
+	// as slow start grows a full window.
+	ObligationWindowFilled = "window_filled"
+	// ObligationReceiveWindowRoom: the client's receive window had room for
+	// another full segment at the cut.
+	ObligationReceiveWindowRoom = "receive_window_room"
+	// ObligationWindowUngrown: nothing acknowledged before the round could have
+	// grown the window (a round after the TLS handshake).
+	ObligationWindowUngrown = "window_ungrown"
+)
 
 // Round is one round trip of the server's sending.
 type Round struct {

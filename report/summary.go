@@ -47,10 +47,12 @@ func (r IWReading) Text() string {
 		return ""
 	case r.IsBound():
 		return fmt.Sprintf("≥ %d", *r.Segments)
-	case r.Verdict == VerdictRange:
-		return fmt.Sprintf("%d-%d", *r.Segments, *r.SegmentsMax)
 	}
-	return fmt.Sprint(*r.Segments)
+	segmentsMax := 0
+	if r.SegmentsMax != nil {
+		segmentsMax = *r.SegmentsMax
+	}
+	return shortText(r.Verdict, *r.Segments, segmentsMax)
 }
 
 // SummaryRow is one connection of a Report as one row of values: what watch

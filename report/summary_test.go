@@ -17,8 +17,8 @@ func TestSummaryInitialWindow(t *testing.T) {
 	}{
 		{"no reading", nil, IWReading{}, false, "", false},
 		{"exact", &InitialWindow{Segments: 10, Verdict: VerdictExact}, IWReading{Verdict: VerdictExact, Segments: n(10)}, false, "10", true},
-		{"range keeps both ends", &InitialWindow{Segments: 4, SegmentsMax: 10, Verdict: VerdictRange, ExactIf: "cubic_or_reno"},
-			IWReading{Verdict: VerdictRange, Segments: n(4), SegmentsMax: n(10), ExactIf: "cubic_or_reno"}, false, "4-10", false},
+		{"range keeps both ends", &InitialWindow{Segments: 4, SegmentsMax: 10, Verdict: VerdictRange, ExactIf: "linux_cubic_or_reno"},
+			IWReading{Verdict: VerdictRange, Segments: n(4), SegmentsMax: n(10), ExactIf: "linux_cubic_or_reno"}, false, "4-10", false},
 		{"range without its upper end is a bound", &InitialWindow{Segments: 4, Verdict: VerdictRange},
 			IWReading{Verdict: VerdictRange, Segments: n(4)}, true, "≥ 4", false},
 		{"lower bound", &InitialWindow{Segments: 3, Verdict: VerdictLowerBound}, IWReading{Verdict: VerdictLowerBound, Segments: n(3)}, true, "≥ 3", false},

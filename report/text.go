@@ -241,10 +241,10 @@ func writeConnection(bw *ErrWriter, c *Connection) {
 	}
 	bw.Printf("\n")
 	if iw := c.InitialWindow; iw != nil {
-		bw.Printf("  %s\n", VerdictSentence(iw))
+		bw.Printf("  %s\n", iw.Sentence())
 	}
 	if c.TLS != nil && c.TLS.InitialWindow != nil && c.InitialWindow != nil && c.InitialWindow.Source != "tls" {
-		bw.Printf("  From the TLS flight alone: %s\n", VerdictSentence(c.TLS.InitialWindow))
+		bw.Printf("  From the TLS flight alone: %s\n", c.TLS.InitialWindow.Sentence())
 	}
 	if s := Meaning(c); s != "" {
 		bw.Printf("  %s\n", s)
@@ -254,8 +254,63 @@ func writeConnection(bw *ErrWriter, c *Connection) {
 	}
 }
 
-// VerdictSentence says the initial-window verdict in words.
-func VerdictSentence(iw *InitialWindow) string {
+// Short is the reading in a few characters, for a table cell or a label: "10"
+// (exact), "4-10" (a range), "≥ 10" (a lower bound, or capped by the receive
+// window), "ambiguous", or "none". IWReading.Text is the same for a summary row.
+func (iw *InitialWindow) Short() string {
+	if iw == nil {
+		return VerdictNone
+	}
+	if text := shortText(iw.Verdict, iw.Segments, iw.SegmentsMax); text != "" {
+		return text
+	}
+	return iw.Verdict
+}
+
+// Label is the reading with its verdict in words, for a table or a list: "10
+// (exact)", "4-10 (10 on Linux CUBIC or Reno)", "≥ 10 (lower bound)", "≥ 10
+// (receive window)", "ambiguous", "none".
+func (iw *InitialWindow) Label() string {
+	if iw == nil {
+		return VerdictNone
+	}
+	short := iw.Short()
+	switch iw.Verdict {
+	case VerdictExact:
+		return short + " (exact)"
+	case VerdictRange:
+		if iw.ExactIf == ExactIfLinuxCubicOrReno {
+			return fmt.Sprintf("%s (%d on Linux CUBIC or Reno)", short, iw.SegmentsMax)
+		}
+		return short + " (range)"
+	case VerdictLowerBound:
+		return short + " (lower bound)"
+	case VerdictRwndLimited:
+		return short + " (receive window)"
+	}
+	return short
+}
+
+// shortText is Short's number for a verdict and its segments ("" when the verdict
+// gives none).
+func shortText(verdict string, segments, segmentsMax int) string {
+	switch verdict {
+	case VerdictExact:
+		return strconv.Itoa(segments)
+	case VerdictRange:
+		if segmentsMax > 0 {
+			return fmt.Sprintf("%d-%d", segments, segmentsMax)
+		}
+		return fmt.Sprintf("≥ %d", segments)
+	case VerdictLowerBound, VerdictRwndLimited:
+		return fmt.Sprintf("≥ %d", segments)
+	}
+	return ""
+}
+
+// Sentence says the reading in a sentence: the window, its verdict, where it was
+// read and why.
+func (iw *InitialWindow) Sentence() string {
 	from := "the first data round"
 	if iw.Source == "tls" {
 		from = "the server's TLS flight"

@@ -21,7 +21,6 @@ package rounds
 import (
 	"fmt"
 	"strconv"
-	"strings"
 
 	"github.com/slowstart/slowstart/flow"
 	"github.com/slowstart/slowstart/report"
@@ -43,10 +42,16 @@ const minTicksPerRTT = 4
 type Config struct {
 	Vantage string // flow.VantageClient, flow.VantageServer or flow.VantageUnknown
 	RTTNs   int64  // handshake round-trip time; 0 when unknown
-	MSS     int    // full-segment payload size; 0 when unknown (then learned from data)
-	// MSSCap bounds the learned segment size when MSS is 0 (the client's MSS option
-	// less options): larger frames are merged segments. 0: no bound known.
-	MSSCap int
+	// SegmentCap is the largest payload one of the server's segments may carry: the
+	// client's MSS option less options (flow.Conn.SegmentCap). Larger frames are
+	// segments merged by the capture (GRO, TSO). 0 when unknown: the segment size is
+	// then inferred from the frames, and said to be.
+	SegmentCap int
+	// OwnMSS is the server's own MSS option less options (0: none): it bounds only
+	// what the server receives, but a server often derives it from its own MTU,
+	// which bounds its segments too (an IPv6 server on a 1280-byte path announces
+	// 1220 and sends 1208-byte segments to a client that allows 1408).
+	OwnMSS int
 	// Timestamps: both SYNs carried the timestamp option, so TSecr can be used (if
 	// the client's timestamp clock ticks fast enough to resolve the round trip).
 	Timestamps bool
@@ -54,6 +59,12 @@ type Config struct {
 	// SYN/ACK (SYNACKNs 0: none known): the server's clock is read from there on.
 	SYNACKTSVal uint32
 	SYNACKNs    int64
+	// ClientSYNTSVal, captured at ClientSYNNs (0: none known), is the timestamp of
+	// the client's SYN: the client's clock is judged from there, over the whole
+	// handshake, not from the few packets after it (a 2 Hz clock that does not tick
+	// between the handshake's ACK and the request looks like any other).
+	ClientSYNTSVal uint32
+	ClientSYNNs    int64
 }
 
 // Round is one round trip of the server's sending, before labeling.
@@ -90,12 +101,24 @@ type Round struct {
 	// FirstAckNs is when the first acknowledgement of any of the round's bytes was
 	// sent (client vantage) or received (server vantage); 0 if never.
 	FirstAckNs int64
+	// ClientDataAtFirstAck is how much of the client's stream the server had seen
+	// with that first acknowledgement: beyond ClientDataAtEnd, the packet that
+	// acknowledged the round also brought new client data (a request), which may
+	// have released the next round as well as the acknowledgement did.
+	ClientDataAtFirstAck int64
 	// ReleaseNs is the time of the latest client packet the server had seen when it
 	// sent the round's first segment (what released it).
 	ReleaseNs int64
 	// ReleaseAck is the highest acknowledgement the server had seen when it sent the
 	// round's first segment (-1: none).
 	ReleaseAck int64
+	// ReleaseAckMax is the highest acknowledgement the server may have seen then
+	// (-1: none): away from the server, what it surely saw (ReleaseAck) is read
+	// conservatively, and a proof that it had *not* yet seen an acknowledgement
+	// needs the other bound: at the client with timestamps every client packet
+	// stamped with the echoed value or earlier, by capture time every one sent a
+	// quarter of a round trip before the data arrived.
+	ReleaseAckMax int64
 	// ClientDataAtStart / ClientDataAtEnd: how much of the client's stream the server
 	// had seen at the round's first and last segment.
 	ClientDataAtStart int64
@@ -151,6 +174,29 @@ type Round struct {
 	// UnclockedLong counts those after a pause of a quarter of a round trip or more,
 	// longer than a sender paces a window out in slow start.
 	UnclockedSends, UnclockedLong int
+	// LateSends counts the round's new-data frames after its first that the server
+	// sent after a pause in its sending, well after (beyond the idle threshold) the
+	// last client packet that could have opened its window: it had had room and
+	// nothing to send, as an application writing at its own pace (2,801 bytes
+	// every 28 ms on a 196 ms path) while acknowledgements keep coming.
+	LateSends int
+	// ArrivalPauses counts, away from the server and without its timestamps, the
+	// round's frames that arrived after a gap of a quarter of a round trip or more
+	// and twice the gap before (bursts with a silence between them): a path's
+	// bottleneck spaces a flight evenly, so the server paused there (an
+	// application writing every 30 ms on a 40 ms path put two writes in one round).
+	ArrivalPauses int
+	// SegmentsBeforeArrivalPause and BytesBeforeArrivalPause are what arrived
+	// before the first of those pauses: the part of the round surely sent before
+	// any acknowledgement of it could return (when the round trip the rounds were
+	// split with is too long, the later bursts are later rounds merged in).
+	SegmentsBeforeArrivalPause, BytesBeforeArrivalPause int
+	// SegmentsEarly and BytesEarly are what of the round arrived within a
+	// quarter of the round trip of its first frame (away from the server): what
+	// the server surely sent before any acknowledgement of the round could have
+	// come back, even if the round trip the rounds were split with was up to four
+	// times too long (a loaded host's handshake) and later rounds merged in.
+	SegmentsEarly, BytesEarly int
 	// unclockedProbe: the last unclocked send is the round's tail loss probe so far
 	// (probeLong: after a long pause).
 	unclockedProbe, probeLong bool
@@ -164,6 +210,22 @@ type Round struct {
 	// MSS sent before the round's first frame, and the last one of another size (one
 	// of them is a partial segment when the path's full segment is below the MSS).
 	shortBefore, shortBeforeOther shortFrame
+	// singleFrames counts the frames counted as one segment, mergedFrames the sizes
+	// of those counted as more (mergedRest*: past maxMergedKept), so that the round
+	// can be counted again with another segment size (recount).
+	singleFrames                      int
+	mergedFrames                      []int32
+	mergedRestFrames, mergedRestBytes int
+	// firstTS and lastTS are the server's timestamps on the round's first and last
+	// new-data frames (tsSet: it sent timestamps).
+	firstTS, lastTS uint32
+	tsSet           bool
+	// Continuous: the server's sending went on into the next round without a
+	// pause beyond the round's own spacing (on the capture's clock at the server,
+	// on the server's timestamp clock elsewhere): a sender pacing its data out
+	// (BBR) whose first acknowledgement came back mid-flight, not one that had
+	// filled its window and waited.
+	Continuous bool
 }
 
 // shortFrame is a new-data frame shorter than the MSS: its size and end offset
@@ -190,6 +252,21 @@ func (r *Round) ProbeNote() string {
 func (r *Round) PartialInside(full int) bool {
 	return full > 0 && r.MinInsideFrameBytes > 0 && r.MinInsideFrameBytes%full != 0
 }
+
+// UnclockedOwn counts the round's unclocked sends (UnclockedSends) other than a
+// tail loss probe: frames the server sent after a pause of its own with nothing new
+// from the client, which a sender limited by its window does not do.
+func (r *Round) UnclockedOwn() int {
+	n := r.UnclockedSends
+	if r.ProbeSegments > 0 && r.unclockedProbe {
+		n--
+	}
+	return n
+}
+
+// UndergrownReason is a clause saying which sign showed the round undergrown ("" when
+// it was not).
+func (r *Round) UndergrownReason() string { return r.undergrownWhy }
 
 // WindowBytes is Bytes less a tail loss probe.
 func (r *Round) WindowBytes() int { return r.Bytes - r.ProbeBytes }
@@ -235,6 +312,10 @@ func (r LossProbeRule) Holds(gapNs, rttNs, spacingNs int64) bool {
 type clientPacket struct {
 	timeNs int64
 	ack    int64
+	// reach is how far the packet shows the client's receiving got: its
+	// acknowledgement, its highest SACK block, or for a duplicate ACK one byte
+	// beyond the acknowledgement (a segment past the hole arrived).
+	reach  int64
 	hasAck bool
 	window int
 	tsVal  uint32
@@ -251,8 +332,11 @@ type Tracker struct {
 	pending []clientPacket
 	head    int
 	// What the server knew of the client.
-	knownAck      int64
-	knownAckSet   bool
+	knownAck    int64
+	knownAckSet bool
+	// knownReach is the furthest the server knew the client had received: its
+	// acknowledgement, SACK blocks, duplicate ACKs (clientPacket.reach).
+	knownReach    int64
 	knownWindow   int
 	knownDataEnd  int64
 	knownLatestNs int64
@@ -268,6 +352,9 @@ type Tracker struct {
 	// acknowledgement, a larger window, new client data) that could have released
 	// data; a packet it had long seen (learned late by the timestamps) could not.
 	openedSinceData bool
+	// lastOpenNs is the capture time of the latest client packet that told the
+	// server something new (LateSends).
+	lastOpenNs int64
 	// The server's TCP timestamp clock and the last new-data segment's timestamp,
 	// to time a silence on the server's own clock.
 	serverClock   flow.SenderClock
@@ -280,11 +367,16 @@ type Tracker struct {
 	prevDataNs              int64
 	prevDataTS              uint32
 	prevDataTSSet, prevData bool
-	mssLearned              int
-	// largestSegment is the largest new-data frame no larger than the MSS (or the
-	// cap), and how many frames had that size: what a full segment carries on this
-	// path.
+	// largestSegment is the largest new-data frame no larger than the cap (or, with
+	// no cap, a jumbo frame's payload), and how many frames had that size: what a
+	// full segment carries on this path. capFrames counts the frames that show the
+	// server sending segments of exactly the cap: single frames of that size, and
+	// merged ones of a multiple of it.
 	largestSegment, largestSegmentCount int
+	capFrames, capMerged, ownMerged     int
+	// overCap counts frames larger than the cap: the capture merged segments
+	// (GRO), so a frame no larger than the cap may hold several short ones too.
+	overCap int
 	// The client's timestamp clock, to judge whether it resolves the round trip.
 	clientTSFirst, clientTSLast     uint32
 	clientTSFirstNs, clientTSLastNs int64
@@ -308,6 +400,10 @@ func New(cfg Config) *Tracker {
 	t := &Tracker{cfg: cfg}
 	if cfg.SYNACKNs != 0 {
 		t.serverClock.Observe(cfg.SYNACKTSVal, cfg.SYNACKNs)
+	}
+	if cfg.ClientSYNNs != 0 {
+		t.clientTSFirst, t.clientTSFirstNs, t.clientTSSeen = cfg.ClientSYNTSVal, cfg.ClientSYNNs, true
+		t.clientTSLast, t.clientTSLastNs = cfg.ClientSYNTSVal, cfg.ClientSYNNs
 	}
 	switch {
 	case cfg.Vantage == flow.VantageServer:
@@ -428,7 +524,13 @@ func (t *Tracker) addClient(s *flow.Segment) {
 			t.holeBeforeData = true
 		}
 	}
-	p := clientPacket{timeNs: s.TimeNs, ack: s.AckOffset, hasAck: s.HasAck, window: s.WindowBytes, tsVal: s.TSVal, dataEnd: t.clientDataEnd}
+	p := clientPacket{timeNs: s.TimeNs, ack: s.AckOffset, reach: s.AckOffset, hasAck: s.HasAck, window: s.WindowBytes, tsVal: s.TSVal, dataEnd: t.clientDataEnd}
+	switch {
+	case s.SACKHigh > p.reach:
+		p.reach = s.SACKHigh
+	case s.DupAck:
+		p.reach = s.AckOffset + 1
+	}
 	if t.method == MethodACKClock && t.cfg.Vantage == flow.VantageServer || t.method == MethodGaps {
 		t.learn(&p)
 		return
@@ -444,6 +546,14 @@ func (t *Tracker) addClient(s *flow.Segment) {
 
 // learn records that the server has seen client packet p.
 func (t *Tracker) learn(p *clientPacket) {
+	opened := t.openedSinceData
+	t.openedSinceData = false
+	defer func() {
+		if t.openedSinceData {
+			t.lastOpenNs = p.timeNs
+		}
+		t.openedSinceData = t.openedSinceData || opened
+	}()
 	t.knownLatestNs = p.timeNs
 	t.learnedSinceData = true
 	if p.dataEnd > t.knownDataEnd {
@@ -459,8 +569,17 @@ func (t *Tracker) learn(p *clientPacket) {
 	if !t.knownAckSet || p.ack > t.knownAck {
 		t.openedSinceData = true
 		t.knownAck, t.knownAckSet = p.ack, true
-		for t.firstAckIdx < len(t.rounds) && p.ack > t.rounds[t.firstAckIdx].StartOffset {
+	}
+	if p.reach > t.knownReach {
+		// A SACK block or a duplicate ACK also tells the server that data left the
+		// network, and a sender sends on it (Linux counts SACKed and, without SACK,
+		// duplicate-acknowledged segments out of flight): what it sends then was
+		// released by this round's data, so it belongs to the next round.
+		t.openedSinceData = true
+		t.knownReach = p.reach
+		for t.firstAckIdx < len(t.rounds) && p.reach > t.rounds[t.firstAckIdx].StartOffset {
 			t.rounds[t.firstAckIdx].FirstAckNs = p.timeNs
+			t.rounds[t.firstAckIdx].ClientDataAtFirstAck = t.knownDataEnd
 			t.firstAckIdx++
 		}
 	}
@@ -521,6 +640,31 @@ func (t *Tracker) catchUp(s *flow.Segment) {
 	}
 }
 
+// mayHaveSeenAck is the highest acknowledgement among the client packets the server
+// may have seen when it sent s, beyond those it surely had (learned): -1 when none.
+func (t *Tracker) mayHaveSeenAck(s *flow.Segment) int64 {
+	highest := int64(-1)
+	for i := t.head; i < len(t.pending); i++ {
+		p := &t.pending[i]
+		switch t.method {
+		case MethodTimestamps:
+			if !s.HasTS || int32(p.tsVal-s.TSEcr) > 0 {
+				return highest
+			}
+		case MethodACKClock:
+			if p.timeNs >= s.TimeNs-t.cfg.RTTNs/4 {
+				return highest
+			}
+		default:
+			return highest
+		}
+		if p.hasAck {
+			highest = max(highest, p.ack)
+		}
+	}
+	return highest
+}
+
 // roundOf returns the round holding stream byte x (0 when x precedes all rounds).
 func (t *Tracker) roundOf(x int64) int {
 	lo, hi := 0, len(t.rounds)
@@ -535,15 +679,25 @@ func (t *Tracker) roundOf(x int64) int {
 	return lo // number of rounds starting at or before x = index (1-based) of x's round
 }
 
+// mss is the segment size the data is counted with as it comes: the cap, or with
+// none the largest frame so far, at least an Ethernet segment's 1460 bytes (so
+// that a merged frame is never counted as more segments than it can hold).
 func (t *Tracker) mss() int {
-	if t.cfg.MSS > 0 {
-		return t.cfg.MSS
+	if t.cfg.SegmentCap > 0 {
+		return t.cfg.SegmentCap
 	}
-	if t.mssLearned > 0 {
-		return t.mssLearned
-	}
-	return 1448
+	return max(t.largestSegment, assumedSegmentBytes)
 }
+
+// assumedSegmentBytes is the segment size assumed when nothing gives one: an
+// Ethernet MTU's payload without options. Counting with it never makes more
+// segments than an Ethernet path can have carried.
+const assumedSegmentBytes = 1460
+
+// minInferredSegmentBytes is the smallest frame taken for a full segment when no
+// MSS option bounds the server's segments: RFC 9293's default MSS for IPv4. A
+// smaller frame is a short message (a 92-byte TLS record), not the path's segment.
+const minInferredSegmentBytes = 536
 
 func (t *Tracker) addServer(s *flow.Segment) {
 	if s.HasTS {
@@ -571,7 +725,7 @@ func (t *Tracker) addServer(s *flow.Segment) {
 			if s.FilledLen > 0 {
 				// Bytes seen for the first time count where they first appear.
 				rd.Bytes += s.FilledLen
-				rd.Segments += t.segmentsOf(s.FilledLen)
+				rd.Segments += t.count(rd, s.FilledLen)
 			}
 			if k := t.roundOf(s.Offset); k > 0 && !s.OutOfOrder {
 				t.rounds[k-1].Lost++
@@ -587,8 +741,18 @@ func (t *Tracker) addServer(s *flow.Segment) {
 			t.largestSegmentCount++
 		}
 	}
-	if t.cfg.MSS == 0 && s.Len > t.mssLearned && s.Len <= t.segmentLimit() {
-		t.mssLearned = s.Len
+	if c := t.cfg.SegmentCap; c > 0 && s.Len >= c && s.Len%c == 0 {
+		if s.Len == c {
+			t.capFrames++
+		} else {
+			t.capMerged++
+		}
+	}
+	if c := t.cfg.SegmentCap; c > 0 && s.Len > c {
+		t.overCap++
+	}
+	if o := t.cfg.OwnMSS; o > 0 && o < t.cfg.SegmentCap && s.Len > t.cfg.SegmentCap && s.Len%o == 0 {
+		t.ownMerged++
 	}
 	r := t.assign(s)
 	// A tail loss probe is a round's last segment: one that another segment joins is
@@ -606,6 +770,20 @@ func (t *Tracker) addServer(s *flow.Segment) {
 			last.maybeFromTS, last.maybeToTS = t.lastDataTS, s.TSVal
 			if last.Packets > 1 {
 				last.maybeSpacingNs = (last.LastNs - last.FirstNs) / int64(last.Packets-1)
+			}
+		}
+		if t.cfg.Vantage != flow.VantageServer && !(s.HasTS && t.lastDataTSSet) && t.prevData && t.cfg.RTTNs > 0 {
+			gap, prev := s.TimeNs-t.lastDataNs, t.lastDataNs-t.prevDataNs
+			if gap >= 1_000_000 && gap >= 2*prev && gap >= t.cfg.RTTNs/4 {
+				if last.ArrivalPauses == 0 {
+					last.SegmentsBeforeArrivalPause, last.BytesBeforeArrivalPause = last.Segments, last.Bytes
+				}
+				last.ArrivalPauses++
+			}
+		}
+		if t.openedSinceData && t.openedLongAgo(s) {
+			if paused, _ := t.pause(s); paused {
+				last.LateSends++
 			}
 		}
 		if !t.openedSinceData {
@@ -634,6 +812,7 @@ func (t *Tracker) addServer(s *flow.Segment) {
 		t.rounds = append(t.rounds, Round{
 			Index:             r,
 			ReleaseAck:        releaseAck,
+			ReleaseAckMax:     max(releaseAck, t.mayHaveSeenAck(s)),
 			StartOffset:       s.NewOffset,
 			FirstNs:           s.TimeNs,
 			ReleaseNs:         t.knownLatestNs,
@@ -641,6 +820,8 @@ func (t *Tracker) addServer(s *flow.Segment) {
 			FirstFrameBytes:   s.NewLen,
 			shortBefore:       t.lastShort,
 			shortBeforeOther:  t.lastShortOther,
+			firstTS:           s.TSVal,
+			tsSet:             s.HasTS,
 		})
 		if t.holeBeforeData && len(t.rounds) == 1 {
 			t.rounds[0].Holes++
@@ -648,9 +829,13 @@ func (t *Tracker) addServer(s *flow.Segment) {
 	}
 	rd := &t.rounds[len(t.rounds)-1]
 	added := s.NewLen + s.FilledLen
-	segments := t.segmentsOf(added)
+	segments := t.count(rd, added)
 	rd.Bytes += added
 	rd.Segments += segments
+	if 4*(s.TimeNs-rd.FirstNs) <= t.cfg.RTTNs {
+		rd.SegmentsEarly += segments
+		rd.BytesEarly += added
+	}
 	if rd.Packets > 0 && (rd.MinInsideFrameBytes == 0 || rd.LastFrameBytes < rd.MinInsideFrameBytes) {
 		rd.MinInsideFrameBytes = rd.LastFrameBytes
 	}
@@ -672,6 +857,7 @@ func (t *Tracker) addServer(s *flow.Segment) {
 		rd.OutOfOrder++
 	}
 	rd.LastNs = s.TimeNs
+	rd.lastTS = s.TSVal
 	end := s.NewOffset + int64(s.NewLen)
 	rd.EndOffset = end
 	rd.ClientDataAtEnd = t.knownDataEnd
@@ -697,14 +883,11 @@ func (t *Tracker) addServer(s *flow.Segment) {
 	t.learnedSinceData, t.openedSinceData = false, false
 }
 
-// segmentLimit is the largest frame that can be one segment: the MSS, else the cap
-// the client's SYN set, else a jumbo frame's payload.
+// segmentLimit is the largest frame that can be one segment: the cap the client's
+// SYN set, else a jumbo frame's payload.
 func (t *Tracker) segmentLimit() int {
-	switch {
-	case t.cfg.MSS > 0:
-		return t.cfg.MSS
-	case t.cfg.MSSCap > 0:
-		return t.cfg.MSSCap
+	if t.cfg.SegmentCap > 0 {
+		return t.cfg.SegmentCap
 	}
 	return 9000
 }
@@ -716,29 +899,115 @@ func (t *Tracker) segmentsOf(n int) int {
 	return (n + m - 1) / m
 }
 
-// FullSegmentBytes is what a full segment carried on this connection: the MSS,
-// or the largest single-segment frame seen when that is smaller, no less than
-// half of it, and seen several times (a path MTU below the one the MSS assumed:
-// PPPoE, a tunnel). A lone smaller frame is a message shorter than a segment.
-func (t *Tracker) FullSegmentBytes() int {
-	if t == nil {
-		return 0
+// count counts the segments of n new bytes in one frame of round rd, and keeps
+// what label needs to count them again with another segment size: frames of one
+// segment by number, merged ones by size (the first maxMergedKept of a round,
+// the rest by their sum).
+func (t *Tracker) count(rd *Round, n int) int {
+	if n <= t.mss() {
+		rd.singleFrames++
+		return 1
 	}
-	m := t.mss()
-	if t.cfg.MSS == 0 && t.largestSegment > 0 {
-		return t.largestSegment // learned: the MSS is the largest frame
+	if len(rd.mergedFrames) < maxMergedKept {
+		rd.mergedFrames = append(rd.mergedFrames, int32(n))
+	} else {
+		rd.mergedRestFrames++
+		rd.mergedRestBytes += n
 	}
-	if t.largestSegment > 0 && t.largestSegment < m && 2*t.largestSegment >= m && t.largestSegmentCount >= 3 {
-		return t.largestSegment
-	}
-	return m
+	return t.segmentsOf(n)
 }
+
+// maxMergedKept bounds the merged frames a round keeps by size.
+const maxMergedKept = 64
+
+// WindowSegmentsWith is WindowSegments counted with a full segment of m bytes: a
+// lower bound of the round's segments when the server's segments may have been as
+// large as m.
+func (r *Round) WindowSegmentsWith(m int) int {
+	c := *r
+	c.recount(m)
+	return c.WindowSegments()
+}
+
+// recount counts a round's segments again with a full segment of m bytes.
+func (r *Round) recount(m int) {
+	n := r.singleFrames
+	for _, f := range r.mergedFrames {
+		n += (int(f) + m - 1) / m
+	}
+	if r.mergedRestFrames > 0 {
+		n += max(r.mergedRestFrames, (r.mergedRestBytes+m-1)/m)
+	}
+	r.Segments = n
+	if r.ProbeBytes > 0 {
+		r.ProbeSegments = (r.ProbeBytes + m - 1) / m
+	}
+}
+
+// FullSegmentBytes is what a full segment carried on this connection
+// (SegmentSize without how it is known).
+func (t *Tracker) FullSegmentBytes() int {
+	n, _ := t.SegmentSize()
+	return n
+}
+
+// SegmentSize is what a full segment of the server's carried on this connection,
+// and whether its frames prove it:
+//   - with the client's MSS option (the cap): the cap, proven by a frame of that
+//     size; or a smaller size that recurs (three times or more, at least half the
+//     cap: a path MTU below the one the option assumed, as with PPPoE or a
+//     tunnel), proven by the recurrence; or, where only frames merged by the
+//     capture show it, the server's own MSS (its MTU's) or the cap, proven by a
+//     merged frame of an exact multiple of it. A lone shorter frame is a message
+//     shorter than a segment. With none of these, the cap, unproven: the server may
+//     have used less.
+//   - without one: the largest frame, inferred (never proven: a sender may have had
+//     nothing larger to send), and only from a frame of at least 536 bytes seen
+//     twice; otherwise the larger of that frame and 1460 bytes, assumed, so that a
+//     small record is never taken for a segment.
+func (t *Tracker) SegmentSize() (bytes int, proven bool) {
+	if t == nil {
+		return 0, false
+	}
+	if c := t.cfg.SegmentCap; c > 0 {
+		l := t.largestSegment
+		switch {
+		case t.capFrames > 0 || t.capMerged > 0:
+			// (A merged frame of an exact multiple of the cap outweighs a smaller
+			// size that recurs: an application writing 1,255-byte TLS records
+			// makes one.)
+			return c, true
+		case l > 0 && l < c && 2*l >= c && t.largestSegmentCount >= 3 && t.overCap == 0:
+			// (Where the capture merged segments, a recurring frame below the cap
+			// may be short segments merged: three of an application's 340-byte
+			// records read as a 1,020-byte segment.)
+			return l, true
+		case t.ownMerged > 0 && l <= t.cfg.OwnMSS:
+			return t.cfg.OwnMSS, true
+		}
+		return c, false
+	}
+	if t.largestSegment >= minInferredSegmentBytes && t.largestSegmentCount >= 2 {
+		return t.largestSegment, false
+	}
+	return max(t.largestSegment, assumedSegmentBytes), false
+}
+
+// SegmentSizeInferred says whether no MSS option bounded the server's segments, so
+// that their size was inferred from the frames.
+func (t *Tracker) SegmentSizeInferred() bool { return t != nil && t.cfg.SegmentCap == 0 }
 
 // serverGapNs is the time between the last new-data segment and s: the larger of the
 // capture's gap and the server's own, from its TCP timestamps (flow.SenderClock). Away
 // from the server, delays on the path can shrink the capture's gap.
 func (t *Tracker) serverGapNs(s *flow.Segment) int64 {
 	gapNs := s.TimeNs - t.lastDataNs
+	if s.HasTS && t.lastDataTSSet && s.TSVal == t.lastDataTS && t.cfg.Vantage != flow.VantageServer {
+		// The same timestamp: the server sent both within one tick of its clock,
+		// whatever the path did to them on the way (a bottleneck's queue spread a
+		// burst 48 ms apart at 3 Mbit/s).
+		return min(gapNs, sameTickNs)
+	}
 	if s.HasTS && t.lastDataTSSet {
 		if serverNs, ok := t.serverClock.GapNs(t.lastDataTS, s.TSVal, s.TimeNs); ok {
 			gapNs = max(gapNs, serverNs)
@@ -792,6 +1061,20 @@ func (t *Tracker) pause(s *flow.Segment) (paused, long bool) {
 	return paused, paused && gapNs >= t.cfg.RTTNs/4
 }
 
+// openedLongAgo reports whether the latest client packet that opened the server's
+// window came longer before s than the server takes to answer one (the idle
+// threshold): at the server, by capture time; elsewhere, a round trip later.
+func (t *Tracker) openedLongAgo(s *flow.Segment) bool {
+	if t.lastOpenNs == 0 || t.cfg.RTTNs <= 0 {
+		return false
+	}
+	stall := s.TimeNs - t.lastOpenNs
+	if t.cfg.Vantage != flow.VantageServer {
+		stall -= t.cfg.RTTNs
+	}
+	return stall > t.idleThresholdNs()
+}
+
 // probeGap reports whether new-data segment s, in the same round as the last one
 // (before s joins it), looks like a tail loss probe, and the silence before it: one
 // segment, after a silence that the LossProbe rule takes for a probe timer's, in
@@ -801,12 +1084,59 @@ func (t *Tracker) probeGap(s *flow.Segment) (gapNs int64, ok bool) {
 		return 0, false
 	}
 	rd := &t.rounds[len(t.rounds)-1]
-	gapNs = t.serverGapNs(s)
-	var spacingNs int64
-	if rd.Packets > 1 {
-		spacingNs = (rd.LastNs - rd.FirstNs) / int64(rd.Packets-1)
+	if full := t.FullSegmentBytes(); full > 0 && rd.LastFrameBytes%full != 0 {
+		// The round so far ended in a short frame: the server had run out of data
+		// then, so its window need not have been full, and a lone segment after a
+		// silence is as likely the application's late write (OpenSSL's second write
+		// of a TLS flight, 74 ms on) as a timer's probe past a full window.
+		return 0, false
 	}
+	gapNs = t.serverGapNs(s)
+	spacingNs := t.sendSpacingNs(rd)
 	return gapNs, LossProbe.Holds(gapNs, t.cfg.RTTNs, spacingNs)
+}
+
+// sendSpacingNs is the mean time between the round's frames as the server sent
+// them: by the capture at the server; elsewhere by the server's timestamp clock
+// where it is readable (a bottleneck stretches arrivals: 26 ms apart at 3 Mbit/s
+// for a burst the server sent within its clock's millisecond), else by the
+// capture. 0 for a round of one frame.
+func (t *Tracker) sendSpacingNs(rd *Round) int64 {
+	if rd.Packets < 2 {
+		return 0
+	}
+	spacing := (rd.LastNs - rd.FirstNs) / int64(rd.Packets-1)
+	if t.cfg.Vantage != flow.VantageServer && rd.tsSet {
+		if rd.firstTS == rd.lastTS {
+			return min(spacing, sameTickNs/int64(rd.Packets-1))
+		}
+		if ns, ok := t.serverClock.GapNs(rd.firstTS, rd.lastTS, rd.LastNs); ok {
+			spacing = min(spacing, ns/int64(rd.Packets-1))
+		}
+	}
+	return spacing
+}
+
+// sameTickNs bounds the time between two segments the server stamped with the same
+// timestamp: one tick of a millisecond clock (Linux's).
+const sameTickNs = 1_000_000
+
+// continuous reports whether the server's sending went on from round r into next
+// without a pause beyond r's own spacing (Round.Continuous).
+func (t *Tracker) continuous(r, next *Round) bool {
+	if t.cfg.Vantage == flow.VantageServer {
+		return next.FirstNs-r.LastNs <= 2*t.sendSpacingNs(r)
+	}
+	if !r.tsSet || !next.tsSet {
+		return false
+	}
+	gap, ok := t.serverClock.GapNs(r.lastTS, next.firstTS, next.FirstNs)
+	if !ok || r.Packets < 2 {
+		return false
+	}
+	span, _ := t.serverClock.GapNs(r.firstTS, r.lastTS, next.FirstNs)
+	// One tick of the clock is rounding.
+	return gap <= 2*span/int64(r.Packets-1)+1_000_000
 }
 
 // unclockedLone reports whether new-data segment s, joining the last round, came
@@ -836,8 +1166,8 @@ func (t *Tracker) assign(s *flow.Segment) int {
 		return last
 	}
 	r := 1
-	if t.knownAckSet {
-		r = 1 + t.roundOf(t.knownAck-1)
+	if t.knownAckSet && t.knownReach > 0 {
+		r = 1 + t.roundOf(t.knownReach-1)
 	}
 	// Rounds never go back (client-vantage timing can only make them look earlier).
 	return max(r, last)
@@ -897,23 +1227,17 @@ func (t *Tracker) label(rounds []Round, messageEnds []int64, ending Ending) []Ro
 			r.MaybeProbe, r.MaybeProbeGapNs = true, ns
 		}
 	}
-	if t.cfg.MSS == 0 {
-		// The segment size was learned as the data came: count again with the
-		// final one.
-		m := t.mss()
+	if full := t.FullSegmentBytes(); full != t.mss() {
+		// The data was counted with another segment size as it came (the cap, or
+		// the largest frame so far): count again with the final one.
 		for i := range rounds {
-			r := &rounds[i]
-			r.Segments = (r.Bytes + m - 1) / m
-			if r.ProbeBytes > 0 {
-				r.ProbeSegments = (r.ProbeBytes + m - 1) / m
-			}
+			rounds[i].recount(full)
 		}
 	}
 	isEnd := make(map[int64]bool, len(messageEnds))
 	for _, e := range messageEnds {
 		isEnd[e] = true
 	}
-	mss := int64(t.mss())
 	full := t.FullSegmentBytes()
 	idle := t.idleThresholdNs()
 	for i := range rounds {
@@ -928,10 +1252,18 @@ func (t *Tracker) label(rounds []Round, messageEnds []int64, ending Ending) []Ro
 			r.Limit = report.LimitEnd
 		case isEnd[r.EndOffset]:
 			r.Limit = report.LimitEnd
-		case r.WindowRoomBytes < mss:
+		case r.WindowRoomBytes < int64(min(full, r.LastFrameBytes)):
+			// No room for another segment like the last one: a round that ended in
+			// a short segment with the window's room far beyond it (an 8-byte
+			// round on loopback, whose 65,483-byte MSS exceeds any window) was not
+			// stopped by the window.
 			r.Limit = report.LimitRwnd
 		default:
 			r.Limit = t.idleLimit(r, &rounds[i+1], idle)
+		}
+		if i+1 < len(rounds) && r.Limit == report.LimitCwnd && r.ProbeSegments == 0 {
+			// (A round ended by a tail loss probe had a silence before the probe.)
+			r.Continuous = t.continuous(r, &rounds[i+1])
 		}
 		if r.Limit == report.LimitCwnd && t.ratePaced(r, &rounds[i+1]) {
 			r.RatePaced = true
@@ -952,15 +1284,15 @@ func (t *Tracker) label(rounds []Round, messageEnds []int64, ending Ending) []Ro
 				r.Limit = report.LimitApp
 			}
 		}
-		if r.Limit == report.LimitCwnd && nagleHeld(r, &t.rounds[i+1], full) {
+		if r.Limit == report.LimitCwnd && nagleHeld(r, &rounds[i+1], full) {
 			r.NagleHeld = true
 			r.Limit = report.LimitApp
 		}
 	}
 	// A round is undergrown by the label of the round after it, which the loop
 	// above has settled.
-	for i := 0; i+2 < len(t.rounds); i++ {
-		r, next := &t.rounds[i], &t.rounds[i+1]
+	for i := 0; i+2 < len(rounds); i++ {
+		r, next := &rounds[i], &rounds[i+1]
 		if why := undergrown(r, next); r.Limit == report.LimitCwnd && why != "" {
 			r.Undergrown, r.undergrownWhy = true, why
 			r.Limit = report.LimitApp
@@ -1095,7 +1427,7 @@ func (t *Tracker) idleLimit(r, next *Round, idleNs int64) string {
 			// No acknowledgement of this round came before the next one: the pause
 			// was the sender's own, not the window's.
 			return report.LimitApp
-		case r.PartialEnd && next.ReleaseAck >= r.EndOffset:
+		case r.PartialEnd && next.ReleaseAckMax >= r.EndOffset:
 			return report.LimitApp
 		case t.cfg.RTTNs > 0 && next.FirstNs-r.FirstAckNs > t.cfg.RTTNs+idleNs:
 			// Wherever the capture was taken, an acknowledgement reaches the server
@@ -1126,7 +1458,7 @@ func (t *Tracker) idleLimit(r, next *Round, idleNs int64) string {
 			waited = held > idleNs && next.FirstNs-r.LastNs > idleNs+2*spacing
 		}
 	}
-	if r.PartialEnd && next.ReleaseAck >= r.EndOffset {
+	if r.PartialEnd && next.ReleaseAckMax >= r.EndOffset {
 		// The last frame ended in a partial segment: the sender had nothing more at
 		// that moment (a window-limited sender with more queued sends full
 		// segments). What came next went out only once everything was acknowledged,
@@ -1142,73 +1474,4 @@ func (t *Tracker) idleLimit(r, next *Round, idleNs int64) string {
 		return report.LimitEnd
 	}
 	return report.LimitApp
-}
-
-// InitialWindow judges the IW from round 1 of the given rounds (labeled); full is
-// the connection's full segment size (Tracker.FullSegmentBytes).
-func InitialWindow(rs []Round, source string, full int) *report.InitialWindow {
-	if len(rs) == 0 {
-		return &report.InitialWindow{Verdict: report.VerdictNone, Source: source, Reason: "the server sent no data"}
-	}
-	r := rs[0]
-	iw := &report.InitialWindow{Segments: r.WindowSegments(), Bytes: r.WindowBytes(), Source: source}
-	defer func() { iw.Reason += r.ProbeNote() }()
-	switch {
-	case r.Holes > 0:
-		iw.Verdict = report.VerdictAmbiguous
-		iw.Reason = "the capture missed packets in or right after the first round (a gap in the sequence, or bytes the client acknowledged that the capture never saw), so its size is unknown"
-	case r.Retransmissions > 0 || r.OutOfOrder > 0 || r.Lost > 0:
-		iw.Verdict = report.VerdictAmbiguous
-		iw.Reason = "loss, a retransmission or reordering in the first round blurs it"
-	case r.Paused:
-		iw.Verdict = report.VerdictLowerBound
-		iw.Segments, iw.Bytes = max(r.SegmentsBeforePause, 1), r.BytesBeforePause
-		iw.Reason = fmt.Sprintf("the server paused in the first round and sent more with nothing acknowledged that the capture saw: the application paused, or the capture missed the acknowledgement that released the rest; the %d segments before the pause went out in one stretch, so the window is at least that", r.SegmentsBeforePause)
-	case r.Limit == report.LimitCwnd && r.PartialInside(full) && r.WindowBytes()/full < r.WindowSegments():
-		// Packets and bytes disagree: a sender counting its window in packets
-		// (Linux) had as many as it sent; one counting bytes (RFC 5681) had room
-		// for the bytes it sent and less than one more full segment.
-		iw.Verdict = report.VerdictRange
-		iw.SegmentsMax, iw.BytesMax = iw.Segments, iw.Bytes+full-1
-		iw.Segments = max(r.WindowBytes()/full, 1)
-		iw.Reason = fmt.Sprintf("the server stopped after the first round with data left and sent more as soon as the first acknowledgement came back, but the round's %d packets carried only %d bytes (a segment shorter than a full one inside it): %d segments for a sender that counts its window in packets (Linux), %d to %d bytes for one that counts bytes",
-			r.WindowSegments(), r.WindowBytes(), r.WindowSegments(), r.WindowBytes(), r.WindowBytes()+full-1)
-	case r.Limit == report.LimitCwnd && r.MaybeProbe && r.WindowSegments() > 1:
-		// A tail loss probe is not part of the window; a late write is. Either
-		// way the window is one of these two.
-		iw.Verdict = report.VerdictRange
-		iw.SegmentsMax, iw.BytesMax = iw.Segments, iw.Bytes
-		iw.Segments = r.WindowSegments() - 1
-		iw.Bytes = r.WindowBytes() - r.LastFrameBytes
-		iw.Reason = fmt.Sprintf("the server stopped after the first round with data left and sent more as soon as the first acknowledgement came back, but its last segment came alone %.1f ms later on the server's clock, before any acknowledgement reached it (its timestamp echo is the same): a tail loss probe, not part of the window (%d segments), or a late write (%d)",
-			float64(r.MaybeProbeGapNs)/1e6, r.WindowSegments()-1, r.WindowSegments())
-	case r.Limit == report.LimitCwnd:
-		iw.Verdict = report.VerdictExact
-		iw.Reason = "the server stopped after the first round with data left and room in the receive window, and sent more as soon as the first acknowledgement came back"
-	case r.Limit == report.LimitRwnd:
-		iw.Verdict = report.VerdictRwndLimited
-		iw.Reason = "the client's receive window, not the congestion window, capped the first round"
-	case r.Limit == report.LimitRate:
-		iw.Verdict = report.VerdictLowerBound
-		iw.Reason = "the data arrived as one stream at the path's rate, with no idle gap where the first round seemed to end: more of the first window may have arrived after that point, so the window is at least this large"
-	case r.Limit == report.LimitIncomplete:
-		iw.Verdict = report.VerdictLowerBound
-		iw.Reason = "the transfer stopped before the response was complete (stalled, or the capture ended), so the window is at least this large"
-	case r.NagleHeld:
-		iw.Verdict = report.VerdictLowerBound
-		iw.Reason = "the second round began with a segment shorter than a full one, sent when an earlier short segment was acknowledged: Nagle's algorithm holds such a segment exactly that long, so the first round may have ended for want of a full segment to send, not for want of window; the window is at least this large"
-	case r.Undergrown:
-		iw.Verdict = report.VerdictLowerBound
-		iw.Reason = strings.Replace(r.undergrownWhy, "the next round", "the second round", 1) + "; an application short of data ends the first round the same way, so the window is at least this large"
-	case r.Outgrown:
-		iw.Verdict = report.VerdictLowerBound
-		iw.Reason = fmt.Sprintf("the second round carried %d segments, more than slow start can grow a full first window of %d to (one segment per segment acknowledged): the first round did not fill the window, which is at least this large", rs[1].WindowSegments(), r.WindowSegments())
-	case r.PartialEnd && r.Limit == report.LimitApp:
-		iw.Verdict = report.VerdictLowerBound
-		iw.Reason = "the first round ended with a segment shorter than a full one: the server had nothing more to send at that moment (not a window cut), so the window is at least this large"
-	default:
-		iw.Verdict = report.VerdictLowerBound
-		iw.Reason = "everything the server had to send fit in the first round, so the window is at least this large"
-	}
-	return iw
 }

@@ -108,7 +108,7 @@ func fakeRow(t *task) Row {
 	r := Row{Index: t.target.Index, Line: t.target.Line, Label: t.target.Label, URL: t.target.URL, Address: t.addr.String(),
 		ExactPhase: "http", ExactVerdict: "exact", ExactIWSegments: &iw, ExactIWBytes: ptr(520), ExactMSS: 64,
 		ExactOutcomes: []string{"success", "success"}, ExactReason: "2 of 2 runs agree", PassiveVerdict: "range",
-		PassiveIWSegments: ptr(8), PassiveIWSegmentsMax: ptr(12), PassiveIWExactIf: "cubic_or_reno", HandshakeRTTMs: ptr(20.25),
+		PassiveIWSegments: ptr(8), PassiveIWSegmentsMax: ptr(12), PassiveIWExactIf: "linux_cubic_or_reno", HandshakeRTTMs: ptr(20.25),
 		BodyBytes: ptr(int64(1000)), DurationMs: 12.5, FinishedAt: &now}
 	if strings.Contains(t.target.URL, "fail") {
 		r.ExactVerdict, r.ExactIWSegments, r.ExactIWBytes, r.ExactOutcomes = "none", nil, nil, []string{"timeout", "timeout"}

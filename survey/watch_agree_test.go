@@ -28,7 +28,7 @@ func TestSurveyAndWatchAgree(t *testing.T) {
 		{"exact", report.Connection{HandshakeRTTMs: &rtt, Rounds: rounds, RoundTrips: report.RoundTrips{TCP: 1, TLS: 1, HTTP: 3, Total: 5},
 			InitialWindow: &report.InitialWindow{Segments: 10, Verdict: report.VerdictExact}, ClientTiming: timing(200)}},
 		{"range", report.Connection{HandshakeRTTMs: &rtt, Rounds: rounds, RoundTrips: report.RoundTrips{Total: 5},
-			InitialWindow: &report.InitialWindow{Segments: 4, SegmentsMax: 10, Verdict: report.VerdictRange, ExactIf: "cubic_or_reno"}, ClientTiming: timing(200)}},
+			InitialWindow: &report.InitialWindow{Segments: 4, SegmentsMax: 10, Verdict: report.VerdictRange, ExactIf: "linux_cubic_or_reno"}, ClientTiming: timing(200)}},
 		{"lower bound", report.Connection{HandshakeRTTMs: &rtt, Rounds: rounds, RoundTrips: report.RoundTrips{Total: 4},
 			InitialWindow: &report.InitialWindow{Segments: 3, Verdict: report.VerdictLowerBound}, ClientTiming: timing(200)}},
 		{"ambiguous", report.Connection{HandshakeRTTMs: &rtt, Rounds: rounds, RoundTrips: report.RoundTrips{Total: 6},

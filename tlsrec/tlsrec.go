@@ -385,9 +385,42 @@ func (s *Stream) lose(offset int64) {
 	s.finishHello()
 }
 
+// SSLv2Hello reports whether h starts with a ClientHello in SSL 2.0's record format,
+// which clients of the SSL 3.0 and early TLS years sent first for compatibility: a
+// 2-byte header with its high bit set, message type 1 (CLIENT-HELLO) and a version
+// of SSL 3.0 or a TLS version. The record's total size (header included) is
+// returned; what follows it is SSL 3.0/TLS records.
+func SSLv2Hello(h []byte) (size int, ok bool) {
+	if len(h) < RecordHeaderBytes || h[0]&0x80 == 0 || h[2] != 1 || h[3] != 3 || h[4] > 4 {
+		return 0, false
+	}
+	length := int(h[0]&0x7f)<<8 | int(h[1])
+	if length < 3+6 { // type, version, and three 2-byte lengths at least
+		return 0, false
+	}
+	return 2 + length, true
+}
+
 // startRecord handles a complete record header in s.header.
 func (s *Stream) startRecord() {
 	s.headerN = 0
+	if size, ok := SSLv2Hello(s.header[:]); ok && !s.decided {
+		// The client's first record in SSL 2.0's format: a ClientHello, taken as one
+		// handshake record of its size (its body is not a TLS handshake message).
+		s.decided, s.isTLS = true, true
+		s.hello.Found, s.hello.IsClient = true, true
+		record := Record{Offset: s.recordOffset, ContentType: ContentHandshake, Version: uint16(s.header[3])<<8 | uint16(s.header[4]),
+			Length: size - RecordHeaderBytes, CapturedBytes: RecordHeaderBytes, HandshakeTypes: []uint8{HandshakeClientHello}}
+		s.recordType, s.recordEncrypted, s.bodyLeft = ContentApplicationData, false, record.Length
+		s.recordCount++
+		s.records = append(s.records, record)
+		s.current = len(s.records) - 1
+		s.state = stateBody
+		if s.bodyLeft == 0 {
+			s.endRecord()
+		}
+		return
+	}
 	plausible := PlausibleHeader(s.header[:])
 	if !s.decided {
 		s.decided = true

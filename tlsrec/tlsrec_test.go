@@ -496,3 +496,38 @@ func TestOverlapAndEmptyPieces(t *testing.T) {
 		t.Fatalf("records %+v, want %+v", got.Records(), want.Records())
 	}
 }
+
+// TestSSLv2Hello: a client of the SSL 3.0 years opens with a ClientHello in SSL 2.0's
+// record format (a 2-byte header with the high bit set) and goes on with SSL 3.0
+// records: the stream is TLS, the first record is the ClientHello, and the records
+// after it are found where they start.
+func TestSSLv2Hello(t *testing.T) {
+	hello := []byte{0x80, 46, 1, 3, 0, 0, 21, 0, 0, 0, 16}
+	hello = append(hello, make([]byte, 21+16)...)
+	if len(hello) != 48 {
+		t.Fatalf("test hello is %d bytes", len(hello))
+	}
+	kex := []byte{ContentHandshake, 3, 0, 0, 4, HandshakeClientKeyExchange, 0, 0, 0}
+	s := NewStream()
+	data := append(append([]byte(nil), hello...), kex...)
+	s.Write(0, data, len(data))
+	if !s.IsTLS() {
+		t.Fatal("an SSLv2-format ClientHello is not taken for TLS")
+	}
+	rs := s.Records()
+	if len(rs) != 2 || rs[0].End() != 48 || rs[1].Offset != 48 || rs[1].End() != int64(len(data)) {
+		t.Fatalf("records %+v, want the hello (0-48) and a record at 48", rs)
+	}
+	if len(rs[0].HandshakeTypes) != 1 || rs[0].HandshakeTypes[0] != HandshakeClientHello {
+		t.Errorf("first record's handshake types %v, want a ClientHello", rs[0].HandshakeTypes)
+	}
+	if !s.Hello().IsClient {
+		t.Error("the stream's hello is not the client's")
+	}
+	// A stream that begins with other bytes with the high bit set is not TLS.
+	other := NewStream()
+	other.Write(0, []byte{0x80, 46, 7, 3, 0, 0, 0, 0, 0}, 9)
+	if other.IsTLS() {
+		t.Error("bytes that are no SSLv2 ClientHello taken for TLS")
+	}
+}

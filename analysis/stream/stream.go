@@ -104,6 +104,11 @@ type Stats struct {
 	// IdleNs is the idle time after which the stream reported a connection
 	// still open (0: never).
 	IdleNs int64
+	// TimeOutliers counts packets whose timestamp stood more than a day away from
+	// the packets around them (a record stamped 46 years late): each was read as
+	// coming at the time of the packet before it. TimeOutlierNs is the farthest.
+	TimeOutliers  int64
+	TimeOutlierNs int64
 	flow.Stats
 }
 
@@ -133,10 +138,32 @@ type reader struct {
 	ordinal  int64 // of the last packet added
 	firstNs  int64
 	maxNs    int64
+	// lastNs is the last packet's time. A packet that jumps more than wildJumpNs
+	// from it is held (a copy: held, heldPayload) until the next one shows
+	// whether the capture's clock really moved (the next goes on near it) or the
+	// one record was wrong (the next is back near lastNs: it is read at lastNs).
+	lastNs                 int64
+	held                   *capture.Packet
+	heldPayload            []byte
+	outliers, outlierMaxNs int64
 	// datagrams analyzes UDP (made at the first datagram); datagramsNew are
 	// its connections begun in the current batch.
 	datagrams    Datagrams
 	datagramsNew []creation
+}
+
+// wildJumpNs is how far a packet's timestamp may stand from the one before it
+// before the next packet is asked whether the capture's clock moved or the record
+// is wrong: one record with a wild timestamp (46 years late) would otherwise move
+// the stream's clock by years, and every open connection would be reported idle,
+// its later packets set aside.
+const wildJumpNs = 24 * 3600 * 1_000_000_000
+
+func absNs(ns int64) int64 {
+	if ns < 0 {
+		return -ns
+	}
+	return ns
 }
 
 // creation is a connection's first packet: its number in its shard (shard -1:
@@ -209,7 +236,44 @@ func (s *Stream) Add(p *capture.Packet) error {
 		return errors.New("analysis: Add after Close")
 	}
 	r := &s.reader
+	if r.held != nil {
+		// p decides the packet held before it; p itself moves to a copy, since
+		// adding the held one takes the batch's next slot, which may be p's.
+		own := *p
+		p = &own
+		if err := s.addHeld(absNs(p.TimestampNs-r.held.TimestampNs) > wildJumpNs); err != nil {
+			return err
+		}
+	}
+	if r.ordinal > 0 && absNs(p.TimestampNs-r.lastNs) > wildJumpNs {
+		r.heldPayload = append(r.heldPayload[:0], p.Payload...)
+		held := *p
+		held.Payload = r.heldPayload
+		r.held = &held
+		return nil
+	}
+	return s.add(p)
+}
+
+// addHeld adds the packet held for its wild timestamp: at the time of the packet
+// before it when wrong, else as it came.
+func (s *Stream) addHeld(wrong bool) error {
+	r := &s.reader
+	p := r.held
+	r.held = nil
+	if wrong {
+		r.outliers++
+		r.outlierMaxNs = max(r.outlierMaxNs, absNs(p.TimestampNs-r.lastNs))
+		p.TimestampNs = r.lastNs
+	}
+	return s.add(p)
+}
+
+// add takes a packet in the input's order.
+func (s *Stream) add(p *capture.Packet) error {
+	r := &s.reader
 	r.ordinal++
+	r.lastNs = p.TimestampNs
 	if r.firstNs == 0 {
 		r.firstNs = p.TimestampNs
 	}
@@ -301,6 +365,12 @@ func (s *Stream) sendBatch(flush bool, snapshot chan []report.Connection) error 
 // Close ends the input: every open connection is finished and reported. It waits
 // for the last report and returns the first error (from Emit or the context).
 func (s *Stream) Close() (Stats, error) {
+	if !s.closed && s.reader.held != nil {
+		// The last packet jumped and nothing came after it to confirm the jump.
+		if err := s.addHeld(true); err != nil {
+			return s.Stats(), err
+		}
+	}
 	if !s.closed {
 		s.closed = true
 		err := s.sendBatch(true, nil)
@@ -322,5 +392,6 @@ func (s *Stream) Stats() Stats {
 	st := s.merger.stats()
 	st.Packets = s.reader.ordinal
 	st.IdleNs = s.opts.IdleNs
+	st.TimeOutliers, st.TimeOutlierNs = s.reader.outliers, s.reader.outlierMaxNs
 	return st
 }

@@ -135,7 +135,9 @@ func Contradicts(iw *report.InitialWindow, truth int) string {
 		if iw.Segments != truth {
 			return fmt.Sprintf("exact %d segments, the truth is %d (%s)", iw.Segments, truth, iw.Reason)
 		}
-	case report.VerdictLowerBound:
+	case report.VerdictLowerBound, report.VerdictRwndLimited:
+		// A round the receive window capped still went out under the congestion
+		// window: the window is at least what it carried.
 		if iw.Segments > truth {
 			return fmt.Sprintf("a lower bound of %d segments, above the truth %d (%s)", iw.Segments, truth, iw.Reason)
 		}

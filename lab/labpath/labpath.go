@@ -80,6 +80,15 @@ type Config struct {
 	// initcwnd); 0: the kernel's default (10). InitRwnd is the initial receive window
 	// on the client's route; 0: the kernel's default.
 	InitCwnd, InitRwnd int
+	// ServerAdvMSS and ClientAdvMSS are the MSS each side announces (route advmss);
+	// 0: the kernel's choice from the MTU. MTU is both TUN devices' MTU; 0: 1500.
+	ServerAdvMSS, ClientAdvMSS, MTU int
+	// ClientQuickAck: the client acknowledges every segment at once (route quickack).
+	ClientQuickAck bool
+	// JitterNs varies the server→client delay uniformly by up to this much each way;
+	// Reorder lets a packet overtake an earlier one when its draw says so.
+	JitterNs int64
+	Reorder  bool
 	// CongestionControl is both namespaces' algorithm; "": cubic.
 	CongestionControl string
 	// NoSlowStartAfterIdle writes tcp_slow_start_after_idle=0, as a tuned server would.
@@ -150,6 +159,9 @@ func (c Config) links() (clientToServer, serverToClient link.Config, queue strin
 	if c.DropSYNs > 0 {
 		clientToServer.Drop = link.DropConfig{Count: c.DropSYNs, Match: link.MatchSYN}
 	}
+	if c.JitterNs > 0 {
+		serverToClient.Jitter = link.Jitter{SpreadNs: c.JitterNs, Distribution: link.JitterUniform, Reorder: c.Reorder}
+	}
 	if c.LossRate > 0 {
 		serverToClient.Loss = link.LossConfig{Model: link.LossBernoulli, Probability: c.LossRate}
 	}
@@ -169,6 +181,10 @@ func (c Config) namespaceOptions() netlab.Options {
 	return netlab.Options{
 		InitCwnd:             c.InitCwnd,
 		InitRwnd:             c.InitRwnd,
+		ServerAdvMSS:         c.ServerAdvMSS,
+		ClientAdvMSS:         c.ClientAdvMSS,
+		ClientQuickAck:       c.ClientQuickAck,
+		MTU:                  c.MTU,
 		CongestionControl:    c.CongestionControl,
 		NoSlowStartAfterIdle: c.NoSlowStartAfterIdle,
 		Sysctls:              c.Sysctls,

@@ -34,6 +34,14 @@ type Options struct {
 	// InitRwnd is the initial receive window in segments on the client's route to
 	// the server (ip route ... initrwnd). 0 keeps the kernel default.
 	InitRwnd int
+	// ServerAdvMSS and ClientAdvMSS are the MSS each side announces in its SYN, set
+	// on its route (ip route ... advmss): a server announcing less than the client
+	// (as some CDNs do) still sends segments as large as the client's MSS allows.
+	// 0 keeps the kernel's choice (the MTU less the headers).
+	ServerAdvMSS, ClientAdvMSS int
+	// ClientQuickAck sets quickack on the client's route (ip route ... quickack 1):
+	// the client acknowledges every segment at once instead of delaying its ACKs.
+	ClientQuickAck bool
 	// CongestionControl is written to net.ipv4.tcp_congestion_control in both
 	// namespaces. Empty means "cubic". The algorithm is added to the host's
 	// net.ipv4.tcp_allowed_congestion_control when missing, since a namespace
@@ -61,6 +69,9 @@ func (o Options) resolved() (Options, error) {
 	}
 	if o.InitRwnd < 0 {
 		return o, fmt.Errorf("netlab: InitRwnd %d segments is negative: use 0 for the kernel default", o.InitRwnd)
+	}
+	if o.ServerAdvMSS < 0 || o.ClientAdvMSS < 0 || o.ServerAdvMSS > MaxMTU || o.ClientAdvMSS > MaxMTU {
+		return o, fmt.Errorf("netlab: advmss %d/%d bytes: use 1 to %d, or 0 for the kernel's choice", o.ServerAdvMSS, o.ClientAdvMSS, MaxMTU)
 	}
 	if o.CongestionControl == "" {
 		o.CongestionControl = CongestionCubic

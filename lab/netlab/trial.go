@@ -273,8 +273,13 @@ func (t *Trial) configureLinks(side Side) error {
 		}
 		if side == Server {
 			route.InitCwnd = t.Options.InitCwnd
+			route.AdvMSS = t.Options.ServerAdvMSS
 		} else {
 			route.InitRwnd = t.Options.InitRwnd
+			route.AdvMSS = t.Options.ClientAdvMSS
+			if t.Options.ClientQuickAck {
+				route.QuickACK = 1
+			}
 		}
 		if err := handle.RouteAdd(route); err != nil {
 			return fmt.Errorf("add route to %s via %s (initcwnd %d, initrwnd %d): %w",

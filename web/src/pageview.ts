@@ -11,6 +11,7 @@ import { select } from "d3-selection";
 import { el, svgNS } from "./canvas";
 import type { TimeUnit } from "./data";
 import * as fmt from "./format";
+import { iwHasNumber, iwShort } from "./iw";
 import { color } from "./palette";
 import type { Tooltip, TooltipRows } from "./tooltip";
 import type { Connection, PageConnection, PageLoad, PageRequest, Report } from "./types";
@@ -214,8 +215,7 @@ export class PageView {
       y += groupHeight;
       for (const c of conns) {
         const iw = c.initial_window;
-        const iwMax = (iw as { segments_max?: number } | null)?.segments_max;
-        const iwText = !iw || iw.verdict === "none" || iw.verdict === "ambiguous" ? "" : iw.verdict === "exact" ? `IW ${iw.segments}` : iw.verdict === "range" && iwMax ? `IW ${iw.segments}–${iwMax}` : `IW ≥${iw.segments}`;
+        const iwText = iwHasNumber(iw) ? `IW ${iwShort(iw)}` : "";
         const label = [`#${c.connection}`, `:${c.client.split(":").pop()}`, c.tls_version ? `TLS ${c.tls_version}` : "", c.alpn, iwText]
           .filter(Boolean)
           .join(" · ");

@@ -3,17 +3,10 @@
 import { el } from "./canvas";
 import type { ConnModel } from "./data";
 import * as fmt from "./format";
+import { iwHasNumber, iwLabel, iwShort, verdictWords as verdictText } from "./iw";
 import type { Connection } from "./types";
 
 const linuxDefaultIW = 10;
-
-const verdictText: Record<string, string> = {
-  exact: "exact",
-  lower_bound: "lower bound",
-  rwnd_limited: "limited by the receive window",
-  ambiguous: "ambiguous",
-  none: "unknown",
-};
 
 /** Data rounds slow start needs to deliver dataBytes from an initial window of iw segments. */
 export function roundsNeeded(dataBytes: number, iwSegments: number, mss: number): number {
@@ -74,6 +67,9 @@ export function diagnoses(c: Connection): string[] {
         break;
       case "rwnd_limited":
         out.push(`The client's receive window capped the first round at ${fmt.plural(iw.segments, "segment")}: ${sentence(iw.reason)} The server's initial window is not known; the client should advertise a larger window (initrwnd on its route, net.ipv4.tcp_rmem).`);
+        break;
+      case "range":
+        out.push(`The initial window is ${iwLabel(iw)} segments: ${sentence(iw.reason)}`);
         break;
       case "ambiguous":
         out.push(`The initial window can't be read: ${sentence(iw.reason)}`);
@@ -152,7 +148,7 @@ export class Summary {
       facts.appendChild(f);
       return f;
     };
-    const iwValue = !iw || iw.verdict === "none" ? "–" : `${iw.verdict === "lower_bound" ? "≥ " : ""}${iw.segments} seg`;
+    const iwValue = iwHasNumber(iw) ? `${iwShort(iw)} seg` : "–";
     const iwFact = fact(
       "initial window",
       iwValue,

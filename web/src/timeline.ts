@@ -9,6 +9,7 @@ import { zoomIdentity, type ZoomBehavior, type ZoomTransform } from "d3-zoom";
 import { el, sizeCanvas } from "./canvas";
 import { lowerBound, type ConnModel, type ServerGroup, type TimeUnit } from "./data";
 import * as fmt from "./format";
+import { iwHasNumber, iwShort } from "./iw";
 import { barColor, tickColor, tickKinds, type TickKind } from "./palette";
 import { plotLayers, zoomable } from "./plot";
 import type { Tooltip, TooltipRows } from "./tooltip";
@@ -256,7 +257,7 @@ export class Timeline {
         .text(`#${c.index}  ${this.width < 600 ? port : c.client}`);
       const iw = c.initial_window;
       const sub = [
-        iw && iw.verdict !== "none" ? `IW ${iw.verdict === "lower_bound" ? "≥" : ""}${iw.segments}` : "",
+        iwHasNumber(iw) ? `IW ${iwShort(iw)}` : "",
         `${fmt.plural(c.round_trips.total, "RTT")}`,
       ]
         .filter(Boolean)

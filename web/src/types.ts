@@ -181,10 +181,23 @@ export interface InitialWindow {
   reason: string;
   /**
    * ExactIf, on a range, names the congestion control under which the IW would be
-   * exactly segments_max: "cubic_or_reno" (Linux grows no window while at most
-   * half of it is in use). The packets do not show which one the server runs.
+   * exactly segments_max: "linux_cubic_or_reno" (Linux's CUBIC and Reno grow no
+   * window while at most half of it is in use; BBR, and other stacks' slow start
+   * such as gVisor's, grow it on every acknowledgement). The packets do not show
+   * which one the server runs.
    */
   exact_if?: string;
+  /**
+   * Evidence lists, for an exact reading (and what a range rests on), each proof
+   * obligation (Obligation*) with the packets that prove it.
+   */
+  evidence?: Proof[];
+  /**
+   * Unproven names the obligations the packets did not prove, the reason the
+   * reading is not exact (the first is the one the reason explains); empty for
+   * an exact reading.
+   */
+  unproven?: string[];
 }
 
 /** RoundTrips counts the round trips of the connection by phase. */
@@ -439,6 +452,12 @@ export interface Spread {
   median: number;
   max: number;
   stddev: number;
+}
+
+/** Proof is one obligation of an initial-window reading and the packets that prove it. */
+export interface Proof {
+  obligation: string;
+  detail: string;
 }
 
 /** QUICPacket is one QUIC packet of a connection. */

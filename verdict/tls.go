@@ -1,0 +1,183 @@
+package verdict
+
+import (
+	"fmt"
+
+	"github.com/slowstart/slowstart/report"
+	"github.com/slowstart/slowstart/rounds"
+)
+
+// tlsFlight reads the window from the server's TLS flight: a chain larger than
+// the window is cut after IW segments and finished a round trip later; a flight
+// that fits gives a lower bound. After a HelloRetryRequest the flight went out a
+// round later, when the window may have grown by a segment per retry segment
+// acknowledged.
+func (in Input) tlsFlight() *report.InitialWindow {
+	t := in.TLS
+	first := t.RetryRounds
+	if first+t.FlightRounds > len(in.Rounds) || t.FlightRounds == 0 {
+		return &report.InitialWindow{Verdict: report.VerdictNone, Source: report.PhaseTLS, Reason: "the server sent no TLS flight"}
+	}
+	// The flight's rounds alone: its last round ends the flight, whatever came
+	// after it.
+	flight := in
+	flight.Rounds = in.Rounds[:first+t.FlightRounds]
+	iw := flight.judge(first, report.PhaseTLS)
+	fr := in.Rounds[first : first+t.FlightRounds]
+	switch {
+	case iw.Verdict == report.VerdictExact:
+		iw.Reason = fmt.Sprintf("the server's TLS flight (%d segments) was cut after %d segments and finished one round trip later", t.FlightSegments, fr[0].WindowSegments()) + fr[0].ProbeNote()
+	case iw.Verdict == report.VerdictLowerBound && (fr[0].Limit == report.LimitEnd || len(fr) == 1):
+		iw.Reason = fmt.Sprintf("the server's whole TLS flight (%d segments) fit in the first round, so the window is at least that", t.FlightSegments)
+	}
+	if first == 0 {
+		return iw
+	}
+	// The window held at least the retry request's first round.
+	floor := max(in.Rounds[0].WindowSegments(), 1)
+	if iw.Verdict == report.VerdictLowerBound {
+		// The flight fit in a window that was at most RetrySegments larger than the
+		// initial one: the initial window held at least the flight less that growth
+		// (Linux grows a window under slow start whenever it is less than twice what
+		// is in flight: a retry request of two segments grows an initial window of
+		// 3 to 5, and a flight of 4 then fits).
+		fit := iw.Segments
+		segs := max(floor, grownFrom(fit, t.RetrySegments))
+		retry := fmt.Sprintf("the HelloRetryRequest (%d segments) fit in the first round", t.RetrySegments)
+		if t.RetryRounds > 1 {
+			retry = fmt.Sprintf("the HelloRetryRequest (%d segments) took %d rounds, the first of %d", t.RetrySegments, t.RetryRounds, floor)
+		}
+		return &report.InitialWindow{Segments: segs, Bytes: min(segs*in.Segment.Bytes, iw.Bytes), Verdict: report.VerdictLowerBound, Source: report.PhaseTLS,
+			Unproven: append(iw.Unproven, report.ObligationWindowUngrown),
+			Reason:   fmt.Sprintf("%s, and %d segments of the server's flight after it fit in a window that the retry request's acknowledgement may have grown by %d, so the window is at least %d", retry, fit, t.RetrySegments, segs)}
+	}
+	if later := laterRound(iw, fr[0], t.RetrySegments, floor, "the server's flight after its HelloRetryRequest"); later != nil {
+		return later
+	}
+	return &report.InitialWindow{Segments: floor, Verdict: report.VerdictLowerBound, Source: report.PhaseTLS,
+		Unproven: []string{report.ObligationDataQueued}, Reason: fmt.Sprintf("the HelloRetryRequest's first round carried %d segments", floor)}
+}
+
+// narrow picks the connection's reading over TLS: the flight's, narrowed by the
+// first HTTP round where the flight fit and that round was cut by the window. That
+// round shows the window after the handshake, which slow start may have grown by
+// a segment per segment acknowledged during the handshake.
+func (in Input) narrow(flight *report.InitialWindow) *report.InitialWindow {
+	if flight == nil || flight.Verdict != report.VerdictLowerBound {
+		return flight
+	}
+	var hsSegs int
+	for i := range in.Rounds {
+		r := &in.Rounds[i]
+		if r.StartOffset < in.TLS.HandshakeEnd {
+			hsSegs += r.Segments
+			continue
+		}
+		// The round must be proven cut by the window on its own: a round that ends
+		// short, or whose next data answers a new request (HTTP/2's SETTINGS,
+		// WINDOW_UPDATE and PING records after the handshake), says nothing.
+		reading := in.judge(i, report.PhaseHTTP)
+		if !cutByWindow(reading) {
+			return flight
+		}
+		out := laterRound(reading, *r, hsSegs, flight.Segments, "the first HTTP round")
+		if out == nil {
+			return flight
+		}
+		if len(in.Rounds) > in.TLS.RetryRounds && in.TLS.FlightRounds == 1 {
+			out.Reason = fmt.Sprintf("the TLS flight (%d segments) fit in the window; ", in.TLS.FlightSegments) + out.Reason
+		} else {
+			out.Reason = fmt.Sprintf("the TLS flight shows a window of at least %d segments; ", flight.Segments) + out.Reason
+		}
+		if out.Verdict == report.VerdictRange && out.Segments <= flight.Segments {
+			out.Segments, out.Bytes = flight.Segments, flight.Bytes
+		}
+		return out
+	}
+	return flight
+}
+
+// grownFrom is the least initial window that slow start can have grown to window
+// segments with priorSegments acknowledged: each acknowledged segment grows a window
+// by at most one (RFC 5681; BBR in startup adds what is acknowledged), but BBR
+// also raises any window to 4 (bbr_cwnd_min_target) at its first acknowledgement,
+// so a window of 1 to 3 can have grown to priorSegments + 3 (IW 1 grew to 14 after
+// 11 acknowledged). A window more than 3 above what was acknowledged came from an
+// initial window of at least window - priorSegments.
+func grownFrom(window, priorSegments int) int {
+	if window-priorSegments > bbrMinWindow-1 {
+		return window - priorSegments
+	}
+	return 1
+}
+
+// bbrMinWindow is Linux BBR's least congestion window, in segments.
+const bbrMinWindow = 4
+
+// cutByWindow reports whether a round's own reading shows the window cut it: exact,
+// or a range only for a shorter frame inside it (packets and bytes disagree).
+func cutByWindow(reading *report.InitialWindow) bool {
+	switch reading.Verdict {
+	case report.VerdictExact:
+		return true
+	case report.VerdictRange:
+		return len(reading.Unproven) == 1 && reading.Unproven[0] == report.ObligationFullSegments
+	}
+	return false
+}
+
+// laterRound reads the IW from a round cut by the congestion window after earlier
+// segments of the connection were acknowledged: the window was then at most
+// priorSegments larger than the IW (slow start grows it by at most one segment per
+// segment acknowledged) and never smaller. floor is what is already known of the
+// IW (at least that many segments). reading is the round's reading on its own; an
+// exact one becomes a range unless the prior segments could not have grown it. Which
+// end holds depends on the sender's congestion control, which the packets do not
+// show: Linux's CUBIC and Reno do not grow a window while at most half of it is in
+// use, BBR grows it on every acknowledgement. It returns nil when the round carried
+// fewer segments than the floor (it was not cut by the window).
+func laterRound(reading *report.InitialWindow, r rounds.Round, priorSegments, floor int, what string) *report.InitialWindow {
+	if !cutByWindow(reading) {
+		return reading
+	}
+	window, windowBytes := r.WindowSegments(), r.WindowBytes()
+	if window <= floor {
+		// No more than the window already known to hold (which never shrinks
+		// without loss, and grew while the earlier segments were acknowledged
+		// with more than half of it in use): the round was not cut by it (a
+		// server that thought for a round trip before the rest read "8 to 8" for
+		// IW 10).
+		return nil
+	}
+	segBytes := max(windowBytes/max(window, 1), 1)
+	lo := max(floor, grownFrom(window, priorSegments))
+	if reading.Verdict == report.VerdictRange {
+		// A shorter frame inside the round: a sender that counts bytes had fewer
+		// segments' worth.
+		lo = max(floor, min(lo, reading.Segments))
+	}
+	if lo >= window && reading.Verdict == report.VerdictExact {
+		out := *reading
+		out.Segments, out.Bytes = window, windowBytes
+		out.Evidence = append(append([]report.Proof(nil), reading.Evidence...), report.Proof{Obligation: report.ObligationWindowUngrown,
+			Detail: fmt.Sprintf("at most %d segments were acknowledged before the round, and the window is known to hold at least %d: they could not have grown it past %d", priorSegments, floor, window)})
+		out.Reason = fmt.Sprintf("%s was cut by the congestion window at %d segments, and nothing acknowledged before it could have grown the window", what, window) + r.ProbeNote()
+		return &out
+	}
+	out := &report.InitialWindow{
+		Segments: lo, Bytes: min(lo*segBytes, windowBytes),
+		SegmentsMax: window, BytesMax: windowBytes,
+		Verdict: report.VerdictRange, Source: reading.Source,
+		Evidence: reading.Evidence, Unproven: append([]string{report.ObligationWindowUngrown}, reading.Unproven...),
+	}
+	if window >= 3*priorSegments {
+		out.ExactIf = report.ExactIfLinuxCubicOrReno
+		out.Reason = fmt.Sprintf("%s was cut by the congestion window at %d segments after %d earlier segments were acknowledged: that is the initial window if the server runs Linux's CUBIC or Reno (which grow no window while at most half of it is in use), and %d to %d if its congestion control grows the window on every acknowledgement (BBR, other stacks' slow start)",
+			what, window, priorSegments, lo, window)
+	} else {
+		out.Reason = fmt.Sprintf("%s was cut by the congestion window at %d segments after %d earlier segments were acknowledged, which may have grown the window by up to that many (slow start; BBR always, CUBIC and Reno once more than half the window was in use), so the initial window is %d to %d segments",
+			what, window, priorSegments, lo, window)
+	}
+	out.Reason += r.ProbeNote()
+	return out
+}
