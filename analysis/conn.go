@@ -179,7 +179,7 @@ func (ca *connAnalyzer) recordPacket(c *flow.Conn, s *flow.Segment) {
 	if s.Dir == flow.ToClient {
 		p.Dir = "s2c"
 		if s.NewLen > 0 && ca.rounds != nil {
-			p.Round = len(ca.rounds.Rounds())
+			p.Round = ca.rounds.Count()
 		}
 	}
 	if s.HasAck {
@@ -339,7 +339,7 @@ func (ca *connAnalyzer) build(c *flow.Conn, final bool) report.Connection {
 	}
 	rttNs := c.RTTNs()
 	rc.MinRTTMs = nsToMs(rttNs)
-	if ca.rounds != nil && len(ca.rounds.Rounds()) > 0 {
+	if ca.rounds != nil && ca.rounds.Count() > 0 {
 		// What a full segment of the server's carried, as its frames show it.
 		rc.MSS = ca.rounds.FullSegmentBytes()
 	}
@@ -377,9 +377,8 @@ func (ca *connAnalyzer) build(c *flow.Conn, final bool) report.Connection {
 		if rc.RoundMethod == rounds.MethodGaps {
 			rc.Notes = append(rc.Notes, "rounds were split by gaps in the server's sending (no handshake or timestamps to follow the ACK clock): treat them as estimates")
 		}
-		raw = ca.rounds.Rounds()
 		if tlsInfo != nil {
-			tlsInfo.locate(raw)
+			tlsInfo.locate(ca.rounds.Rounds())
 			if decrypted != nil && decrypted.HandshakeEnd[flow.ToClient] > 0 {
 				// The server's Finished, decrypted: where its handshake ends exactly.
 				tlsInfo.handshakeEnd = decrypted.HandshakeEnd[flow.ToClient]
@@ -523,7 +522,7 @@ func (ca *connAnalyzer) noteCapture(c *flow.Conn, rc *report.Connection) {
 func (ca *connAnalyzer) noteSegmentSize(c *flow.Conn, rc *report.Connection) {
 	limit := c.SegmentCap(flow.ToClient)
 	client, server := &c.Dirs[flow.ToServer], &c.Dirs[flow.ToClient]
-	if ca.rounds == nil || len(ca.rounds.Rounds()) == 0 {
+	if ca.rounds == nil || ca.rounds.Count() == 0 {
 		if rc.MSS == 0 && !c.MidStream && (client.SYNSeen || server.SYNSeen) {
 			rc.Notes = append(rc.Notes, "the client's SYN carried no MSS option")
 		}
