@@ -105,9 +105,10 @@ func (l *roundLog) Replace(rounds []Round) {
 // roundPredictor holds the values of the round encoded last that the next one
 // is encoded against: in a long connection's rounds they change little.
 type roundPredictor struct {
-	firstNs, clientDataAtEnd int64
-	receiveWindowBytes       int
-	lastTS                   uint32
+	start, firstNs, clientDataAtEnd int64
+	receiveWindowBytes              int
+	firstFrameBytes, lastFrameBytes int
+	lastTS                          uint32
 }
 
 // appendRound appends round r, the round at index i, encoded, to buf.
@@ -250,8 +251,9 @@ func (c *roundCodec) visit(r *Round, i int, pred *roundPredictor) {
 	c.int(&r.Bytes, span)
 	c.int(&r.Segments, 1)
 	c.int(&r.Packets, int64(r.Segments))
-	c.int(&r.LastFrameBytes, int64(r.Bytes))
-	c.int(&r.MinInsideFrameBytes, 0)
+	c.int(&r.FirstFrameBytes, int64(pred.firstFrameBytes))
+	c.int(&r.LastFrameBytes, int64(pred.lastFrameBytes))
+	c.int(&r.MinInsideFrameBytes, int64(r.FirstFrameBytes))
 	c.int(&r.ReceiveWindowBytes, int64(pred.receiveWindowBytes))
 	c.i64(&r.InFlightBytes, span)
 	c.i64(&r.WindowRoomBytes, int64(r.ReceiveWindowBytes)-r.InFlightBytes)
@@ -262,14 +264,15 @@ func (c *roundCodec) visit(r *Round, i int, pred *roundPredictor) {
 	c.i64(&r.ClientDataAtStart, pred.clientDataAtEnd)
 	c.i64(&r.ClientDataAtEnd, r.ClientDataAtStart)
 	c.i64(&r.ClientDataAtFirstAck, r.ClientDataAtEnd)
-	c.int(&r.FirstFrameBytes, int64(r.Bytes))
-	c.int(&r.SegmentsEarly, int64(r.Segments))
-	c.int(&r.BytesEarly, int64(r.Bytes))
+	c.int(&r.SegmentsEarly, 1)
+	c.int(&r.BytesEarly, int64(r.FirstFrameBytes))
 	c.int(&r.singleFrames, int64(r.Packets))
-	c.int(&r.shortBefore.bytes, 0)
+	// The short frames before a round are most often the last round's last
+	// frame and its first.
+	c.int(&r.shortBefore.bytes, int64(pred.lastFrameBytes))
 	c.i64(&r.shortBefore.end, start)
-	c.int(&r.shortBeforeOther.bytes, 0)
-	c.i64(&r.shortBeforeOther.end, 0)
+	c.int(&r.shortBeforeOther.bytes, int64(pred.firstFrameBytes))
+	c.i64(&r.shortBeforeOther.end, pred.start+int64(pred.firstFrameBytes))
 	c.u32(&r.firstTS, pred.lastTS)
 	c.u32(&r.lastTS, r.firstTS)
 	c.flag(&r.tsSet)
@@ -307,5 +310,6 @@ func (c *roundCodec) visit(r *Round, i int, pred *roundPredictor) {
 	c.int32s(&r.mergedFrames)
 	c.int(&r.mergedRestFrames, 0)
 	c.int(&r.mergedRestBytes, 0)
-	*pred = roundPredictor{firstNs: r.FirstNs, clientDataAtEnd: r.ClientDataAtEnd, receiveWindowBytes: r.ReceiveWindowBytes, lastTS: r.lastTS}
+	*pred = roundPredictor{start: start, firstNs: r.FirstNs, clientDataAtEnd: r.ClientDataAtEnd, receiveWindowBytes: r.ReceiveWindowBytes,
+		firstFrameBytes: r.FirstFrameBytes, lastFrameBytes: r.LastFrameBytes, lastTS: r.lastTS}
 }
