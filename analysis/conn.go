@@ -23,11 +23,6 @@ const (
 	protoOther
 )
 
-// timedMessage remembers when an HTTP message's first and last bytes were seen.
-type timedMessage struct {
-	firstNs, lastNs int64
-}
-
 // connAnalyzer is the flow.Handler of one connection: it feeds the rounds tracker
 // and the TLS and HTTP scanners, and turns everything into a report.Connection.
 type connAnalyzer struct {
@@ -46,7 +41,7 @@ type connAnalyzer struct {
 	// key log) and finds the HTTP exchanges inside.
 	decrypt *tlshttp.Conn
 	http    [2]*httpmsg.Parser
-	msgTime [2][]timedMessage
+	msgTime [2]messageTimes
 	// timedFrom is, per direction, the first message whose last byte is not
 	// yet timed: the ones before it are done, and timeMessages starts there
 	// (a keep-alive connection of many requests costs no more per segment).
@@ -242,30 +237,36 @@ func (ca *connAnalyzer) feed(s *flow.Segment) {
 // timeMessages records first- and last-byte times of HTTP messages as bytes up to
 // writtenEnd are handed over at timeNs.
 func (ca *connAnalyzer) timeMessages(d flow.Dir, writtenEnd, timeNs int64) {
-	msgs := ca.http[d].Messages()
-	times := ca.msgTime[d]
-	for len(times) < len(msgs) {
-		i := len(times)
-		times = append(times, timedMessage{firstNs: timeNs})
+	p := ca.http[d]
+	count := p.Count()
+	times := &ca.msgTime[d]
+	for times.Len() < count {
+		i := times.Len()
+		times.Append(timedMessage{firstNs: timeNs})
 		// A message whose end was unknown ended at the last byte before this one.
-		if i > 0 && times[i-1].lastNs == 0 {
-			times[i-1].lastNs = ca.lastDataNs[d]
+		if i > 0 && !times.Timed(i-1) {
+			prev := times.Open(i - 1)
+			prev.lastNs = ca.lastDataNs[d]
 			if ca.lastDataNs[d] == 0 {
-				times[i-1].lastNs = timeNs
+				prev.lastNs = timeNs
 			}
 		}
 	}
 	from := ca.timedFrom[d]
-	for i := from; i < len(msgs); i++ {
-		if times[i].lastNs == 0 && msgs[i].End >= 0 && msgs[i].End <= writtenEnd {
-			times[i].lastNs = timeNs
+	for i := from; i < count; i++ {
+		if times.Timed(i) {
+			continue
+		}
+		if m := p.Message(i); m.End >= 0 && m.End <= writtenEnd {
+			times.Open(i).lastNs = timeNs
 		}
 	}
-	for from < len(times) && times[from].lastNs != 0 {
+	for from < count && times.Timed(from) {
 		from++
 	}
 	ca.timedFrom[d] = from
-	ca.msgTime[d] = times
+	// Times that are all known change no more.
+	times.freeze(from)
 }
 
 // sniff tells the protocol from the first captured bytes of a stream.
@@ -602,7 +603,7 @@ func (ca *connAnalyzer) verdictInput(c *flow.Conn, raw []rounds.Round, t *tlsSum
 		}
 	}
 	if p := ca.http[flow.ToClient]; p != nil {
-		for _, m := range p.Messages() {
+		for _, m := range p.MessagesFrom(0) {
 			if m.Offset > horizon {
 				break
 			}
@@ -653,11 +654,11 @@ func (ca *connAnalyzer) ending() rounds.Ending {
 	if p == nil {
 		return rounds.EndingComplete
 	}
-	msgs := p.Messages()
-	if len(msgs) == 0 {
+	n := p.Count()
+	if n == 0 {
 		return rounds.EndingComplete
 	}
-	last := msgs[len(msgs)-1]
+	last := p.Message(n - 1)
 	if last.Incomplete && last.IncompleteReason == httpmsg.ReasonEndedInBody {
 		return rounds.EndingIncomplete
 	}
@@ -683,7 +684,7 @@ func (ca *connAnalyzer) responseEnds() []int64 {
 		return nil
 	}
 	var ends []int64
-	for _, m := range p.Messages() {
+	for _, m := range p.MessagesFrom(0) {
 		if m.End > 0 {
 			ends = append(ends, m.End)
 		}
@@ -762,11 +763,12 @@ func (ca *connAnalyzer) httpMessages(ms func(int64) float64, raw []rounds.Round)
 		return out
 	}
 	reqs, resps := req.Messages(), resp.Messages()
+	reqTimes, respTimes := ca.msgTime[flow.ToServer].All(), ca.msgTime[flow.ToClient].All()
 	for i, q := range reqs {
 		m := report.HTTPMessage{Method: q.Method, Path: q.Target, Authority: q.Host, Protocol: "http/1.1",
 			Incomplete: q.Incomplete, IncompleteReason: q.IncompleteReason}
-		if i < len(ca.msgTime[flow.ToServer]) {
-			v := ms(ca.msgTime[flow.ToServer][i].firstNs)
+		if i < len(reqTimes) {
+			v := ms(reqTimes[i].firstNs)
 			m.RequestMs = &v
 		}
 		if i < len(resps) {
@@ -795,8 +797,8 @@ func (ca *connAnalyzer) httpMessages(ms func(int64) float64, raw []rounds.Round)
 				m.Incomplete = true
 			}
 			m.Rounds = appendRoundsOf(nil, raw, r.Offset, r.Offset+m.Bytes)
-			if i < len(ca.msgTime[flow.ToClient]) {
-				t := ca.msgTime[flow.ToClient][i]
+			if i < len(respTimes) {
+				t := respTimes[i]
 				v := ms(t.firstNs)
 				m.FirstByteMs = &v
 				last := t.lastNs

@@ -17,6 +17,7 @@ package httpmsg
 import (
 	"bytes"
 	"fmt"
+	"iter"
 
 	"github.com/slowstart/slowstart/internal/inorder"
 )
@@ -129,9 +130,9 @@ type Parser struct {
 	lineStart int64
 	lineLong  bool // the line outgrew MaxLineBytes
 
-	messages     []Message
+	messages     messageStore
 	messageCount int64
-	current      int  // index of the message in progress in messages, -1 if none or not stored
+	current      int  // index of the message in progress in messages (the last one), -1 if none or not stored
 	inMessage    bool // a message is in progress in message
 	message      Message
 	bodyLeft     int64 // Content-Length body bytes left
@@ -172,8 +173,21 @@ func (p *Parser) Synced() bool { return p.state != stateLost && p.state != state
 func (p *Parser) LostAt() int64 { return p.lostAt }
 
 // Messages returns the messages found so far, in stream order; the last one may
-// still be in progress. The slice is owned by the Parser: do not modify it.
-func (p *Parser) Messages() []Message { return p.messages[:len(p.messages):len(p.messages)] }
+// still be in progress. The slice is the caller's (MessagesFrom and Message read
+// them without making one).
+func (p *Parser) Messages() []Message { return p.messages.All() }
+
+// Count is the number of messages Messages returns.
+func (p *Parser) Count() int { return p.messages.Len() }
+
+// Message returns message i (0 <= i < Count) of Messages. The last one is at
+// hand; another is read from where the messages are kept, after at most 15 of
+// those before it.
+func (p *Parser) Message(i int) Message { return p.messages.At(i) }
+
+// MessagesFrom yields the messages of Messages from index i on, with their
+// indexes, in order.
+func (p *Parser) MessagesFrom(i int) iter.Seq2[int, Message] { return p.messages.From(i) }
 
 // MessageCount is the number of messages found, including those past
 // MaxStoredMessages.
@@ -496,16 +510,17 @@ func (p *Parser) beginMessage(offset int64) {
 	}
 	p.messageCount++
 	p.current = -1
-	if len(p.messages) < MaxStoredMessages {
-		p.messages = append(p.messages, p.message)
-		p.current = len(p.messages) - 1
+	if p.messages.Len() < MaxStoredMessages {
+		p.messages.Append(p.message)
+		p.current = p.messages.Len() - 1
 	}
 }
 
 // store copies the message in progress into the stored messages.
 func (p *Parser) store() {
 	if p.current >= 0 {
-		p.messages[p.current] = p.message
+		// (The message in progress is always the last one stored.)
+		*p.messages.Last() = p.message
 	}
 }
 

@@ -1,0 +1,308 @@
+package httpmsg
+
+import (
+	"encoding/binary"
+	"iter"
+)
+
+// messageStore holds the messages a Parser found. The last one, which the
+// parser may still change, is a Message; the ones before it change no more and
+// are encoded into one append-only buffer of bytes (a varint a field, against
+// the message before: a keep-alive connection's messages differ in little but
+// their offsets), so that a connection open for thousands of exchanges holds
+// some 10 bytes a message instead of a Message's 170 and its strings, in memory
+// the collector need not scan. The strings the messages name (targets, hosts,
+// content types) are kept once each while they repeat.
+type messageStore struct {
+	// coded holds messages [0, n) encoded; every markEvery-th is encoded on
+	// its own (against the zero message), at the byte marks[k] says, so that
+	// one can be read without reading all those before it.
+	coded []byte
+	marks []uint32
+	n     int
+	pred  messagePredictor // the message encoded last (zero before a mark)
+	// strs are the strings the encoded messages hold, each referred to by its
+	// index.
+	strs []string
+	last Message // message n, when hasLast
+	// hasLast: there is a message after the encoded ones.
+	hasLast bool
+}
+
+// markEvery is how many messages follow each other between two encoded on
+// their own: a message is read after at most markEvery-1 others.
+const markEvery = 16
+
+// Len is the number of messages stored.
+func (s *messageStore) Len() int {
+	if s.hasLast {
+		return s.n + 1
+	}
+	return s.n
+}
+
+// Append stores m after the others; the one that was last is encoded.
+func (s *messageStore) Append(m Message) {
+	if s.hasLast {
+		if s.n%markEvery == 0 {
+			s.marks = append(s.marks, uint32(len(s.coded)))
+			s.pred = messagePredictor{}
+		}
+		s.coded = s.encode(s.coded, &s.last, &s.pred)
+		s.n++
+	}
+	s.last, s.hasLast = m, true
+}
+
+// Last is the last message stored, which may be changed (nil: none).
+func (s *messageStore) Last() *Message {
+	if !s.hasLast {
+		return nil
+	}
+	return &s.last
+}
+
+// At is message i.
+func (s *messageStore) At(i int) Message {
+	if i == s.n && s.hasLast {
+		return s.last
+	}
+	k := i / markEvery
+	buf := s.coded[s.marks[k]:]
+	var m Message
+	var pred messagePredictor
+	for range i - k*markEvery + 1 {
+		buf = buf[s.decode(buf, &m, &pred):]
+	}
+	return m
+}
+
+// From yields the messages from index i on, in order.
+func (s *messageStore) From(i int) iter.Seq2[int, Message] {
+	return func(yield func(int, Message) bool) {
+		if i < s.n {
+			k := i / markEvery
+			buf := s.coded[s.marks[k]:]
+			var m Message
+			var pred messagePredictor
+			for j := k * markEvery; j < s.n; j++ {
+				if j%markEvery == 0 {
+					pred = messagePredictor{}
+				}
+				buf = buf[s.decode(buf, &m, &pred):]
+				if j >= i && !yield(j, m) {
+					return
+				}
+			}
+		}
+		if s.hasLast && i <= s.n {
+			yield(s.n, s.last)
+		}
+	}
+}
+
+// All returns every message, in a slice of its own.
+func (s *messageStore) All() []Message {
+	out := make([]Message, s.Len())
+	buf := s.coded
+	var pred messagePredictor
+	for i := range s.n {
+		if i%markEvery == 0 {
+			pred = messagePredictor{}
+		}
+		buf = buf[s.decode(buf, &out[i], &pred):]
+	}
+	if s.hasLast {
+		out[s.n] = s.last
+	}
+	return out
+}
+
+// ref is the index of string v in strs, plus one (0: ""); a string stored lately
+// is found again rather than stored twice.
+func (s *messageStore) ref(v string) int64 {
+	if v == "" {
+		return 0
+	}
+	for i := len(s.strs) - 1; i >= max(0, len(s.strs)-recentStrings); i-- {
+		if s.strs[i] == v {
+			return int64(i + 1)
+		}
+	}
+	s.strs = append(s.strs, v)
+	return int64(len(s.strs))
+}
+
+// recentStrings is how many of the latest strings a new one is looked for in.
+const recentStrings = 8
+
+func (s *messageStore) str(ref int64) string {
+	if ref == 0 {
+		return ""
+	}
+	return s.strs[ref-1]
+}
+
+// The strings of a Message that are one of a few constants are coded as their
+// place in these lists, plus one (0: ""); any other is a string of strs, coded
+// as its reference plus len(list).
+var (
+	methodCodes  = []string{"GET", "HEAD", "POST", "PUT", "DELETE", "OPTIONS", "PATCH", "CONNECT", "TRACE"}
+	versionCodes = []string{version10, version11}
+	reasonCodes  = []string{ReasonStartLineNotCaptured, ReasonHeaderNotCaptured, ReasonChunkNotCaptured, ReasonBadFraming,
+		ReasonLineTooLong, ReasonRequestUnknown, ReasonEndedInHeader, ReasonEndedInBody}
+)
+
+func (s *messageStore) code(v string, list []string) int64 {
+	if v == "" {
+		return 0
+	}
+	for i, c := range list {
+		if v == c {
+			return int64(i + 1)
+		}
+	}
+	return int64(len(list)) + s.ref(v)
+}
+
+func (s *messageStore) uncode(code int64, list []string) string {
+	if code <= int64(len(list)) {
+		if code == 0 {
+			return ""
+		}
+		return list[code-1]
+	}
+	return s.str(code - int64(len(list)))
+}
+
+func (s *messageStore) encode(buf []byte, m *Message, pred *messagePredictor) []byte {
+	var scratch [96]byte
+	c := messageCodec{store: s, buf: scratch[:0]}
+	c.visit(m, pred)
+	buf = binary.AppendUvarint(buf, c.bits)
+	return append(buf, c.buf...)
+}
+
+// decode reads the message at the head of buf, encoded against pred, into m and
+// returns the bytes it took.
+func (s *messageStore) decode(buf []byte, m *Message, pred *messagePredictor) int {
+	c := messageCodec{store: s, decode: true}
+	bits, n := binary.Uvarint(buf)
+	c.bits, c.buf = bits, buf[n:]
+	c.visit(m, pred)
+	return n + c.pos
+}
+
+// messagePredictor is what a message is encoded against: the message before
+// it, its strings as their codes (messageStore.code).
+type messagePredictor struct {
+	offset, headerEnd, end, contentLength int64
+	status, request                       int64
+	method, target, version               int64
+	host, contentType, reason             int64
+}
+
+// messageCodec encodes a Message's fields or decodes them, in one pass over them
+// (visit), so that both directions read the same fields in the same order: each
+// as its difference from an anchor (the same field of the message before, or a
+// field read before it), one bit of a bitmap when that is 0, else the bit and a
+// varint. Booleans are their bit alone.
+type messageCodec struct {
+	store  *messageStore
+	decode bool
+	bits   uint64
+	field  uint
+	buf    []byte
+	pos    int
+}
+
+func (c *messageCodec) i64(p *int64, anchor int64) {
+	bit := uint64(1) << c.field
+	c.field++
+	if c.decode {
+		*p = anchor
+		if c.bits&bit != 0 {
+			d, n := binary.Varint(c.buf[c.pos:])
+			c.pos += n
+			*p = anchor + d
+		}
+		return
+	}
+	if d := *p - anchor; d != 0 {
+		c.bits |= bit
+		c.buf = binary.AppendVarint(c.buf, d)
+	}
+}
+
+func (c *messageCodec) int(p *int, anchor int64) int64 {
+	v := int64(*p)
+	c.i64(&v, anchor)
+	*p = int(v)
+	return v
+}
+
+func (c *messageCodec) flag(p *bool) {
+	bit := uint64(1) << c.field
+	c.field++
+	if c.decode {
+		*p = c.bits&bit != 0
+	} else if *p {
+		c.bits |= bit
+	}
+}
+
+// str codes a string as a number (its place in list, or its reference in
+// strs), against the code of the message before, and returns the code.
+func (c *messageCodec) str(p *string, anchor int64, list []string) int64 {
+	var v int64
+	if !c.decode {
+		v = c.store.code(*p, list)
+	}
+	c.i64(&v, anchor)
+	if c.decode {
+		*p = c.store.uncode(v, list)
+	}
+	return v
+}
+
+// visit encodes or decodes every field of m against pred, and makes pred m's. A
+// field added to Message must be added here (TestMessageStoreEveryField fails
+// until it is).
+func (c *messageCodec) visit(m *Message, pred *messagePredictor) {
+	next := pred.offset
+	if pred.end >= 0 {
+		next = pred.end
+	}
+	c.i64(&m.Offset, next)
+	headerBytes := int64(0)
+	if pred.headerEnd >= 0 {
+		headerBytes = pred.headerEnd - pred.offset
+	}
+	c.i64(&m.HeaderEnd, m.Offset+headerBytes)
+	c.i64(&m.ContentLength, pred.contentLength)
+	end := m.HeaderEnd
+	if m.HeaderEnd >= 0 && m.ContentLength > 0 {
+		end += m.ContentLength
+	}
+	c.i64(&m.End, end)
+	p := messagePredictor{offset: m.Offset, headerEnd: m.HeaderEnd, end: m.End, contentLength: m.ContentLength}
+	p.method = c.str(&m.Method, pred.method, methodCodes)
+	p.target = c.str(&m.Target, pred.target, nil)
+	p.version = c.str(&m.Version, pred.version, versionCodes)
+	p.status = c.int(&m.Status, pred.status)
+	p.host = c.str(&m.Host, pred.host, nil)
+	p.contentType = c.str(&m.ContentType, pred.contentType, nil)
+	c.flag(&m.KeepAlive)
+	c.flag(&m.Chunked)
+	c.flag(&m.Close)
+	c.flag(&m.EndInferred)
+	c.flag(&m.Incomplete)
+	p.reason = c.str(&m.IncompleteReason, pred.reason, reasonCodes)
+	c.flag(&m.Resynced)
+	request := pred.request
+	if request >= 0 {
+		request++
+	}
+	p.request = c.int(&m.Request, request)
+	*pred = p
+}
