@@ -57,10 +57,6 @@ type Message struct {
 	// For a Content-Length body it is known from the header on, even when the
 	// stream ends before it (then Incomplete is set).
 	End int64
-	// EndInferred reports that End was not framed but taken from the start of the
-	// next message found by resynchronization: the message ended there or, if whole
-	// messages went uncaptured in between, earlier. Incomplete stays set.
-	EndInferred bool
 	// Method and Target are the request line's. Target may be a captured prefix
 	// when the line was cut (then Incomplete is set), and is cut to MaxTargetBytes.
 	Method, Target string
@@ -73,6 +69,15 @@ type Message struct {
 	Host, ContentType string
 	// ContentLength is the Content-Length header's value, -1 if absent or unknown.
 	ContentLength int64
+	// Request is, for a response, the index into the request parser's Messages of
+	// the request it answers; -1 when unknown (no request parser, or sync was lost).
+	Request int
+	// IncompleteReason says what made the message incomplete (Incomplete).
+	IncompleteReason string
+	// EndInferred reports that End was not framed but taken from the start of the
+	// next message found by resynchronization: the message ended there or, if whole
+	// messages went uncaptured in between, earlier. Incomplete stays set.
+	EndInferred bool
 	// Chunked reports Transfer-Encoding: chunked.
 	Chunked bool
 	// KeepAlive reports that the connection stays open after this message (HTTP/1.1
@@ -82,14 +87,10 @@ type Message struct {
 	Close bool
 	// Incomplete reports that something needed to frame the message was not
 	// captured (or not sent); IncompleteReason says what.
-	Incomplete       bool
-	IncompleteReason string
+	Incomplete bool
 	// Resynced reports that the message was found by resynchronization at the start
 	// of a segment after sync was lost, not by following the previous message.
 	Resynced bool
-	// Request is, for a response, the index into the request parser's Messages of
-	// the request it answers; -1 when unknown (no request parser, or sync was lost).
-	Request int
 }
 
 type parseState uint8
@@ -113,35 +114,36 @@ const (
 // ready: use NewRequestParser or NewResponseParser. A Parser is not safe for
 // concurrent use.
 type Parser struct {
-	isRequest bool
-	requests  *Parser // for responses: the parser of the other direction, may be nil
+	requests *Parser // for responses: the parser of the other direction, may be nil
 
 	nextOffset int64
-	state      parseState
-	decided    bool // whether the stream's first start line was judged
-	isHTTP     bool
 	lostAt     int64
 	// firstLostAt is the offset where sync was first lost, -1 if never: requests
 	// before it keep their true position in the connection.
 	firstLostAt int64
-	resyncNext  bool
 
 	line      []byte // captured bytes of the current line, without the newline
 	lineStart int64
-	lineLong  bool // the line outgrew MaxLineBytes
 
 	messages     messageStore
 	messageCount int64
-	current      int  // index of the message in progress in messages (the last one), -1 if none or not stored
-	inMessage    bool // a message is in progress in message
+	current      int // index of the message in progress in messages (the last one), -1 if none or not stored
 	message      Message
 	bodyLeft     int64 // Content-Length body bytes left
 	chunkLeft    int64 // chunk data bytes left
-	keepAliveTok bool  // Connection: keep-alive seen
-	lengthBad    bool  // conflicting or unparsable Content-Length
-	otherCoding  bool  // a Transfer-Encoding other than a final chunked
+	nextRequest  int   // responses: index of the request the next final response answers
 
-	nextRequest      int  // responses: index of the request the next final response answers
+	// (The small fields together: a Parser is some 40 bytes smaller.)
+	state            parseState
+	isRequest        bool
+	decided          bool // whether the stream's first start line was judged
+	isHTTP           bool
+	resyncNext       bool
+	lineLong         bool // the line outgrew MaxLineBytes
+	inMessage        bool // a message is in progress in message
+	keepAliveTok     bool // Connection: keep-alive seen
+	lengthBad        bool // conflicting or unparsable Content-Length
+	otherCoding      bool // a Transfer-Encoding other than a final chunked
 	pairingLost      bool // responses: sync was lost, so which request is answered is unknown
 	sawHeadOrConnect bool // requests: a HEAD or CONNECT request was seen
 }

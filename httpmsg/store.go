@@ -197,9 +197,11 @@ func (s *messageStore) decode(buf []byte, m *Message, pred *messagePredictor) in
 // it, its strings as their codes (messageStore.code).
 type messagePredictor struct {
 	offset, headerEnd, end, contentLength int64
-	status, request                       int64
-	method, target, version               int64
-	host, contentType, reason             int64
+	// (The anchors need only be the same when encoding and decoding: a value
+	// that does not fit an int32 is still encoded exactly, as its difference.)
+	status, request           int32
+	method, target, version   int32
+	host, contentType, reason int32
 }
 
 // messageCodec encodes a Message's fields or decodes them, in one pass over them
@@ -286,23 +288,23 @@ func (c *messageCodec) visit(m *Message, pred *messagePredictor) {
 	}
 	c.i64(&m.End, end)
 	p := messagePredictor{offset: m.Offset, headerEnd: m.HeaderEnd, end: m.End, contentLength: m.ContentLength}
-	p.method = c.str(&m.Method, pred.method, methodCodes)
-	p.target = c.str(&m.Target, pred.target, nil)
-	p.version = c.str(&m.Version, pred.version, versionCodes)
-	p.status = c.int(&m.Status, pred.status)
-	p.host = c.str(&m.Host, pred.host, nil)
-	p.contentType = c.str(&m.ContentType, pred.contentType, nil)
+	p.method = int32(c.str(&m.Method, int64(pred.method), methodCodes))
+	p.target = int32(c.str(&m.Target, int64(pred.target), nil))
+	p.version = int32(c.str(&m.Version, int64(pred.version), versionCodes))
+	p.status = int32(c.int(&m.Status, int64(pred.status)))
+	p.host = int32(c.str(&m.Host, int64(pred.host), nil))
+	p.contentType = int32(c.str(&m.ContentType, int64(pred.contentType), nil))
 	c.flag(&m.KeepAlive)
 	c.flag(&m.Chunked)
 	c.flag(&m.Close)
 	c.flag(&m.EndInferred)
 	c.flag(&m.Incomplete)
-	p.reason = c.str(&m.IncompleteReason, pred.reason, reasonCodes)
+	p.reason = int32(c.str(&m.IncompleteReason, int64(pred.reason), reasonCodes))
 	c.flag(&m.Resynced)
-	request := pred.request
+	request := int64(pred.request)
 	if request >= 0 {
 		request++
 	}
-	p.request = c.int(&m.Request, request)
+	p.request = int32(c.int(&m.Request, request))
 	*pred = p
 }

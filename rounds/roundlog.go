@@ -41,8 +41,12 @@ func (l *roundLog) Last() *Round {
 // first round not encoded (see freeze).
 func (l *roundLog) Open(i int) *Round { return &l.tail[i-l.frozen] }
 
-// Append adds a round after the others.
-func (l *roundLog) Append(r Round) {
+// Append adds a round after the others. The rounds before round frozenBefore
+// (0-based) change no more: those are encoded first, the last one too, so that
+// the tail of a connection whose rounds are acknowledged one by one never
+// holds more than one.
+func (l *roundLog) Append(r Round, frozenBefore int) {
+	l.freezeUpTo(min(frozenBefore, l.Len()))
 	l.starts = append(l.starts, r.StartOffset)
 	l.tail = append(l.tail, r)
 }
@@ -63,8 +67,10 @@ func (l *roundLog) AddLost(i int) {
 }
 
 // freeze encodes the rounds before round n (0-based), except the last round.
-func (l *roundLog) freeze(n int) {
-	n = min(n, l.Len()-1)
+func (l *roundLog) freeze(n int) { l.freezeUpTo(min(n, l.Len()-1)) }
+
+// freezeUpTo encodes the rounds before round n.
+func (l *roundLog) freezeUpTo(n int) {
 	if n <= l.frozen {
 		return
 	}

@@ -101,7 +101,7 @@ func TestRoundLog(t *testing.T) {
 	var want []Round
 	for i := range 500 {
 		r := randomRound(rng)
-		l.Append(r)
+		l.Append(r, i-rng.IntN(8))
 		want = append(want, r)
 		if rng.IntN(3) == 0 {
 			l.freeze(i - rng.IntN(4))

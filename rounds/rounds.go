@@ -825,12 +825,10 @@ func (t *Tracker) addServer(s *flow.Segment) {
 			shortBeforeOther:  t.lastShortOther,
 			firstTS:           s.TSVal,
 			tsSet:             s.HasTS,
-		})
+		}, t.firstAckIdx)
 		if t.holeBeforeData && t.log.Len() == 1 {
 			t.log.Last().Holes++
 		}
-		// The round before may be one an acknowledgement reached already.
-		t.log.freeze(t.firstAckIdx)
 	}
 	rd := t.log.Last()
 	added := s.NewLen + s.FilledLen
