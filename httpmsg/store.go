@@ -176,11 +176,18 @@ func (s *messageStore) uncode(code int64, list []string) string {
 }
 
 func (s *messageStore) encode(buf []byte, m *Message, pred *messagePredictor) []byte {
-	var scratch [96]byte
-	c := messageCodec{store: s, buf: scratch[:0]}
+	// The values are written after room for the bitmap, which is known only
+	// once they are, then moved up against it.
+	const room = binary.MaxVarintLen64
+	start := len(buf)
+	c := messageCodec{store: s, buf: append(buf, make([]byte, room)...)}
 	c.visit(m, pred)
-	buf = binary.AppendUvarint(buf, c.bits)
-	return append(buf, c.buf...)
+	var head [room]byte
+	h := binary.AppendUvarint(head[:0], c.bits)
+	buf = c.buf
+	n := copy(buf[start:], h)
+	n += copy(buf[start+n:], buf[start+room:])
+	return buf[:start+n]
 }
 
 // decode reads the message at the head of buf, encoded against pred, into m and

@@ -119,12 +119,19 @@ type roundPredictor struct {
 
 // appendRound appends round r, the round at index i, encoded, to buf.
 func appendRound(buf []byte, r *Round, i int, pred *roundPredictor) []byte {
-	var scratch [256]byte
-	c := roundCodec{buf: scratch[:0]}
+	// The values are written after room for the bitmap, which is known only
+	// once they are, then moved up against it.
+	const room = 2 * binary.MaxVarintLen64
+	start := len(buf)
+	c := roundCodec{buf: append(buf, make([]byte, room)...)}
 	c.visit(r, i, pred)
-	buf = binary.AppendUvarint(buf, c.bits[0])
-	buf = binary.AppendUvarint(buf, c.bits[1])
-	return append(buf, c.buf...)
+	var head [room]byte
+	h := binary.AppendUvarint(head[:0], c.bits[0])
+	h = binary.AppendUvarint(h, c.bits[1])
+	buf = c.buf
+	n := copy(buf[start:], h)
+	n += copy(buf[start+n:], buf[start+room:])
+	return buf[:start+n]
 }
 
 // decodeRound decodes the round at index i, whose StartOffset is start, from the
