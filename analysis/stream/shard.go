@@ -14,7 +14,7 @@ const batchesInFlight = 4
 
 // flushChunkConns is how many connections' reports a shard hands over at once
 // at the end of the input.
-const flushChunkConns = 256
+const flushChunkConns = 64
 
 // prebuiltConns bounds the reports a shard builds ahead of the merger in one
 // result: the merger builds the others as it emits them. A report is many
@@ -22,7 +22,7 @@ const flushChunkConns = 256
 // sixty rounds and exchanges: some 25 KB against 2 KB), and when thousands of
 // such connections end in one batch, reports built all at once for results
 // queued to the merger were most of the memory the stream held.
-const prebuiltConns = 256
+const prebuiltConns = 64
 
 // batch is a batch of one shard's packets, whose captured payloads are copied
 // into one arena.
