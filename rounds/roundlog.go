@@ -137,6 +137,7 @@ func appendRound(buf []byte, r *Round, i int, pred *roundPredictor) []byte {
 // decodeRound decodes the round at index i, whose StartOffset is start, from the
 // head of buf into r and returns the bytes it took.
 func decodeRound(buf []byte, r *Round, i int, start int64, pred *roundPredictor) int {
+	*r = Round{}
 	c := roundCodec{decode: true}
 	var n0, n1 int
 	c.bits[0], n0 = binary.Uvarint(buf)
@@ -152,61 +153,100 @@ func decodeRound(buf []byte, r *Round, i int, start int64, pred *roundPredictor)
 // field is kept as its difference from an anchor, a value the decoder knows by
 // then (a field read before it, or the round before): a field equal to its
 // anchor costs one bit of the record's bitmap, any other a varint of the
-// difference. Booleans are their bit alone.
+// difference. Booleans are their bit alone. The methods' common path (a field
+// equal to its anchor) is small enough to be inlined in visit.
 type roundCodec struct {
 	decode bool
 	bits   [2]uint64
-	field  int
+	field  uint
 	buf    []byte // encode: the values written; decode: the record's values
 	pos    int    // decode: bytes of buf read
 }
 
-func (c *roundCodec) next() (bit uint64, word int) {
+func (c *roundCodec) i64(p *int64, anchor int64) {
 	f := c.field
 	c.field++
-	return 1 << (f & 63), f >> 6
+	if c.decode || *p != anchor {
+		c.field64(p, anchor, f)
+	}
 }
 
-func (c *roundCodec) i64(p *int64, anchor int64) {
-	bit, w := c.next()
-	if c.decode {
-		*p = anchor
-		if c.bits[w]&bit != 0 {
-			d, n := binary.Varint(c.buf[c.pos:])
-			c.pos += n
-			*p = anchor + d
-		}
+// field64 decodes field f into p, or encodes p's difference from anchor. (Not
+// inlined, so that i64 is: encoding a field equal to its anchor is one
+// comparison.)
+//
+//go:noinline
+func (c *roundCodec) field64(p *int64, anchor int64, f uint) {
+	bit, w := uint64(1)<<(f&63), f>>6
+	if !c.decode {
+		c.bits[w] |= bit
+		c.buf = binary.AppendVarint(c.buf, *p-anchor)
 		return
 	}
-	if d := *p - anchor; d != 0 {
-		c.bits[w] |= bit
-		c.buf = binary.AppendVarint(c.buf, d)
+	*p = anchor
+	if c.bits[w]&bit != 0 {
+		d, n := binary.Varint(c.buf[c.pos:])
+		c.pos += n
+		*p += d
 	}
+}
+
+// rareFieldsFrom is the first of the fields few rounds hold (a retransmission,
+// a probe, a pause, a label): a record with none of them ends its bitmap
+// before it, and decoding it skips them all.
+const rareFieldsFrom = 32
+
+// restZero reports, when decoding, that the record holds none of the fields
+// from rareFieldsFrom on: the Round, zero before decoding, is whole.
+func (c *roundCodec) restZero() bool {
+	return c.decode && c.bits[0]>>rareFieldsFrom == 0 && c.bits[1] == 0
 }
 
 func (c *roundCodec) int(p *int, anchor int64) {
+	f := c.field
+	c.field++
+	if c.decode || int64(*p) != anchor {
+		c.fieldInt(p, anchor, f)
+	}
+}
+
+//go:noinline
+func (c *roundCodec) fieldInt(p *int, anchor int64, f uint) {
 	v := int64(*p)
-	c.i64(&v, anchor)
+	c.field64(&v, anchor, f)
 	*p = int(v)
 }
 
+// u32 codes a 32-bit clock's value as its difference from anchor, modulo 2³².
 func (c *roundCodec) u32(p *uint32, anchor uint32) {
+	f := c.field
+	c.field++
+	if c.decode || *p != anchor {
+		c.fieldU32(p, anchor, f)
+	}
+}
+
+//go:noinline
+func (c *roundCodec) fieldU32(p *uint32, anchor uint32, f uint) {
 	v := int64(int32(*p - anchor))
-	c.i64(&v, 0)
+	c.field64(&v, 0, f)
 	*p = anchor + uint32(int32(v))
 }
 
 func (c *roundCodec) flag(p *bool) {
-	bit, w := c.next()
+	f := c.field
+	c.field++
 	if c.decode {
-		*p = c.bits[w]&bit != 0
+		*p = c.bits[f>>6]&(1<<(f&63)) != 0
 	} else if *p {
-		c.bits[w] |= bit
+		c.bits[f>>6] |= 1 << (f & 63)
 	}
 }
 
 func (c *roundCodec) str(p *string) {
-	bit, w := c.next()
+	f := c.field
+	c.field++
+	bit, w := uint64(1)<<(f&63), f>>6
 	if c.decode {
 		*p = ""
 		if c.bits[w]&bit != 0 {
@@ -225,7 +265,9 @@ func (c *roundCodec) str(p *string) {
 }
 
 func (c *roundCodec) int32s(p *[]int32) {
-	bit, w := c.next()
+	f := c.field
+	c.field++
+	bit, w := uint64(1)<<(f&63), f>>6
 	if c.decode {
 		*p = nil
 		if c.bits[w]&bit != 0 {
@@ -251,8 +293,9 @@ func (c *roundCodec) int32s(p *[]int32) {
 }
 
 // visit encodes or decodes every field of r (StartOffset aside: the log keeps
-// it) against its anchor. The fields most rounds hold come first, so that the
-// second word of the bitmap is usually 0. A field added to Round must be added
+// it) against its anchor, and makes pred r's. The fields most rounds hold come
+// first, the others from rareFieldsFrom on (decoding into a zero r skips them
+// when the record has none). A field added to Round must be added
 // here (TestRoundCodecEveryField fails until it is).
 func (c *roundCodec) visit(r *Round, i int, pred *roundPredictor) {
 	start := r.StartOffset
@@ -291,6 +334,11 @@ func (c *roundCodec) visit(r *Round, i int, pred *roundPredictor) {
 	c.flag(&r.tsSet)
 	c.flag(&r.PartialEnd)
 	c.flag(&r.Continuous)
+	*pred = roundPredictor{start: start, firstNs: r.FirstNs, clientDataAtEnd: r.ClientDataAtEnd, receiveWindowBytes: r.ReceiveWindowBytes,
+		firstFrameBytes: r.FirstFrameBytes, lastFrameBytes: r.LastFrameBytes, lastTS: r.lastTS}
+	if c.restZero() {
+		return
+	}
 	c.str(&r.Limit)
 	c.int(&r.Retransmissions, 0)
 	c.int(&r.OutOfOrder, 0)
@@ -323,6 +371,4 @@ func (c *roundCodec) visit(r *Round, i int, pred *roundPredictor) {
 	c.int32s(&r.mergedFrames)
 	c.int(&r.mergedRestFrames, 0)
 	c.int(&r.mergedRestBytes, 0)
-	*pred = roundPredictor{start: start, firstNs: r.FirstNs, clientDataAtEnd: r.ClientDataAtEnd, receiveWindowBytes: r.ReceiveWindowBytes,
-		firstFrameBytes: r.FirstFrameBytes, lastFrameBytes: r.LastFrameBytes, lastTS: r.lastTS}
 }
