@@ -257,7 +257,7 @@ func (ca *connAnalyzer) timeMessages(d flow.Dir, writtenEnd, timeNs int64) {
 		if times.Timed(i) {
 			continue
 		}
-		if m := p.Message(i); m.End >= 0 && m.End <= writtenEnd {
+		if end := p.MessageEnd(i); end >= 0 && end <= writtenEnd {
 			times.Open(i).lastNs = timeNs
 		}
 	}

@@ -187,6 +187,15 @@ func (p *Parser) Count() int { return p.messages.Len() }
 // those before it.
 func (p *Parser) Message(i int) Message { return p.messages.At(i) }
 
+// MessageEnd is message i's End (see Message), read without copying the
+// message when it is the last one.
+func (p *Parser) MessageEnd(i int) int64 {
+	if last := p.messages.Last(); last != nil && i == p.messages.Len()-1 {
+		return last.End
+	}
+	return p.messages.At(i).End
+}
+
 // MessagesFrom yields the messages of Messages from index i on, with their
 // indexes, in order.
 func (p *Parser) MessagesFrom(i int) iter.Seq2[int, Message] { return p.messages.From(i) }
