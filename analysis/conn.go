@@ -395,6 +395,9 @@ func (ca *connAnalyzer) build(c *flow.Conn, final bool) report.Connection {
 		}
 	}
 
+	if len(raw) > 0 {
+		rc.Rounds = make([]report.Round, 0, len(raw))
+	}
 	var cum int64
 	for i, r := range raw {
 		cum += int64(r.Bytes)
@@ -435,10 +438,11 @@ func (ca *connAnalyzer) build(c *flow.Conn, final bool) report.Connection {
 			rc.Notes = append(rc.Notes, "the server answered the first ClientHello with a HelloRetryRequest (it wanted another key share): the TLS handshake took a round trip more")
 		}
 	}
+	spans := newRoundSpans(raw)
 	if decrypted != nil {
-		rc.HTTP = exchangeMessages(decrypted, raw, ms)
+		rc.HTTP = exchangeMessages(decrypted, spans, ms)
 	} else {
-		rc.HTTP = ca.httpMessages(ms, raw)
+		rc.HTTP = ca.httpMessages(ms, spans)
 	}
 	packets := ca.packets
 	if !final {
@@ -706,8 +710,8 @@ func (ca *connAnalyzer) phase(r rounds.Round, t *tlsSummary) string {
 
 // exchangeMessages turns a decrypted connection's exchanges into the report's,
 // with the rounds their response records arrived in.
-func exchangeMessages(res *tlshttp.Result, raw []rounds.Round, ms func(int64) float64) []report.HTTPMessage {
-	out := []report.HTTPMessage{}
+func exchangeMessages(res *tlshttp.Result, spans roundSpans, ms func(int64) float64) []report.HTTPMessage {
+	out := make([]report.HTTPMessage, 0, len(res.Exchanges))
 	at := func(ns int64) *float64 {
 		if ns <= 0 {
 			return nil
@@ -721,19 +725,49 @@ func exchangeMessages(res *tlshttp.Result, raw []rounds.Round, ms func(int64) fl
 			RequestMs: at(x.RequestNs), FirstByteMs: at(x.FirstByteNs), LastByteMs: at(x.LastByteNs),
 			Bytes: x.Bytes, BodyBytes: x.BodyBytes, Incomplete: x.Incomplete || !x.Complete, IncompleteReason: x.Reason}
 		for _, sp := range x.ResponseSpans {
-			m.Rounds = appendRoundsOf(m.Rounds, raw, sp.Start, sp.End)
+			m.Rounds = spans.appendRoundsOf(m.Rounds, sp.Start, sp.End)
 		}
 		out = append(out, m)
 	}
 	return out
 }
 
+// roundSpans finds the rounds that carried a span of the stream.
+type roundSpans struct {
+	raw []rounds.Round
+	// ascending: every round starts and ends at or after the one before (new
+	// data comes in order, so they do), and a span's rounds are found by
+	// binary search rather than by looking at every round.
+	ascending bool
+}
+
+func newRoundSpans(raw []rounds.Round) roundSpans {
+	for i := 1; i < len(raw); i++ {
+		if raw[i].StartOffset < raw[i-1].StartOffset || raw[i].EndOffset < raw[i-1].EndOffset {
+			return roundSpans{raw: raw}
+		}
+	}
+	return roundSpans{raw: raw, ascending: true}
+}
+
+func (s roundSpans) len() int { return len(s.raw) }
+
 // appendRoundsOf adds the (1-based) indexes of the rounds that carried any byte of
 // [start, end) to list, keeping it sorted and without repeats.
-func appendRoundsOf(list []int, raw []rounds.Round, start, end int64) []int {
-	for i := range raw {
+func (s roundSpans) appendRoundsOf(list []int, start, end int64) []int {
+	raw := s.raw
+	first := 0
+	if s.ascending {
+		// The rounds before first end at or before start, and from the first
+		// that starts at or after end on, none is in the span.
+		first = sort.Search(len(raw), func(i int) bool { return raw[i].EndOffset > start })
+	}
+	for i := first; i < len(raw); i++ {
 		r := &raw[i]
 		if r.EndOffset <= start || r.StartOffset >= end {
+			if s.ascending && r.StartOffset >= end {
+				break
+			}
 			continue
 		}
 		k := i + 1
@@ -747,6 +781,26 @@ func appendRoundsOf(list []int, raw []rounds.Round, start, end int64) []int {
 	return list
 }
 
+// intSlab hands out the lists of many messages from one array.
+type intSlab struct{ buf []int }
+
+// free is an empty list to append to, in the slab's free room.
+func (s *intSlab) free() []int { return s.buf[len(s.buf):len(s.buf)] }
+
+// take keeps list, made from free: in the slab if it fit there (nil when
+// empty, as a list never appended to).
+func (s *intSlab) take(list []int) []int {
+	n := len(list)
+	if n == 0 {
+		return nil
+	}
+	if start := len(s.buf); cap(s.buf)-start >= n && &s.buf[:start+1][start] == &list[0] {
+		s.buf = s.buf[:start+n]
+		return list[:n:n]
+	}
+	return list
+}
+
 func containsInt(list []int, k int) bool {
 	for _, x := range list {
 		if x == k {
@@ -756,20 +810,27 @@ func containsInt(list []int, k int) bool {
 	return false
 }
 
-func (ca *connAnalyzer) httpMessages(ms func(int64) float64, raw []rounds.Round) []report.HTTPMessage {
-	out := []report.HTTPMessage{}
+func (ca *connAnalyzer) httpMessages(ms func(int64) float64, spans roundSpans) []report.HTTPMessage {
 	req, resp := ca.http[flow.ToServer], ca.http[flow.ToClient]
 	if req == nil {
-		return out
+		return []report.HTTPMessage{}
 	}
 	reqs, resps := req.Messages(), resp.Messages()
 	reqTimes, respTimes := ca.msgTime[flow.ToServer].All(), ca.msgTime[flow.ToClient].All()
+	out := make([]report.HTTPMessage, 0, len(reqs))
+	// The messages' times and round lists in a few arrays, not a few
+	// allocations per message.
+	times := make([]float64, 0, 3*len(reqs))
+	at := func(ns int64) *float64 {
+		times = append(times, ms(ns))
+		return &times[len(times)-1]
+	}
+	lists := intSlab{buf: make([]int, 0, len(resps)+spans.len())}
 	for i, q := range reqs {
 		m := report.HTTPMessage{Method: q.Method, Path: q.Target, Authority: q.Host, Protocol: "http/1.1",
 			Incomplete: q.Incomplete, IncompleteReason: q.IncompleteReason}
 		if i < len(reqTimes) {
-			v := ms(reqTimes[i].firstNs)
-			m.RequestMs = &v
+			m.RequestMs = at(reqTimes[i].firstNs)
 		}
 		if i < len(resps) {
 			r := resps[i]
@@ -796,17 +857,15 @@ func (ca *connAnalyzer) httpMessages(ms func(int64) float64, raw []rounds.Round)
 				}
 				m.Incomplete = true
 			}
-			m.Rounds = appendRoundsOf(nil, raw, r.Offset, r.Offset+m.Bytes)
+			m.Rounds = lists.take(spans.appendRoundsOf(lists.free(), r.Offset, r.Offset+m.Bytes))
 			if i < len(respTimes) {
 				t := respTimes[i]
-				v := ms(t.firstNs)
-				m.FirstByteMs = &v
+				m.FirstByteMs = at(t.firstNs)
 				last := t.lastNs
 				if last == 0 {
 					last = ca.lastDataNs[flow.ToClient]
 				}
-				w := ms(last)
-				m.LastByteMs = &w
+				m.LastByteMs = at(last)
 			}
 		}
 		out = append(out, m)
