@@ -340,6 +340,11 @@ func (l *Live) Next(p *Packet) error {
 	}
 }
 
+// Buffered is how many packets of the batch read from the kernel are still
+// to be handed over (not all of them TCP): Next returns at least the next of
+// them without waiting. Called from Next's goroutine.
+func (l *Live) Buffered() int { return l.batchCount - l.batchNext }
+
 // readBatch fills the batch, waiting for packets unless the capture has
 // stopped; once stopped, an empty socket is the end (l.eof).
 func (l *Live) readBatch() error {
