@@ -183,7 +183,19 @@ func (ca *connAnalyzer) recordPacket(c *flow.Conn, s *flow.Segment) {
 	ca.packets = append(ca.packets, p)
 }
 
-func flagString(f uint8) string {
+// flagString names TCP flags as the Report's packets do ("SA", "PA", "FA"...),
+// from a table made once: a string per packet listed was most of a live
+// view's garbage.
+func flagString(f uint8) string { return flagStrings[f] }
+
+var flagStrings = func() (t [256]string) {
+	for f := range t {
+		t[f] = makeFlagString(uint8(f))
+	}
+	return t
+}()
+
+func makeFlagString(f uint8) string {
 	var b []byte
 	for _, x := range []struct {
 		bit uint8
