@@ -328,7 +328,8 @@ func viewLive(cmd *cobra.Command, o liveViewOptions) error {
 	filt := capture.Filter{Remote: hint.Addr, Port: hint.Port}
 	captureCtx, stopCapture := context.WithCancel(ctx)
 	defer stopCapture()
-	lv, err := capture.OpenLive(captureCtx, capture.LiveOptions{Interface: o.iface, Filter: filt})
+	// The packet ring: whole packets of a busy link, for as long as the view runs.
+	lv, err := capture.OpenLive(captureCtx, capture.LiveOptions{Interface: o.iface, Filter: filt, Ring: true})
 	switch {
 	case errors.Is(err, capture.ErrPermission):
 		return withCode(exitPermission, fmt.Errorf("capturing on %s: %w", o.iface, err))
