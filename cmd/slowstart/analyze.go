@@ -14,6 +14,7 @@ import (
 
 	"github.com/slowstart/slowstart/analysis"
 	"github.com/slowstart/slowstart/capture"
+	"github.com/slowstart/slowstart/internal/outpath"
 	"github.com/slowstart/slowstart/internal/textsafe"
 	"github.com/slowstart/slowstart/keylog"
 	"github.com/slowstart/slowstart/live"
@@ -97,7 +98,7 @@ anything is printed.`,
 			if idle < 0 {
 				return withCode(exitUsage, errors.New("--idle-timeout must be positive (0: never)"))
 			}
-			if err := checkOutputFile("html", htmlOut); err != nil {
+			if err := outpath.CheckFile("html", htmlOut); err != nil {
 				return err
 			}
 			keys, err := loadKeyLog(keylogPath)

@@ -12,6 +12,8 @@ import (
 
 	"github.com/slowstart/slowstart/compare"
 	"github.com/slowstart/slowstart/field"
+	"github.com/slowstart/slowstart/internal/jsonout"
+	"github.com/slowstart/slowstart/internal/outpath"
 	"github.com/slowstart/slowstart/internal/texttable"
 	"github.com/slowstart/slowstart/watch"
 )
@@ -76,7 +78,7 @@ It exits 0 whatever the verdict; an input that gives no values exits 3.`,
 				if err := compare.CheckPlotPath(plotPath); err != nil {
 					return withCode(exitUsage, err)
 				}
-				if err := checkOutputFile("plot", plotPath); err != nil {
+				if err := outpath.CheckFile("plot", plotPath); err != nil {
 					return err
 				}
 			}
@@ -128,7 +130,7 @@ It exits 0 whatever the verdict; an input that gives no values exits 3.`,
 			}
 			out := cmd.OutOrStdout()
 			if asJSON {
-				return writeJSON(out, res)
+				return jsonout.Write(out, res)
 			}
 			if err := writeComparison(out, res); err != nil {
 				return err

@@ -16,6 +16,8 @@ import (
 
 	"github.com/slowstart/slowstart/compare"
 	"github.com/slowstart/slowstart/field"
+	"github.com/slowstart/slowstart/internal/jsonout"
+	"github.com/slowstart/slowstart/internal/outpath"
 	"github.com/slowstart/slowstart/ktcp"
 	"github.com/slowstart/slowstart/tune"
 	"github.com/slowstart/slowstart/units"
@@ -201,7 +203,7 @@ func (f *fieldFlags) options() (field.Options, error) {
 		}
 	}
 	if o.StorePath != "" {
-		if err := checkOutputFile("store", o.StorePath); err != nil {
+		if err := outpath.CheckFile("store", o.StorePath); err != nil {
 			return o, err
 		}
 	}
@@ -316,7 +318,7 @@ recorded in its journal): the same length of time on either side.`,
 					return withCode(exitFile, err)
 				}
 				if asJSON {
-					return writeJSON(out, field.NewComparisonOutput(bw, aw, res))
+					return jsonout.Write(out, field.NewComparisonOutput(bw, aw, res))
 				}
 				return field.WriteComparison(out, bw, aw, res)
 			}
@@ -341,7 +343,7 @@ recorded in its journal): the same length of time on either side.`,
 				return withCode(exitFile, err)
 			}
 			if asJSON {
-				return writeJSON(out, sum)
+				return jsonout.Write(out, sum)
 			}
 			return field.WriteText(out, sum)
 		},

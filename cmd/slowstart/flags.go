@@ -53,53 +53,5 @@ func netnsName(value string) (string, error) {
 	return path, nil
 }
 
-// checkOutputFile makes sure, before any work, that the file a flag names can be
-// written, so that a long measurement never ends in an unwritable file. It leaves
-// an existing file as it was and removes one it had to create. "" and "-" (standard
-// output) pass.
-func checkOutputFile(flag, path string) error {
-	if path == "" || path == "-" {
-		return nil
-	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-	if err == nil {
-		f.Close()
-		return os.Remove(path)
-	}
-	if errors.Is(err, os.ErrExist) {
-		if f, err = os.OpenFile(path, os.O_WRONLY, 0); err == nil {
-			f.Close()
-			return nil
-		}
-	}
-	return withCode(exitFile, fmt.Errorf("--%s %s: can't write there: %w", flag, path, unwrapPath(err)))
-}
-
-// checkOutputDir makes the directory a flag names (with its parents) and makes
-// sure, before any work, that files can be created in it.
-func checkOutputDir(flag, dir string) error {
-	if dir == "" {
-		return nil
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return withCode(exitFile, fmt.Errorf("--%s %s: can't make the directory: %w", flag, dir, unwrapPath(err)))
-	}
-	f, err := os.CreateTemp(dir, ".slowstart-write-check-*")
-	if err != nil {
-		return withCode(exitFile, fmt.Errorf("--%s %s: can't write there: %w", flag, dir, unwrapPath(err)))
-	}
-	f.Close()
-	return os.Remove(f.Name())
-}
-
-// unwrapPath drops the *PathError's repetition of the path.
-func unwrapPath(err error) error {
-	var pe *os.PathError
-	if errors.As(err, &pe) {
-		return pe.Err
-	}
-	return err
-}
-
 // fileError marks an error of reading or writing a file with exit code 3.
 func fileError(err error) error { return withCode(exitFile, err) }

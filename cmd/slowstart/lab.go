@@ -14,6 +14,8 @@ import (
 	"golang.org/x/term"
 
 	"github.com/slowstart/slowstart/internal/hoststeal"
+	"github.com/slowstart/slowstart/internal/jsonout"
+	"github.com/slowstart/slowstart/internal/outpath"
 	"github.com/slowstart/slowstart/lab"
 	"github.com/slowstart/slowstart/lab/netlab"
 	"github.com/slowstart/slowstart/survey"
@@ -209,7 +211,7 @@ library's (quic-go: 32 packets of 1,280 bytes).
 			if len(specs) != 1 && !(f.http3 && len(specs) == 2) {
 				return withCode(exitUsage, errors.New("lab run takes one value per flag; use lab sweep for lists"))
 			}
-			if err := checkOutputDir("capture", f.captureDir); err != nil {
+			if err := outpath.CheckDir("capture", f.captureDir); err != nil {
 				return err
 			}
 			ctx, stop, err := labContext(cmd.Context())
@@ -248,7 +250,7 @@ library's (quic-go: 32 packets of 1,280 bytes).
 			}
 			steal := lab.NewHostSteal(meter.Read())
 			if asJSON {
-				return writeJSON(cmd.OutOrStdout(), lab.NewRunOutput(specs, rows, steal))
+				return jsonout.Write(cmd.OutOrStdout(), lab.NewRunOutput(specs, rows, steal))
 			}
 			out := cmd.OutOrStdout()
 			if err := lab.WriteRunText(out, specs, rows, steal); err != nil {
@@ -297,10 +299,10 @@ again to resume an interrupted sweep: trials already in results.jsonl are skippe
 					return withCode(exitUsage, fmt.Errorf("--shard: %w", err))
 				}
 			}
-			if err := checkOutputDir("out", out); err != nil {
+			if err := outpath.CheckDir("out", out); err != nil {
 				return err
 			}
-			if err := checkOutputDir("capture", f.captureDir); err != nil {
+			if err := outpath.CheckDir("capture", f.captureDir); err != nil {
 				return err
 			}
 			ctx, stop, err := labContext(cmd.Context())

@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/slowstart/slowstart/browser"
+	"github.com/slowstart/slowstart/internal/outpath"
 	"github.com/slowstart/slowstart/lab/server"
 	"github.com/slowstart/slowstart/probe"
 	"github.com/slowstart/slowstart/units"
@@ -76,7 +77,7 @@ a second host name (another origin, with connections of its own), as a CDN would
 				return withCode(exitUsage, fmt.Errorf("--server %q: use builtin or nginx", serverName))
 			}
 			for flag, path := range map[string]string{"html": htmlOut, "har": harPath, "pcap": pcapPath, "keylog": keylogPath} {
-				if err := checkOutputFile(flag, path); err != nil {
+				if err := outpath.CheckFile(flag, path); err != nil {
 					return err
 				}
 			}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/slowstart/slowstart/internal/outpath"
 	"github.com/slowstart/slowstart/lab"
 	"github.com/slowstart/slowstart/survey"
 )
@@ -42,7 +43,7 @@ in two directories is an error, and nothing is written.`,
 			if err != nil {
 				return fileError(err)
 			}
-			if err := checkOutputDir("out", out); err != nil {
+			if err := outpath.CheckDir("out", out); err != nil {
 				return err
 			}
 			if err := lab.WriteSweep(out, merged); err != nil {

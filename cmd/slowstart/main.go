@@ -6,7 +6,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -20,6 +19,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/slowstart/slowstart/internal/fault"
 	"github.com/slowstart/slowstart/internal/redact"
 	"github.com/slowstart/slowstart/internal/textsafe"
 	"github.com/slowstart/slowstart/units"
@@ -68,26 +68,49 @@ const (
 	exitInterrupted = 130 // SIGINT (Ctrl-C) or SIGTERM
 )
 
-// exitError carries an exit code up to main.
-type exitError struct {
-	code int
-	err  error
+// withCode marks err with the fault kind of an exit code (package fault): the
+// kinds, not the codes, travel with errors, and exitCode maps them back.
+func withCode(code int, err error) error {
+	kind := fault.Failed
+	for k, c := range exitCodes {
+		if c == code {
+			kind = k
+		}
+	}
+	return fault.Mark(kind, err)
 }
 
-func (e *exitError) Error() string { return e.err.Error() }
-func (e *exitError) Unwrap() error { return e.err }
+// exitCodes are the exit codes of the fault kinds.
+var exitCodes = map[fault.Kind]int{
+	fault.Failed:      exitFailure,
+	fault.Usage:       exitUsage,
+	fault.File:        exitFile,
+	fault.Permission:  exitPermission,
+	fault.Network:     exitNetwork,
+	fault.Interrupted: exitInterrupted,
+}
 
-func withCode(code int, err error) error {
-	if err == nil {
-		return nil
+// exitCode is the exit code of a verb's error: its fault kind's, or for an
+// unmarked error 130 when it is a cancellation, 2 for cobra's own argument
+// errors, and 1 otherwise.
+func exitCode(err error) int {
+	switch {
+	case err == nil:
+		return exitOK
+	case fault.Marked(err):
+		return exitCodes[fault.Of(err)]
+	case errors.Is(err, context.Canceled):
+		return exitInterrupted
+	case isUsageError(err):
+		return exitUsage
 	}
-	return &exitError{code: code, err: err}
+	return exitFailure
 }
 
 // interrupted is what a verb returns when a signal stopped it: one line saying
 // what it kept or removed. Without it, main says "interrupted; nothing left behind".
 func interrupted(format string, args ...any) error {
-	return withCode(exitInterrupted, fmt.Errorf(format, args...))
+	return fault.Interruptedf(format, args...)
 }
 
 // annotationAbandon marks a verb that holds nothing to clean up: on a signal the
@@ -221,9 +244,8 @@ wait:
 		}
 	}
 	err := result.err
-	var ee *exitError
 	if caught {
-		if errors.As(err, &ee) && ee.code == exitInterrupted {
+		if fault.Of(err) == fault.Interrupted {
 			fmt.Fprintf(os.Stderr, "slowstart: %v\n", err)
 		} else {
 			fmt.Fprintln(os.Stderr, "slowstart: interrupted; nothing left behind")
@@ -236,15 +258,7 @@ wait:
 	// Every URL in a message (given, a redirect's target, inside a TLS or
 	// net/http error) without its credentials or query values.
 	fmt.Fprintf(os.Stderr, "slowstart: %v\n", textsafe.Escape(redact.Text(oneLine(err))))
-	switch {
-	case errors.As(err, &ee):
-		return ee.code
-	case errors.Is(err, context.Canceled):
-		return exitInterrupted
-	case isUsageError(err):
-		return exitUsage
-	}
-	return exitFailure
+	return exitCode(err)
 }
 
 // runningCommand finds the verb args name, without running it.
@@ -281,12 +295,4 @@ func containsWord(s, sub string) bool {
 		}
 	}
 	return false
-}
-
-// writeJSON writes v as indented JSON (two spaces), the form every --json of
-// the commands takes.
-func writeJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/slowstart/slowstart/internal/jsonout"
 	"github.com/slowstart/slowstart/model"
 	"github.com/slowstart/slowstart/report"
 	"github.com/slowstart/slowstart/units"
@@ -113,7 +114,7 @@ Equation 1 of Dukkipati et al. (2010) is shown beside it for comparison.
 				return withCode(exitUsage, err)
 			}
 			if f.asJSON {
-				return writeJSON(cmd.OutOrStdout(), out)
+				return jsonout.Write(cmd.OutOrStdout(), out)
 			}
 			return model.WriteText(cmd.OutOrStdout(), out)
 		},

@@ -12,6 +12,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/slowstart/slowstart/internal/jsonout"
+	"github.com/slowstart/slowstart/internal/outpath"
 	"github.com/slowstart/slowstart/internal/redact"
 	"github.com/slowstart/slowstart/internal/textsafe"
 	"github.com/slowstart/slowstart/probe"
@@ -83,7 +85,7 @@ sudo setcap cap_net_raw,cap_net_admin+ep $(which slowstart)); the demo and
 				return err
 			}
 			for flag, path := range map[string]string{"pcap": pcapPath, "html": htmlOut, "keylog": keylogPath} {
-				if err := checkOutputFile(flag, path); err != nil {
+				if err := outpath.CheckFile(flag, path); err != nil {
 					return err
 				}
 			}
@@ -292,7 +294,7 @@ func runExact(cmd *cobra.Command, rawURL string, o exactOptions) error {
 	}
 	var werr error
 	if o.asJSON {
-		werr = writeJSON(cmd.OutOrStdout(), res)
+		werr = jsonout.Write(cmd.OutOrStdout(), res)
 	} else {
 		werr = exact.WriteText(cmd.OutOrStdout(), res)
 	}
@@ -326,7 +328,7 @@ func runDemo(cmd *cobra.Command, asJSON bool, htmlOut string) error {
 		}
 	}
 	if asJSON {
-		return writeJSON(cmd.OutOrStdout(), d.Output())
+		return jsonout.Write(cmd.OutOrStdout(), d.Output())
 	}
 	return probe.WriteDemo(cmd.OutOrStdout(), d)
 }

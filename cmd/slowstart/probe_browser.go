@@ -12,6 +12,8 @@ import (
 
 	"github.com/slowstart/slowstart/browser"
 	"github.com/slowstart/slowstart/har"
+	"github.com/slowstart/slowstart/internal/jsonout"
+	"github.com/slowstart/slowstart/internal/outpath"
 	"github.com/slowstart/slowstart/internal/textsafe"
 	"github.com/slowstart/slowstart/pageload"
 	"github.com/slowstart/slowstart/probe"
@@ -63,7 +65,7 @@ func runBrowser(cmd *cobra.Command, rawURL string, o browserRun) error {
 			return withCode(exitUsage, fmt.Errorf("--%s can't be used with --browser: Chromium negotiates the load itself (see docs/browser.md)", flag))
 		}
 	}
-	if err := checkOutputFile("har", o.flags.harPath); err != nil {
+	if err := outpath.CheckFile("har", o.flags.harPath); err != nil {
 		return err
 	}
 	if o.flags.wait < 0 {
@@ -109,7 +111,7 @@ func writePageLoad(cmd *cobra.Command, page *pageload.Page, asJSON bool, htmlOut
 		}
 	}
 	if asJSON {
-		return writeJSON(cmd.OutOrStdout(), page)
+		return jsonout.Write(cmd.OutOrStdout(), page)
 	}
 	for _, w := range page.Report.Warnings {
 		fmt.Fprintf(cmd.ErrOrStderr(), "slowstart: warning: %s\n", textsafe.Escape(w))

@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/slowstart/slowstart/internal/hoststeal"
+	"github.com/slowstart/slowstart/internal/outpath"
 	"github.com/slowstart/slowstart/lab"
 	"github.com/slowstart/slowstart/lab/reproduce"
 )
@@ -42,7 +43,7 @@ takes under 10 minutes; --quick runs fewer points and trials in under 2.`,
 			if parallel < 1 {
 				return withCode(exitUsage, errors.New("--parallel must be 1 or more"))
 			}
-			if err := checkOutputDir("out", out); err != nil {
+			if err := outpath.CheckDir("out", out); err != nil {
 				return err
 			}
 			ctx, stop, err := labContext(cmd.Context())

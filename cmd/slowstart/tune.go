@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/slowstart/slowstart/internal/jsonout"
 	"github.com/slowstart/slowstart/internal/texttable"
 	"github.com/slowstart/slowstart/report"
 	"github.com/slowstart/slowstart/tune"
@@ -113,7 +114,7 @@ a page of --size over --rtt, as model.Simulate predicts it.` + tuneExitCodes,
 			}
 			out := cmd.OutOrStdout()
 			if asJSON {
-				return writeJSON(out, tune.NewShowOutput(state, recs))
+				return jsonout.Write(out, tune.NewShowOutput(state, recs))
 			}
 			writeTuneState(out, state, recs)
 			return nil
@@ -228,7 +229,7 @@ values go into the same backup, and revert restores them too.` + tuneExitCodes,
 			}
 			out := cmd.OutOrStdout()
 			if asJSON {
-				if encErr := writeJSON(out, res); encErr != nil {
+				if encErr := jsonout.Write(out, res); encErr != nil {
 					return encErr
 				}
 			} else {
@@ -336,7 +337,7 @@ twice is harmless.` + tuneExitCodes,
 			}
 			out := cmd.OutOrStdout()
 			if asJSON {
-				if encErr := writeJSON(out, res); encErr != nil {
+				if encErr := jsonout.Write(out, res); encErr != nil {
 					return encErr
 				}
 			} else {

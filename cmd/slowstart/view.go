@@ -21,6 +21,7 @@ import (
 	"github.com/slowstart/slowstart/analysis"
 	"github.com/slowstart/slowstart/capture"
 	"github.com/slowstart/slowstart/field"
+	"github.com/slowstart/slowstart/internal/outpath"
 	"github.com/slowstart/slowstart/internal/privatefile"
 	"github.com/slowstart/slowstart/internal/textsafe"
 	"github.com/slowstart/slowstart/probe"
@@ -97,7 +98,7 @@ Ctrl-C stops the capture and the server.`,
 				case server != "":
 					return withCode(exitUsage, errors.New("--server is for files: with --live use --filter HOST[:PORT]"))
 				}
-				if err := checkOutputFile("pcap", pcapPath); err != nil {
+				if err := outpath.CheckFile("pcap", pcapPath); err != nil {
 					return err
 				}
 				return viewLive(cmd, liveViewOptions{iface: iface, filter: filter, pcapPath: pcapPath, keep: keep, listen: listenAddr, port: port})
@@ -112,7 +113,7 @@ Ctrl-C stops the capture and the server.`,
 			if err != nil {
 				return withCode(exitUsage, err)
 			}
-			if err := checkOutputFile("html", htmlPath); err != nil {
+			if err := outpath.CheckFile("html", htmlPath); err != nil {
 				return err
 			}
 			if field.IsStore(args[0]) {

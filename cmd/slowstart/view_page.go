@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/slowstart/slowstart/internal/outpath"
 	"github.com/slowstart/slowstart/pageload"
 	"github.com/slowstart/slowstart/report"
 	"github.com/slowstart/slowstart/web"
@@ -49,7 +50,7 @@ func readPageLoad(path string) (*pageload.Page, error) {
 // before the file was read) until Ctrl-C.
 func viewPageLoad(cmd *cobra.Command, path string, page *pageload.Page, htmlPath string, ln net.Listener) error {
 	if htmlPath != "" {
-		if err := checkOutputFile("html", htmlPath); err != nil {
+		if err := outpath.CheckFile("html", htmlPath); err != nil {
 			return err
 		}
 		return writePageHTMLFile(cmd, htmlPath, page)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/slowstart/slowstart/internal/jsonout"
 	"github.com/slowstart/slowstart/internal/textsafe"
 	"github.com/slowstart/slowstart/internal/texttable"
 	"github.com/slowstart/slowstart/probe"
@@ -231,7 +232,7 @@ func listStore(ctx context.Context, w io.Writer, path, url string, asJSON bool) 
 		if rows == nil {
 			rows = []watch.Row{}
 		}
-		return writeJSON(w, watch.ListOutput{Schema: watch.Schema, Rows: rows})
+		return jsonout.Write(w, watch.ListOutput{Schema: watch.Schema, Rows: rows})
 	}
 	if len(rows) == 0 {
 		fmt.Fprintf(w, "%s holds no probes\n", path)

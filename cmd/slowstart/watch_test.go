@@ -5,7 +5,6 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -17,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slowstart/slowstart/internal/fault"
 	"github.com/slowstart/slowstart/internal/testroot"
 
 	"github.com/slowstart/slowstart/lab/netlab"
@@ -38,14 +38,10 @@ func execWatch(ctx context.Context, args ...string) (stdout, stderr string, err 
 }
 
 func exitCodeOf(err error) int {
-	var ee *exitError
-	if errors.As(err, &ee) {
-		return ee.code
-	}
-	if err != nil {
+	if err != nil && !fault.Marked(err) {
 		return exitFailure
 	}
-	return exitOK
+	return exitCode(err)
 }
 
 func needRootForTest(t *testing.T) {
