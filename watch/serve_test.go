@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/slowstart/slowstart/probe"
+	"github.com/slowstart/slowstart/report"
 )
 
 // TestSecretsStayOut: a watch of a URL with credentials and a token leaves them in
@@ -156,17 +157,17 @@ func TestStoreMigratesVersion2(t *testing.T) {
 		INSERT INTO probes (time_unix_ns, url, iw_segments, iw_verdict) VALUES (1, 'https://example.com/', 10, 'exact');
 		PRAGMA user_version = 2;`)
 	low, high := 4, 10
-	if _, err := s.Insert(context.Background(), Row{Time: time.Now(), URL: "https://example.com/", IWSegments: &low, IWSegmentsMax: &high, IWVerdict: "range"}); err != nil {
+	if _, err := s.Insert(context.Background(), Row{Time: time.Now(), URL: "https://example.com/", SummaryRow: report.SummaryRow{IW: report.IWReading{Segments: &low, SegmentsMax: &high, Verdict: "range"}}}); err != nil {
 		t.Fatal(err)
 	}
 	rows, err := s.Rows(context.Background(), Query{})
 	if err != nil || len(rows) != 2 {
 		t.Fatalf("rows %+v (%v)", rows, err)
 	}
-	if old := rows[0]; old.IWSegments == nil || *old.IWSegments != 10 || old.IWSegmentsMax != nil || old.IWVerdict != "exact" {
+	if old := rows[0]; old.IW.Segments == nil || *old.IW.Segments != 10 || old.IW.SegmentsMax != nil || old.IW.Verdict != "exact" {
 		t.Errorf("the version-2 row reads back as %+v", old)
 	}
-	if r := rows[1]; r.IWSegments == nil || *r.IWSegments != 4 || r.IWSegmentsMax == nil || *r.IWSegmentsMax != 10 {
+	if r := rows[1]; r.IW.Segments == nil || *r.IW.Segments != 4 || r.IW.SegmentsMax == nil || *r.IW.SegmentsMax != 10 {
 		t.Errorf("the range reads back as %+v", r)
 	}
 }

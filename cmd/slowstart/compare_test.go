@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/slowstart/slowstart/internal/testroot"
+	"github.com/slowstart/slowstart/report"
 
 	"github.com/slowstart/slowstart/compare"
 	"github.com/slowstart/slowstart/lab"
@@ -437,8 +438,8 @@ func TestCompareStoreWindows(t *testing.T) {
 		}
 		rounds := 6
 		// As watch stores a reading: the window with its verdict (iw counts exact ones only).
-		insert(watch.Row{Time: at, URL: site, LastByteMs: &last, IWSegments: &iw, IWVerdict: "exact", RoundTrips: &rounds})
-		insert(watch.Row{Time: at, URL: other, LastByteMs: &last})
+		insert(watch.Row{Time: at, URL: site, SummaryRow: report.SummaryRow{LastByteMs: &last, IW: report.IWReading{Segments: &iw, Verdict: "exact"}, RoundTrips: &rounds}})
+		insert(watch.Row{Time: at, URL: other, SummaryRow: report.SummaryRow{LastByteMs: &last}})
 	}
 	insert(watch.Row{Time: change.Add(-30 * time.Minute), URL: site, Error: "dial tcp: connection refused"})
 	if err := st.Close(); err != nil {

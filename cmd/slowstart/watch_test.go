@@ -368,23 +368,3 @@ func TestWatchCommandErrors(t *testing.T) {
 		t.Error("a store was made by a command that failed on its arguments")
 	}
 }
-
-// TestFormatWatchRowIW: each probe's line shows the window as its verdict allows.
-func TestFormatWatchRowIW(t *testing.T) {
-	n := func(v int) *int { return &v }
-	for _, c := range []struct {
-		row  watch.Row
-		want string
-	}{
-		{watch.Row{IWSegments: n(10), IWVerdict: "exact"}, "IW 10 (exact)"},
-		{watch.Row{IWSegments: n(4), IWSegmentsMax: n(10), IWVerdict: "range"}, "IW 4-10 (range)"},
-		{watch.Row{IWSegments: n(3), IWVerdict: "lower_bound"}, "IW ≥ 3 (lower_bound)"},
-		{watch.Row{IWVerdict: "ambiguous"}, "IW ? (ambiguous)"},
-		{watch.Row{}, "IW ?"},
-	} {
-		c.row.Time, c.row.URL, c.row.Status = time.Unix(0, 0), "https://a.example/", n(200)
-		if line := formatWatchRow(c.row); !strings.Contains(line, c.want) {
-			t.Errorf("%q lacks %q", line, c.want)
-		}
-	}
-}
