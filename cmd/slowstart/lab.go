@@ -4,18 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
-	"time"
 
-	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
-	"golang.org/x/term"
 
 	"github.com/slowstart/slowstart/internal/hoststeal"
 	"github.com/slowstart/slowstart/internal/jsonout"
 	"github.com/slowstart/slowstart/internal/outpath"
+	"github.com/slowstart/slowstart/internal/progress"
 	"github.com/slowstart/slowstart/lab"
 	"github.com/slowstart/slowstart/lab/netlab"
 	"github.com/slowstart/slowstart/survey"
@@ -130,51 +127,8 @@ func labContext(parent context.Context) (context.Context, func(), error) {
 	return ctx, stop, nil
 }
 
-// progress shows how far a batch is: a bar on a terminal, otherwise a line per
-// item done ("3 of 10 trials done"), so that logs and scripts see it too.
-type progress struct {
-	bar         *progressbar.ProgressBar
-	w           io.Writer
-	unit        string
-	done, total int
-}
-
-func newProgress(total int, what, unit string) *progress {
-	p := &progress{total: total, unit: unit, w: os.Stderr}
-	if isTerminal(os.Stderr) {
-		p.bar = progressbar.NewOptions(total,
-			progressbar.OptionSetWriter(os.Stderr),
-			progressbar.OptionSetDescription(what),
-			progressbar.OptionShowCount(),
-			progressbar.OptionSetElapsedTime(true),
-			progressbar.OptionSetPredictTime(true),
-			progressbar.OptionClearOnFinish(),
-			progressbar.OptionThrottle(200*time.Millisecond),
-		)
-	}
-	return p
-}
-
-// Add counts n more items done.
-func (p *progress) Add(n int) {
-	p.done += n
-	if p.bar != nil {
-		_ = p.bar.Add(n)
-		return
-	}
-	fmt.Fprintf(p.w, "%d of %d %s done\n", p.done, p.total, p.unit)
-}
-
-// Finish clears the bar.
-func (p *progress) Finish() {
-	if p.bar != nil {
-		_ = p.bar.Finish()
-	}
-}
-
-// isTerminal reports whether f is a terminal (a tty: /dev/null and other
-// character devices are not).
-func isTerminal(f *os.File) bool { return term.IsTerminal(int(f.Fd())) }
+// isTerminal reports whether f is a terminal.
+func isTerminal(f *os.File) bool { return progress.IsTerminal(f) }
 
 func newLabRunCommand() *cobra.Command {
 	var f pathFlags
@@ -231,7 +185,7 @@ library's (quic-go: 32 packets of 1,280 bytes).
 			fmt.Fprintf(cmd.ErrOrStderr(), "Running %d %s of %s...\n", f.trials, trials, what)
 			meter := hoststeal.Start()
 			total := f.trials * len(specs)
-			bar := newProgress(total, "trials", "trials")
+			bar := progress.NewCount(total, "trials", "trials")
 			var finished []lab.Row
 			rows, err := env.RunJobs(ctx, f.grid().Jobs(specs), lab.RunOptions{Parallel: f.parallel, CaptureDir: f.captureDir, DistortedReruns: lab.DefaultDistortedReruns,
 				OnResult: func(_ lab.Job, r lab.Row, _ error) {
@@ -324,7 +278,7 @@ again to resume an interrupted sweep: trials already in results.jsonl are skippe
 				return fileError(err)
 			}
 			defer w.Close()
-			bar := newProgress(len(todo), fmt.Sprintf("%d points", len(specs)), "trials")
+			bar := progress.NewCount(len(todo), fmt.Sprintf("%d points", len(specs)), "trials")
 			meter := hoststeal.Start()
 			var writeErr error
 			_, runErr := lab.NewEnv().RunJobs(ctx, todo, lab.RunOptions{Parallel: f.parallel, CaptureDir: f.captureDir, DistortedReruns: lab.DefaultDistortedReruns,

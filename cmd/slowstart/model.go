@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/slowstart/slowstart/internal/jsonout"
+	"github.com/slowstart/slowstart/internal/progress"
 	"github.com/slowstart/slowstart/model"
 	"github.com/slowstart/slowstart/report"
 	"github.com/slowstart/slowstart/units"
@@ -107,7 +108,7 @@ Equation 1 of Dukkipati et al. (2010) is shown beside it for comparison.
 				return withCode(exitUsage, err)
 			}
 			work := int64(len(iws)) * model.SimulationBytes(base)
-			bar := newWorkProgress(fmt.Sprintf("Simulating a %s response at %s, packet by packet", report.Size(base.SizeBytes), iwList(iws)), work)
+			bar := progress.NewWork(fmt.Sprintf("Simulating a %s response at %s, packet by packet", report.Size(base.SizeBytes), iwList(iws)), work)
 			out, err := model.PredictProgress(base, iws, f.bodyBytes, bar.Set)
 			bar.Finish()
 			if err != nil {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/slowstart/slowstart/internal/hoststeal"
 	"github.com/slowstart/slowstart/internal/outpath"
+	"github.com/slowstart/slowstart/internal/progress"
 	"github.com/slowstart/slowstart/lab"
 	"github.com/slowstart/slowstart/lab/reproduce"
 )
@@ -52,7 +53,7 @@ takes under 10 minutes; --quick runs fewer points and trials in under 2.`,
 			}
 			defer stop()
 			stderr := cmd.ErrOrStderr()
-			var bar *progress
+			var bar *progress.Count
 			meter := hoststeal.Start()
 			res, err := reproduce.Run(ctx, lab.NewEnv(), reproduce.Options{
 				OutDir: out, Quick: quick, Parallel: parallel,
@@ -65,13 +66,9 @@ takes under 10 minutes; --quick runs fewer points and trials in under 2.`,
 				},
 				Progress: func(done, total int) {
 					if bar == nil {
-						bar = newProgress(total, "trials", "trials")
+						bar = progress.NewCount(total, "trials", "trials")
 					}
-					if bar.bar != nil || done%50 == 0 || done == total {
-						bar.Add(done - bar.done)
-					} else {
-						bar.done = done
-					}
+					bar.Set(done, 50)
 				},
 			})
 			if bar != nil {

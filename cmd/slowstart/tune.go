@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/slowstart/slowstart/internal/jsonout"
+	"github.com/slowstart/slowstart/internal/progress"
 	"github.com/slowstart/slowstart/internal/texttable"
 	"github.com/slowstart/slowstart/report"
 	"github.com/slowstart/slowstart/tune"
@@ -98,12 +99,12 @@ a page of --size over --rtt, as model.Simulate predicts it.` + tuneExitCodes,
 			if err != nil {
 				return tuneCode(err)
 			}
-			var bar *workProgress
+			var bar *progress.Work
 			started := false
 			page.Progress = func(done, total int64) {
 				if !started {
 					started = true
-					bar = newWorkProgress(fmt.Sprintf("Pricing the advice on a %s page, packet by packet", report.Size(page.SizeBytes)), total)
+					bar = progress.NewWork(fmt.Sprintf("Pricing the advice on a %s page, packet by packet", report.Size(page.SizeBytes)), total)
 				}
 				bar.Set(done, total)
 			}

@@ -1,0 +1,552 @@
+package survey
+
+// This file runs the survey verbs as slowstart survey, survey merge and survey
+// report do: their lists and stores, their progress on standard error and
+// their outcome as an error of its fault kind (package fault).
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/slowstart/slowstart/internal/fault"
+	"github.com/slowstart/slowstart/internal/plotfile"
+	"github.com/slowstart/slowstart/internal/progress"
+	"github.com/slowstart/slowstart/probe"
+	"github.com/slowstart/slowstart/probe/exact"
+	"github.com/slowstart/slowstart/report"
+)
+
+// SurveyOptions are a survey as slowstart survey runs it.
+type SurveyOptions struct {
+	// List is the file of targets, or "-" for In.
+	List string
+	In   io.Reader
+	// Options measure the targets.
+	Options Options
+	// Store, when set, receives each row as it finishes (Format: sqlite, jsonl
+	// or csv; "" by its extension) and a summary is printed at the end;
+	// otherwise the rows are printed at the end, a table, CSV or JSON.
+	Store, Format string
+	CSV, JSON     bool
+	// Summary shapes the summary of a survey into a store (or survey report).
+	Summary SummaryOptions
+}
+
+// SummaryOptions shape a store's summary: its table's grouping (label or
+// asn), a pfx2as file to group by ASN, a histogram to draw.
+type SummaryOptions struct {
+	GroupBy, ASNFile, Plot string
+}
+
+// Survey measures o.List's targets, printing the rows (or, into a store, the
+// summary) to out and its progress to errOut. It exits through its error: a
+// usage, file or permission error before any measurement; Failed when URLs
+// failed; Interrupted when a signal stopped it.
+func Survey(ctx context.Context, o SurveyOptions, out, errOut io.Writer) error {
+	sum, err := newSummarizer(o.Summary)
+	if err != nil {
+		return err
+	}
+	list, info, closeList, err := openList(o.List, o.In, o.Options.Shard)
+	if err != nil {
+		return err
+	}
+	defer closeList()
+	if err := CheckPrivileges(o.Options); err != nil {
+		return fault.Mark(fault.Permission, err)
+	}
+	exact.CleanStale(ctx, o.Options.Netns, errOut)
+	if o.Store == "" {
+		targets, err := ParseInput(list)
+		if err != nil {
+			return fault.Filef("%s: %w", o.List, err)
+		}
+		return runToTable(ctx, targets, o, out, errOut)
+	}
+	return runToStore(ctx, list, info, o, sum, out, errOut)
+}
+
+// ParseRate reads a survey's rate limit (--rate): one or two comma-separated
+// limits, each a number followed by conn/s or pkt/s.
+func ParseRate(s string) (connections, packets float64, err error) {
+	for _, part := range strings.Split(s, ",") {
+		if part = strings.TrimSpace(part); part == "" {
+			continue
+		}
+		value, unit := part, ""
+		for _, u := range []string{"conn/s", "pkt/s", "pps"} {
+			if v, ok := strings.CutSuffix(part, u); ok {
+				value, unit = v, u
+				break
+			}
+		}
+		n, perr := strconv.ParseFloat(strings.TrimSpace(value), 64)
+		if unit == "" || perr != nil || n <= 0 {
+			return 0, 0, fmt.Errorf("--rate %q: write a positive number and its unit, e.g. 200conn/s or 20000pkt/s (both: 200conn/s,20000pkt/s)", s)
+		}
+		if unit == "conn/s" {
+			connections = n
+		} else {
+			packets = n
+		}
+	}
+	return connections, packets, nil
+}
+
+// openList checks the list whole (every malformed line is reported
+// before anything is measured) and returns it ready to be read again from its
+// start. Standard input is spooled to a temporary file first.
+func openList(path string, in io.Reader, shard Shard) (io.ReadSeeker, ListInfo, func(), error) {
+	var f *os.File
+	if path == "-" {
+		tmp, err := os.CreateTemp("", "slowstart-survey-list-*")
+		if err != nil {
+			return nil, ListInfo{}, nil, fault.Mark(fault.File, fmt.Errorf("spooling the list from standard input: %w", err))
+		}
+		os.Remove(tmp.Name()) // gone when closed
+		if _, err := io.Copy(tmp, in); err != nil {
+			tmp.Close()
+			return nil, ListInfo{}, nil, fault.Mark(fault.File, fmt.Errorf("reading the list from standard input: %w", err))
+		}
+		f = tmp
+	} else {
+		var err error
+		if f, err = os.Open(path); err != nil {
+			return nil, ListInfo{}, nil, fault.Mark(fault.File, fmt.Errorf("reading the list: %w", err))
+		}
+	}
+	cleanup := func() { f.Close() }
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		cleanup()
+		return nil, ListInfo{}, nil, fault.Mark(fault.File, err)
+	}
+	info, err := CheckList(f, shard)
+	if err != nil {
+		cleanup()
+		var ie *InputError
+		if errors.As(err, &ie) {
+			return nil, ListInfo{}, nil, fault.Mark(fault.Usage, fmt.Errorf("%s: %w", path, err))
+		}
+		return nil, ListInfo{}, nil, fault.Mark(fault.File, fmt.Errorf("%s: %w", path, err))
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		cleanup()
+		return nil, ListInfo{}, nil, fault.Mark(fault.File, err)
+	}
+	return f, info, cleanup, nil
+}
+
+// newSummarizer makes the summary's counter from --by and --asn.
+func newSummarizer(o SummaryOptions) (*Summarizer, error) {
+	groupBy, asnFile, plotPath := o.GroupBy, o.ASNFile, o.Plot
+	if plotPath != "" {
+		if err := plotfile.CheckPath(plotPath); err != nil {
+			return nil, fault.Mark(fault.Usage, fmt.Errorf("--plot: %w", err))
+		}
+	}
+	var asns *PrefixTable
+	if asnFile != "" {
+		f, err := os.Open(asnFile)
+		if err != nil {
+			return nil, fault.Mark(fault.File, fmt.Errorf("--asn: %w", err))
+		}
+		defer f.Close()
+		if asns, err = ReadPrefixTable(f); err != nil {
+			return nil, fault.Mark(fault.File, fmt.Errorf("--asn %s: %w", asnFile, err))
+		}
+		if groupBy == "" {
+			groupBy = "asn"
+		}
+	}
+	if groupBy == "" {
+		groupBy = "label"
+	}
+	sum, err := NewSummarizer(groupBy, asns)
+	if err != nil {
+		return nil, fault.Mark(fault.Usage, fmt.Errorf("--by: %w", err))
+	}
+	return sum, nil
+}
+
+// runToStore streams the list's targets through the survey into the
+// store, with progress on standard error, then prints the summary of the
+// whole store.
+func runToStore(ctx context.Context, list io.Reader, info ListInfo, o SurveyOptions, sum *Summarizer, stdout, stderr io.Writer) error {
+	opts, out := o.Options, o.Store
+	format, err := FormatOf(out, o.Format)
+	if err != nil {
+		return fault.Mark(fault.Usage, fmt.Errorf("--format: %w", err))
+	}
+	settings, _ := opts.Settings()
+	meta := StoreMeta{Tool: opts.Tool, StartedAt: time.Now().UTC(), Settings: settings,
+		ListSHA256: info.SHA256, ListTargets: info.Targets, ShardTargets: info.InShard}
+	store, err := OpenStore(out, format, meta)
+	if err != nil {
+		var me *StoreMismatchError
+		if errors.As(err, &me) {
+			return fault.Mark(fault.Usage, err)
+		}
+		return fault.Mark(fault.File, fmt.Errorf("--out: %w", err))
+	}
+	defer store.Close()
+	opts.Done = store.Done
+	prog := &Progress{}
+	opts.Progress = prog
+	before := store.Rows()
+	shardText := ""
+	if opts.Shard.Count > 1 {
+		shardText = fmt.Sprintf(" (shard %s of %d targets)", opts.Shard, info.Targets)
+	}
+	resumed := ""
+	if before > 0 {
+		resumed = fmt.Sprintf(", resuming: %d already in %s", before, out)
+	}
+	fmt.Fprintf(stderr, "Surveying %s%s into %s (%s each, %d at a time%s)...\n", report.Count(info.InShard, "URL", "URLs"), shardText, out, opts.what(), settings.Concurrency, resumed)
+	status := startStatus(stderr, prog, info.InShard-before)
+	_, runErr := Stream(ctx, NewListSource(list), store, opts)
+	status.stop()
+	rows := store.Rows()
+	if err := store.Close(); err != nil && runErr == nil {
+		runErr = fmt.Errorf("closing %s: %w", out, err)
+	}
+	var oe *OptionsError
+	switch {
+	case errors.As(runErr, &oe):
+		return fault.Mark(fault.Usage, runErr)
+	case runErr != nil && ctx.Err() != nil:
+		return fault.Interruptedf("interrupted; %d of %d URLs are in %s: run the same command again to resume (no firewall table left)", rows, info.InShard, out)
+	case runErr != nil:
+		return fault.Mark(fault.File, runErr)
+	}
+	if _, err := ReadStore(out, func(r Row) error { sum.Add(r); return nil }); err != nil {
+		return fault.Mark(fault.File, fmt.Errorf("reading %s for the summary: %w", out, err))
+	}
+	s := sum.Summary()
+	if err := WriteSummary(stdout, s, o.JSON, o.Summary.Plot); err != nil {
+		return err
+	}
+	denied := 0
+	for _, c := range s.Errors {
+		if c.Name == probe.KindPermission {
+			denied = c.Count
+		}
+	}
+	switch {
+	case denied > 0:
+		return fault.Mark(fault.Permission, fmt.Errorf("%d of %d URLs could not be measured for want of privileges (CAP_NET_ADMIN, CAP_NET_RAW; CAP_SYS_ADMIN with --netns)", denied, s.Rows))
+	case s.Rows > 0 && s.Failed == s.Rows:
+		return fault.Mark(fault.Failed, fmt.Errorf("every one of the %d URLs failed (see their error column in %s)", s.Rows, out))
+	}
+	return nil
+}
+
+// WriteSummary prints a store's summary (as JSON or a table) and draws its
+// histogram into plotPath when set.
+func WriteSummary(w io.Writer, s Summary, asJSON bool, plotPath string) error {
+	var err error
+	if asJSON {
+		err = WriteSummaryJSON(w, s)
+	} else {
+		err = WriteSummaryText(w, s)
+	}
+	if err != nil {
+		return err
+	}
+	if plotPath != "" {
+		if err := SaveHistogram(plotPath, s); err != nil {
+			return fault.Mark(fault.Failed, fmt.Errorf("--plot: %w", err))
+		}
+		if !asJSON {
+			fmt.Fprintf(w, "histogram: %s\n", plotPath)
+		}
+	}
+	return nil
+}
+
+// ExpandStoreDirs replaces each directory by the stores in it, sorted; out is
+// never one of them.
+func ExpandStoreDirs(paths []string, out string) ([]string, error) {
+	var inputs []string
+	for _, p := range paths {
+		st, err := os.Stat(p)
+		if err != nil {
+			return nil, fmt.Errorf("reading the store: %w", err)
+		}
+		if !st.IsDir() {
+			inputs = append(inputs, p)
+			continue
+		}
+		entries, err := os.ReadDir(p)
+		if err != nil {
+			return nil, err
+		}
+		found := 0
+		for _, e := range entries {
+			name := filepath.Join(p, e.Name())
+			switch strings.ToLower(filepath.Ext(e.Name())) {
+			case ".db", ".sqlite", ".sqlite3", ".jsonl", ".ndjson", ".csv":
+				if e.Type().IsRegular() && filepath.Clean(name) != filepath.Clean(out) {
+					inputs = append(inputs, name)
+					found++
+				}
+			}
+		}
+		if found == 0 {
+			return nil, fmt.Errorf("%s holds no store (.db, .sqlite, .jsonl, .csv)", p)
+		}
+	}
+	return inputs, nil
+}
+
+// runToTable measures the targets with a progress bar and prints the rows.
+func runToTable(ctx context.Context, targets []Target, o SurveyOptions, out, stderr io.Writer) error {
+	opts := o.Options
+	conc := opts.Concurrency
+	if conc == 0 {
+		conc = DefaultConcurrency
+	}
+	fmt.Fprintf(stderr, "Surveying %s (%s each, %d at a time)...\n", report.Count(len(targets), "URL", "URLs"), opts.what(), min(conc, len(targets)))
+	bar := progress.NewCount(len(targets), "surveying", "URLs")
+	opts.OnRow = func(Row) { bar.Add(1) }
+	res, err := Run(ctx, targets, opts)
+	bar.Finish()
+	var oe *OptionsError
+	if errors.As(err, &oe) {
+		return fault.Mark(fault.Usage, err)
+	}
+	if res == nil {
+		return err
+	}
+	var werr error
+	switch {
+	case o.JSON:
+		werr = WriteJSON(out, res)
+	case o.CSV:
+		werr = WriteCSV(out, res)
+	default:
+		werr = WriteText(out, res)
+	}
+	switch {
+	case err != nil:
+		// Interrupted: what was done is printed; every measurement under way
+		// removed its firewall table before Run returned.
+		return fault.Interruptedf("interrupted; %d of %d URLs measured (their rows are above), no firewall table left", len(res.Rows), res.Total)
+	case werr != nil:
+		return werr
+	}
+	denied := 0
+	for i := range res.Rows {
+		if res.Rows[i].PermissionDenied() {
+			denied++
+		}
+	}
+	switch {
+	case denied > 0:
+		return fault.Mark(fault.Permission, fmt.Errorf("%d of %d URLs could not be measured for want of privileges (CAP_NET_ADMIN, CAP_NET_RAW; CAP_SYS_ADMIN with --netns)", denied, res.Total))
+	case res.Failed > 0:
+		return fault.Mark(fault.Failed, fmt.Errorf("%d of %d URLs failed (see their error column)", res.Failed, res.Total))
+	}
+	return nil
+}
+
+// CheckPrivileges checks the capabilities the survey's measurements need,
+// before any is started: CAP_NET_RAW for the captures, CAP_NET_ADMIN for the
+// exact measurement's nftables table, CAP_SYS_ADMIN to enter --netns.
+func CheckPrivileges(opts Options) error {
+	type requirement struct {
+		capability int
+		name, why  string
+	}
+	need := []requirement{{unix.CAP_NET_RAW, "CAP_NET_RAW", "captures packets"}}
+	if !opts.NoExact {
+		need = append(need, requirement{unix.CAP_NET_ADMIN, "CAP_NET_ADMIN", "adds its connections to an nftables table"})
+	}
+	if opts.Netns != "" {
+		need = append(need, requirement{unix.CAP_SYS_ADMIN, "CAP_SYS_ADMIN", "enters the --netns namespace"})
+	}
+	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	var data [2]unix.CapUserData
+	if err := unix.Capget(&hdr, &data[0]); err != nil {
+		return fmt.Errorf("reading the process's capabilities: %w", err)
+	}
+	var missing, why []string
+	for _, n := range need {
+		if data[n.capability/32].Effective&(1<<(uint(n.capability)%32)) == 0 {
+			missing = append(missing, n.name)
+			why = append(why, n.why)
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	return fmt.Errorf("the survey %s, which needs %s: run sudo slowstart survey", strings.Join(why, ", "), strings.Join(missing, " and "))
+}
+
+// status shows a long survey's progress on standard error: on a
+// terminal one line redrawn twice a second, otherwise a line every
+// statusEvery (for logs, a Kubernetes pod's included).
+type status struct {
+	w        io.Writer
+	progress *Progress
+	total    int // targets to measure (those of the shard not in the store yet)
+	start    time.Time
+	terminal bool
+	done     chan struct{}
+	wg       sync.WaitGroup
+}
+
+const (
+	statusTerminalEvery = 500 * time.Millisecond
+	statusEvery         = 10 * time.Second
+)
+
+func startStatus(w io.Writer, p *Progress, total int) *status {
+	s := &status{w: w, progress: p, total: max(total, 0), start: time.Now(), done: make(chan struct{})}
+	if f, ok := w.(*os.File); ok && progress.IsTerminal(f) {
+		s.terminal = true
+	}
+	every := statusEvery
+	if s.terminal {
+		every = statusTerminalEvery
+	}
+	s.wg.Go(func() {
+		tick := time.NewTicker(every)
+		defer tick.Stop()
+		for {
+			select {
+			case <-tick.C:
+				s.print(false)
+			case <-s.done:
+				s.print(true)
+				return
+			}
+		}
+	})
+	return s
+}
+
+func (s *status) stop() {
+	close(s.done)
+	s.wg.Wait()
+}
+
+// line says: done of total, rate, time left, in flight, errors by kind.
+func (s *status) line() string {
+	done := s.progress.Done.Load()
+	elapsed := time.Since(s.start)
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d of %d done", done, s.total)
+	if s.total > 0 {
+		fmt.Fprintf(&b, " (%.0f%%)", 100*float64(done)/float64(s.total))
+	}
+	perMinute := 0.0
+	if elapsed > time.Second {
+		perMinute = float64(done) / elapsed.Minutes()
+	}
+	fmt.Fprintf(&b, ", %.0f/min", perMinute)
+	if left := int64(s.total) - done; perMinute > 0 && left > 0 {
+		eta := time.Duration(float64(left) / perMinute * float64(time.Minute)).Round(time.Second)
+		fmt.Fprintf(&b, ", %s left", eta)
+	}
+	fmt.Fprintf(&b, ", %d in flight", s.progress.InFlight.Load())
+	if kinds := s.progress.ErrorsByKind(); len(kinds) > 0 {
+		names := make([]string, 0, len(kinds))
+		for k := range kinds {
+			names = append(names, k)
+		}
+		sort.Slice(names, func(i, j int) bool { return kinds[names[i]] > kinds[names[j]] })
+		var parts []string
+		for _, k := range names {
+			parts = append(parts, fmt.Sprintf("%s %d", k, kinds[k]))
+		}
+		fmt.Fprintf(&b, "; errors: %s", strings.Join(parts, ", "))
+	}
+	return b.String()
+}
+
+func (s *status) print(final bool) {
+	line := s.line()
+	switch {
+	case s.terminal && final:
+		fmt.Fprintf(s.w, "\r\033[K%s\n", line)
+	case s.terminal:
+		fmt.Fprintf(s.w, "\r\033[K%s", line)
+	default:
+		fmt.Fprintln(s.w, line)
+	}
+}
+
+// what says what the survey measures of each URL.
+func (o Options) what() string {
+	switch {
+	case o.NoExact:
+		return "a page load"
+	case o.NoPassive:
+		return "the exact IW"
+	}
+	return "a page load and the exact IW"
+}
+
+// MergeStores joins the rows of stores (directories stand for the stores in
+// them) into a new store out (format: sqlite, jsonl or csv; "" by its
+// extension), and says so on w. A target found twice, or a shard missing from
+// the split, is a Failed error; a store that can't be read a file error.
+func MergeStores(out, format string, stores []string, w io.Writer) error {
+	f, err := FormatOf(out, format)
+	if err != nil {
+		return fault.Usagef("--format: %w", err)
+	}
+	inputs, err := ExpandStoreDirs(stores, out)
+	if err != nil {
+		return fault.Mark(fault.File, err)
+	}
+	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
+		return fault.Mark(fault.File, err)
+	}
+	res, err := Merge(out, f, inputs)
+	if err != nil {
+		var de *DuplicateError
+		if errors.As(err, &de) {
+			return fault.Mark(fault.Failed, err)
+		}
+		return fault.Mark(fault.File, err)
+	}
+	fmt.Fprintf(w, "%d rows from %d stores into %s", res.Rows, res.Inputs, out)
+	if len(res.Shards) > 0 {
+		fmt.Fprintf(w, " (shards %s)", strings.Join(res.Shards, ", "))
+	}
+	if len(res.Vantages) > 0 {
+		fmt.Fprintf(w, " from %s", strings.Join(res.Vantages, ", "))
+	}
+	fmt.Fprintln(w, ".")
+	if len(res.MissingShards) > 0 {
+		return fault.Failedf("no store of shard %s was given: the merged survey lacks their targets", strings.Join(res.MissingShards, ", "))
+	}
+	return nil
+}
+
+// Report prints the summary of the store at path (survey report).
+func Report(path string, o SummaryOptions, asJSON bool, w io.Writer) error {
+	sum, err := newSummarizer(o)
+	if err != nil {
+		return err
+	}
+	if _, err := os.Stat(path); err != nil {
+		return fault.Filef("reading the store: %w", err)
+	}
+	if _, err := ReadStore(path, func(r Row) error { sum.Add(r); return nil }); err != nil {
+		return fault.Filef("reading %s: %w", path, err)
+	}
+	return WriteSummary(w, sum.Summary(), asJSON, o.Plot)
+}
