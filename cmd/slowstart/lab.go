@@ -5,16 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 
 	"github.com/spf13/cobra"
 
-	"github.com/slowstart/slowstart/internal/hoststeal"
-	"github.com/slowstart/slowstart/internal/jsonout"
-	"github.com/slowstart/slowstart/internal/outpath"
 	"github.com/slowstart/slowstart/internal/progress"
 	"github.com/slowstart/slowstart/lab"
-	"github.com/slowstart/slowstart/lab/netlab"
 	"github.com/slowstart/slowstart/survey"
 	"github.com/slowstart/slowstart/units"
 )
@@ -82,9 +77,6 @@ func (f *pathFlags) register(cmd *cobra.Command, lists bool) {
 	fl.StringVar(&f.captureDir, "capture", "", "write the client-side and server-side pcap of every trial to this directory")
 }
 
-// splitList splits a comma-separated flag value.
-func splitList(s string) []string { return lab.SplitList(s) }
-
 // grid is the lab's points as the flags give them.
 func (f *pathFlags) grid() lab.Grid {
 	return lab.Grid{RTT: f.rtt, Rate: f.rate, IW: f.iw, Size: f.size, Loss: f.loss, Queue: f.queue,
@@ -105,26 +97,34 @@ func (f *pathFlags) specs() ([]lab.Spec, error) {
 	return specs, nil
 }
 
-// needRoot fails with a clear message when the lab can't make namespaces.
-func needRoot() error {
-	if os.Geteuid() != 0 {
-		return withCode(exitPermission, errors.New("the lab creates network namespaces, which needs root (CAP_SYS_ADMIN and CAP_NET_ADMIN): run it with sudo"))
+// labContext is the lab's context for its trials (lab.Context).
+func labContext(parent context.Context) (context.Context, func(), error) { return lab.Context(parent) }
+
+// batch reads the flags into the trials of lab run or lab sweep.
+func (f *pathFlags) batch() (lab.BatchOptions, error) {
+	specs, err := f.specs()
+	if err != nil {
+		return lab.BatchOptions{}, withCode(exitUsage, err)
 	}
-	return nil
+	return lab.BatchOptions{Grid: f.grid(), Specs: specs, Parallel: f.parallel, CaptureDir: f.captureDir}, nil
 }
 
-// labContext removes every live trial on Ctrl-C or SIGTERM, and what a killed run
-// left behind before starting.
-func labContext(parent context.Context) (context.Context, func(), error) {
-	if err := needRoot(); err != nil {
-		return nil, nil, err
+// sweep reads the flags into the trials of a sweep into out, and its shard.
+func (f *pathFlags) sweep(out, shard string) (lab.BatchOptions, survey.Shard, error) {
+	var part survey.Shard
+	if out == "" {
+		return lab.BatchOptions{}, part, withCode(exitUsage, errors.New("--out DIR is required"))
 	}
-	ctx, stop := netlab.HandleSignals(parent)
-	if _, err := netlab.Clean(ctx, false); err != nil {
-		stop()
-		return nil, nil, fmt.Errorf("removing a previous run's leftovers: %w", err)
+	o, err := f.batch()
+	if err != nil {
+		return o, part, err
 	}
-	return ctx, stop, nil
+	if shard != "" {
+		if part, err = survey.ParseShard(shard); err != nil {
+			return o, part, withCode(exitUsage, fmt.Errorf("--shard: %w", err))
+		}
+	}
+	return o, part, nil
 }
 
 // isTerminal reports whether f is a terminal.
@@ -158,65 +158,11 @@ library's (quic-go: 32 packets of 1,280 bytes).
   slowstart lab run --rtt 100ms --rate 10mbit --size 160KB --chain 9KB --http3   # TCP and QUIC side by side`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			specs, err := f.specs()
-			if err != nil {
-				return withCode(exitUsage, err)
-			}
-			if len(specs) != 1 && !(f.http3 && len(specs) == 2) {
-				return withCode(exitUsage, errors.New("lab run takes one value per flag; use lab sweep for lists"))
-			}
-			if err := outpath.CheckDir("capture", f.captureDir); err != nil {
-				return err
-			}
-			ctx, stop, err := labContext(cmd.Context())
+			o, err := f.batch()
 			if err != nil {
 				return err
 			}
-			defer stop()
-			env := lab.NewEnv()
-			trials := "trials"
-			if f.trials == 1 {
-				trials = "trial"
-			}
-			what := specs[0].Label()
-			if f.http3 {
-				what += ", over TCP and over HTTP/3 (each)"
-			}
-			fmt.Fprintf(cmd.ErrOrStderr(), "Running %d %s of %s...\n", f.trials, trials, what)
-			meter := hoststeal.Start()
-			total := f.trials * len(specs)
-			bar := progress.NewCount(total, "trials", "trials")
-			var finished []lab.Row
-			rows, err := env.RunJobs(ctx, f.grid().Jobs(specs), lab.RunOptions{Parallel: f.parallel, CaptureDir: f.captureDir, DistortedReruns: lab.DefaultDistortedReruns,
-				OnResult: func(_ lab.Job, r lab.Row, _ error) {
-					finished = append(finished, r)
-					bar.Add(1)
-				}})
-			bar.Finish()
-			if err != nil {
-				// Interrupted: the trials that ended are the result so far.
-				if !asJSON && len(finished) > 0 {
-					if werr := lab.WriteRunText(cmd.OutOrStdout(), specs, finished, lab.NewHostSteal(meter.Read())); werr != nil {
-						return werr
-					}
-				}
-				return interrupted("interrupted; %d of %d trials finished (above); the lab's namespaces were removed", len(finished), total)
-			}
-			steal := lab.NewHostSteal(meter.Read())
-			if asJSON {
-				return jsonout.Write(cmd.OutOrStdout(), lab.NewRunOutput(specs, rows, steal))
-			}
-			out := cmd.OutOrStdout()
-			if err := lab.WriteRunText(out, specs, rows, steal); err != nil {
-				return err
-			}
-			if f.captureDir != "" {
-				fmt.Fprintf(out, "captures: %s (analyze them with: slowstart analyze FILE; an HTTP/3 trial's with --keylog FILE.keys)\n", f.captureDir)
-			}
-			if failed := lab.FailedPoints(specs, rows); failed > 0 {
-				return fmt.Errorf("every trial of %d of the %d points failed", failed, len(specs))
-			}
-			return nil
+			return lab.RunPoint(cmd.Context(), o, asJSON, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
 	f.register(cmd, false)
@@ -240,70 +186,11 @@ again to resume an interrupted sweep: trials already in results.jsonl are skippe
   slowstart lab sweep --rtt 70ms --iw 3,10,32 --size 160KB --loss 0,1%,3% --trials 10 --parallel 8 --out loss`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if out == "" {
-				return withCode(exitUsage, errors.New("--out DIR is required"))
-			}
-			specs, err := f.specs()
-			if err != nil {
-				return withCode(exitUsage, err)
-			}
-			var part survey.Shard
-			if shard != "" {
-				if part, err = survey.ParseShard(shard); err != nil {
-					return withCode(exitUsage, fmt.Errorf("--shard: %w", err))
-				}
-			}
-			if err := outpath.CheckDir("out", out); err != nil {
-				return err
-			}
-			if err := outpath.CheckDir("capture", f.captureDir); err != nil {
-				return err
-			}
-			ctx, stop, err := labContext(cmd.Context())
+			o, part, err := f.sweep(out, shard)
 			if err != nil {
 				return err
 			}
-			defer stop()
-			jsonl := filepath.Join(out, lab.SweepJSONL)
-			jobs := lab.ShardJobs(f.grid().Jobs(specs), part.Index, part.Count)
-			todo, err := lab.PendingJobs(jobs, jsonl)
-			if err != nil {
-				return fileError(fmt.Errorf("reading %s to resume: %w", jsonl, err))
-			}
-			if skipped := len(jobs) - len(todo); skipped > 0 {
-				fmt.Fprintf(cmd.ErrOrStderr(), "resuming: %d of %d trials already done in %s\n", skipped, skipped+len(todo), jsonl)
-			}
-			w, err := lab.OpenJSONL(jsonl)
-			if err != nil {
-				return fileError(err)
-			}
-			defer w.Close()
-			bar := progress.NewCount(len(todo), fmt.Sprintf("%d points", len(specs)), "trials")
-			meter := hoststeal.Start()
-			var writeErr error
-			_, runErr := lab.NewEnv().RunJobs(ctx, todo, lab.RunOptions{Parallel: f.parallel, CaptureDir: f.captureDir, DistortedReruns: lab.DefaultDistortedReruns,
-				OnResult: func(_ lab.Job, r lab.Row, _ error) {
-					if err := w.Write(r); err != nil && writeErr == nil {
-						writeErr = err
-					}
-					bar.Add(1)
-				}})
-			bar.Finish()
-			if writeErr != nil {
-				return fileError(fmt.Errorf("writing %s: %w", jsonl, writeErr))
-			}
-			rows, err := lab.FinishSweep(out)
-			if err != nil {
-				return fileError(err)
-			}
-			if runErr != nil {
-				return interrupted("interrupted; %d trials are in %s: run the same command again to resume", len(rows), jsonl)
-			}
-			if err := lab.WriteSweepText(cmd.OutOrStdout(), specs, rows, lab.NewHostSteal(meter.Read())); err != nil {
-				return err
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "results: %s, %s\n", jsonl, filepath.Join(out, lab.SweepCSV))
-			return nil
+			return lab.Sweep(cmd.Context(), o, out, part.Index, part.Count, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
 	f.register(cmd, true)

@@ -1,14 +1,8 @@
 package main
 
 import (
-	"errors"
-	"fmt"
-	"os"
-	"path/filepath"
-
 	"github.com/spf13/cobra"
 
-	"github.com/slowstart/slowstart/internal/outpath"
 	"github.com/slowstart/slowstart/lab"
 	"github.com/slowstart/slowstart/survey"
 )
@@ -30,28 +24,7 @@ in two directories is an error, and nothing is written.`,
 		Args:        cobra.MinimumNArgs(2),
 		Annotations: abandonOnInterrupt,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			out := args[0]
-			jsonl := filepath.Join(out, lab.SweepJSONL)
-			if _, err := os.Stat(jsonl); err == nil {
-				return withCode(exitUsage, fmt.Errorf("%s exists: merge into a new directory", jsonl))
-			}
-			merged, err := lab.ReadShards(args[1:])
-			var overlap *lab.OverlapError
-			if errors.As(err, &overlap) {
-				return withCode(exitFailure, err)
-			}
-			if err != nil {
-				return fileError(err)
-			}
-			if err := outpath.CheckDir("out", out); err != nil {
-				return err
-			}
-			if err := lab.WriteSweep(out, merged); err != nil {
-				return fileError(err)
-			}
-			csvPath := filepath.Join(out, lab.SweepCSV)
-			fmt.Fprintf(cmd.OutOrStdout(), "%d trials from %d sweeps into %s, %s\n", len(merged), len(args)-1, jsonl, csvPath)
-			return nil
+			return lab.MergeSweeps(args[0], args[1:], cmd.OutOrStdout())
 		},
 	}
 	return cmd

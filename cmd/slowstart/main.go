@@ -214,36 +214,10 @@ func run(args []string) int {
 		// control sequences to the terminal.
 		root.SetOut(textsafe.Writer(os.Stdout))
 	}
-	type outcome struct {
-		cmd *cobra.Command
-		err error
+	caught, exit, err := wait(ctx, cancel, root, args, signals)
+	if exit {
+		return exitInterrupted
 	}
-	done := make(chan outcome, 1)
-	go func() {
-		cmd, err := root.ExecuteContextC(ctx)
-		done <- outcome{cmd, err}
-	}()
-	var result outcome
-	caught := false
-wait:
-	for {
-		select {
-		case result = <-done:
-			break wait
-		case <-signals:
-			if caught {
-				fmt.Fprintln(os.Stderr, "slowstart: interrupted again; stopping now (slowstart clean removes what is left)")
-				return exitInterrupted
-			}
-			caught = true
-			cancel()
-			if c := runningCommand(root, args); c != nil && c.Annotations[annotationAbandon] != "" {
-				fmt.Fprintln(os.Stderr, "slowstart: interrupted; nothing left behind")
-				return exitInterrupted
-			}
-		}
-	}
-	err := result.err
 	if caught {
 		if fault.Of(err) == fault.Interrupted {
 			fmt.Fprintf(os.Stderr, "slowstart: %v\n", err)
@@ -259,6 +233,34 @@ wait:
 	// net/http error) without its credentials or query values.
 	fmt.Fprintf(os.Stderr, "slowstart: %v\n", textsafe.Escape(redact.Text(oneLine(err))))
 	return exitCode(err)
+}
+
+// wait runs the command line and waits for it to end. A first signal
+// cancels its context; the process exits at once (exit true) on a second
+// signal, or on the first when the verb holds nothing to clean up.
+func wait(ctx context.Context, cancel func(), root *cobra.Command, args []string, signals <-chan os.Signal) (caught, exit bool, err error) {
+	done := make(chan error, 1)
+	go func() {
+		_, err := root.ExecuteContextC(ctx)
+		done <- err
+	}()
+	for {
+		select {
+		case err := <-done:
+			return caught, false, err
+		case <-signals:
+			if caught {
+				fmt.Fprintln(os.Stderr, "slowstart: interrupted again; stopping now (slowstart clean removes what is left)")
+				return true, true, nil
+			}
+			caught = true
+			cancel()
+			if c := runningCommand(root, args); c != nil && c.Annotations[annotationAbandon] != "" {
+				fmt.Fprintln(os.Stderr, "slowstart: interrupted; nothing left behind")
+				return true, true, nil
+			}
+		}
+	}
 }
 
 // runningCommand finds the verb args name, without running it.

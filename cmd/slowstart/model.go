@@ -1,86 +1,15 @@
 package main
 
 import (
-	"errors"
-	"fmt"
-	"strconv"
-
 	"github.com/spf13/cobra"
 
-	"github.com/slowstart/slowstart/internal/jsonout"
-	"github.com/slowstart/slowstart/internal/progress"
 	"github.com/slowstart/slowstart/model"
-	"github.com/slowstart/slowstart/report"
 	"github.com/slowstart/slowstart/units"
 )
 
-// modelFlags are the model command's flags.
-type modelFlags struct {
-	size, headers, rtt, rate, iw, rwnd, tls, chain, cc string
-	mss                                                int
-	bodyBytes                                          int64 // --size, read by params
-	delayedACK, labLatency, asJSON                     bool
-}
-
-func (f *modelFlags) params() (model.Params, []int, error) {
-	var p model.Params
-	var err error
-	body, err := units.ParseSize(f.size)
-	if err != nil {
-		return p, nil, fmt.Errorf("--size: %w", err)
-	}
-	headers := model.LabHeaderBytes(body)
-	if f.headers != "" {
-		if headers, err = units.ParseSize(f.headers); err != nil {
-			return p, nil, fmt.Errorf("--headers: %w", err)
-		}
-	}
-	p.SizeBytes, f.bodyBytes = body+headers, body
-	if p.RTTNs, err = units.ParseDuration(f.rtt); err != nil {
-		return p, nil, fmt.Errorf("--rtt: %w", err)
-	}
-	if f.rate != "0" && f.rate != "none" && f.rate != "" {
-		if p.RateBitsPerSecond, err = units.ParseRate(f.rate); err != nil {
-			return p, nil, fmt.Errorf("--rate: %w", err)
-		}
-	}
-	if f.rwnd != "" && f.rwnd != "linux" {
-		if p.RwndBytes, err = units.ParseSize(f.rwnd); err != nil {
-			return p, nil, fmt.Errorf("--rwnd: %w", err)
-		}
-	}
-	switch f.tls {
-	case "none", "":
-	case "1.2", "1.3":
-		p.TLS = f.tls
-		chain, err := units.ParseSize(f.chain)
-		if err != nil {
-			return p, nil, fmt.Errorf("--chain: %w", err)
-		}
-		p.ChainBytes = int(chain)
-	default:
-		return p, nil, fmt.Errorf("--tls %q: use 1.2, 1.3 or none", f.tls)
-	}
-	p.MSS, p.DelayedACK, p.CC = f.mss, f.delayedACK, f.cc
-	if f.labLatency {
-		p.HostDelayNs, p.ServerDelayNs = model.LabHostDelayNs, model.LabServerDelayNs
-	}
-	var iws []int
-	for _, s := range splitList(f.iw) {
-		n, err := strconv.Atoi(s)
-		if err != nil || n < 1 {
-			return p, nil, fmt.Errorf("--iw: %q is not a number of segments", s)
-		}
-		iws = append(iws, n)
-	}
-	if len(iws) == 0 {
-		return p, nil, errors.New("--iw: give at least one initial window")
-	}
-	return p, iws, nil
-}
-
 func newModelCommand() *cobra.Command {
-	var f modelFlags
+	var f model.Inputs
+	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "model",
 		Short: "Napkin math done right: round trips and time for a size, path, IW, window and TLS",
@@ -103,52 +32,22 @@ Equation 1 of Dukkipati et al. (2010) is shown beside it for comparison.
 		Args:        cobra.NoArgs,
 		Annotations: abandonOnInterrupt,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			base, iws, err := f.params()
-			if err != nil {
-				return withCode(exitUsage, err)
-			}
-			work := int64(len(iws)) * model.SimulationBytes(base)
-			bar := progress.NewWork(fmt.Sprintf("Simulating a %s response at %s, packet by packet", report.Size(base.SizeBytes), iwList(iws)), work)
-			out, err := model.PredictProgress(base, iws, f.bodyBytes, bar.Set)
-			bar.Finish()
-			if err != nil {
-				return withCode(exitUsage, err)
-			}
-			if f.asJSON {
-				return jsonout.Write(cmd.OutOrStdout(), out)
-			}
-			return model.WriteText(cmd.OutOrStdout(), out)
+			return model.Print(f, asJSON, cmd.OutOrStdout())
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.size, "size", "160KB", "response body size, e.g. 160KB, 29x1448 (as lab run's --size)")
-	fl.StringVar(&f.headers, "headers", "", "response headers on the wire, added to --size (default: the lab's built-in server's, about 145 B)")
-	fl.StringVar(&f.rtt, "rtt", "130ms", "round-trip propagation delay")
-	fl.StringVar(&f.rate, "rate", "0", "bottleneck rate, e.g. 15mbit; 0 for none")
-	fl.StringVar(&f.iw, "iw", "3,10,32", "initial windows to compare (segments, comma-separated)")
-	fl.StringVar(&f.rwnd, "rwnd", "linux", "the client's receive window, e.g. 64KB; linux: a Linux client's default (64 KB, autotuned)")
-	fl.IntVar(&f.mss, "mss", model.DefaultMSS, "payload bytes per full segment")
-	fl.StringVar(&f.tls, "tls", "none", "TLS version: 1.2, 1.3 or none")
-	fl.StringVar(&f.chain, "chain", "4KB", "certificate chain size on the wire, with --tls")
-	fl.BoolVar(&f.delayedACK, "delayed-ack", false, "the client ACKs every second segment (40 ms timer) instead of every segment")
-	fl.StringVar(&f.cc, "cc", model.CCCubic, "congestion control: cubic (with HyStart) or reno")
-	fl.BoolVar(&f.labLatency, "lab", false, "add the lab's per-packet and server latencies, to compare with slowstart lab run")
-	fl.BoolVar(&f.asJSON, "json", false, "print the prediction as JSON")
+	fl.StringVar(&f.Size, "size", "160KB", "response body size, e.g. 160KB, 29x1448 (as lab run's --size)")
+	fl.StringVar(&f.Headers, "headers", "", "response headers on the wire, added to --size (default: the lab's built-in server's, about 145 B)")
+	fl.StringVar(&f.RTT, "rtt", "130ms", "round-trip propagation delay")
+	fl.StringVar(&f.Rate, "rate", "0", "bottleneck rate, e.g. 15mbit; 0 for none")
+	fl.StringVar(&f.IW, "iw", "3,10,32", "initial windows to compare (segments, comma-separated)")
+	fl.StringVar(&f.Rwnd, "rwnd", "linux", "the client's receive window, e.g. 64KB; linux: a Linux client's default (64 KB, autotuned)")
+	fl.IntVar(&f.MSS, "mss", model.DefaultMSS, "payload bytes per full segment")
+	fl.StringVar(&f.TLS, "tls", "none", "TLS version: 1.2, 1.3 or none")
+	fl.StringVar(&f.Chain, "chain", "4KB", "certificate chain size on the wire, with --tls")
+	fl.BoolVar(&f.DelayedACK, "delayed-ack", false, "the client ACKs every second segment (40 ms timer) instead of every segment")
+	fl.StringVar(&f.CC, "cc", model.CCCubic, "congestion control: cubic (with HyStart) or reno")
+	fl.BoolVar(&f.LabLatency, "lab", false, "add the lab's per-packet and server latencies, to compare with slowstart lab run")
+	fl.BoolVar(&asJSON, "json", false, "print the prediction as JSON")
 	return cmd
-}
-
-// iwList says "IW 10" or "IW 3, 10 and 32".
-func iwList(iws []int) string {
-	s := "IW "
-	for i, iw := range iws {
-		switch {
-		case i == 0:
-		case i == len(iws)-1:
-			s += " and "
-		default:
-			s += ", "
-		}
-		s += strconv.Itoa(iw)
-	}
-	return s
 }
