@@ -85,14 +85,14 @@ func loadInput(path string) (pageload.Input, error) {
 func WriteFile(path string, page *pageload.Page, creator, version string, errOut io.Writer) error {
 	f, err := os.Create(path)
 	if err != nil {
-		return fault.Filef("--har: %w", err)
+		return fault.Filef("--har-save: %w", err)
 	}
 	if err := Write(f, FromPage(page, creator, version)); err != nil {
 		f.Close()
-		return fault.Filef("--har: %w", err)
+		return fault.Filef("--har-save: %w", err)
 	}
 	if err := f.Close(); err != nil {
-		return fault.Filef("--har: %w", err)
+		return fault.Filef("--har-save: %w", err)
 	}
 	fmt.Fprintf(errOut, "slowstart: wrote %s (HAR 1.2, %d entries)\n", path, len(page.Requests))
 	return nil

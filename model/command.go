@@ -73,23 +73,17 @@ func (f Inputs) params() (p Params, iws []int, bodyBytes int64, err error) {
 			return p, nil, 0, fmt.Errorf("--rwnd: %w", err)
 		}
 	}
-	switch f.TLS {
-	case "none", "":
-	case "1.2", "1.3":
-		p.TLS = f.TLS
-		chain, err := units.ParseSize(f.Chain)
-		if err != nil {
-			return p, nil, 0, fmt.Errorf("--chain: %w", err)
-		}
-		p.ChainBytes = int(chain)
-	default:
-		return p, nil, 0, fmt.Errorf("--tls %q: use 1.2, 1.3 or none", f.TLS)
+	if p.TLS, p.ChainBytes, err = ParseTLS(f.TLS, f.Chain); err != nil {
+		return p, nil, 0, err
 	}
 	p.MSS, p.DelayedACK, p.CC = f.MSS, f.DelayedACK, f.CC
 	if f.LabLatency {
 		p.HostDelayNs, p.ServerDelayNs = LabHostDelayNs, LabServerDelayNs
 	}
-	for _, s := range splitList(f.IW) {
+	for _, s := range strings.Split(f.IW, ",") {
+		if s = strings.TrimSpace(s); s == "" {
+			continue
+		}
 		n, err := strconv.Atoi(s)
 		if err != nil || n < 1 {
 			return p, nil, 0, fmt.Errorf("--iw: %q is not a number of segments", s)
@@ -102,15 +96,21 @@ func (f Inputs) params() (p Params, iws []int, bodyBytes int64, err error) {
 	return p, iws, bodyBytes, nil
 }
 
-// splitList splits a comma-separated value.
-func splitList(s string) []string {
-	var out []string
-	for _, p := range strings.Split(s, ",") {
-		if p = strings.TrimSpace(p); p != "" {
-			out = append(out, p)
+// ParseTLS reads --tls and --chain as the model and the lab take them: the
+// TLS version ("" for none, cleartext) and, with a version, the certificate
+// chain's bytes on the wire.
+func ParseTLS(version, chain string) (tls string, chainBytes int, err error) {
+	switch version {
+	case "none", "":
+		return "", 0, nil
+	case "1.2", "1.3":
+		n, err := units.ParseSize(chain)
+		if err != nil {
+			return "", 0, fmt.Errorf("--chain: %w", err)
 		}
+		return version, int(n), nil
 	}
-	return out
+	return "", 0, fmt.Errorf("--tls %q: use none, 1.2 or 1.3", version)
 }
 
 // iwList says "IW 10" or "IW 3, 10 and 32".

@@ -77,7 +77,7 @@ func Survey(ctx context.Context, o SurveyOptions, out, errOut io.Writer) error {
 	return runToStore(ctx, list, info, o, sum, out, errOut)
 }
 
-// ParseRate reads a survey's rate limit (--rate): one or two comma-separated
+// ParseRate reads a survey's rate limit (--max-rate): one or two comma-separated
 // limits, each a number followed by conn/s or pkt/s.
 func ParseRate(s string) (connections, packets float64, err error) {
 	for _, part := range strings.Split(s, ",") {
@@ -93,7 +93,7 @@ func ParseRate(s string) (connections, packets float64, err error) {
 		}
 		n, perr := strconv.ParseFloat(strings.TrimSpace(value), 64)
 		if unit == "" || perr != nil || n <= 0 {
-			return 0, 0, fmt.Errorf("--rate %q: write a positive number and its unit, e.g. 200conn/s or 20000pkt/s (both: 200conn/s,20000pkt/s)", s)
+			return 0, 0, fmt.Errorf("--max-rate %q: write a positive number and its unit, e.g. 200conn/s or 20000pkt/s (both: 200conn/s,20000pkt/s)", s)
 		}
 		if unit == "conn/s" {
 			connections = n
@@ -197,7 +197,7 @@ func runToStore(ctx context.Context, list io.Reader, info ListInfo, o SurveyOpti
 		if errors.As(err, &me) {
 			return fault.Mark(fault.Usage, err)
 		}
-		return fault.Mark(fault.File, fmt.Errorf("--out: %w", err))
+		return fault.Mark(fault.File, fmt.Errorf("--store: %w", err))
 	}
 	defer store.Close()
 	opts.Done = store.Done

@@ -44,15 +44,17 @@ type ViewOptions struct {
 	Live, Pcap string
 	Keep       int
 	KeepGiven  bool
-	// Listen and Port are where the page is served (Port 0: any free port).
+	// Listen is where the page is served: an IP address, ADDR:PORT or :PORT
+	// (port 0: any free one). Port is the port of an address given without
+	// one (the old --port).
 	Listen string
 	Port   int
 	// HTML, when set, is a file to write the page to instead of serving it
 	// ("-": out).
 	HTML string
-	// Server (HOST[:PORT] or :PORT) keeps only its connections; Filter is the
-	// same for a live view, filtered in the kernel.
-	Server, Filter string
+	// Server (HOST[:PORT] or :PORT) keeps only its connections; a live view
+	// filters them in the kernel.
+	Server string
 	// KeyLog decrypts TLS (keylog.Open's path).
 	KeyLog string
 	Tool   string
@@ -170,26 +172,46 @@ func sizeText(n int) string {
 // Listen takes the address and port view serves on. An address this
 // machine does not have, or a port in use, is a value to change (exit 2); a
 // port below 1024 without root, missing privileges (exit 4).
-func Listen(addr netip.Addr, port int) (net.Listener, error) {
-	ln, err := net.Listen("tcp", net.JoinHostPort(addr.String(), strconv.Itoa(port)))
+func Listen(at netip.AddrPort) (net.Listener, error) {
+	addr, port := at.Addr(), at.Port()
+	ln, err := net.Listen("tcp", at.String())
 	switch {
 	case err == nil:
 		return ln, nil
 	case errors.Is(err, syscall.EADDRNOTAVAIL):
 		return nil, fault.Mark(fault.Usage, fmt.Errorf("--listen %s: not an address of this machine (see: ip addr); 127.0.0.1 serves this machine only, 0.0.0.0 every address", addr))
 	case errors.Is(err, syscall.EADDRINUSE):
-		return nil, fault.Mark(fault.Usage, fmt.Errorf("--port %d: in use on %s: give another --port, or 0 for any free one", port, addr))
+		return nil, fault.Mark(fault.Usage, fmt.Errorf("--listen %s: port %d is in use: give another port, or 0 for any free one", at, port))
 	case errors.Is(err, syscall.EACCES):
-		return nil, fault.Mark(fault.Permission, fmt.Errorf("--port %d: a port below 1024 needs root: give another --port, or 0 for any free one", port))
+		return nil, fault.Mark(fault.Permission, fmt.Errorf("--listen %s: a port below 1024 needs root: give another port, or 0 for any free one", at))
 	}
-	return nil, fmt.Errorf("listening on %s port %d: %w (try another --port)", addr, port, err)
+	return nil, fmt.Errorf("listening on %s port %d: %w (try another port)", addr, port, err)
+}
+
+// listenAddress reads where the page is served: --listen (an IP address,
+// ADDR:PORT or :PORT) and the port of an address given without one.
+func listenAddress(listen string, port int) (netip.AddrPort, error) {
+	if port < 0 || port > 65535 {
+		return netip.AddrPort{}, fault.Usagef("--port %d: must be 0 (any free port) to 65535", port)
+	}
+	if addr, err := netip.ParseAddr(listen); err == nil {
+		return netip.AddrPortFrom(addr, uint16(port)), nil
+	}
+	if strings.HasPrefix(listen, ":") {
+		listen = "127.0.0.1" + listen
+	}
+	at, err := netip.ParseAddrPort(listen)
+	if err != nil {
+		return at, fault.Usagef("--listen %q: not an IP address with or without a port (e.g. 127.0.0.1, ::1, 0.0.0.0, 127.0.0.1:8040 or :8040)", listen)
+	}
+	return at, nil
 }
 
 // viewLive captures on o.Live and serves the live view until Ctrl-C.
-func viewLive(ctx context.Context, o ViewOptions, listen netip.Addr, out, errOut io.Writer) error {
-	hint, err := analysis.ParseServer(o.Filter)
+func viewLive(ctx context.Context, o ViewOptions, listen netip.AddrPort, out, errOut io.Writer) error {
+	hint, err := analysis.ParseServer(o.Server)
 	if err != nil {
-		return fault.Mark(fault.Usage, fmt.Errorf("--filter: %w", err))
+		return fault.Mark(fault.Usage, fmt.Errorf("--server: %w", err))
 	}
 	if o.Keep <= 0 {
 		return fault.Mark(fault.Usage, fmt.Errorf("--keep %d: must be at least 1", o.Keep))
@@ -222,14 +244,14 @@ func viewLive(ctx context.Context, o ViewOptions, listen netip.Addr, out, errOut
 		lv.Tee(pw)
 	}
 
-	ln, err := Listen(listen, o.Port)
+	ln, err := Listen(listen)
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(out, "slowstart: capturing on %s (%s); the live view is at http://%s/ (Ctrl-C to stop)\n", o.Live, filt, ln.Addr())
 	view := LiveView{Source: lv, Listener: ln, Interface: o.Live, Filter: filt.String(), Keep: o.Keep,
 		Analysis: analysis.Options{Server: hint, Tool: o.Tool, Packets: true},
-		AnyHost:  !listen.IsLoopback(),
+		AnyHost:  !listen.Addr().IsLoopback(),
 		OnConnection: func(c report.Connection, err error) {
 			if err != nil {
 				fmt.Fprintf(errOut, "slowstart: warning: %v\n", err)
@@ -327,12 +349,9 @@ func viewPageLoad(ctx context.Context, path string, page *pageload.Page, htmlPat
 // kind; a damaged capture's page is made of what was readable, then its error
 // returned (fault.File).
 func View(ctx context.Context, o ViewOptions, out, errOut io.Writer) error {
-	if o.Port < 0 || o.Port > 65535 {
-		return fault.Usagef("--port %d: must be 0 (any free port) to 65535", o.Port)
-	}
-	listen, err := netip.ParseAddr(o.Listen)
+	listen, err := listenAddress(o.Listen, o.Port)
 	if err != nil {
-		return fault.Usagef("--listen %q: not an IP address (e.g. 127.0.0.1, ::1 or 0.0.0.0)", o.Listen)
+		return err
 	}
 	if o.Live != "" {
 		switch {
@@ -340,8 +359,6 @@ func View(ctx context.Context, o ViewOptions, out, errOut io.Writer) error {
 			return fault.Usagef("view --live takes no FILE (got %q)", o.Path)
 		case o.HTML != "":
 			return fault.Usagef("--html writes a file from a capture: it can't be used with --live (use --pcap, then view the file --html)")
-		case o.Server != "":
-			return fault.Usagef("--server is for files: with --live use --filter HOST[:PORT]")
 		}
 		if err := outpath.CheckFile("pcap", o.Pcap); err != nil {
 			return err
@@ -351,14 +368,14 @@ func View(ctx context.Context, o ViewOptions, out, errOut io.Writer) error {
 	if o.Path == "" {
 		return fault.Usagef("view needs a FILE (a capture or a Report), or --live IFACE")
 	}
-	if o.Filter != "" || o.Pcap != "" || o.KeepGiven {
-		return fault.Usagef("--filter, --pcap and --keep go with --live")
+	if o.Pcap != "" || o.KeepGiven {
+		return fault.Usagef("--pcap and --keep go with --live")
 	}
 	return viewFile(ctx, o, listen, out, errOut)
 }
 
 // viewFile shows a capture, a Report, a page load or a field store.
-func viewFile(ctx context.Context, o ViewOptions, listen netip.Addr, out, errOut io.Writer) error {
+func viewFile(ctx context.Context, o ViewOptions, listen netip.AddrPort, out, errOut io.Writer) error {
 	hint, err := analysis.ParseServer(o.Server)
 	if err != nil {
 		return fault.Mark(fault.Usage, err)
@@ -378,7 +395,7 @@ func viewFile(ctx context.Context, o ViewOptions, listen netip.Addr, out, errOut
 	// value that can't be served on is refused before any work.
 	var ln net.Listener
 	if o.HTML == "" {
-		if ln, err = Listen(listen, o.Port); err != nil {
+		if ln, err = Listen(listen); err != nil {
 			return err
 		}
 		defer ln.Close()
@@ -406,7 +423,7 @@ func viewFile(ctx context.Context, o ViewOptions, listen netip.Addr, out, errOut
 		}
 		return loadErr // a damaged capture: the page shows what was readable, exit 3
 	}
-	h, err := NewHandler(rep, HandlerOptions{AnyHost: !listen.IsLoopback()})
+	h, err := NewHandler(rep, HandlerOptions{AnyHost: !listen.Addr().IsLoopback()})
 	if err != nil {
 		return err
 	}
@@ -415,7 +432,7 @@ func viewFile(ctx context.Context, o ViewOptions, listen netip.Addr, out, errOut
 }
 
 // viewField shows a field store's view, or writes its page to o.HTML.
-func viewField(ctx context.Context, o ViewOptions, v *FieldView, listen netip.Addr, out, errOut io.Writer) error {
+func viewField(ctx context.Context, o ViewOptions, v *FieldView, listen netip.AddrPort, out, errOut io.Writer) error {
 	if o.HTML != "" {
 		var b bytes.Buffer
 		if err := WriteFieldHTML(&b, v); err != nil {
@@ -423,13 +440,13 @@ func viewField(ctx context.Context, o ViewOptions, v *FieldView, listen netip.Ad
 		}
 		return writePage(o.HTML, b.Bytes(), out, errOut)
 	}
-	h, err := NewFieldHandler(v, HandlerOptions{AnyHost: !listen.IsLoopback()})
+	h, err := NewFieldHandler(v, HandlerOptions{AnyHost: !listen.Addr().IsLoopback()})
 	if err != nil {
 		return err
 	}
-	ln, err := net.Listen("tcp", net.JoinHostPort(listen.String(), strconv.Itoa(o.Port)))
+	ln, err := Listen(listen)
 	if err != nil {
-		return fmt.Errorf("listening on %s port %d: %w (try another --port)", listen, o.Port, err)
+		return err
 	}
 	fmt.Fprintf(out, "slowstart: the view of %s is at http://%s/ (Ctrl-C to stop)\n", o.Path, ln.Addr())
 	return Serve(ctx, ln, h, nil)

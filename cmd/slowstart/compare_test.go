@@ -227,7 +227,7 @@ func TestCompareRealOutputs(t *testing.T) {
 	dir := t.TempDir()
 
 	// lab run --json: the summary and every trial.
-	code, out, errOut := runCLI(t, "lab", "run", "--rtt", "100ms", "--rate", "20mbit", "--iw", "10", "--size", "60KB", "--trials", "3", "--parallel", "3", "--json")
+	code, out, errOut := runCLI(t, "lab", "run", "--rtt", "100ms", "--rate", "20mbit", "--iw", "10", "--size", "60KB", "--runs", "3", "--parallel", "3", "--json")
 	if code != exitOK {
 		t.Fatalf("lab run: exit %d, stderr %q", code, errOut)
 	}
@@ -260,7 +260,7 @@ func TestCompareRealOutputs(t *testing.T) {
 
 	// lab sweep: results.jsonl and results.csv as the command writes them.
 	sweepDir := filepath.Join(dir, "sweep")
-	code, _, errOut = runCLI(t, "lab", "sweep", "--rtt", "100ms", "--rate", "20mbit", "--iw", "3,10", "--size", "60KB", "--trials", "2", "--parallel", "2", "--out", sweepDir)
+	code, _, errOut = runCLI(t, "lab", "sweep", "--rtt", "100ms", "--rate", "20mbit", "--iw", "3,10", "--size", "60KB", "--runs", "2", "--parallel", "2", "--out", sweepDir)
 	if code != exitOK {
 		t.Fatalf("lab sweep: exit %d, stderr %q", code, errOut)
 	}

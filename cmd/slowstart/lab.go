@@ -53,7 +53,7 @@ func (f *pathFlags) register(cmd *cobra.Command, lists bool) {
 	}
 	fl := cmd.Flags()
 	f.changed = fl.Changed
-	fl.StringVar(&f.rtt, "rtt", "70ms", "round-trip propagation delay"+many)
+	fl.StringVar(&f.rtt, "rtt", "130ms", "round-trip propagation delay"+many)
 	fl.StringVar(&f.rate, "rate", "0", "bottleneck rate each way, e.g. 1.2mbit, 100Mbit/s; 0 for none"+many)
 	fl.StringVar(&f.iw, "iw", "10", "the server's initial window in segments (route initcwnd)"+many)
 	fl.StringVar(&f.size, "size", "42KB", "response body size, e.g. 42KB, 1.5MB, 29x1448 (as model's --size)"+many)
@@ -62,19 +62,22 @@ func (f *pathFlags) register(cmd *cobra.Command, lists bool) {
 	fl.StringVar(&f.tls, "tls", "none", "TLS version: none, 1.2 or 1.3")
 	fl.BoolVar(&f.h2, "h2", false, "HTTP/2 (ALPN over TLS, prior knowledge in cleartext)")
 	fl.StringVar(&f.chain, "chain", "4KB", "certificate chain size on the wire, with --tls")
-	fl.StringVar(&f.server, "server", "builtin", "server: builtin, nginx, caddy (Debian's caddy; over TLS only) or netstack (the built-in server on gVisor's userspace TCP: IW fixed at 10, --cc cubic or reno)")
+	fl.StringVar(&f.server, "server-kind", "builtin", "the server: builtin, nginx, caddy (Debian's caddy; over TLS only) or netstack (the built-in server on gVisor's userspace TCP: IW fixed at 10, --cc cubic or reno)")
 	fl.BoolVar(&f.http3, "http3", false, "also run every point over HTTP/3 (QUIC) on the same path and set round trips and FCT beside TCP's; --tls then defaults to 1.3 and --h2 to on, as a browser's TCP connection")
-	fl.StringVar(&f.client, "client", "builtin", "client: builtin or curl")
+	fl.StringVar(&f.client, "client-kind", "builtin", "the client: builtin or curl")
 	fl.StringVar(&f.cc, "cc", "cubic", "congestion control: cubic, bbr or reno")
 	fl.StringVar(&f.think, "think", "0", "server think time before the rest of the body")
 	fl.StringVar(&f.thinkAfter, "think-after", "0", "body bytes sent before the think time")
 	fl.IntVar(&f.initrwnd, "initrwnd", 0, "the client's initial receive window in segments (route initrwnd); 0: kernel default")
 	fl.BoolVar(&f.slowStartAfterIdle, "slow-start-after-idle", false, "keep net.ipv4.tcp_slow_start_after_idle on")
 	fl.BoolVar(&f.ipv6, "ipv6", false, "use IPv6")
-	fl.IntVar(&f.trials, "trials", 5, "trials per point")
+	fl.IntVar(&f.trials, "runs", 5, "trials per point: the times each point is run")
 	fl.IntVar(&f.parallel, "parallel", 1, "trials run at once")
 	fl.Uint64Var(&f.seed, "seed", 1, "seed of the random loss (the same seed drops the same packets)")
 	fl.StringVar(&f.captureDir, "capture", "", "write the client-side and server-side pcap of every trial to this directory")
+	renamed(fl, "server", "server-kind")
+	renamed(fl, "client", "client-kind")
+	renamed(fl, "trials", "runs")
 }
 
 // grid is the lab's points as the flags give them.
@@ -152,8 +155,8 @@ IW and the congestion control are TCP's: the QUIC server's window is its
 library's (quic-go: 32 packets of 1,280 bytes).
 
 ` + units.Help,
-		Example: `  slowstart lab run --rtt 70ms --rate 1.2mbit --iw 10 --size 42KB --trials 10
-  slowstart lab run --rtt 150ms --iw 3 --size 100KB --tls 1.3 --h2 --server nginx --capture out/
+		Example: `  slowstart lab run --rtt 70ms --rate 1.2mbit --iw 10 --size 42KB --runs 10
+  slowstart lab run --rtt 150ms --iw 3 --size 100KB --tls 1.3 --h2 --server-kind nginx --capture out/
   slowstart lab run --rtt 70ms --rate 15mbit --iw 32 --size 160KB --loss 1% --json
   slowstart lab run --rtt 100ms --rate 10mbit --size 160KB --chain 9KB --http3   # TCP and QUIC side by side`,
 		Args: cobra.NoArgs,
@@ -176,14 +179,14 @@ func newLabSweepCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "sweep",
 		Short: "Run a grid of points (lists of RTT, rate, IW, size, loss), resumable",
-		Long: `Run every combination of the listed values, each with --trials trials, --parallel
+		Long: `Run every combination of the listed values, each with --runs trials, --parallel
 at once. Each trial's result is appended to OUT/results.jsonl as it ends, with every
 parameter in the row; OUT/results.csv is written at the end. Run the same command
 again to resume an interrupted sweep: trials already in results.jsonl are skipped.
 
 ` + units.Help,
-		Example: `  slowstart lab sweep --rtt 20ms,70ms,150ms --rate 1.2mbit --iw 3,10 --size 10KB,50KB,100KB --trials 5 --parallel 8 --out sweep1
-  slowstart lab sweep --rtt 70ms --iw 3,10,32 --size 160KB --loss 0,1%,3% --trials 10 --parallel 8 --out loss`,
+		Example: `  slowstart lab sweep --rtt 20ms,70ms,150ms --rate 1.2mbit --iw 3,10 --size 10KB,50KB,100KB --runs 5 --parallel 8 -o sweep1
+  slowstart lab sweep --rtt 70ms --iw 3,10,32 --size 160KB --loss 0,1%,3% --runs 10 --parallel 8 -o loss`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o, part, err := f.sweep(out, shard)
@@ -194,7 +197,7 @@ again to resume an interrupted sweep: trials already in results.jsonl are skippe
 		},
 	}
 	f.register(cmd, true)
-	cmd.Flags().StringVar(&out, "out", "", "directory for results.jsonl and results.csv (required)")
+	cmd.Flags().StringVarP(&out, "out", "o", "", "directory for results.jsonl and results.csv (required)")
 	cmd.Flags().StringVar(&shard, "shard", "", "run one of N disjoint parts of the grid: I/N, I from 0 to N-1")
 	cmd.AddCommand(newLabSweepMergeCommand())
 	return cmd

@@ -9,6 +9,7 @@ import (
 	"github.com/slowstart/slowstart/browser"
 	"github.com/slowstart/slowstart/internal/outpath"
 	"github.com/slowstart/slowstart/lab/server"
+	"github.com/slowstart/slowstart/model"
 	"github.com/slowstart/slowstart/probe"
 	"github.com/slowstart/slowstart/units"
 )
@@ -40,8 +41,8 @@ a second host name (another origin, with connections of its own), as a CDN would
 
 ` + units.Help,
 		Example: `  sudo slowstart lab page
-  sudo slowstart lab page --iw 3 --rtt 150ms --h2 --server nginx
-  sudo slowstart lab page --page html=30KB,css@2=40KB,js=10KB,font@2=20KB,img=100KB --har page.har`,
+  sudo slowstart lab page --iw 3 --rtt 150ms --h2 --server-kind nginx
+  sudo slowstart lab page --page html=30KB,css@2=40KB,js=10KB,font@2=20KB,img=100KB --har-save page.har`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, err := f.config()
@@ -52,21 +53,24 @@ a second host name (another origin, with connections of its own), as a CDN would
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.rtt, "rtt", "100ms", "round-trip propagation delay")
+	fl.StringVar(&f.rtt, "rtt", "130ms", "round-trip propagation delay")
 	fl.StringVar(&f.rate, "rate", "0", "bottleneck rate each way, e.g. 15mbit; 0 for none")
 	fl.StringVar(&f.iw, "iw", "10", "the server's initial window in segments (route initcwnd)")
 	fl.StringVar(&f.tlsVersion, "tls", "1.3", "TLS version: none, 1.2 or 1.3")
 	fl.StringVar(&f.chain, "chain", "4KB", "certificate chain size on the wire, with --tls")
 	fl.BoolVar(&f.h2, "h2", false, "serve HTTP/2 (one connection a host) instead of HTTP/1.1 (up to six)")
-	fl.StringVar(&f.serverName, "server", "builtin", "server: builtin or nginx")
+	fl.StringVar(&f.serverName, "server-kind", "builtin", "the server: builtin or nginx")
 	fl.StringVar(&f.pageSpec, "page", server.DefaultPageSpec, "the test page: KIND=SIZE items (html, css, js, async, font, img; KIND@2 on the second host)")
 	fl.BoolVar(&f.asJSON, "json", false, "print the page load (schema slowstart.pageload/v1) with its Report")
 	fl.StringVar(&f.htmlOut, "html", "", "also write a self-contained HTML page of the load to this file")
-	fl.StringVar(&f.harPath, "har", "", "also write the load as a HAR 1.2 file with each entry's connection and rounds")
+	fl.StringVar(&f.harPath, "har-save", "", "also write the load as a HAR 1.2 file with each entry's connection and rounds")
 	fl.StringVar(&f.pcapPath, "pcap", "", "also write the capture (at the client) to this pcap file")
-	fl.StringVar(&f.keylogPath, "keylog", "", "also write Chromium's TLS secrets to this file (SSLKEYLOGFILE format)")
+	fl.StringVar(&f.keylogPath, "keylog-save", "", "also write Chromium's TLS secrets to this file (SSLKEYLOGFILE format)")
 	fl.DurationVar(&f.browser.wait, "wait", 500*time.Millisecond, "how long to wait after the load event for late requests")
 	fl.StringVar(&f.browser.chromium, "chromium", browser.DefaultChromium, "the Chromium binary")
+	renamed(fl, "server", "server-kind")
+	renamed(fl, "har", "har-save")
+	renamed(fl, "keylog", "keylog-save")
 	return cmd
 }
 
@@ -88,31 +92,22 @@ func (f *labPageFlags) config() (probe.LabServerConfig, error) {
 	if _, err := fmt.Sscanf(f.iw, "%d", &cfg.IW); err != nil || cfg.IW < 1 || cfg.IW > 1000 {
 		return cfg, withCode(exitUsage, fmt.Errorf("--iw %q: give a number of segments from 1 to 1000", f.iw))
 	}
-	switch f.tlsVersion {
-	case "none", "":
-	case "1.2", "1.3":
-		cfg.TLSVersion = f.tlsVersion
-		chainBytes, err := units.ParseSize(f.chain)
-		if err != nil {
-			return cfg, withCode(exitUsage, fmt.Errorf("--chain: %w", err))
-		}
-		cfg.ChainBytes = int(chainBytes)
-	default:
-		return cfg, withCode(exitUsage, fmt.Errorf("--tls %q: use none, 1.2 or 1.3", f.tlsVersion))
+	if cfg.TLSVersion, cfg.ChainBytes, err = model.ParseTLS(f.tlsVersion, f.chain); err != nil {
+		return cfg, withCode(exitUsage, err)
 	}
 	switch f.serverName {
 	case "builtin":
 	case "nginx":
 		cfg.Nginx = true
 	default:
-		return cfg, withCode(exitUsage, fmt.Errorf("--server %q: use builtin or nginx", f.serverName))
+		return cfg, withCode(exitUsage, fmt.Errorf("--server-kind %q: use builtin or nginx", f.serverName))
 	}
 	return cfg, nil
 }
 
 // load serves the page over its emulated path and loads it in Chromium.
 func (f *labPageFlags) load(cmd *cobra.Command, cfg probe.LabServerConfig) error {
-	for flag, path := range map[string]string{"html": f.htmlOut, "har": f.harPath, "pcap": f.pcapPath, "keylog": f.keylogPath} {
+	for flag, path := range map[string]string{"html": f.htmlOut, "har-save": f.harPath, "pcap": f.pcapPath, "keylog-save": f.keylogPath} {
 		if err := outpath.CheckFile(flag, path); err != nil {
 			return err
 		}

@@ -140,7 +140,7 @@ the application, loss, or the end of the data.
   sudo slowstart probe --exact https://example.com/
   slowstart analyze page.pcap                 # rounds, initial window and verdict per connection
   slowstart model --size 160KB --rtt 130ms --rate 15mbit --iw 3,10,32
-  sudo slowstart lab run --rtt 70ms --rate 1.2mbit --iw 3 --size 42KB --trials 10
+  sudo slowstart lab run --rtt 70ms --rate 1.2mbit --iw 3 --size 42KB --runs 10
   sudo slowstart clean                        # remove what a killed run left behind`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
@@ -161,6 +161,7 @@ the application, loss, or the end of the data.
 	root.AddCommand(newSurveyCommand(), newCleanCommand())
 	root.AddCommand(newFieldCommand())
 	addExitCodes(root)
+	notesToStderr(root)
 	return root
 }
 
@@ -283,18 +284,10 @@ func oneLine(err error) string {
 func isUsageError(err error) bool {
 	msg := err.Error()
 	for _, p := range []string{"unknown command", "unknown flag", "accepts ", "requires ", "invalid argument"} {
-		if len(msg) >= len(p) && (msg[:len(p)] == p || containsWord(msg, p)) {
+		if strings.Contains(msg, p) {
 			return true
 		}
 	}
 	return false
 }
 
-func containsWord(s, sub string) bool {
-	for i := 0; i+len(sub) <= len(s); i++ {
-		if s[i:i+len(sub)] == sub {
-			return true
-		}
-	}
-	return false
-}

@@ -66,12 +66,12 @@ sudo setcap cap_net_raw,cap_net_admin+ep $(which slowstart)); the demo and
   sudo slowstart probe https://example.com/
   sudo slowstart probe https://example.com/ --runs 10 --json
   sudo slowstart probe https://example.com/ --html page.html   # the page to share
-  sudo slowstart probe https://example.com/ --tls 1.2 --http1.1 --pcap page.pcap --keylog keys.txt
+  sudo slowstart probe https://example.com/ --tls 1.2 --http1.1 --pcap page.pcap --keylog-save keys.txt
   sudo slowstart probe --exact http://example.com/a-long-path-that-gives-a-404
   sudo slowstart probe --exact https://example.com/       # the TLS flight, 3 runs
   sudo slowstart probe https://www.example.com/ --resolve www.example.com:443:192.0.2.7
   sudo slowstart probe https://example.com/ --protocols h3,h2,h1   # TCP, then HTTP/3 if advertised
-  sudo slowstart probe --browser https://example.com/ --har page.har   # the whole page in Chromium`,
+  sudo slowstart probe --browser https://example.com/ --har-save page.har   # the whole page in Chromium`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := f.check(cmd); err != nil {
@@ -103,13 +103,16 @@ sudo setcap cap_net_raw,cap_net_admin+ep $(which slowstart)); the demo and
 	fl.StringVar(&f.pcapPath, "pcap", "", "also write the captured packets to this pcap file (for Wireshark)")
 	fl.StringVar(&f.htmlOut, "html", "", "also write a self-contained HTML page of the probe's connections (works offline) to this file")
 	fl.BoolVar(&f.exactMode, "exact", false, "measure the initial window actively: a small announced MSS, no ACKs, count the distinct bytes until the first retransmission (the TLS flight over https://)")
-	fl.IntVar(&f.exactMSS, "mss", 64, "with --exact: the MSS announced in the SYN, in bytes (48 to 1460)")
+	fl.IntVar(&f.exactMSS, "exact-mss", 64, "with --exact: the MSS announced in the SYN, in bytes (48 to 1460)")
 	fl.IntVar(&f.exactRuns, "exact-runs", 3, "with --exact: fresh connections to measure; the IW is reported only when they agree")
 	fl.BoolVar(&f.afterHS, "after-handshake", false, "with --exact over https://: complete the TLS handshake, then count the HTTP response (the window after the handshake, not the IW)")
 	fl.BoolVar(&f.http3, "http3", false, "fetch over HTTP/3 (QUIC) instead: the handshake's round trips, the amplification limit, the server's first flight and initial window (docs/quic.md)")
 	fl.StringVar(&f.protocols, "protocols", "", "the protocols the probe may use, in order of preference: h3, h2, h1 (default h2,h1). With h3 and h2 or h1 it goes as a browser does: over TCP first, then, if the response advertises HTTP/3 (Alt-Svc), the page again over QUIC as the next connection would; over QUIC first when h3 leads and the site's HTTPS DNS record lists h3 (docs/quic.md)")
-	fl.StringVar(&f.keylogPath, "keylog", "", "append the TLS secrets to this file (SSLKEYLOGFILE format), so Wireshark can decrypt the pcap")
+	fl.StringVar(&f.keylogPath, "keylog-save", "", "append the TLS secrets to this file (SSLKEYLOGFILE format), so Wireshark can decrypt the pcap")
 	f.browser.register(cmd)
+	renamed(fl, "mss", "exact-mss")
+	renamed(fl, "keylog", "keylog-save")
+	renamed(fl, "har", "har-save")
 	return cmd
 }
 
@@ -120,7 +123,7 @@ func (f *probeVerbFlags) check(cmd *cobra.Command) error {
 	if f.client.netns, err = netnsPath(f.client.netns); err != nil {
 		return err
 	}
-	for flag, path := range map[string]string{"pcap": f.pcapPath, "html": f.htmlOut, "keylog": f.keylogPath} {
+	for flag, path := range map[string]string{"pcap": f.pcapPath, "html": f.htmlOut, "keylog-save": f.keylogPath} {
 		if err := outpath.CheckFile(flag, path); err != nil {
 			return err
 		}

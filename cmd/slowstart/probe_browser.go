@@ -28,7 +28,7 @@ func (f *browserFlags) register(cmd *cobra.Command) {
 	fl := cmd.Flags()
 	fl.BoolVar(&f.browser, "browser", false, "load the whole page in headless Chromium as a first visit: every connection, every request with its rounds, the critical path to the first render (docs/browser.md)")
 	fl.DurationVar(&f.wait, "wait", time.Second, "with --browser: how long to wait after the load event for late requests")
-	fl.StringVar(&f.harPath, "har", "", "with --browser: also write the load as a HAR 1.2 file, each entry with its connection and rounds (_connection, _rounds)")
+	fl.StringVar(&f.harPath, "har-save", "", "with --browser: also write the load as a HAR 1.2 file, each entry with its connection and rounds (_connection, _rounds)")
 	fl.StringVar(&f.chromium, "chromium", browser.DefaultChromium, "with --browser: the Chromium binary")
 }
 
@@ -37,7 +37,7 @@ func (f *browserFlags) check(cmd *cobra.Command) error {
 	if f.browser {
 		return nil
 	}
-	for _, flag := range []string{"wait", "har", "chromium"} {
+	for _, flag := range []string{"wait", "har-save", "chromium"} {
 		if cmd.Flags().Changed(flag) {
 			return withCode(exitUsage, fmt.Errorf("--%s goes with --browser", flag))
 		}
@@ -50,12 +50,12 @@ func (f *probeVerbFlags) runBrowser(cmd *cobra.Command, rawURL string) error {
 	if f.protocols != "" {
 		return withCode(exitUsage, errors.New("--protocols chooses for the probe's own client: with --browser, Chromium chooses (add --http3 to let it use QUIC)"))
 	}
-	for _, flag := range []string{"exact", "runs", "tls", "no-compress", "header", "sni", "ipv4", "ipv6", "mss", "exact-runs", "after-handshake"} {
+	for _, flag := range []string{"exact", "runs", "tls", "no-compress", "header", "sni", "ipv4", "ipv6", "exact-mss", "exact-runs", "after-handshake"} {
 		if cmd.Flags().Changed(flag) {
 			return withCode(exitUsage, fmt.Errorf("--%s can't be used with --browser: Chromium negotiates the load itself (see docs/browser.md)", flag))
 		}
 	}
-	if err := outpath.CheckFile("har", f.browser.harPath); err != nil {
+	if err := outpath.CheckFile("har-save", f.browser.harPath); err != nil {
 		return err
 	}
 	if f.browser.wait < 0 {

@@ -32,7 +32,7 @@ takes under 10 minutes; --quick runs fewer points and trials in under 2.`,
 			return reproduce.Print(cmd.Context(), o, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
-	cmd.Flags().StringVar(&o.OutDir, "out", "", "directory for the CSVs, plots and report (required)")
+	cmd.Flags().StringVarP(&o.OutDir, "out", "o", "", "directory for the CSVs, plots and report (required)")
 	cmd.Flags().BoolVar(&o.Quick, "quick", false, "fewer points and trials (under 2 minutes)")
 	cmd.Flags().IntVar(&o.Parallel, "parallel", 12, "trials run at once")
 	return cmd

@@ -49,17 +49,17 @@ the round trips and the handshake RTT. A URL that fails gets its error in its ro
 the survey goes on. When an answer is too short to fill the window, the exact
 measurement asks again for a long made-up path (http), then with the smallest MSS.
 
-Without --out, the rows are kept and printed at the end (a table, --csv or --json).
-With --out STORE, each row is written to the store as it finishes (SQLite by
+Without --store, the rows are kept and printed at the end (a table, --csv or --json).
+With --store STORE, each row is written to the store as it finishes (SQLite by
 default; .jsonl and .csv files too) and a summary is printed at the end (as
 survey report STORE prints it). Run the same command again after a Ctrl-C or a
 kill: the survey resumes, and no target is measured twice.
 
-At most --concurrency URLs are measured at once, one at a time per server address,
-with --pause between two connections to one address; --rate limits the whole
+At most --parallel URLs are measured at once, one at a time per server address,
+with --pause between two connections to one address; --max-rate limits the whole
 survey (connections and packets per second). --shard I/N measures one of N
 disjoint parts of the list (I from 0, as a Kubernetes Indexed Job numbers them);
-survey merge joins the parts' stores. Progress (targets done, rate, time left,
+survey merge --store OUT joins the parts' stores. Progress (targets done, rate, time left,
 errors by kind) goes to standard error.
 
 It needs root, or the capabilities CAP_NET_RAW (both methods capture packets),
@@ -67,17 +67,17 @@ CAP_NET_ADMIN (the exact measurement adds its connections to one nftables table,
 made at the start and removed at the end; not with --no-exact) and CAP_SYS_ADMIN
 (with --netns). Details: docs/survey.md, docs/scale.md.
 
-It exits 1 when some URLs failed (see their error column; with --out, only when
+It exits 1 when some URLs failed (see their error column; with --store, only when
 every URL failed), 4 when some could not be measured for want of privileges.`,
 		Example: `  sudo slowstart survey sites.txt
   sudo slowstart survey sites.txt --csv > sites.csv
-  sudo slowstart survey sites.txt --json --concurrency 8
+  sudo slowstart survey sites.txt --json --parallel 8
   printf 'a https://a.example/\nb https://b.example/\n' | sudo slowstart survey -
   sudo slowstart survey fleet.txt --no-passive --exact-runs 5
   sudo slowstart survey fleet.txt --resolve www.example.com:443:192.0.2.7
-  sudo slowstart survey top1m.txt --out top1m.db --concurrency 512 --rate 500conn/s,50000pkt/s
-  sudo slowstart survey top1m.txt --out shard3.db --shard 3/16 --vantage eu-west
-  slowstart survey merge all.db shard*.db
+  sudo slowstart survey top1m.txt --store top1m.db --parallel 512 --max-rate 500conn/s,50000pkt/s
+  sudo slowstart survey top1m.txt --store shard3.db --shard 3/16 --vantage eu-west
+  slowstart survey merge --store all.db shard*.db
   slowstart survey report all.db --by label --plot iw.svg`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -91,14 +91,14 @@ every URL failed), 4 when some could not be measured for want of privileges.`,
 	fl := cmd.Flags()
 	m := &f.o.Options
 	fl.BoolVar(&f.o.CSV, "csv", false, "print CSV (a header, then one line per URL; bytes and milliseconds)")
-	fl.BoolVar(&f.o.JSON, "json", false, "print JSON (schema slowstart.survey/v1; with --out, the summary: slowstart.survey-summary/v1)")
-	fl.IntVar(&m.Concurrency, "concurrency", survey.DefaultConcurrency, fmt.Sprintf("URLs measured at once (1 to %d)", survey.MaxConcurrency))
-	fl.IntVar(&m.PageLoads, "page-loads", 0, fmt.Sprintf("page loads under way at once, each with a capture buffer of about 2 MB (default: the concurrency, at most %d)", survey.DefaultPageLoads))
-	fl.IntVar(&m.DNSConcurrency, "dns-concurrency", survey.DefaultDNSConcurrency, "DNS lookups at once (answers are cached for the survey)")
-	fl.StringVar(&f.rate, "rate", "", "limit the whole survey: new connections and/or packets (both ways) per second, e.g. 200conn/s or 200conn/s,20000pkt/s")
+	fl.BoolVar(&f.o.JSON, "json", false, "print JSON (schema slowstart.survey/v1; with --store, the summary: slowstart.survey-summary/v1)")
+	fl.IntVar(&m.Concurrency, "parallel", survey.DefaultConcurrency, fmt.Sprintf("URLs measured at once (1 to %d)", survey.MaxConcurrency))
+	fl.IntVar(&m.PageLoads, "parallel-page-loads", 0, fmt.Sprintf("page loads under way at once, each with a capture buffer of about 2 MB (default: --parallel, at most %d)", survey.DefaultPageLoads))
+	fl.IntVar(&m.DNSConcurrency, "parallel-dns", survey.DefaultDNSConcurrency, "DNS lookups at once (answers are cached for the survey)")
+	fl.StringVar(&f.rate, "max-rate", "", "limit the whole survey: new connections and/or packets (both ways) per second, e.g. 200conn/s or 200conn/s,20000pkt/s")
 	fl.DurationVar(&m.Pause, "pause", 200*time.Millisecond, "wait this long between two connections to the same server address")
 	fl.IntVar(&m.ExactRuns, "exact-runs", exact.DefaultRuns, "fresh connections per exact measurement; the IW is exact only when they agree")
-	fl.IntVar(&m.MSS, "mss", exact.DefaultMSS, fmt.Sprintf("MSS the exact measurement announces in its SYN, in bytes (%d to %d)", exact.MinMSS, exact.MaxMSS))
+	fl.IntVar(&m.MSS, "exact-mss", exact.DefaultMSS, fmt.Sprintf("MSS the exact measurement announces in its SYN, in bytes (%d to %d)", exact.MinMSS, exact.MaxMSS))
 	fl.BoolVar(&m.NoRetries, "no-retries", false, "do not measure again (long path, smallest MSS) when an answer is too short to fill the window")
 	fl.DurationVar(&m.Timeout, "timeout", 30*time.Second, "give up on a page load, or on an exact run's connection, after this long")
 	fl.BoolVar(&m.NoExact, "no-exact", false, "skip the exact measurement (the page load only)")
@@ -106,11 +106,15 @@ every URL failed), 4 when some could not be measured for want of privileges.`,
 	fl.StringArrayVar(&f.resolves, "resolve", nil, "HOST:PORT:ADDRESS: connect to ADDRESS for HOST:PORT, without DNS (repeatable)")
 	addNetnsFlag(fl, &f.netns)
 	fl.BoolVarP(&m.Insecure, "insecure", "k", false, "do not verify certificates in the page load (the exact measurement never does)")
-	fl.StringVar(&f.o.Store, "out", "", "write each row to this store as it finishes, and resume from it (SQLite; .jsonl, .csv files too)")
-	fl.StringVar(&f.o.Format, "format", "", "store format: sqlite, jsonl or csv (default: by --out's extension, else sqlite)")
+	fl.StringVar(&f.o.Store, "store", "", "write each row to this store as it finishes, and resume from it (SQLite; .jsonl, .csv files too)")
+	fl.StringVar(&f.o.Format, "format", "", "store format: sqlite, jsonl or csv (default: by --store's extension, else sqlite)")
 	fl.StringVar(&f.shard, "shard", "", "measure one of N disjoint parts of the list: I/N, I from 0 to N-1 (e.g. $(JOB_COMPLETION_INDEX)/16)")
 	fl.StringVar(&m.Vantage, "vantage", "", "name where this survey runs from (a region); written in every row")
 	addSummaryFlags(fl, &f.o.Summary)
+	for old, new := range map[string]string{"concurrency": "parallel", "page-loads": "parallel-page-loads", "dns-concurrency": "parallel-dns",
+		"rate": "max-rate", "mss": "exact-mss", "out": "store"} {
+		renamed(fl, old, new)
+	}
 	cmd.AddCommand(newSurveyMergeCommand(), newSurveyReportCommand())
 	return cmd
 }
@@ -123,9 +127,9 @@ func (f *surveyFlags) options(list string, in io.Reader) (survey.SurveyOptions, 
 	case o.CSV && o.JSON:
 		return o, withCode(exitUsage, errors.New("--csv and --json exclude each other"))
 	case o.Store != "" && o.CSV:
-		return o, withCode(exitUsage, errors.New("--csv prints the rows at the end, --out writes them to a store: give one (the store can be a .csv file)"))
+		return o, withCode(exitUsage, errors.New("--csv prints the rows at the end, --store writes them to a store: give one (the store can be a .csv file)"))
 	case o.Store == "" && o.Summary != (survey.SummaryOptions{}):
-		return o, withCode(exitUsage, errors.New("--by, --asn and --plot shape the summary of a survey with --out (or survey report STORE)"))
+		return o, withCode(exitUsage, errors.New("--by, --asn and --plot shape the summary of a survey with --store (or survey report STORE)"))
 	}
 	m := &o.Options
 	var err error
@@ -157,26 +161,31 @@ func addSummaryFlags(fl *pflag.FlagSet, o *survey.SummaryOptions) {
 }
 
 func newSurveyMergeCommand() *cobra.Command {
-	var format string
+	var format, out string
 	cmd := &cobra.Command{
-		Use:   "merge OUT STORE...",
+		Use:   "merge --store OUT STORE...",
 		Short: "Join the stores of a survey's shards (or vantage points) into one",
-		Long: `Join the rows of survey stores into a new store OUT: the shards of one list
+		Long: `Join the rows of survey stores into a new store (--store OUT): the shards of one list
 (survey --shard I/N), or surveys of one list from several vantage points
 (--vantage). A target is its vantage, its place in the list and its URL; one found
 in two stores is an error and nothing is written. SQLite stores must be of the same
 list, and a shard missing from the split is named. The stores may mix formats. A
 directory stands for the stores in it (.db, .sqlite, .jsonl, .csv files, not its
 subdirectories).`,
-		Example: `  slowstart survey merge all.db shard-0.db shard-1.db shard-2.db shard-3.db
-  slowstart survey merge all.jsonl /results/*.db`,
-		Args:        cobra.MinimumNArgs(2),
+		Example: `  slowstart survey merge --store all.db shard-0.db shard-1.db shard-2.db shard-3.db
+  slowstart survey merge --store all.jsonl /results/*.db`,
+		Args:        cobra.MinimumNArgs(1),
 		Annotations: abandonOnInterrupt,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return survey.MergeStores(args[0], format, args[1:], cmd.OutOrStdout())
+			out, stores, err := mergeArgs(cmd, "store", out, args)
+			if err != nil {
+				return err
+			}
+			return survey.MergeStores(out, format, stores, cmd.OutOrStdout())
 		},
 	}
-	cmd.Flags().StringVar(&format, "format", "", "OUT's format: sqlite, jsonl or csv (default: by its extension, else sqlite)")
+	cmd.Flags().StringVar(&out, "store", "", "the new store to write (required)")
+	cmd.Flags().StringVar(&format, "format", "", "the new store's format: sqlite, jsonl or csv (default: by its extension, else sqlite)")
 	return cmd
 }
 

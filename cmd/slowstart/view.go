@@ -29,7 +29,7 @@ against ideal slow start, and a summary of the initial window and what limited
 the transfer. (The initial window, IW, is how many segments a new connection may
 send before its first ACK comes back: each round trip after it about doubles.)
 
-By default the page is served on 127.0.0.1 at a free port (or --port) until
+By default the page is served on 127.0.0.1 at a free port (or --listen) until
 Ctrl-C; the URL is printed. --html OUT writes one self-contained HTML file
 instead (code and data inline, works offline) to attach to a bug report.
 
@@ -42,18 +42,18 @@ and then 2 s quiet, or 3 s idle; an idle connection that carries more later is
 shown again, updated) with the same analysis as 'analyze', and appears on the
 open page at once (a "live" mark and a count in the header). The page keeps the
 most recent --keep connections and says how many older ones it dropped.
---filter HOST[:PORT] (or :PORT) keeps only the connections with that server,
+--server HOST[:PORT] (or :PORT) keeps only the connections with that server,
 filtered in the kernel; --pcap FILE also writes every captured packet to FILE.
 Live capture needs root or CAP_NET_RAW (setcap cap_net_raw+ep slowstart).
 Ctrl-C stops the capture and the server.`,
 		Example: `  slowstart view page.pcap                      # serve at http://127.0.0.1:PORT/
-  slowstart view page.pcap --port 8040
+  slowstart view page.pcap --listen :8040
   slowstart view page.pcap --html page.html     # one file to share
   slowstart view page.pcap --keylog keys.txt    # TLS decrypted: every request with its rounds
   slowstart view field.db                       # a field store: per network, over time
   slowstart analyze page.pcap --json > r.json && slowstart view r.json
-  sudo slowstart view --live eth0 --filter 203.0.113.7:443   # watch one site live
-  sudo slowstart view --live lo --filter :8080 --pcap seen.pcap`,
+  sudo slowstart view --live eth0 --server 203.0.113.7:443   # watch one site live
+  sudo slowstart view --live lo --server :8080 --pcap seen.pcap`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Path, o.Tool, o.KeepGiven = strings.Join(args, ""), "slowstart "+version, cmd.Flags().Changed("keep")
@@ -61,15 +61,16 @@ Ctrl-C stops the capture and the server.`,
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&o.Listen, "listen", "127.0.0.1", "the IP address to serve on; anything but loopback exposes the capture's contents to the network")
+	fl.StringVar(&o.Listen, "listen", "127.0.0.1", "the address to serve on: an IP address, ADDR:PORT or :PORT (port 0 or none: any free port); anything but loopback exposes the capture's contents to the network")
 	fl.IntVar(&o.Port, "port", 0, "the TCP port to serve on (0: any free port)")
+	fl.MarkDeprecated("port", "use --listen [ADDR]:PORT instead")
 	fl.StringVar(&o.HTML, "html", "", "write one self-contained HTML file to this path ('-': standard output) instead of serving")
-	fl.StringVar(&o.Server, "server", "", "(captures) the server's HOST[:PORT] (or :PORT): only its connections, and its side where the SYN was not captured")
+	fl.StringVar(&o.Server, "server", "", "the server's HOST[:PORT] (or :PORT): only its connections, and its side where the SYN was not captured (--live: filtered in the kernel)")
 	fl.StringVar(&o.Live, "live", "", "capture live on this interface (e.g. eth0, lo) and show each connection as it completes")
-	fl.StringVar(&o.Filter, "filter", "", "(--live) only connections with this server: HOST[:PORT] or :PORT")
 	fl.StringVar(&o.Pcap, "pcap", "", "(--live) also write every captured packet to this pcap file")
 	fl.IntVar(&o.Keep, "keep", web.DefaultFeedKeep, "(--live) the most connections the page keeps; older ones are dropped")
 	fl.StringVar(&o.KeyLog, "keylog", "", "(captures) decrypt TLS with the secrets of this key log (NSS format, as SSLKEYLOGFILE writes; $SSLKEYLOGFILE when not given): every request on its connection with its rounds")
+	renamed(fl, "filter", "server")
 	return cmd
 }
 

@@ -21,7 +21,7 @@ type watchFlags struct {
 func newWatchCommand() *cobra.Command {
 	var f watchFlags
 	cmd := &cobra.Command{
-		Use:   "watch URL --store FILE [--every 5m] [--count N]",
+		Use:   "watch URL --store FILE [--every 5m] [--runs N]",
 		Short: "Probe a URL on a schedule into a store, to compare before and after a change",
 		Long: `Probe the URL every --every (a fresh connection each time, as a first visit), and
 append one row per probe to an SQLite store: the time, the URL, the server's initial
@@ -36,7 +36,7 @@ dropped:
 
   slowstart compare --store FILE --before T1..T2 --after T3..
 
---count N stops after N probes; Ctrl-C stops cleanly (exit 130), never leaving a
+--runs N stops after N probes; Ctrl-C stops cleanly (exit 130), never leaving a
 half-written row. --metrics-listen serves Prometheus metrics (counters of probes
 and errors, histograms of every probe's timings and round trips, the last
 probe's IW and body as gauges, build info; docs/compare.md) at
@@ -52,7 +52,7 @@ owner only (0600).
 Each probe captures its own packets, which needs CAP_NET_RAW (sudo, or setcap);
 --netns needs root.`,
 		Example: `  sudo slowstart watch https://example.com/ --every 5m --store example.db
-  sudo slowstart watch https://example.com/ --every 1m --count 60 --store example.db --metrics-listen 127.0.0.1:9464
+  sudo slowstart watch https://example.com/ --every 1m --runs 60 --store example.db --metrics-listen 127.0.0.1:9464
   sudo slowstart watch https://www.example.com/ --store www.db --resolve www.example.com:443:192.0.2.7
   slowstart watch --store example.db --list
   slowstart watch --store example.db --list --json`,
@@ -70,7 +70,7 @@ Each probe captures its own packets, which needs CAP_NET_RAW (sudo, or setcap);
 	}
 	fl := cmd.Flags()
 	fl.DurationVar(&f.o.Every, "every", 5*time.Minute, "time between the starts of two probes")
-	fl.IntVar(&f.o.Count, "count", 0, "stop after N probes (0: until Ctrl-C)")
+	fl.IntVar(&f.o.Count, "runs", 0, "stop after N probes (0: until Ctrl-C)")
 	fl.StringVar(&f.o.StorePath, "store", "", "the SQLite file to append to (made when missing)")
 	fl.StringVar(&f.o.MetricsListen, "metrics-listen", "", "serve Prometheus metrics at http://ADDR/metrics: :PORT for 127.0.0.1 only, or HOST:PORT (0.0.0.0:9464 for every interface)")
 	fl.StringVar(&f.o.Label, "label", "", "name the watch in the store and the metrics ({label=\"NAME\"}) instead of by its URL")
@@ -86,6 +86,7 @@ Each probe captures its own packets, which needs CAP_NET_RAW (sudo, or setcap);
 	fl.StringVar(&f.probe.o.UserAgent, "user-agent", "", "User-Agent (default: a desktop browser's)")
 	fl.StringVar(&f.probe.o.ServerName, "sni", "", "TLS server name to send (default: the URL's host)")
 	fl.DurationVar(&f.probe.o.Timeout, "timeout", 30*time.Second, "give up on a probe after this long")
+	renamed(fl, "count", "runs")
 	return cmd
 }
 
@@ -100,7 +101,7 @@ func (f *watchFlags) options(args []string) (watch.FollowOptions, error) {
 	case o.Every <= 0:
 		return o, withCode(exitUsage, fmt.Errorf("--every %v: give a positive interval, e.g. 5m", o.Every))
 	case o.Count < 0:
-		return o, withCode(exitUsage, errors.New("--count must be 0 (no limit) or more"))
+		return o, withCode(exitUsage, errors.New("--runs must be 0 (no limit) or more"))
 	}
 	var err error
 	o.Probe, err = f.probe.options(args[0])

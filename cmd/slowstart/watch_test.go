@@ -83,7 +83,7 @@ func TestWatchCommand(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	out, errOut, err := execWatch(ctx, append(common, "--count", "3")...)
+	out, errOut, err := execWatch(ctx, append(common, "--runs", "3")...)
 	if err != nil {
 		t.Fatalf("watch --count 3: %v (stderr %q)", err, errOut)
 	}
@@ -203,7 +203,7 @@ func TestWatchCommand(t *testing.T) {
 	// A server that refuses: every probe is stored with its error, and the watch
 	// goes on to its count.
 	refused := fmt.Sprintf("http://%s:81/", srv.Addr.Addr())
-	out, errOut, err = execWatch(ctx, refused, "--store", store, "--netns", srv.Netns, "--every", "100ms", "--count", "2")
+	out, errOut, err = execWatch(ctx, refused, "--store", store, "--netns", srv.Netns, "--every", "100ms", "--runs", "2")
 	if err != nil {
 		t.Fatalf("watching a closed port: %v (stderr %q)", err, errOut)
 	}
