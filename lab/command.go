@@ -7,7 +7,6 @@ package lab
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -36,6 +35,17 @@ func Context(parent context.Context) (ctx context.Context, stop func(), err erro
 	return ctx, stop, nil
 }
 
+// begin checks, in order, that the directories the flags name (flag, dir,
+// flag, dir...) can be written, then opens the lab's context (Context).
+func begin(ctx context.Context, flagDirs ...string) (context.Context, func(), error) {
+	for i := 0; i+1 < len(flagDirs); i += 2 {
+		if err := outpath.CheckDir(flagDirs[i], flagDirs[i+1]); err != nil {
+			return nil, nil, err
+		}
+	}
+	return Context(ctx)
+}
+
 // BatchOptions are the trials of lab run and lab sweep: the grid's points
 // (Specs, from Grid.Specs), Parallel at once, each trial's captures into
 // CaptureDir when set.
@@ -54,10 +64,7 @@ func RunPoint(ctx context.Context, o BatchOptions, asJSON bool, out, errOut io.W
 	if len(specs) != 1 && !(o.Grid.HTTP3 && len(specs) == 2) {
 		return fault.Usagef("lab run takes one value per flag; use lab sweep for lists")
 	}
-	if err := outpath.CheckDir("capture", o.CaptureDir); err != nil {
-		return err
-	}
-	ctx, stop, err := Context(ctx)
+	ctx, stop, err := begin(ctx, "capture", o.CaptureDir)
 	if err != nil {
 		return err
 	}
@@ -111,13 +118,7 @@ func RunPoint(ctx context.Context, o BatchOptions, asJSON bool, out, errOut io.W
 // then writes results.csv and prints the points' summaries to out. A signal
 // keeps what was written, for the same command to resume (fault.Interrupted).
 func Sweep(ctx context.Context, o BatchOptions, dir string, index, count int, out, errOut io.Writer) error {
-	if err := outpath.CheckDir("out", dir); err != nil {
-		return err
-	}
-	if err := outpath.CheckDir("capture", o.CaptureDir); err != nil {
-		return err
-	}
-	ctx, stop, err := Context(ctx)
+	ctx, stop, err := begin(ctx, "out", dir, "capture", o.CaptureDir)
 	if err != nil {
 		return err
 	}
@@ -161,31 +162,5 @@ func Sweep(ctx context.Context, o BatchOptions, dir string, index, count int, ou
 		return err
 	}
 	fmt.Fprintf(out, "results: %s, %s\n", jsonl, filepath.Join(dir, SweepCSV))
-	return nil
-}
-
-// MergeSweeps joins the results.jsonl of sweep directories (the shards of one
-// sweep) into dir's results.jsonl and results.csv, and says so on w. A trial
-// found in two directories fails; nothing is written then.
-func MergeSweeps(dir string, sweeps []string, w io.Writer) error {
-	jsonl := filepath.Join(dir, SweepJSONL)
-	if _, err := os.Stat(jsonl); err == nil {
-		return fault.Usagef("%s exists: merge into a new directory", jsonl)
-	}
-	merged, err := ReadShards(sweeps)
-	var overlap *OverlapError
-	if errors.As(err, &overlap) {
-		return fault.Mark(fault.Failed, err)
-	}
-	if err != nil {
-		return fault.Mark(fault.File, err)
-	}
-	if err := outpath.CheckDir("out", dir); err != nil {
-		return err
-	}
-	if err := WriteSweep(dir, merged); err != nil {
-		return fault.Mark(fault.File, err)
-	}
-	fmt.Fprintf(w, "%d trials from %d sweeps into %s, %s\n", len(merged), len(sweeps), jsonl, filepath.Join(dir, SweepCSV))
 	return nil
 }

@@ -22,7 +22,15 @@ func Print(ctx context.Context, opts Options, asJSON bool, writeHTML func(*repor
 	if res == nil || (err != nil && len(res.Report.Connections) == 0) {
 		return err
 	}
-	for _, w := range res.Report.Warnings {
+	return PrintReport(res.Report, err, asJSON, func(w io.Writer) error { return WriteText(w, res) }, writeHTML, out, errOut)
+}
+
+// PrintReport prints a probe's Report: its warnings to errOut (but the one
+// that is err's message, which the last line says), the Report to out as
+// JSON or through writeText, and its page through writeHTML when set. It
+// returns err, or else what writing failed.
+func PrintReport(rep *report.Report, err error, asJSON bool, writeText func(io.Writer) error, writeHTML func(*report.Report) error, out, errOut io.Writer) error {
+	for _, w := range rep.Warnings {
 		if err != nil && w == err.Error() {
 			continue // the last line says it
 		}
@@ -30,15 +38,15 @@ func Print(ctx context.Context, opts Options, asJSON bool, writeHTML func(*repor
 	}
 	var werr error
 	if asJSON {
-		werr = report.WriteJSON(out, res.Report)
+		werr = report.WriteJSON(out, rep)
 	} else {
-		werr = WriteText(out, res)
+		werr = writeText(out)
 	}
 	if err == nil {
 		err = werr
 	}
 	if writeHTML != nil && err == nil {
-		err = writeHTML(res.Report)
+		err = writeHTML(rep)
 	}
 	return err
 }

@@ -1,5 +1,7 @@
 package report
 
+import "slices"
+
 // This file holds the one table of what a summary row carries (SummaryColumns)
 // and of the quantities the verbs compare, store and chart (Metrics): a new
 // value of a connection gets a column here, and a row that carries it, a
@@ -17,26 +19,41 @@ type SummaryColumn struct {
 }
 
 // SummaryColumns are the values of a SummaryRow, by the names rows give them.
-var SummaryColumns = []SummaryColumn{
-	{"url", func(r *SummaryRow) any { return &r.URL }},
-	{"iw_verdict", func(r *SummaryRow) any { return &r.IW.Verdict }},
-	{"iw_segments", func(r *SummaryRow) any { return &r.IW.Segments }},
-	{"iw_segments_max", func(r *SummaryRow) any { return &r.IW.SegmentsMax }},
-	{"iw_exact_if", func(r *SummaryRow) any { return &r.IW.ExactIf }},
-	{"handshake_rtt_ms", func(r *SummaryRow) any { return &r.HandshakeRTTMs }},
-	{"mss", func(r *SummaryRow) any { return &r.MSS }},
-	{"first_round_bytes", func(r *SummaryRow) any { return &r.FirstRoundBytes }},
-	{"tls_flight_bytes", func(r *SummaryRow) any { return &r.TLSFlightBytes }},
-	{"tls_round_trips", func(r *SummaryRow) any { return &r.TLSRoundTrips }},
-	{"round_trips", func(r *SummaryRow) any { return &r.RoundTrips }},
-	{"protocol", func(r *SummaryRow) any { return &r.Protocol }},
-	{"connect_ms", func(r *SummaryRow) any { return &r.ConnectMs }},
-	{"tls_ms", func(r *SummaryRow) any { return &r.TLSMs }},
-	{"status", func(r *SummaryRow) any { return &r.Status }},
-	{"body_bytes", func(r *SummaryRow) any { return &r.BodyBytes }},
-	{"first_byte_ms", func(r *SummaryRow) any { return &r.FirstByteMs }},
-	{"last_byte_ms", func(r *SummaryRow) any { return &r.LastByteMs }},
-}
+var SummaryColumns = slices.Concat(
+	// Texts: the URL fetched and the protocol spoken.
+	[]SummaryColumn{
+		{"url", func(r *SummaryRow) any { return &r.URL }},
+		{"protocol", func(r *SummaryRow) any { return &r.Protocol }},
+	},
+	// The initial window's reading.
+	[]SummaryColumn{
+		{"iw_verdict", func(r *SummaryRow) any { return &r.IW.Verdict }},
+		{"iw_segments", func(r *SummaryRow) any { return &r.IW.Segments }},
+		{"iw_segments_max", func(r *SummaryRow) any { return &r.IW.SegmentsMax }},
+		{"iw_exact_if", func(r *SummaryRow) any { return &r.IW.ExactIf }},
+	},
+	// Times, in milliseconds.
+	[]SummaryColumn{
+		{"handshake_rtt_ms", func(r *SummaryRow) any { return &r.HandshakeRTTMs }},
+		{"connect_ms", func(r *SummaryRow) any { return &r.ConnectMs }},
+		{"tls_ms", func(r *SummaryRow) any { return &r.TLSMs }},
+		{"first_byte_ms", func(r *SummaryRow) any { return &r.FirstByteMs }},
+		{"last_byte_ms", func(r *SummaryRow) any { return &r.LastByteMs }},
+	},
+	// Sizes, in bytes.
+	[]SummaryColumn{
+		{"mss", func(r *SummaryRow) any { return &r.MSS }},
+		{"first_round_bytes", func(r *SummaryRow) any { return &r.FirstRoundBytes }},
+		{"tls_flight_bytes", func(r *SummaryRow) any { return &r.TLSFlightBytes }},
+		{"body_bytes", func(r *SummaryRow) any { return &r.BodyBytes }},
+	},
+	// Counts: round trips and the response's status.
+	[]SummaryColumn{
+		{"tls_round_trips", func(r *SummaryRow) any { return &r.TLSRoundTrips }},
+		{"round_trips", func(r *SummaryRow) any { return &r.RoundTrips }},
+		{"status", func(r *SummaryRow) any { return &r.Status }},
+	},
+)
 
 // SummaryColumnNamed returns the column of that name.
 func SummaryColumnNamed(name string) (SummaryColumn, bool) {
@@ -79,49 +96,44 @@ type Metric struct {
 
 // Metrics are every metric of the verbs. compare names, for each kind of input,
 // those it offers (compare.ResolveMetric).
-var Metrics = []Metric{
-	{Name: "last_byte", Column: "last_byte_ms", Unit: "ms", Better: Lower,
-		About: "the last body byte, from the start of the request (curl's time_total)",
-		Value: func(r SummaryRow) (float64, bool) { return positive(r.LastByteMs) }},
-	{Name: "first_byte", Column: "first_byte_ms", Unit: "ms", Better: Lower,
-		About: "the first response byte, from the start of the request (curl's time_starttransfer)",
-		Value: func(r SummaryRow) (float64, bool) { return positive(r.FirstByteMs) }},
-	{Name: "connect", Column: "connect_ms", Unit: "ms", Better: Lower,
-		About: "the TCP handshake's duration, as the client timed it",
-		Value: func(r SummaryRow) (float64, bool) { return positive(r.ConnectMs) }},
-	{Name: "tls", Column: "tls_ms", Unit: "ms", Better: Lower,
-		About: "the TLS handshake's duration",
-		Value: func(r SummaryRow) (float64, bool) { return present(r.TLSMs) }},
-	{Name: "handshake_rtt", Column: "handshake_rtt_ms", Unit: "ms", Better: Lower,
-		About: "the TCP handshake's round-trip time, from the packets",
-		Value: func(r SummaryRow) (float64, bool) { return present(r.HandshakeRTTMs) }},
-	{Name: "rounds", Column: "round_trips", Unit: "round trips", Better: Neither,
-		About: "the connection's round trips in all (TCP + TLS + HTTP)",
-		Value: func(r SummaryRow) (float64, bool) { return positiveInt(r.RoundTrips) }},
-	{Name: "iw", Column: "iw_segments", Unit: "segments", Better: Neither,
-		About: "the server's initial window, when the reading is exact (a bound or a range is no value to take a median of)",
-		Value: func(r SummaryRow) (float64, bool) {
-			iw, ok := r.IW.Exact()
-			return float64(iw), ok && iw > 0
-		}},
-	{Name: "bytes", Column: "body_bytes", Unit: "bytes", Better: Neither,
-		About: "the response body's bytes as received (compressed if it was)",
-		Value: func(r SummaryRow) (float64, bool) {
-			if r.BodyBytes == nil {
-				return 0, false
-			}
-			return float64(*r.BodyBytes), true
-		}},
-	{Name: "fct_user", Column: "fct_user_ms", Unit: "ms", Better: Lower,
-		About: "flow completion time from the connect to the last byte, as a user waits (the lab's trials)"},
-	{Name: "fct_paper", Column: "fct_paper_ms", Unit: "ms", Better: Lower,
-		About: "flow completion time from the first response byte to the last (Dukkipati et al.; the lab's trials)"},
-	{Name: "round_trips", Column: "round_trips", Unit: "round trips", Better: Neither,
-		About: "round trips per first response, responses seen to their end (field)"},
-	{Name: "response", Column: "response_ms", Unit: "ms", Better: Lower,
-		About: "from the request's arrival at the server to the ACK of the response's last byte (field)"},
-	{Name: "round1_bytes", Column: "round1_bytes", Unit: "bytes", Better: Neither,
-		About: "bytes the server sent in round 1 (field)"},
+var Metrics = slices.Concat(
+	// Times a user waits, from the client's timing and the packets.
+	[]Metric{
+		timeMetric("last_byte", "last_byte_ms", "the last body byte, from the start of the request (curl's time_total)", true, func(r *SummaryRow) *float64 { return r.LastByteMs }),
+		timeMetric("first_byte", "first_byte_ms", "the first response byte, from the start of the request (curl's time_starttransfer)", true, func(r *SummaryRow) *float64 { return r.FirstByteMs }),
+		timeMetric("connect", "connect_ms", "the TCP handshake's duration, as the client timed it", true, func(r *SummaryRow) *float64 { return r.ConnectMs }),
+		timeMetric("tls", "tls_ms", "the TLS handshake's duration", false, func(r *SummaryRow) *float64 { return r.TLSMs }),
+		timeMetric("handshake_rtt", "handshake_rtt_ms", "the TCP handshake's round-trip time, from the packets", false, func(r *SummaryRow) *float64 { return r.HandshakeRTTMs }),
+	},
+	// Counts, which move with the page as much as with the path.
+	[]Metric{
+		{Name: "rounds", Column: "round_trips", Unit: "round trips", About: "the connection's round trips in all (TCP + TLS + HTTP)",
+			Value: func(r SummaryRow) (float64, bool) { return positiveInt(r.RoundTrips) }},
+		{Name: "iw", Column: "iw_segments", Unit: "segments", About: "the server's initial window, when the reading is exact (a bound or a range is no value to take a median of)",
+			Value: func(r SummaryRow) (float64, bool) { iw, ok := r.IW.Exact(); return float64(iw), ok && iw > 0 }},
+		{Name: "bytes", Column: "body_bytes", Unit: "bytes", About: "the response body's bytes as received (compressed if it was)",
+			Value: func(r SummaryRow) (float64, bool) { return presentInt64(r.BodyBytes) }},
+	},
+	// Those no summary row carries: the lab's trials' and field's connections' own.
+	[]Metric{
+		{"fct_user", "fct_user_ms", "ms", "flow completion time from the connect to the last byte, as a user waits (the lab's trials)", Lower, nil},
+		{"fct_paper", "fct_paper_ms", "ms", "flow completion time from the first response byte to the last (Dukkipati et al.; the lab's trials)", Lower, nil},
+		{"round_trips", "round_trips", "round trips", "round trips per first response, responses seen to their end (field)", Neither, nil},
+		{"response", "response_ms", "ms", "from the request's arrival at the server to the ACK of the response's last byte (field)", Lower, nil},
+		{"round1_bytes", "round1_bytes", "bytes", "bytes the server sent in round 1 (field)", Neither, nil},
+	},
+)
+
+// timeMetric is a time in milliseconds, where less is better, read from the
+// field at; 0 is no value when positiveOnly (a time from the request's start
+// is never 0; a handshake's duration may round to it).
+func timeMetric(name, column, about string, positiveOnly bool, at func(*SummaryRow) *float64) Metric {
+	return Metric{Name: name, Column: column, Unit: "ms", About: about, Better: Lower, Value: func(r SummaryRow) (float64, bool) {
+		if positiveOnly {
+			return positive(at(&r))
+		}
+		return present(at(&r))
+	}}
 }
 
 // MetricNamed returns the metric of that name.
@@ -147,6 +159,13 @@ func present(v *float64) (float64, bool) {
 		return 0, false
 	}
 	return *v, true
+}
+
+func presentInt64(v *int64) (float64, bool) {
+	if v == nil {
+		return 0, false
+	}
+	return float64(*v), true
 }
 
 func positiveInt(v *int) (float64, bool) {

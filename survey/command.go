@@ -10,17 +10,13 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/slowstart/slowstart/internal/fault"
-	"github.com/slowstart/slowstart/internal/plotfile"
 	"github.com/slowstart/slowstart/internal/progress"
 	"github.com/slowstart/slowstart/probe"
 	"github.com/slowstart/slowstart/probe/exact"
@@ -147,38 +143,6 @@ func openList(path string, in io.Reader, shard Shard) (io.ReadSeeker, ListInfo, 
 	return f, info, cleanup, nil
 }
 
-// newSummarizer makes the summary's counter from --by and --asn.
-func newSummarizer(o SummaryOptions) (*Summarizer, error) {
-	groupBy, asnFile, plotPath := o.GroupBy, o.ASNFile, o.Plot
-	if plotPath != "" {
-		if err := plotfile.CheckPath(plotPath); err != nil {
-			return nil, fault.Mark(fault.Usage, fmt.Errorf("--plot: %w", err))
-		}
-	}
-	var asns *PrefixTable
-	if asnFile != "" {
-		f, err := os.Open(asnFile)
-		if err != nil {
-			return nil, fault.Mark(fault.File, fmt.Errorf("--asn: %w", err))
-		}
-		defer f.Close()
-		if asns, err = ReadPrefixTable(f); err != nil {
-			return nil, fault.Mark(fault.File, fmt.Errorf("--asn %s: %w", asnFile, err))
-		}
-		if groupBy == "" {
-			groupBy = "asn"
-		}
-	}
-	if groupBy == "" {
-		groupBy = "label"
-	}
-	sum, err := NewSummarizer(groupBy, asns)
-	if err != nil {
-		return nil, fault.Mark(fault.Usage, fmt.Errorf("--by: %w", err))
-	}
-	return sum, nil
-}
-
 // runToStore streams the list's targets through the survey into the
 // store, with progress on standard error, then prints the summary of the
 // whole store.
@@ -249,64 +213,6 @@ func runToStore(ctx context.Context, list io.Reader, info ListInfo, o SurveyOpti
 		return fault.Mark(fault.Failed, fmt.Errorf("every one of the %d URLs failed (see their error column in %s)", s.Rows, out))
 	}
 	return nil
-}
-
-// WriteSummary prints a store's summary (as JSON or a table) and draws its
-// histogram into plotPath when set.
-func WriteSummary(w io.Writer, s Summary, asJSON bool, plotPath string) error {
-	var err error
-	if asJSON {
-		err = WriteSummaryJSON(w, s)
-	} else {
-		err = WriteSummaryText(w, s)
-	}
-	if err != nil {
-		return err
-	}
-	if plotPath != "" {
-		if err := SaveHistogram(plotPath, s); err != nil {
-			return fault.Mark(fault.Failed, fmt.Errorf("--plot: %w", err))
-		}
-		if !asJSON {
-			fmt.Fprintf(w, "histogram: %s\n", plotPath)
-		}
-	}
-	return nil
-}
-
-// ExpandStoreDirs replaces each directory by the stores in it, sorted; out is
-// never one of them.
-func ExpandStoreDirs(paths []string, out string) ([]string, error) {
-	var inputs []string
-	for _, p := range paths {
-		st, err := os.Stat(p)
-		if err != nil {
-			return nil, fmt.Errorf("reading the store: %w", err)
-		}
-		if !st.IsDir() {
-			inputs = append(inputs, p)
-			continue
-		}
-		entries, err := os.ReadDir(p)
-		if err != nil {
-			return nil, err
-		}
-		found := 0
-		for _, e := range entries {
-			name := filepath.Join(p, e.Name())
-			switch strings.ToLower(filepath.Ext(e.Name())) {
-			case ".db", ".sqlite", ".sqlite3", ".jsonl", ".ndjson", ".csv":
-				if e.Type().IsRegular() && filepath.Clean(name) != filepath.Clean(out) {
-					inputs = append(inputs, name)
-					found++
-				}
-			}
-		}
-		if found == 0 {
-			return nil, fmt.Errorf("%s holds no store (.db, .sqlite, .jsonl, .csv)", p)
-		}
-	}
-	return inputs, nil
 }
 
 // runToTable measures the targets with a progress bar and prints the rows.
@@ -393,100 +299,6 @@ func CheckPrivileges(opts Options) error {
 	return fmt.Errorf("the survey %s, which needs %s: run sudo slowstart survey", strings.Join(why, ", "), strings.Join(missing, " and "))
 }
 
-// status shows a long survey's progress on standard error: on a
-// terminal one line redrawn twice a second, otherwise a line every
-// statusEvery (for logs, a Kubernetes pod's included).
-type status struct {
-	w        io.Writer
-	progress *Progress
-	total    int // targets to measure (those of the shard not in the store yet)
-	start    time.Time
-	terminal bool
-	done     chan struct{}
-	wg       sync.WaitGroup
-}
-
-const (
-	statusTerminalEvery = 500 * time.Millisecond
-	statusEvery         = 10 * time.Second
-)
-
-func startStatus(w io.Writer, p *Progress, total int) *status {
-	s := &status{w: w, progress: p, total: max(total, 0), start: time.Now(), done: make(chan struct{})}
-	if f, ok := w.(*os.File); ok && progress.IsTerminal(f) {
-		s.terminal = true
-	}
-	every := statusEvery
-	if s.terminal {
-		every = statusTerminalEvery
-	}
-	s.wg.Go(func() {
-		tick := time.NewTicker(every)
-		defer tick.Stop()
-		for {
-			select {
-			case <-tick.C:
-				s.print(false)
-			case <-s.done:
-				s.print(true)
-				return
-			}
-		}
-	})
-	return s
-}
-
-func (s *status) stop() {
-	close(s.done)
-	s.wg.Wait()
-}
-
-// line says: done of total, rate, time left, in flight, errors by kind.
-func (s *status) line() string {
-	done := s.progress.Done.Load()
-	elapsed := time.Since(s.start)
-	var b strings.Builder
-	fmt.Fprintf(&b, "%d of %d done", done, s.total)
-	if s.total > 0 {
-		fmt.Fprintf(&b, " (%.0f%%)", 100*float64(done)/float64(s.total))
-	}
-	perMinute := 0.0
-	if elapsed > time.Second {
-		perMinute = float64(done) / elapsed.Minutes()
-	}
-	fmt.Fprintf(&b, ", %.0f/min", perMinute)
-	if left := int64(s.total) - done; perMinute > 0 && left > 0 {
-		eta := time.Duration(float64(left) / perMinute * float64(time.Minute)).Round(time.Second)
-		fmt.Fprintf(&b, ", %s left", eta)
-	}
-	fmt.Fprintf(&b, ", %d in flight", s.progress.InFlight.Load())
-	if kinds := s.progress.ErrorsByKind(); len(kinds) > 0 {
-		names := make([]string, 0, len(kinds))
-		for k := range kinds {
-			names = append(names, k)
-		}
-		sort.Slice(names, func(i, j int) bool { return kinds[names[i]] > kinds[names[j]] })
-		var parts []string
-		for _, k := range names {
-			parts = append(parts, fmt.Sprintf("%s %d", k, kinds[k]))
-		}
-		fmt.Fprintf(&b, "; errors: %s", strings.Join(parts, ", "))
-	}
-	return b.String()
-}
-
-func (s *status) print(final bool) {
-	line := s.line()
-	switch {
-	case s.terminal && final:
-		fmt.Fprintf(s.w, "\r\033[K%s\n", line)
-	case s.terminal:
-		fmt.Fprintf(s.w, "\r\033[K%s", line)
-	default:
-		fmt.Fprintln(s.w, line)
-	}
-}
-
 // what says what the survey measures of each URL.
 func (o Options) what() string {
 	switch {
@@ -496,57 +308,4 @@ func (o Options) what() string {
 		return "the exact IW"
 	}
 	return "a page load and the exact IW"
-}
-
-// MergeStores joins the rows of stores (directories stand for the stores in
-// them) into a new store out (format: sqlite, jsonl or csv; "" by its
-// extension), and says so on w. A target found twice, or a shard missing from
-// the split, is a Failed error; a store that can't be read a file error.
-func MergeStores(out, format string, stores []string, w io.Writer) error {
-	f, err := FormatOf(out, format)
-	if err != nil {
-		return fault.Usagef("--format: %w", err)
-	}
-	inputs, err := ExpandStoreDirs(stores, out)
-	if err != nil {
-		return fault.Mark(fault.File, err)
-	}
-	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
-		return fault.Mark(fault.File, err)
-	}
-	res, err := Merge(out, f, inputs)
-	if err != nil {
-		var de *DuplicateError
-		if errors.As(err, &de) {
-			return fault.Mark(fault.Failed, err)
-		}
-		return fault.Mark(fault.File, err)
-	}
-	fmt.Fprintf(w, "%d rows from %d stores into %s", res.Rows, res.Inputs, out)
-	if len(res.Shards) > 0 {
-		fmt.Fprintf(w, " (shards %s)", strings.Join(res.Shards, ", "))
-	}
-	if len(res.Vantages) > 0 {
-		fmt.Fprintf(w, " from %s", strings.Join(res.Vantages, ", "))
-	}
-	fmt.Fprintln(w, ".")
-	if len(res.MissingShards) > 0 {
-		return fault.Failedf("no store of shard %s was given: the merged survey lacks their targets", strings.Join(res.MissingShards, ", "))
-	}
-	return nil
-}
-
-// Report prints the summary of the store at path (survey report).
-func Report(path string, o SummaryOptions, asJSON bool, w io.Writer) error {
-	sum, err := newSummarizer(o)
-	if err != nil {
-		return err
-	}
-	if _, err := os.Stat(path); err != nil {
-		return fault.Filef("reading the store: %w", err)
-	}
-	if _, err := ReadStore(path, func(r Row) error { sum.Add(r); return nil }); err != nil {
-		return fault.Filef("reading %s: %w", path, err)
-	}
-	return WriteSummary(w, sum.Summary(), asJSON, o.Plot)
 }

@@ -10,20 +10,16 @@ import (
 
 // TestFormatRowIW: each probe's line shows the window as its verdict allows.
 func TestFormatRowIW(t *testing.T) {
-	n := func(v int) *int { return &v }
-	for _, c := range []struct {
-		row  Row
-		want string
-	}{
-		{Row{SummaryRow: report.SummaryRow{IW: report.IWReading{Segments: n(10), Verdict: "exact"}}}, "IW 10 (exact)"},
-		{Row{SummaryRow: report.SummaryRow{IW: report.IWReading{Segments: n(4), SegmentsMax: n(10), Verdict: "range"}}}, "IW 4-10 (range)"},
-		{Row{SummaryRow: report.SummaryRow{IW: report.IWReading{Segments: n(3), Verdict: "lower_bound"}}}, "IW ≥ 3 (lower_bound)"},
-		{Row{SummaryRow: report.SummaryRow{IW: report.IWReading{Verdict: "ambiguous"}}}, "IW ? (ambiguous)"},
-		{Row{}, "IW ?"},
+	for want, iw := range map[string]report.IWReading{
+		"IW 10 (exact)":                      {Segments: ptr(10), Verdict: "exact"},
+		"IW 4-10 (range)":                    {Segments: ptr(4), SegmentsMax: ptr(10), Verdict: "range"},
+		"IW ≥ 3 (lower_bound)":               {Segments: ptr(3), Verdict: "lower_bound"},
+		"IW ? (ambiguous)":                   {Verdict: "ambiguous"},
+		"https://a.example/  HTTP 200  IW ?": {},
 	} {
-		c.row.Time, c.row.URL, c.row.Status = time.Unix(0, 0), "https://a.example/", n(200)
-		if line := FormatRow(c.row); !strings.Contains(line, c.want) {
-			t.Errorf("%q lacks %q", line, c.want)
+		row := Row{Time: time.Unix(0, 0), URL: "https://a.example/", SummaryRow: report.SummaryRow{IW: iw, Status: ptr(200)}}
+		if line := FormatRow(row); !strings.Contains(line, want) {
+			t.Errorf("%q lacks %q", line, want)
 		}
 	}
 }

@@ -180,7 +180,13 @@ func fieldCode(err error) error {
 }
 
 func newFieldReportCommand() *cobra.Command {
-	var o field.ReportStoreOptions
+	var (
+		storePath, network, from, to, before, after string
+		iws                                         []string
+		atMark, asJSON                              bool
+		top                                         int
+		seed                                        uint64
+	)
 	cmd := &cobra.Command{
 		Use:   "report --store FILE [--from T] [--to T] [--network NET] | --at-mark | --before W --after W",
 		Short: "What a field store holds: a period's summary, or before and after a change, per network",
@@ -202,20 +208,21 @@ recorded in its journal): the same length of time on either side.`,
   slowstart field report --store field.db --before 2026-11-01..2026-11-07 --after 2026-11-09..`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return field.ReportStore(cmd.Context(), o, cmd.OutOrStdout())
+			return field.ReportStore(cmd.Context(), field.ReportStoreOptions{StorePath: storePath, From: from, To: to, Network: network,
+				Before: before, After: after, AtMark: atMark, JSON: asJSON, IWs: iws, Top: top, Seed: seed}, cmd.OutOrStdout())
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&o.StorePath, "store", "", "the field store to read")
-	fl.StringVar(&o.From, "from", "", "the period's start (default: the store's first interval)")
-	fl.StringVar(&o.To, "to", "", "the period's end (default: its last)")
-	fl.StringVar(&o.Network, "network", "", "only this client network (as the table names it)")
-	fl.StringVar(&o.Before, "before", "", "compare: the BEFORE period, a range A..B or a time T (everything before T)")
-	fl.StringVar(&o.After, "after", "", "compare: the AFTER period, a range A..B or a time T (everything from T on)")
-	fl.BoolVar(&o.AtMark, "at-mark", false, "compare around the store's newest mark (tune apply or revert)")
-	fl.StringSliceVar(&o.IWs, "iw", nil, "initial windows to price, segments (default 10,16,32)")
-	fl.IntVar(&o.Top, "top", field.DefaultTop, "networks listed")
-	fl.BoolVar(&o.JSON, "json", false, "print JSON")
-	fl.Uint64Var(&o.Seed, "seed", 1, "seed of the bootstrap")
+	fl.StringVar(&storePath, "store", "", "the field store to read")
+	fl.StringVar(&from, "from", "", "the period's start (default: the store's first interval)")
+	fl.StringVar(&to, "to", "", "the period's end (default: its last)")
+	fl.StringVar(&network, "network", "", "only this client network (as the table names it)")
+	fl.StringVar(&before, "before", "", "compare: the BEFORE period, a range A..B or a time T (everything before T)")
+	fl.StringVar(&after, "after", "", "compare: the AFTER period, a range A..B or a time T (everything from T on)")
+	fl.BoolVar(&atMark, "at-mark", false, "compare around the store's newest mark (tune apply or revert)")
+	fl.StringSliceVar(&iws, "iw", nil, "initial windows to price, segments (default 10,16,32)")
+	fl.IntVar(&top, "top", field.DefaultTop, "networks listed")
+	fl.BoolVar(&asJSON, "json", false, "print JSON")
+	fl.Uint64Var(&seed, "seed", 1, "seed of the bootstrap")
 	return cmd
 }

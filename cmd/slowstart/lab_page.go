@@ -23,7 +23,12 @@ type labPageFlags struct {
 }
 
 func newLabPageCommand() *cobra.Command {
-	var f labPageFlags
+	var (
+		rtt, rate, iw, tlsVersion, chain, pageSpec, serverName string
+		h2, asJSON                                             bool
+		htmlOut, harPath, pcapPath, keylogPath                 string
+		bf                                                     browserFlags
+	)
 	cmd := &cobra.Command{
 		Use:   "page",
 		Short: "Serve a test page over an emulated path and load it in headless Chromium",
@@ -45,6 +50,8 @@ a second host name (another origin, with connections of its own), as a CDN would
   sudo slowstart lab page --page html=30KB,css@2=40KB,js=10KB,font@2=20KB,img=100KB --har-save page.har`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			f := labPageFlags{rtt: rtt, rate: rate, iw: iw, tlsVersion: tlsVersion, chain: chain, pageSpec: pageSpec, serverName: serverName,
+				h2: h2, asJSON: asJSON, htmlOut: htmlOut, harPath: harPath, pcapPath: pcapPath, keylogPath: keylogPath, browser: bf}
 			cfg, err := f.config()
 			if err != nil {
 				return err
@@ -53,21 +60,21 @@ a second host name (another origin, with connections of its own), as a CDN would
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.rtt, "rtt", "130ms", "round-trip propagation delay")
-	fl.StringVar(&f.rate, "rate", "0", "bottleneck rate each way, e.g. 15mbit; 0 for none")
-	fl.StringVar(&f.iw, "iw", "10", "the server's initial window in segments (route initcwnd)")
-	fl.StringVar(&f.tlsVersion, "tls", "1.3", "TLS version: none, 1.2 or 1.3")
-	fl.StringVar(&f.chain, "chain", "4KB", "certificate chain size on the wire, with --tls")
-	fl.BoolVar(&f.h2, "h2", false, "serve HTTP/2 (one connection a host) instead of HTTP/1.1 (up to six)")
-	fl.StringVar(&f.serverName, "server-kind", "builtin", "the server: builtin or nginx")
-	fl.StringVar(&f.pageSpec, "page", server.DefaultPageSpec, "the test page: KIND=SIZE items (html, css, js, async, font, img; KIND@2 on the second host)")
-	fl.BoolVar(&f.asJSON, "json", false, "print the page load (schema slowstart.pageload/v1) with its Report")
-	fl.StringVar(&f.htmlOut, "html", "", "also write a self-contained HTML page of the load to this file")
-	fl.StringVar(&f.harPath, "har-save", "", "also write the load as a HAR 1.2 file with each entry's connection and rounds")
-	fl.StringVar(&f.pcapPath, "pcap", "", "also write the capture (at the client) to this pcap file")
-	fl.StringVar(&f.keylogPath, "keylog-save", "", "also write Chromium's TLS secrets to this file (SSLKEYLOGFILE format)")
-	fl.DurationVar(&f.browser.wait, "wait", 500*time.Millisecond, "how long to wait after the load event for late requests")
-	fl.StringVar(&f.browser.chromium, "chromium", browser.DefaultChromium, "the Chromium binary")
+	fl.StringVar(&rtt, "rtt", "130ms", "round-trip propagation delay")
+	fl.StringVar(&rate, "rate", "0", "bottleneck rate each way, e.g. 15mbit; 0 for none")
+	fl.StringVar(&iw, "iw", "10", "the server's initial window in segments (route initcwnd)")
+	fl.StringVar(&tlsVersion, "tls", "1.3", "TLS version: none, 1.2 or 1.3")
+	fl.StringVar(&chain, "chain", "4KB", "certificate chain size on the wire, with --tls")
+	fl.BoolVar(&h2, "h2", false, "serve HTTP/2 (one connection a host) instead of HTTP/1.1 (up to six)")
+	fl.StringVar(&serverName, "server-kind", "builtin", "the server: builtin or nginx")
+	fl.StringVar(&pageSpec, "page", server.DefaultPageSpec, "the test page: KIND=SIZE items (html, css, js, async, font, img; KIND@2 on the second host)")
+	fl.BoolVar(&asJSON, "json", false, "print the page load (schema slowstart.pageload/v1) with its Report")
+	fl.StringVar(&htmlOut, "html", "", "also write a self-contained HTML page of the load to this file")
+	fl.StringVar(&harPath, "har-save", "", "also write the load as a HAR 1.2 file with each entry's connection and rounds")
+	fl.StringVar(&pcapPath, "pcap", "", "also write the capture (at the client) to this pcap file")
+	fl.StringVar(&keylogPath, "keylog-save", "", "also write Chromium's TLS secrets to this file (SSLKEYLOGFILE format)")
+	fl.DurationVar(&bf.wait, "wait", 500*time.Millisecond, "how long to wait after the load event for late requests")
+	fl.StringVar(&bf.chromium, "chromium", browser.DefaultChromium, "the Chromium binary")
 	renamed(fl, "server", "server-kind")
 	renamed(fl, "har", "har-save")
 	renamed(fl, "keylog", "keylog-save")

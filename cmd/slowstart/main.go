@@ -290,4 +290,3 @@ func isUsageError(err error) bool {
 	}
 	return false
 }
-

@@ -30,12 +30,13 @@ func (f *probeFlags) options(url string) (probe.Options, error) {
 	if o.TLSVersion == "none" || o.TLSVersion == "any" {
 		o.TLSVersion = ""
 	}
-	switch {
-	case f.ipv4 && f.ipv6:
+	if f.ipv4 && f.ipv6 {
 		return o, withCode(exitUsage, errors.New("--ipv4 and --ipv6 exclude each other"))
-	case f.ipv4:
+	}
+	if f.ipv4 {
 		o.IPVersion = probe.IPv4
-	case f.ipv6:
+	}
+	if f.ipv6 {
 		o.IPVersion = probe.IPv6
 	}
 	if o.Resolve, err = parseResolves(f.resolves); err != nil {

@@ -14,7 +14,16 @@ import (
 )
 
 func newViewCommand() *cobra.Command {
-	o := web.ViewOptions{FieldStore: field.ViewStore, Schemas: map[string]web.ReportReader{probe.DemoSchema: demoReport}}
+	var (
+		listen   string
+		port     int
+		htmlPath string
+		server   string
+		iface    string
+		pcapPath string
+		keep     int
+		keylog   string
+	)
 	cmd := &cobra.Command{
 		Use:   "view {FILE | --live IFACE}",
 		Short: "See a capture, a Report or a live capture in the browser: connections, rounds, windows",
@@ -56,21 +65,22 @@ Ctrl-C stops the capture and the server.`,
   sudo slowstart view --live lo --server :8080 --pcap seen.pcap`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			o.Path, o.Tool, o.KeepGiven = strings.Join(args, ""), "slowstart "+version, cmd.Flags().Changed("keep")
-			return web.View(cmd.Context(), o, cmd.OutOrStdout(), cmd.ErrOrStderr())
+			return web.View(cmd.Context(), web.ViewOptions{Path: strings.Join(args, ""), Live: iface, Pcap: pcapPath, Keep: keep,
+				KeepGiven: cmd.Flags().Changed("keep"), Listen: listen, Port: port, HTML: htmlPath, Server: server, KeyLog: keylog,
+				Tool: "slowstart " + version, FieldStore: field.ViewStore, Schemas: map[string]web.ReportReader{probe.DemoSchema: demoReport}},
+				cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
-	fl := cmd.Flags()
-	fl.StringVar(&o.Listen, "listen", "127.0.0.1", "the address to serve on: an IP address, ADDR:PORT or :PORT (port 0 or none: any free port); anything but loopback exposes the capture's contents to the network")
-	fl.IntVar(&o.Port, "port", 0, "the TCP port to serve on (0: any free port)")
-	fl.MarkDeprecated("port", "use --listen [ADDR]:PORT instead")
-	fl.StringVar(&o.HTML, "html", "", "write one self-contained HTML file to this path ('-': standard output) instead of serving")
-	fl.StringVar(&o.Server, "server", "", "the server's HOST[:PORT] (or :PORT): only its connections, and its side where the SYN was not captured (--live: filtered in the kernel)")
-	fl.StringVar(&o.Live, "live", "", "capture live on this interface (e.g. eth0, lo) and show each connection as it completes")
-	fl.StringVar(&o.Pcap, "pcap", "", "(--live) also write every captured packet to this pcap file")
-	fl.IntVar(&o.Keep, "keep", web.DefaultFeedKeep, "(--live) the most connections the page keeps; older ones are dropped")
-	fl.StringVar(&o.KeyLog, "keylog", "", "(captures) decrypt TLS with the secrets of this key log (NSS format, as SSLKEYLOGFILE writes; $SSLKEYLOGFILE when not given): every request on its connection with its rounds")
-	renamed(fl, "filter", "server")
+	cmd.Flags().StringVar(&listen, "listen", "127.0.0.1", "the address to serve on: an IP address, ADDR:PORT or :PORT (port 0 or none: any free port); anything but loopback exposes the capture's contents to the network")
+	cmd.Flags().IntVar(&port, "port", 0, "the TCP port to serve on (0: any free port)")
+	cmd.Flags().StringVar(&htmlPath, "html", "", "write one self-contained HTML file to this path ('-': standard output) instead of serving")
+	cmd.Flags().StringVar(&server, "server", "", "the server's HOST[:PORT] (or :PORT): only its connections, and its side where the SYN was not captured (--live: filtered in the kernel)")
+	cmd.Flags().StringVar(&iface, "live", "", "capture live on this interface (e.g. eth0, lo) and show each connection as it completes")
+	cmd.Flags().StringVar(&pcapPath, "pcap", "", "(--live) also write every captured packet to this pcap file")
+	cmd.Flags().IntVar(&keep, "keep", web.DefaultFeedKeep, "(--live) the most connections the page keeps; older ones are dropped")
+	cmd.Flags().StringVar(&keylog, "keylog", "", "(captures) decrypt TLS with the secrets of this key log (NSS format, as SSLKEYLOGFILE writes; $SSLKEYLOGFILE when not given): every request on its connection with its rounds")
+	cmd.Flags().MarkDeprecated("port", "use --listen [ADDR]:PORT instead")
+	renamed(cmd.Flags(), "filter", "server")
 	return cmd
 }
 

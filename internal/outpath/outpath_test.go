@@ -10,8 +10,8 @@ import (
 )
 
 func TestCheckFile(t *testing.T) {
-	dir := t.TempDir()
-	fresh := filepath.Join(dir, "new.html")
+	fresh := filepath.Join(t.TempDir(), "new.html")
+	dir := filepath.Dir(fresh)
 	if err := CheckFile("html", fresh); err != nil {
 		t.Fatalf("a new file in a writable directory: %v", err)
 	}

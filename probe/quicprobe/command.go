@@ -11,7 +11,7 @@ import (
 
 	"github.com/slowstart/slowstart/internal/fault"
 	"github.com/slowstart/slowstart/internal/privatefile"
-	"github.com/slowstart/slowstart/internal/textsafe"
+	"github.com/slowstart/slowstart/probe"
 	"github.com/slowstart/slowstart/report"
 )
 
@@ -88,27 +88,10 @@ func PrintChoice(ctx context.Context, opts ChooseOptions, asJSON bool, writeHTML
 	if ctx.Err() != nil {
 		return fault.Interruptedf("interrupted; nothing left behind")
 	}
-	if ch != nil && ch.Report != nil {
-		for _, w := range ch.Report.Warnings {
-			if err != nil && w == err.Error() {
-				continue
-			}
-			fmt.Fprintf(errOut, "slowstart: warning: %s\n", textsafe.Escape(w))
-		}
-		var werr error
-		if asJSON {
-			werr = report.WriteJSON(out, ch.Report)
-		} else {
-			werr = WriteChoiceText(out, ch)
-		}
-		if err == nil {
-			err = werr
-		}
-		if writeHTML != nil && err == nil {
-			err = writeHTML(ch.Report)
-		}
+	if ch == nil || ch.Report == nil {
+		return err
 	}
-	return err
+	return probe.PrintReport(ch.Report, err, asJSON, func(w io.Writer) error { return WriteChoiceText(w, ch) }, writeHTML, out, errOut)
 }
 
 // KeylogFile is a key log opened for appending when the probe first writes
