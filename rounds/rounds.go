@@ -119,6 +119,16 @@ type Round struct {
 	// stamped with the echoed value or earlier, by capture time every one sent a
 	// quarter of a round trip before the data arrived.
 	ReleaseAckMax int64
+	// BytesOnSACK is how much of the round the server sent before any byte of the
+	// round before it was acknowledged: on SACK blocks or duplicate ACKs alone,
+	// which take out of flight only what they report received. SACKedAtSend and
+	// DupAcksAtSend are what they had reported when the last of those bytes left:
+	// the bytes the SACK blocks of one acknowledgement covered beyond it (the
+	// most), and the duplicate ACKs (a segment each). The capture's view is the
+	// least the server knew.
+	BytesOnSACK   int64
+	SACKedAtSend  int64
+	DupAcksAtSend int
 	// ClientDataAtStart / ClientDataAtEnd: how much of the client's stream the server
 	// had seen at the round's first and last segment.
 	ClientDataAtStart int64
@@ -321,6 +331,10 @@ type clientPacket struct {
 	tsVal  uint32
 	// dataEnd is one past the client's highest stream byte as of this packet.
 	dataEnd int64
+	// sacked: the bytes its SACK blocks report received beyond ack; dup: a
+	// duplicate ACK.
+	sacked int64
+	dup    bool
 }
 
 // Tracker assigns the server's segments of one connection to rounds. Feed it every
@@ -337,6 +351,11 @@ type Tracker struct {
 	// knownReach is the furthest the server knew the client had received: its
 	// acknowledgement, SACK blocks, duplicate ACKs (clientPacket.reach).
 	knownReach    int64
+	// knownSACKed and knownDups: what the server knew had left the network beyond
+	// its latest acknowledgement: the bytes the SACK blocks of an acknowledgement
+	// of it reported (the most of any one), and the duplicate ACKs of it.
+	knownSACKed   int64
+	knownDups     int
 	knownWindow   int
 	knownDataEnd  int64
 	knownLatestNs int64
@@ -524,7 +543,8 @@ func (t *Tracker) addClient(s *flow.Segment) {
 			t.holeBeforeData = true
 		}
 	}
-	p := clientPacket{timeNs: s.TimeNs, ack: s.AckOffset, reach: s.AckOffset, hasAck: s.HasAck, window: s.WindowBytes, tsVal: s.TSVal, dataEnd: t.clientDataEnd}
+	p := clientPacket{timeNs: s.TimeNs, ack: s.AckOffset, reach: s.AckOffset, hasAck: s.HasAck, window: s.WindowBytes, tsVal: s.TSVal, dataEnd: t.clientDataEnd,
+		sacked: s.SACKBytes, dup: s.DupAck}
 	switch {
 	case s.SACKHigh > p.reach:
 		p.reach = s.SACKHigh
@@ -569,6 +589,13 @@ func (t *Tracker) learn(p *clientPacket) {
 	if !t.knownAckSet || p.ack > t.knownAck {
 		t.openedSinceData = true
 		t.knownAck, t.knownAckSet = p.ack, true
+		t.knownSACKed, t.knownDups = 0, 0
+	}
+	if p.ack == t.knownAck {
+		t.knownSACKed = max(t.knownSACKed, p.sacked)
+		if p.dup {
+			t.knownDups++
+		}
 	}
 	if p.reach > t.knownReach {
 		// A SACK block or a duplicate ACK also tells the server that data left the
@@ -835,6 +862,13 @@ func (t *Tracker) addServer(s *flow.Segment) {
 	if 4*(s.TimeNs-rd.FirstNs) <= t.cfg.RTTNs {
 		rd.SegmentsEarly += segments
 		rd.BytesEarly += added
+	}
+	if n := len(t.rounds); n > 1 && (!t.knownAckSet || t.knownAck <= t.rounds[n-2].StartOffset) {
+		// Sent before any byte of the round before was acknowledged: on SACK
+		// blocks or duplicate ACKs alone.
+		rd.BytesOnSACK += int64(added)
+		rd.SACKedAtSend = max(rd.SACKedAtSend, t.knownSACKed)
+		rd.DupAcksAtSend = max(rd.DupAcksAtSend, t.knownDups)
 	}
 	if rd.Packets > 0 && (rd.MinInsideFrameBytes == 0 || rd.LastFrameBytes < rd.MinInsideFrameBytes) {
 		rd.MinInsideFrameBytes = rd.LastFrameBytes

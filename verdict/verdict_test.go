@@ -160,13 +160,52 @@ func TestObligations(t *testing.T) {
 			conn: func() *conn {
 				c := &conn{cfg: atServer(100)}
 				c.s.Request(0, 0, 100).Burst(1, 6, mss, 0.01)
-				c.s.AckSACK(101, 0, 2*mss).Burst(101.01, 2, mss, 0.01)
-				c.s.AckSACK(101.1, 0, 4*mss).Burst(101.11, 2, mss, 0.01)
+				c.s.AckSACK(101, 0, mss, 3*mss).Burst(101.01, 2, mss, 0.01)
+				c.s.AckSACK(101.1, 0, mss, 5*mss).Burst(101.11, 2, mss, 0.01)
 				c.s.Ack(102, 6*mss).Burst(102.01, 8, mss, 0.01)
 				c.s.Ack(201, 8*mss).Burst(201.01, 20, mss, 0.01)
 				return c
 			},
 			verdict: report.VerdictExact, segments: 6,
+		},
+		{
+			// The same reordering, but what the server sent on the SACK blocks is
+			// more than they reported received: a sender with a window of 9 and 2
+			// segments out of flight sends 2, not 3. A server with a larger
+			// window whose application wrote its next piece just then does that
+			// (a CUBIC server with IW 27, its writes paused for about a round trip).
+			name: "more sent on SACK blocks than they freed",
+			conn: func() *conn {
+				c := &conn{cfg: atServer(100)}
+				c.s.Request(0, 0, 100).Burst(1, 9, mss, 0.01)
+				c.s.AckSACK(101, 0, 6*mss, 7*mss)
+				c.s.AckSACK(101.1, 0, 5*mss, 7*mss).Burst(101.2, 3, mss, 0.01)
+				c.s.Ack(102, 9*mss)
+				c.s.Ack(201.3, 12*mss)
+				c.messages = []verdict.Span{{Start: 0, End: 12 * mss}}
+				return c
+			},
+			verdict: report.VerdictLowerBound, segments: 9, unproven: report.ObligationReleasedByAck,
+		},
+		{
+			// The SACK blocks reported 3 segments received and the server sent 3,
+			// the end of its data: what a window of 9 would do, and what a larger
+			// one does whose application wrote its last piece then (seen: a
+			// CUBIC server with IW 27 whose write paused 20.7 ms on a 21.8 ms
+			// path, its 3 segments leaving 0.35 ms after the first SACK). Nothing
+			// was held back for the acknowledgement: no window showed itself.
+			name: "all the next data sent on SACK blocks",
+			conn: func() *conn {
+				c := &conn{cfg: atServer(100)}
+				c.s.Request(0, 0, 100).Burst(1, 9, mss, 0.01)
+				c.s.AckSACK(101, 0, 6*mss, 7*mss)
+				c.s.AckSACK(101.1, 0, 4*mss, 7*mss).Burst(101.2, 3, mss, 0.01)
+				c.s.Ack(102, 9*mss)
+				c.s.Ack(201.3, 12*mss)
+				c.messages = []verdict.Span{{Start: 0, End: 12 * mss}}
+				return c
+			},
+			verdict: report.VerdictLowerBound, segments: 9, unproven: report.ObligationReleasedByAck,
 		},
 		{
 			// An application writing 2,800 bytes every 30 ms on a 200 ms path

@@ -374,7 +374,15 @@ func judge(ctx context.Context, index int, j lab.Job, row lab.Row) Result {
 		return res
 	}
 	defer os.Remove(gro)
-	for _, side := range []struct{ vantage, path string }{{report.VantageClient, row.ClientPcap}, {report.VantageServer, row.ServerPcap}, {vantageClientGRO, gro}} {
+	// And the server's as a capture above the sender's TSO shows it: what the
+	// server wrote in one burst handed to the capture as one frame.
+	tso := row.ServerPcap + ".tso"
+	if err := mergeGRO(row.ServerPcap, tso); err != nil {
+		res.Error = fmt.Sprintf("merging the server capture as TSO would: %v", err)
+		return res
+	}
+	defer os.Remove(tso)
+	for _, side := range []struct{ vantage, path string }{{report.VantageClient, row.ClientPcap}, {report.VantageServer, row.ServerPcap}, {vantageClientGRO, gro}, {vantageServerTSO, tso}} {
 		rep, err := analysis.File(ctx, side.path, analysis.Options{})
 		if err != nil {
 			res.Error = fmt.Sprintf("%s capture: %v", side.vantage, err)
@@ -412,6 +420,10 @@ func judge(ctx context.Context, index int, j lab.Job, row lab.Row) Result {
 
 // vantageClientGRO names the readings of the client's capture merged as GRO would.
 const vantageClientGRO = "client_gro"
+
+// vantageServerTSO names the readings of the server's capture merged as the
+// sender's TSO (or GSO) would hand its bursts to a capture on the server.
+const vantageServerTSO = "server_tso"
 
 // canonical writes an address as the kernel record does.
 func canonical(s string) string {

@@ -75,8 +75,9 @@ func (s *Script) Served() int64 { return s.served }
 func (s *Script) SetServed(end int64) { s.served = end }
 
 // AckSACK adds a client acknowledgement up to offset at t ms that also selectively
-// acknowledges bytes up to sackHigh (a segment beyond a hole arrived).
-func (s *Script) AckSACK(t float64, offset, sackHigh int64) *Script {
-	s.Segs = append(s.Segs, flow.Segment{Dir: flow.ToServer, TimeNs: int64(t * msNs), HasAck: true, AckOffset: offset, SACKHigh: sackHigh, WindowBytes: 1 << 20})
+// acknowledges the bytes from sackLeft to sackHigh (segments beyond a hole arrived).
+func (s *Script) AckSACK(t float64, offset, sackLeft, sackHigh int64) *Script {
+	s.Segs = append(s.Segs, flow.Segment{Dir: flow.ToServer, TimeNs: int64(t * msNs), HasAck: true, AckOffset: offset,
+		SACKHigh: sackHigh, SACKBytes: sackHigh - max(sackLeft, offset), WindowBytes: 1 << 20})
 	return s
 }
