@@ -129,6 +129,12 @@ type Round struct {
 	BytesOnSACK   int64
 	SACKedAtSend  int64
 	DupAcksAtSend int
+	// RenoDupAcksBefore counts the duplicate ACKs without SACK blocks the server
+	// had seen when it sent the round's first segment, over the connection: each
+	// counts as a segment delivered (Linux's Reno emulation of SACK), so a window
+	// growing on deliveries may have grown by that many more than the segments
+	// acknowledged.
+	RenoDupAcksBefore int
 	// ClientDataAtStart / ClientDataAtEnd: how much of the client's stream the server
 	// had seen at the round's first and last segment.
 	ClientDataAtStart int64
@@ -356,6 +362,10 @@ type Tracker struct {
 	// of it reported (the most of any one), and the duplicate ACKs of it.
 	knownSACKed   int64
 	knownDups     int
+	// knownRenoDups counts the duplicate ACKs without SACK blocks the server knew
+	// of: Linux counts each as a segment delivered (and the acknowledgement that
+	// later covers it at least one more), so each may grow a window once more.
+	knownRenoDups int
 	knownWindow   int
 	knownDataEnd  int64
 	knownLatestNs int64
@@ -596,6 +606,9 @@ func (t *Tracker) learn(p *clientPacket) {
 		if p.dup {
 			t.knownDups++
 		}
+	}
+	if p.dup && p.sacked == 0 {
+		t.knownRenoDups++
 	}
 	if p.reach > t.knownReach {
 		// A SACK block or a duplicate ACK also tells the server that data left the
@@ -840,6 +853,7 @@ func (t *Tracker) addServer(s *flow.Segment) {
 			Index:             r,
 			ReleaseAck:        releaseAck,
 			ReleaseAckMax:     max(releaseAck, t.mayHaveSeenAck(s)),
+			RenoDupAcksBefore: t.knownRenoDups,
 			StartOffset:       s.NewOffset,
 			FirstNs:           s.TimeNs,
 			ReleaseNs:         t.knownLatestNs,

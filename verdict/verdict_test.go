@@ -306,6 +306,32 @@ func TestHTTP2ControlFramesAreNoWindow(t *testing.T) {
 	}
 }
 
+// TestRenoDupAcksGrowTheWindow: without SACK, Linux counts each duplicate ACK as a
+// segment delivered (and the acknowledgement that later covers it once more), so a
+// window that grows on deliveries (BBR) grows by more than the segments
+// acknowledged. A flight of 5 segments reordered on the way (4 duplicate ACKs),
+// then a first HTTP round of 14 cut by the window: 5 + 4 deliveries may have grown
+// an IW of 5 to 14. Counting the 5 segments alone read "9 to 14" (seen: a BBR
+// server with IW 5, read "8 to 19").
+func TestRenoDupAcksGrowTheWindow(t *testing.T) {
+	c := &conn{cfg: atServer(100)}
+	c.s.Request(0, 0, 517).Burst(1, 5, mss, 0.01)
+	flightEnd := int64(5 * mss)
+	for i := range 4 {
+		c.s.DupAck(101+0.01*float64(i), 0)
+	}
+	c.s.Ack(101.5, flightEnd)
+	c.s.RequestAck(101.6, 517, 200, flightEnd).Burst(101.7, 14, mss, 0.01)
+	c.s.Ack(201.7, flightEnd+2*mss).Burst(201.71, 20, mss, 0.01)
+	c.tls = &verdict.Handshake{FlightRounds: 1, FlightSegments: 5, FlightEnd: flightEnd, HandshakeEnd: flightEnd}
+	c.messages = []verdict.Span{{Start: 0, End: flightEnd}, {Start: flightEnd, End: flightEnd + 34*mss}}
+	res, rs := c.read()
+	iw := res.InitialWindow
+	if iw.Verdict != report.VerdictRange || iw.Segments > 5 || iw.SegmentsMax != 14 {
+		t.Fatalf("IW %s %d-%d (%s), want a range from at most 5 to 14\n%s", iw.Verdict, iw.Segments, iw.SegmentsMax, iw.Reason, dump(rs))
+	}
+}
+
 // TestExactCarriesEvidence: an exact reading's evidence names the packets: the
 // times and offsets a reader can find in the capture.
 func TestExactCarriesEvidence(t *testing.T) {

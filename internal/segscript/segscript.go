@@ -74,6 +74,13 @@ func (s *Script) Served() int64 { return s.served }
 // the bytes up to end.
 func (s *Script) SetServed(end int64) { s.served = end }
 
+// DupAck adds a duplicate acknowledgement of offset at t ms, without SACK blocks
+// (a segment beyond a hole arrived, on a connection without SACK).
+func (s *Script) DupAck(t float64, offset int64) *Script {
+	s.Segs = append(s.Segs, flow.Segment{Dir: flow.ToServer, TimeNs: int64(t * msNs), HasAck: true, AckOffset: offset, DupAck: true, WindowBytes: 1 << 20})
+	return s
+}
+
 // AckSACK adds a client acknowledgement up to offset at t ms that also selectively
 // acknowledges the bytes from sackLeft to sackHigh (segments beyond a hole arrived).
 func (s *Script) AckSACK(t float64, offset, sackLeft, sackHigh int64) *Script {
