@@ -356,12 +356,12 @@ type Tracker struct {
 	knownAckSet bool
 	// knownReach is the furthest the server knew the client had received: its
 	// acknowledgement, SACK blocks, duplicate ACKs (clientPacket.reach).
-	knownReach    int64
+	knownReach int64
 	// knownSACKed and knownDups: what the server knew had left the network beyond
 	// its latest acknowledgement: the bytes the SACK blocks of an acknowledgement
 	// of it reported (the most of any one), and the duplicate ACKs of it.
-	knownSACKed   int64
-	knownDups     int
+	knownSACKed int64
+	knownDups   int
 	// knownRenoDups counts the duplicate ACKs without SACK blocks the server knew
 	// of: Linux counts each as a segment delivered (and the acknowledgement that
 	// later covers it at least one more), so each may grow a window once more.
