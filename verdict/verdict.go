@@ -313,6 +313,8 @@ func (in Input) cut(r, next *rounds.Round) cutReading {
 		// they free goes out, the rest waits for the acknowledgement. Each of
 		// a burst of them is a moment the application's next write may meet.
 		fail(report.ObligationReleasedByAck, fmt.Sprintf("all of the next data (%s) left on selective or duplicate acknowledgements (a segment reordered or lost on the way), before any of the round's bytes was acknowledged: nothing was held back for the acknowledgement, so nothing shows the window, rather than the application's writes, ended the round", report.Size(next.BytesOnSACK)))
+	case next.OutranAcks:
+		fail(report.ObligationReleasedByAck, fmt.Sprintf("on the acknowledgements it had then, the server sent %d packets of the next data where a window that had cut the round could have let %d go (each packet acknowledged frees one and grows the window by one at most): the application wrote them then, and the round ended where its writes did", next.OutranSent, next.OutranAllowed))
 	case r.ClientDataAtFirstAck > r.ClientDataAtEnd:
 		fail(report.ObligationReleasedByAck, "the packet that first acknowledged the round also brought new data from the client (a request), which may have released the next data as well as the acknowledgement did, so the round may have ended the server's answer, not its window")
 	case r.MaybeProbe:

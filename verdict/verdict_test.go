@@ -81,7 +81,7 @@ func TestObligations(t *testing.T) {
 			conn: func() *conn {
 				c := &conn{cfg: atServer(100)}
 				c.s.Request(0, 0, 100).Burst(1, 10, mss, 0.01)
-				c.s.Ack(101, 2*mss).Burst(101.01, 20, mss, 0.01)
+				c.s.AckClocked(101, 0, 20, mss, 0.02)
 				c.messages = []verdict.Span{{Start: 0, End: 100 * mss}}
 				return c
 			},
@@ -208,6 +208,24 @@ func TestObligations(t *testing.T) {
 			verdict: report.VerdictLowerBound, segments: 9, unproven: report.ObligationReleasedByAck,
 		},
 		{
+			// An OpenSSL server writes its flight through a 4 KB buffer (3
+			// packets, the last short) and then signs; a busy one's signature
+			// took as long as the round trip, and its next 4 packets left as the
+			// first acknowledgement (of 1 packet) arrived. A window of 3 lets 2
+			// go on that acknowledgement: the application, not the window, ended
+			// the round (IW 11 read "exact 3").
+			name: "more sent on the first acknowledgement than a window lets go",
+			conn: func() *conn {
+				c := &conn{cfg: atServer(12)}
+				c.s.Request(0, 0, 517).Data(1, mss).Data(1, mss).Data(1, 1200)
+				c.s.Ack(13, mss).Data(13.5, mss).Data(13.5, mss).Data(13.5, 1200).Data(13.5, 15)
+				c.s.Ack(17, 4096).Ack(25, 8207)
+				c.messages = []verdict.Span{{Start: 0, End: 8207}}
+				return c
+			},
+			verdict: report.VerdictLowerBound, segments: 3, unproven: report.ObligationReleasedByAck,
+		},
+		{
 			// An application writing 2,800 bytes every 30 ms on a 200 ms path
 			// spreads a round over the round trip, each write a pause of the
 			// server's own with nothing new from the client: the round's size is
@@ -322,7 +340,7 @@ func TestRenoDupAcksGrowTheWindow(t *testing.T) {
 	}
 	c.s.Ack(101.5, flightEnd)
 	c.s.RequestAck(101.6, 517, 200, flightEnd).Burst(101.7, 14, mss, 0.01)
-	c.s.Ack(201.7, flightEnd+2*mss).Burst(201.71, 20, mss, 0.01)
+	c.s.AckClocked(201.7, flightEnd, 20, mss, 0.02)
 	c.tls = &verdict.Handshake{FlightRounds: 1, FlightSegments: 5, FlightEnd: flightEnd, HandshakeEnd: flightEnd}
 	c.messages = []verdict.Span{{Start: 0, End: flightEnd}, {Start: flightEnd, End: flightEnd + 34*mss}}
 	res, rs := c.read()
@@ -337,7 +355,7 @@ func TestRenoDupAcksGrowTheWindow(t *testing.T) {
 func TestExactCarriesEvidence(t *testing.T) {
 	c := &conn{cfg: atServer(100)}
 	c.s.Request(0, 0, 100).Burst(1, 10, mss, 0.01)
-	c.s.Ack(101, 2*mss).Burst(101.01, 20, mss, 0.01)
+	c.s.AckClocked(101, 0, 20, mss, 0.02)
 	res, _ := c.read()
 	iw := res.InitialWindow
 	if iw.Verdict != report.VerdictExact {
