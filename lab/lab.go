@@ -4,12 +4,12 @@
 // or the built-in one on gVisor's userspace TCP, lab/netstack) with the initial
 // window on its route, and a client (built-in or curl, lab/client)
 // that times the transfer. A point may run over HTTP/3 instead: the built-in server
-// or Caddy serves QUIC on UDP through the same emulated path, and the HTTP/3 probe
-// (probe/quicprobe) fetches and times it. Trials run in parallel without interfering.
+// or Caddy serves QUIC on UDP through the same emulated path, and the HTTP/3 client
+// (h3client) fetches and times it. Trials run in parallel without interfering.
 // It writes results and, when asked, the client-side and server-side captures of
 // every trial. When a job asks for its round trips it hands the trial's client-side
-// capture to package analysis (an HTTP/3 trial's come from the probe's own reading
-// of its datagrams); it analyzes nothing itself.
+// capture to package analysis (an HTTP/3 trial's come from the HTTP/3 client's own
+// reading of its datagrams); it analyzes nothing itself.
 package lab
 
 import (
@@ -26,12 +26,12 @@ import (
 	"time"
 
 	"github.com/slowstart/slowstart/analysis"
+	"github.com/slowstart/slowstart/h3client"
 	"github.com/slowstart/slowstart/lab/client"
 	"github.com/slowstart/slowstart/lab/labpath"
 	"github.com/slowstart/slowstart/lab/netlab"
 	"github.com/slowstart/slowstart/lab/netstack"
 	"github.com/slowstart/slowstart/lab/server"
-	"github.com/slowstart/slowstart/probe/quicprobe"
 	"github.com/slowstart/slowstart/report"
 	"github.com/slowstart/slowstart/units"
 )
@@ -206,7 +206,7 @@ const (
 
 // HTTP3Twin returns the same point over HTTP/3: the same path, server and page, over
 // QUIC with TLS 1.3 (whatever TLS version the TCP point uses), fetched by the HTTP/3
-// probe. It fails for a server that does not serve HTTP/3.
+// client. It fails for a server that does not serve HTTP/3.
 func (s Spec) HTTP3Twin() (Spec, error) {
 	twin := s
 	twin.HTTP3, twin.TLS, twin.HTTP2, twin.Client = true, "1.3", false, ClientBuiltin
@@ -749,13 +749,13 @@ func tcpRoundTrips(ctx context.Context, clientPcap string) (*TrialRoundTrips, er
 	return roundTripsOf(best.RoundTrips), nil
 }
 
-// fetchHTTP3 fetches the point's page over HTTP/3 with the HTTP/3 probe from the
-// client namespace and fills res with its timing and round trips (read by the probe
+// fetchHTTP3 fetches the point's page over HTTP/3 with the HTTP/3 client from the
+// client namespace and fills res with its timing and round trips (read by the client
 // from its own datagrams, with its own TLS secrets). With captures, the secrets are
 // written beside them.
 func (e *Env) fetchHTTP3(ctx context.Context, path *labpath.Path, spec Spec, target trialTarget, captureDir, prefix string, res *TrialResult) error {
 	addrPort := target.addr
-	opts := quicprobe.Options{
+	opts := h3client.Options{
 		URL:     fmt.Sprintf("https://%s:%d/bytes/%d", labpath.ServerName, addrPort.Port(), spec.SizeBytes),
 		Resolve: map[string]netip.Addr{fmt.Sprintf("%s:%d", labpath.ServerName, addrPort.Port()): addrPort.Addr()},
 		RootCAs: target.chain.Roots, Netns: path.ClientNetns,
@@ -773,7 +773,7 @@ func (e *Env) fetchHTTP3(ctx context.Context, path *labpath.Path, spec Spec, tar
 		defer f.Close()
 		opts.Keylog = f
 	}
-	pr, err := quicprobe.Run(ctx, opts)
+	pr, err := h3client.Run(ctx, opts)
 	if err != nil {
 		return err
 	}

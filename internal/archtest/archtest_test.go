@@ -45,11 +45,7 @@ var rules = []rule{
 // "importer → imported" as the test reports them. Each goes when the change named
 // beside it removes the import; the test fails when an entry is no longer violated,
 // so delete it then.
-var knownViolations = map[string]string{
-	// lab times HTTP/3 with probe/quicprobe's client; gone when that client lives
-	// below both.
-	"lab → probe/quicprobe": "lab/lab.go times HTTP/3 with the probe's client",
-}
+var knownViolations = map[string]string{}
 
 // pkg is one package of the module: its path inside the module ("lab/link", "" for
 // the root) and the module packages its non-test files import.

@@ -1,18 +1,21 @@
-// Package quicprobe measures a live site over HTTP/3 as a browser's first visit sees
-// it: it fetches a URL with quic-go's HTTP/3 client over a fresh QUIC connection,
-// records every datagram the client's socket sent and received (with the time it
-// passed the socket) and every packet quic-go's tracing hooks (qlog events) reported,
-// keeps the connection's TLS secrets, and runs the datagrams through the QUIC analysis
-// (package quicanalysis) with those secrets: the same report.Connection as for TCP,
-// with transport "quic".
+// Package h3client is the HTTP/3 client that both the probe and the lab time
+// transfers with: it fetches a URL with quic-go's HTTP/3 client over a fresh QUIC
+// connection, records every datagram the client's socket sent and received (with
+// the time it passed the socket) and every packet quic-go's tracing hooks (qlog
+// events) reported, keeps the connection's TLS secrets, and runs the datagrams
+// through the QUIC analysis (package quicanalysis) with those secrets: the same
+// report.Connection as for TCP, with transport "quic", and the client's timeline.
 //
 // The datagrams are recorded at the client's UDP socket, not by a packet capture:
 // arrivals carry the kernel's receive timestamp (SO_TIMESTAMPNS), departures the time
 // quic-go handed them to the kernel. The tracer's packets are kept beside them, and
-// the probe notes any packet the two disagree on.
+// the client notes any packet the two disagree on.
 //
-// It is not the TCP probe (package probe) and does no exact (active) measurement.
-package quicprobe
+// It is a client's part, not a client: how a browser comes to use HTTP/3 (Alt-Svc,
+// HTTPS records) and the active measurement of the initial window over QUIC are the
+// probe's (package probe/quicprobe), which steers the socket through Hooks; the
+// emulated paths are the lab's.
+package h3client
 
 import (
 	"bytes"
@@ -43,7 +46,7 @@ import (
 	"github.com/slowstart/slowstart/report"
 )
 
-// Options configure an HTTP/3 probe.
+// Options configure an HTTP/3 fetch.
 type Options struct {
 	URL string
 	// Resolve maps "host:port" to an address (curl's --resolve); otherwise DNS.
@@ -57,7 +60,7 @@ type Options struct {
 	Insecure bool
 	// ServerName overrides the SNI and the name verified.
 	ServerName string
-	// Netns is the path of a network namespace to probe from.
+	// Netns is the path of a network namespace to fetch from.
 	Netns string
 	// Timeout bounds the whole fetch (default 30 s).
 	Timeout time.Duration
@@ -76,17 +79,29 @@ type Options struct {
 	// UserAgent of the request; a browser's by default.
 	UserAgent string
 	Tool      string
+	// Hooks, when set, are told of the fetch's steps as they happen.
+	Hooks *Hooks
+}
 
-	// exact holds back the datagrams after the request (Exact); onHandshake is told
-	// the handshake's duration.
-	exact       *exactState
-	onHandshake func(time.Duration)
+// Hooks are called as a fetch goes on, from quic-go's goroutines, as
+// net/http/httptrace's are; any may be nil. The active measurement of the
+// initial window (probe/quicprobe) holds the client's acknowledgements back
+// with them.
+type Hooks struct {
+	// Handshake: the QUIC handshake (transport and TLS in one) completed, d after
+	// the dial began.
+	Handshake func(d time.Duration)
+	// Received: a datagram from the server arrived at the client's socket.
+	Received func(datagram []byte)
+	// Sending: a datagram is about to leave the client's socket; true holds it
+	// back: it is neither sent nor recorded.
+	Sending func(datagram []byte) (hold bool)
 }
 
 // DefaultUserAgent is sent when Options.UserAgent is empty.
 const DefaultUserAgent = "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0 Safari/537.36 slowstart"
 
-// Result is what an HTTP/3 probe found.
+// Result is what an HTTP/3 fetch found.
 type Result struct {
 	// Report has one connection, with transport "quic" and the client's timing.
 	Report *report.Report
@@ -114,7 +129,7 @@ type Timeline struct {
 	FirstByteNs, LastByteNs int64
 }
 
-// Final returns the probe's connection.
+// Final returns the fetch's connection.
 func (r *Result) Final() *report.Connection {
 	if r == nil || r.Report == nil || len(r.Report.Connections) == 0 {
 		return nil
@@ -122,7 +137,7 @@ func (r *Result) Final() *report.Connection {
 	return &r.Report.Connections[0]
 }
 
-// Run probes opts.URL over HTTP/3.
+// Run fetches opts.URL over HTTP/3 and reads the connection from its datagrams.
 func Run(ctx context.Context, opts Options) (*Result, error) {
 	u, err := url.Parse(opts.URL)
 	if err != nil || u.Scheme != "https" || u.Host == "" {
@@ -178,7 +193,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	if err != nil {
 		return nil, fmt.Errorf("opening a UDP socket: %w", err)
 	}
-	rec := &recordingConn{PacketConn: udp, udp: udp, remote: remote, kernelTimes: enableTimestamps(udp), exact: opts.exact}
+	rec := &recordingConn{PacketConn: udp, udp: udp, remote: remote, kernelTimes: enableTimestamps(udp), hooks: opts.Hooks}
 	defer rec.Close()
 
 	var keys bytes.Buffer
@@ -232,8 +247,8 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 			}
 			done := time.Now()
 			timeline.HandshakeNs = done.Sub(dialStart).Nanoseconds()
-			if opts.onHandshake != nil {
-				opts.onHandshake(done.Sub(dialStart))
+			if opts.Hooks != nil && opts.Hooks.Handshake != nil {
+				opts.Hooks.Handshake(done.Sub(dialStart))
 			}
 			conn = c
 			timing.ConnectAtMs, timing.ConnectMs = since(done), float64(done.Sub(dialStart).Nanoseconds())/1e6
@@ -332,7 +347,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 		return res, fmt.Errorf("fetching %s over HTTP/3: %w%s", opts.URL, fetchErr, handshakeHint(fetchErr, serverName))
 	}
 	if len(rep.Connections) == 0 {
-		return res, fmt.Errorf("the probe's datagrams hold no QUIC connection")
+		return res, fmt.Errorf("the client's datagrams hold no QUIC connection")
 	}
 	return res, nil
 }
@@ -377,8 +392,7 @@ type recordingConn struct {
 	mu          sync.Mutex
 	records     []quicanalysis.Datagram
 	stopped     bool
-	// exact, when set, holds back the datagrams after the request (Exact).
-	exact *exactState
+	hooks       *Hooks // nil: none
 }
 
 func (c *recordingConn) record(src, dst netip.AddrPort, b []byte, timeNs int64) {
@@ -409,15 +423,15 @@ func (c *recordingConn) ReadFrom(b []byte) (int, net.Addr, error) {
 		ts = kernelTimestamp(oob[:oobn])
 	}
 	c.record(unmapAP(addr), c.local(), b[:n], ts)
-	if c.exact != nil {
-		c.exact.received(b[:n])
+	if c.hooks != nil && c.hooks.Received != nil {
+		c.hooks.Received(b[:n])
 	}
 	return n, net.UDPAddrFromAddrPort(addr), nil
 }
 
 func (c *recordingConn) WriteTo(b []byte, addr net.Addr) (int, error) {
-	if c.exact != nil && c.exact.sending(b) {
-		return len(b), nil // held back: the server hears nothing more (Exact)
+	if c.hooks != nil && c.hooks.Sending != nil && c.hooks.Sending(b) {
+		return len(b), nil // held back: the server hears nothing of it
 	}
 	n, err := c.PacketConn.WriteTo(b, addr)
 	if err == nil {

@@ -1,4 +1,4 @@
-package quicprobe
+package h3client
 
 import (
 	"sync"
@@ -30,7 +30,7 @@ type TracedFrame struct {
 	Ranges   [][2]int64 // ACK: [smallest, largest], largest range first
 }
 
-// tracer collects the packet events of the probe's connection. It implements
+// tracer collects the packet events of the client's connection. It implements
 // qlogwriter.Trace; quic-go calls it from its connection goroutines.
 type tracer struct {
 	mu      sync.Mutex
