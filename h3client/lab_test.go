@@ -18,9 +18,9 @@ import (
 	"github.com/slowstart/slowstart/internal/hoststeal"
 	"github.com/slowstart/slowstart/internal/testroot"
 	"github.com/slowstart/slowstart/keylog"
+	"github.com/slowstart/slowstart/lab/labserver"
 	"github.com/slowstart/slowstart/lab/netlab"
 	"github.com/slowstart/slowstart/lab/server"
-	"github.com/slowstart/slowstart/probe"
 	"github.com/slowstart/slowstart/quicanalysis"
 	"github.com/slowstart/slowstart/report"
 )
@@ -107,7 +107,7 @@ func probeLab(t *testing.T, caddy bool, chainBytes int, rttMs int, bodyBytes int
 	tp, pcaps := newTaps(t, dir)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	s, err := probe.StartLabServer(ctx, probe.LabServerConfig{RTT: time.Duration(rttMs) * time.Millisecond, TLSVersion: "1.3",
+	s, err := labserver.Start(ctx, labserver.Config{RTT: time.Duration(rttMs) * time.Millisecond, TLSVersion: "1.3",
 		HTTP3: !caddy, Caddy: caddy, NginxBodySizes: []int64{bodyBytes}, ChainBytes: chainBytes, Keys: labKeys, Tap: tp.tap})
 	if err != nil {
 		tp.close()

@@ -5,11 +5,10 @@
 // knows (DNS, connect, TLS, first and last byte from tracing hooks; the certificate
 // chain; where redirects lead) and diagnoses with their cost in round trips.
 //
-// It also runs the built-in demo (Demo): a far-away server emulated in the lab
-// with three initial windows, probed side by side.
-//
-// It is not the active (exact) measurement of the initial window (see probe/exact),
-// and it does not analyze packets itself (package analysis does).
+// It is the live prober only: the built-in demo (package demo) builds on it and
+// on the lab's emulated servers (package lab/labserver). It is not the active
+// (exact) measurement of the initial window (see probe/exact), and it does not
+// analyze packets itself (package analysis does).
 package probe
 
 import (

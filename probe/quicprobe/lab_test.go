@@ -14,6 +14,7 @@ import (
 	"github.com/slowstart/slowstart/h3client"
 	"github.com/slowstart/slowstart/internal/hoststeal"
 	"github.com/slowstart/slowstart/internal/testroot"
+	"github.com/slowstart/slowstart/lab/labserver"
 	"github.com/slowstart/slowstart/lab/netlab"
 	"github.com/slowstart/slowstart/lab/server"
 	"github.com/slowstart/slowstart/probe"
@@ -56,7 +57,7 @@ func TestChooseLab(t *testing.T) {
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()
-			s, err := probe.StartLabServer(ctx, probe.LabServerConfig{RTT: 20 * time.Millisecond, TLSVersion: "1.3",
+			s, err := labserver.Start(ctx, labserver.Config{RTT: 20 * time.Millisecond, TLSVersion: "1.3",
 				HTTP3: !c.caddy, Caddy: c.caddy, NginxBodySizes: []int64{body}, ChainBytes: 2000, Keys: labKeys})
 			if err != nil {
 				t.Fatal(err)
@@ -67,7 +68,7 @@ func TestChooseLab(t *testing.T) {
 				TCP:   probe.Options{URL: url, Netns: s.Netns, Resolve: s.Resolve(), RootCAs: s.RootCAs, Tool: "test"},
 				HTTP3: h3client.Options{Netns: s.Netns, Resolve: s.Resolve(), RootCAs: s.RootCAs, Tool: "test"}}
 			if c.record {
-				opts.Resolver = fakeDNS(t, probe.LabServerName, []dnsmessage.HTTPSResource{httpsRecord(1, ".", []string{"h3", "h2"}, 0)})
+				opts.Resolver = fakeDNS(t, labserver.ServerName, []dnsmessage.HTTPSResource{httpsRecord(1, ".", []string{"h3", "h2"}, 0)})
 			} else {
 				opts.NoHTTPSRecord = true
 			}
@@ -132,7 +133,7 @@ func TestExactLab(t *testing.T) {
 			var timing []string
 			for attempt := 1; attempt <= 3; attempt++ {
 				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-				s, err := probe.StartLabServer(ctx, probe.LabServerConfig{RTT: 40 * time.Millisecond, TLSVersion: "1.3",
+				s, err := labserver.Start(ctx, labserver.Config{RTT: 40 * time.Millisecond, TLSVersion: "1.3",
 					HTTP3: !caddy, Caddy: caddy, NginxBodySizes: []int64{300_000}, ChainBytes: 2000, Keys: labKeys})
 				if err != nil {
 					cancel()

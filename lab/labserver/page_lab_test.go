@@ -1,6 +1,6 @@
 //go:build linux
 
-package probe
+package labserver
 
 import (
 	"bufio"
@@ -20,6 +20,7 @@ import (
 
 	"github.com/slowstart/slowstart/browser"
 	"github.com/slowstart/slowstart/har"
+	"github.com/slowstart/slowstart/internal/testroot"
 	"github.com/slowstart/slowstart/lab/labpath"
 	"github.com/slowstart/slowstart/lab/server"
 	"github.com/slowstart/slowstart/model"
@@ -72,12 +73,14 @@ const h1Page = "html=30KB,css=18KB,js=18KB,font=4KB,img=40KB"
 // host, the font in its own stylesheet's chain.
 const tinyPage = "html=4KB,css@2=3KB,js=2KB,font@2=2KB,img=5KB"
 
+var labKeys = server.NewKeyCache()
+
 // browserLabRTT is long beside what the browser takes to parse and ask: its
 // processing then moves no request into another round.
 const browserLabRTT = 200 * time.Millisecond
 
 func TestBrowserPageLoadLab(t *testing.T) {
-	requireRoot(t)
+	testroot.Require(t, "network namespaces and a live capture")
 	for _, tool := range []string{"nginx", "nsenter"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			t.Skipf("%s is not installed (Debian packages nginx, util-linux)", tool)
@@ -93,9 +96,9 @@ func TestBrowserPageLoadLab(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			cfg := LabServerConfig{RTT: browserLabRTT, IW: c.iw, TLSVersion: c.tls, HTTP2: c.h2, Nginx: true, Page: &page, Keys: labKeys}
+			cfg := Config{RTT: browserLabRTT, IW: c.iw, TLSVersion: c.tls, HTTP2: c.h2, Nginx: true, Page: &page, Keys: labKeys}
 			// The model's range: one value, or the page is on a boundary.
-			pp := LabPageModel(cfg, page, 4000)
+			pp := PageModel(cfg, page, 4000)
 			lo, hi, err := model.PageLoadRange(pp, 2*model.DefaultMSS)
 			if err != nil {
 				t.Fatal(err)
@@ -103,12 +106,12 @@ func TestBrowserPageLoadLab(t *testing.T) {
 			if lo != hi {
 				t.Fatalf("the model puts page %s at %d to %d round trips at IW %d: choose a page away from a boundary", c.page, lo, hi, c.iw)
 			}
-			var res *LabPageResult
+			var res *PageResult
 			var dir string
 			for attempt := 1; ; attempt++ {
 				dir = t.TempDir()
 				res = loadLabPage(t, cfg, dir)
-				slow := slowBrowser(res.Page)
+				slow := SlowBrowser(res.Page, browserLabRTT)
 				if slow == "" {
 					break
 				}
@@ -141,11 +144,11 @@ func TestBrowserPageLoadLab(t *testing.T) {
 }
 
 // loadLabPage serves and loads the page, keeping the capture and key log in dir.
-func loadLabPage(t *testing.T, cfg LabServerConfig, dir string) *LabPageResult {
+func loadLabPage(t *testing.T, cfg Config, dir string) *PageResult {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	res, err := LoadLabPage(ctx, cfg, browser.Options{Wait: 300 * time.Millisecond, Timeout: time.Minute,
+	res, err := LoadPage(ctx, cfg, browser.Options{Wait: 300 * time.Millisecond, Timeout: time.Minute,
 		PcapPath: filepath.Join(dir, "load.pcap"), KeylogPath: filepath.Join(dir, "load.keys"), Tool: "slowstart test"})
 	if err != nil {
 		t.Fatalf("loading the lab page: %v", err)
@@ -153,24 +156,9 @@ func loadLabPage(t *testing.T, cfg LabServerConfig, dir string) *LabPageResult {
 	return res
 }
 
-// slowBrowser says why the load does not tell the rounds, if it does not: the
-// browser asked for a step of the critical path more than half a round trip
-// after what it waited for had arrived (a busy host, not the network).
-func slowBrowser(p *pageload.Page) string { return slowBrowserAt(p, browserLabRTT) }
-
-func slowBrowserAt(p *pageload.Page, rtt time.Duration) string {
-	limit := float64(rtt.Milliseconds()) / 2
-	for _, s := range p.CriticalPath.Steps {
-		if s.BrowserMs > limit {
-			return fmt.Sprintf("it asked for request %d %.0f ms after what it waited for", s.Request, s.BrowserMs)
-		}
-	}
-	return ""
-}
-
 // checkResourcesFound: every file of the test page was requested once, answered
 // 200 and found decrypted on a connection of the capture.
-func checkResourcesFound(t *testing.T, res *LabPageResult) {
+func checkResourcesFound(t *testing.T, res *PageResult) {
 	t.Helper()
 	want := []string{server.PageIndexPath}
 	for i := range res.TestPage.Resources {
@@ -201,7 +189,7 @@ var accessLine = regexp.MustCompile(`^(\S+) (\d+) (\S+) (\d+) "(\S+) (\S+) (\S+)
 // checkAgainstAccessLog: each request of the page is on the connection nginx
 // logged it on (the client's address and port), with nginx's status and
 // $bytes_sent, and nginx logged nothing the page does not have.
-func checkAgainstAccessLog(t *testing.T, res *LabPageResult) {
+func checkAgainstAccessLog(t *testing.T, res *PageResult) {
 	t.Helper()
 	clients := map[int]netip.AddrPort{}
 	for _, c := range res.Page.Report.Connections {
@@ -255,7 +243,7 @@ func checkAgainstAccessLog(t *testing.T, res *LabPageResult) {
 		if r.Status != l.status || r.Bytes != l.bytes {
 			t.Errorf("%s: status %d, %d bytes; nginx: status %d, $bytes_sent %d", r.Path, r.Status, r.Bytes, l.status, l.bytes)
 		}
-		if second := strings.Contains(r.URL, LabSecondServerName); second != (l.serverPort == LabSecondPort) {
+		if second := strings.Contains(r.URL, SecondServerName); second != (l.serverPort == SecondPort) {
 			t.Errorf("%s: URL %s, nginx served it on port %d", r.Path, r.URL, l.serverPort)
 		}
 	}
@@ -379,7 +367,7 @@ func compareBrowserWithTshark(t *testing.T, rep *report.Report, pcap, keys strin
 		at, _ := strconv.ParseFloat(f[0], 64)
 		src, _ := strconv.Atoi(f[1])
 		dst, _ := strconv.Atoi(f[2])
-		toServer := dst == 443 || dst == LabSecondPort
+		toServer := dst == 443 || dst == SecondPort
 		port := src
 		if !toServer {
 			port = dst
@@ -462,7 +450,7 @@ func compareBrowserWithTshark(t *testing.T, rep *report.Report, pcap, keys strin
 }
 
 // keepLoad writes base.pcap, base.keys, base.access.log and base.har.
-func keepLoad(t *testing.T, res *LabPageResult, dir, base string) {
+func keepLoad(t *testing.T, res *PageResult, dir, base string) {
 	t.Helper()
 	for from, to := range map[string]string{"load.pcap": ".pcap", "load.keys": ".keys"} {
 		data, err := os.ReadFile(filepath.Join(dir, from))
