@@ -76,6 +76,9 @@ type Config struct {
 type Server struct {
 	// Netns is the client namespace's path, to measure from (a probe's Options.Netns).
 	Netns string
+	// ServerNamespace is the server namespace's name, as ip netns shows it (where
+	// tune --netns changes the server's routes).
+	ServerNamespace string
 	// Addr is the server's address and port.
 	Addr netip.AddrPort
 	// Scheme is "http" or "https".
@@ -147,7 +150,7 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 			path.Close()
 		}
 	}()
-	s := &Server{path: path, Netns: path.ClientNetns, Scheme: "http"}
+	s := &Server{path: path, Netns: path.ClientNetns, ServerNamespace: path.ServerNamespace, Scheme: "http"}
 	if (cfg.HTTP3 || cfg.Caddy) && cfg.TLSVersion == "" {
 		cfg.TLSVersion = "1.3"
 	}
