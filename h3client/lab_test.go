@@ -1,20 +1,16 @@
 package h3client
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/gopacket/gopacket"
-	"github.com/gopacket/gopacket/layers"
-	"github.com/gopacket/gopacket/pcapgo"
-
+	"github.com/slowstart/slowstart/capture"
 	"github.com/slowstart/slowstart/internal/hoststeal"
 	"github.com/slowstart/slowstart/internal/testroot"
 	"github.com/slowstart/slowstart/keylog"
@@ -30,11 +26,9 @@ var labKeys = server.NewKeyCache()
 // taps writes the link emulator's view of both TUN devices to two pcap files (link
 // type RAW), as tcpdump on each device would, from the moment recording is set.
 type taps struct {
-	mu        sync.Mutex
-	recording bool
+	recording atomic.Bool
 	files     [2]*os.File
-	bufs      [2]*bufio.Writer
-	ws        [2]*pcapgo.Writer
+	ws        [2]*capture.PcapWriter
 }
 
 func newTaps(t *testing.T, dir string) (*taps, [2]string) {
@@ -47,36 +41,26 @@ func newTaps(t *testing.T, dir string) (*taps, [2]string) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		tp.files[i], tp.bufs[i] = f, bufio.NewWriter(f)
-		tp.ws[i] = pcapgo.NewWriterNanos(tp.bufs[i])
-		if err := tp.ws[i].WriteFileHeader(65535, layers.LinkTypeRaw); err != nil {
+		tp.files[i] = f
+		if tp.ws[i], err = capture.NewPcapWriter(f, capture.DefaultSnaplen); err != nil {
 			t.Fatal(err)
 		}
 	}
 	return tp, paths
 }
 
-func (tp *taps) record(on bool) {
-	tp.mu.Lock()
-	tp.recording = on
-	tp.mu.Unlock()
-}
+func (tp *taps) record(on bool) { tp.recording.Store(on) }
 
 func (tp *taps) tap(device int, data []byte, unixNs int64) {
-	tp.mu.Lock()
-	defer tp.mu.Unlock()
-	if !tp.recording {
-		return
+	if tp.recording.Load() {
+		_ = tp.ws[device].WritePacket(data, unixNs, len(data))
 	}
-	ci := gopacket.CaptureInfo{Timestamp: time.Unix(0, unixNs), CaptureLength: len(data), Length: len(data)}
-	_ = tp.ws[device].WritePacket(ci, data)
 }
 
+// close flushes the captures once the emulator has stopped.
 func (tp *taps) close() {
-	tp.mu.Lock()
-	defer tp.mu.Unlock()
 	for i := range tp.files {
-		tp.bufs[i].Flush()
+		tp.ws[i].Flush()
 		tp.files[i].Close()
 	}
 }
