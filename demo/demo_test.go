@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slowstart/slowstart/browser"
 	"github.com/slowstart/slowstart/internal/testroot"
-	"github.com/slowstart/slowstart/lab/labpath"
 	"github.com/slowstart/slowstart/lab/labserver"
 	"github.com/slowstart/slowstart/report"
 )
@@ -21,7 +21,7 @@ func TestDemo(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the demo takes a few seconds")
 	}
-	t.Cleanup(func() { labpath.CloseAll() })
+	t.Cleanup(func() { labserver.CloseAll() })
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	d, err := Run(ctx, Default())
@@ -66,7 +66,7 @@ func TestDemo(t *testing.T) {
 	}
 	// The page loads in Chromium: each critical path as the model predicts it (unless
 	// a busy host slowed the browser itself), longer at IW 3 than at IW 32.
-	if _, err := os.Stat("/usr/bin/chromium"); err != nil {
+	if _, err := os.Stat(browser.DefaultChromium); err != nil {
 		t.Log("Chromium is not installed: no page loads to check")
 		return
 	}

@@ -137,6 +137,10 @@ func origin(scheme, name string, port uint16) string {
 // Close stops the server and the emulator and removes the namespaces.
 func (s *Server) Close() error { return s.path.Close() }
 
+// CloseAll removes every lab server of this process still up: those whose Close
+// was never reached (after a test's failure, say).
+func CloseAll() error { return labpath.CloseAll() }
+
 // Start brings up a lab path (package lab/labpath) with the server cfg
 // describes in its server namespace, and keeps it up until Close. It needs root.
 func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
