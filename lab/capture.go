@@ -3,7 +3,6 @@ package lab
 import (
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 
@@ -93,18 +92,9 @@ func (r TrialResult) KeepCaptures(dir, name string) error {
 }
 
 func copyFile(from, to string) error {
-	in, err := os.Open(from)
+	data, err := os.ReadFile(from)
 	if err != nil {
 		return err
 	}
-	defer in.Close()
-	out, err := os.Create(to)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		out.Close()
-		return err
-	}
-	return out.Close()
+	return os.WriteFile(to, data, 0o644)
 }
