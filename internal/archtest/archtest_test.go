@@ -30,7 +30,7 @@ type rule struct {
 
 var rules = []rule{
 	{From: []string{"probe/..."}, To: []string{"lab/..."},
-		Why: "the probe measures live sites; what emulates a server for it (the demo, lab/labserver) builds on it from outside"},
+		Why: "the probe measures live sites; the demo, which probes emulated servers, builds on it from outside"},
 	{From: []string{"compare"}, To: []string{"lab/..."},
 		Why: "comparing samples needs statistics, not the lab that made them"},
 	{From: []string{"lab/..."}, To: []string{"probe/..."},
