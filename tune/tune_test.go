@@ -20,34 +20,34 @@ func needRoot(t *testing.T) { t.Helper(); testroot.Require(t, "network namespace
 func newNamespace(t *testing.T) string {
 	t.Helper()
 	needRoot(t)
-	return testroot.Namespace(t, "sstune",
-		"link set lo up",
-		"link add veth0 type veth peer name veth1",
-		"link add dummy0 type veth peer name dummy1",
-		// No link-local addresses: they would appear at a moment of the kernel's
-		// choosing. The routes they bring are made by hand below instead.
-		"link set veth0 addrgenmode none",
-		"link set veth1 addrgenmode none",
-		"link set dummy0 addrgenmode none",
-		"link set dummy1 addrgenmode none",
-		"link set veth0 up",
-		"link set veth1 up",
-		"link set dummy1 up",
-		"link set dummy0 up",
-		"addr add 192.0.2.10/24 dev veth0",
-		"-6 addr add 2001:db8::10/64 dev veth0 nodad",
-		"addr add 198.51.100.1/24 dev dummy0",
-		"route add default via 192.0.2.1 dev veth0 proto static metric 100",
-		"route add 203.0.113.0/24 via 192.0.2.2 dev veth0 mtu lock 1400 rto_min 50ms advmss 1300",
-		"route add 10.20.0.0/16 dev dummy0 table 100 initcwnd 4 quickack 1 congctl reno",
-		"route add default via 198.51.100.254 dev dummy0 table 100 proto static",
-		"-6 route add default via 2001:db8::1 dev veth0 metric 1024 pref high",
-		// Three routes of one destination and metric: only the first can be replaced.
-		"-6 route add fe80::/64 dev veth0",
-		"-6 route append fe80::/64 dev veth1",
-		"-6 route append fe80::/64 dev dummy0",
-		"-6 route add 2001:db8:5::/48 via 2001:db8::2 dev veth0 mtu 1400 hoplimit 32 initrwnd 20",
-	)
+	return testroot.Namespace(t, "sstune", `
+		link set lo up
+		link add veth0 type veth peer name veth1
+		link add dummy0 type veth peer name dummy1
+		# No link-local addresses: they would appear at a moment of the kernel's
+		# choosing. The routes they bring are made by hand below instead.
+		link set veth0 addrgenmode none
+		link set veth1 addrgenmode none
+		link set dummy0 addrgenmode none
+		link set dummy1 addrgenmode none
+		link set veth0 up
+		link set veth1 up
+		link set dummy1 up
+		link set dummy0 up
+		addr add 192.0.2.10/24 dev veth0
+		-6 addr add 2001:db8::10/64 dev veth0 nodad
+		addr add 198.51.100.1/24 dev dummy0
+		route add default via 192.0.2.1 dev veth0 proto static metric 100
+		route add 203.0.113.0/24 via 192.0.2.2 dev veth0 mtu lock 1400 rto_min 50ms advmss 1300
+		route add 10.20.0.0/16 dev dummy0 table 100 initcwnd 4 quickack 1 congctl reno
+		route add default via 198.51.100.254 dev dummy0 table 100 proto static
+		-6 route add default via 2001:db8::1 dev veth0 metric 1024 pref high
+		# Three routes of one destination and metric: only the first can be replaced.
+		-6 route add fe80::/64 dev veth0
+		-6 route append fe80::/64 dev veth1
+		-6 route append fe80::/64 dev dummy0
+		-6 route add 2001:db8:5::/48 via 2001:db8::2 dev veth0 mtu 1400 hoplimit 32 initrwnd 20
+	`)
 }
 
 // routeSnapshot is `ip -d route show table all` for both families, by the real ip binary.

@@ -21,21 +21,21 @@ import (
 // outputs show.
 func tuneNamespace(t *testing.T) string {
 	t.Helper()
-	return testroot.Namespace(t, "sstunecli",
-		"link set lo up",
-		"link add veth0 type veth peer name veth1",
-		// No link-local addresses: they would appear at a moment of the kernel's choosing.
-		"link set veth0 addrgenmode none",
-		"link set veth1 addrgenmode none",
-		"link set veth0 up",
-		"link set veth1 up",
-		"addr add 192.0.2.10/24 dev veth0",
-		"-6 addr add 2001:db8::10/64 dev veth0 nodad",
-		"route add default via 192.0.2.1 dev veth0 proto static metric 100",
-		"route add 203.0.113.0/24 via 192.0.2.2 dev veth0 mtu lock 1400 rto_min 50ms",
-		"route add 10.20.0.0/16 via 192.0.2.3 dev veth0 table 100 initcwnd 4",
-		"-6 route add default via 2001:db8::1 dev veth0 metric 1024",
-	)
+	return testroot.Namespace(t, "sstunecli", `
+		link set lo up
+		link add veth0 type veth peer name veth1
+		# No link-local addresses: they would appear at a moment of the kernel's choosing.
+		link set veth0 addrgenmode none
+		link set veth1 addrgenmode none
+		link set veth0 up
+		link set veth1 up
+		addr add 192.0.2.10/24 dev veth0
+		-6 addr add 2001:db8::10/64 dev veth0 nodad
+		route add default via 192.0.2.1 dev veth0 proto static metric 100
+		route add 203.0.113.0/24 via 192.0.2.2 dev veth0 mtu lock 1400 rto_min 50ms
+		route add 10.20.0.0/16 via 192.0.2.3 dev veth0 table 100 initcwnd 4
+		-6 route add default via 2001:db8::1 dev veth0 metric 1024
+	`)
 }
 
 // tuneSnapshot is the routes of both families and the TCP sysctls of the

@@ -30,10 +30,11 @@ func Require(t testing.TB, needs string) {
 var namespaceSeq atomic.Int64
 
 // Namespace makes a network namespace for t, named prefix-PID-N, sets it up with
-// one ip(8) command a line (`ip -n NAME` and the line's words: "link set lo up",
-// "-6 route add default via 2001:db8::1 dev veth0"), and deletes it when t ends.
-// It needs root (Require).
-func Namespace(t testing.TB, prefix string, setup ...string) string {
+// setup, ip(8) commands one a line (`ip -n NAME` and the line's words: "link set
+// lo up", "-6 route add default via 2001:db8::1 dev veth0"; blank lines and lines
+// that start with # are skipped), and deletes it when t ends. It needs root
+// (Require).
+func Namespace(t testing.TB, prefix, setup string) string {
 	t.Helper()
 	Require(t, "network namespaces")
 	name := fmt.Sprintf("%s-%d-%d", prefix, os.Getpid(), namespaceSeq.Add(1))
@@ -43,8 +44,10 @@ func Namespace(t testing.TB, prefix string, setup ...string) string {
 			t.Errorf("deleting the namespace %s: %v\n%s", name, err, out)
 		}
 	})
-	for _, line := range setup {
-		IP(t, append([]string{"-n", name}, strings.Fields(line)...)...)
+	for _, line := range strings.Split(setup, "\n") {
+		if line = strings.TrimSpace(line); line != "" && !strings.HasPrefix(line, "#") {
+			IP(t, append([]string{"-n", name}, strings.Fields(line)...)...)
+		}
 	}
 	return name
 }
