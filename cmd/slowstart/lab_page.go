@@ -7,8 +7,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/slowstart/slowstart/browser"
+	"github.com/slowstart/slowstart/lab/labserver"
 	"github.com/slowstart/slowstart/lab/server"
-	"github.com/slowstart/slowstart/probe"
 	"github.com/slowstart/slowstart/units"
 )
 
@@ -44,7 +44,7 @@ a second host name (another origin, with connections of its own), as a CDN would
 			if err != nil {
 				return withCode(exitUsage, fmt.Errorf("--page: %w", err))
 			}
-			cfg := probe.LabServerConfig{Page: &page, HTTP2: h2}
+			cfg := labserver.Config{Page: &page, HTTP2: h2}
 			rttNs, err := units.ParseDuration(rtt)
 			if err != nil {
 				return withCode(exitUsage, fmt.Errorf("--rtt: %w", err))
@@ -87,7 +87,7 @@ a second host name (another origin, with connections of its own), as a CDN would
 			defer stop()
 			fmt.Fprintf(cmd.ErrOrStderr(), "Serving %s (%s) over an emulated path (RTT %s, IW %d) and loading it in headless Chromium...\n",
 				page, map[bool]string{true: "HTTP/2", false: "HTTP/1.1"}[h2], rtt, cfg.IW)
-			res, err := probe.LoadLabPage(ctx, cfg, browser.Options{Chromium: bf.chromium, Wait: bf.wait, PcapPath: pcapPath,
+			res, err := labserver.LoadPage(ctx, cfg, browser.Options{Chromium: bf.chromium, Wait: bf.wait, PcapPath: pcapPath,
 				KeylogPath: keylogPath, Tool: "slowstart " + version, Packets: htmlOut != ""})
 			if ctx.Err() != nil {
 				return interrupted("interrupted; the lab's namespaces were removed")

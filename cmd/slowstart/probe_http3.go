@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/slowstart/slowstart/h3client"
 	"github.com/slowstart/slowstart/internal/privatefile"
 	"github.com/slowstart/slowstart/internal/textsafe"
 	"github.com/slowstart/slowstart/probe"
@@ -23,7 +24,7 @@ type http3Options struct {
 	timeout                           time.Duration
 }
 
-// runHTTP3 runs probe --http3: the QUIC probe of package probe/quicprobe.
+// runHTTP3 runs probe --http3: a fetch with the HTTP/3 client of package h3client.
 func runHTTP3(cmd *cobra.Command, rawURL string, o http3Options) error {
 	opts, closeKeylog, err := o.quicOptions(rawURL)
 	if err != nil {
@@ -33,7 +34,7 @@ func runHTTP3(cmd *cobra.Command, rawURL string, o http3Options) error {
 	if o.exact {
 		return runExactHTTP3(cmd, rawURL, opts, o)
 	}
-	res, err := quicprobe.Run(cmd.Context(), opts)
+	res, err := h3client.Run(cmd.Context(), opts)
 	if res != nil && res.Report != nil && len(res.Report.Connections) > 0 {
 		var werr error
 		if o.asJSON {
@@ -53,8 +54,8 @@ func runHTTP3(cmd *cobra.Command, rawURL string, o http3Options) error {
 
 // quicOptions makes the HTTP/3 probe's options; the key log is opened for appending
 // when the probe first writes to it, and closed by the function returned.
-func (o http3Options) quicOptions(rawURL string) (quicprobe.Options, func(), error) {
-	opts := quicprobe.Options{URL: rawURL, Insecure: o.insecure, ServerName: o.sni, Netns: o.netns, Timeout: o.timeout,
+func (o http3Options) quicOptions(rawURL string) (h3client.Options, func(), error) {
+	opts := h3client.Options{URL: rawURL, Insecure: o.insecure, ServerName: o.sni, Netns: o.netns, Timeout: o.timeout,
 		PacketLog: o.packets, UserAgent: o.userAgent, Tool: "slowstart " + version, Resolve: map[string]netip.Addr{}}
 	for _, r := range o.resolves {
 		key, addr, err := probe.ParseResolve(r)
@@ -132,7 +133,7 @@ func runChoice(cmd *cobra.Command, protocols []string, tcp probe.Options, o http
 
 // runExactHTTP3 measures the initial window actively over HTTP/3 (quicprobe.Exact),
 // o.exactRuns times over fresh connections.
-func runExactHTTP3(cmd *cobra.Command, rawURL string, opts quicprobe.Options, o http3Options) error {
+func runExactHTTP3(cmd *cobra.Command, rawURL string, opts h3client.Options, o http3Options) error {
 	runs := max(o.exactRuns, 1)
 	if !o.asJSON {
 		fmt.Fprintf(cmd.ErrOrStderr(), "Measuring the initial window of %s over HTTP/3, %d fresh connections (nothing acknowledged after the request)...\n", rawURL, runs)

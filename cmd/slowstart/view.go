@@ -20,10 +20,10 @@ import (
 
 	"github.com/slowstart/slowstart/analysis"
 	"github.com/slowstart/slowstart/capture"
+	"github.com/slowstart/slowstart/demo"
 	"github.com/slowstart/slowstart/field"
 	"github.com/slowstart/slowstart/internal/privatefile"
 	"github.com/slowstart/slowstart/internal/textsafe"
-	"github.com/slowstart/slowstart/probe"
 	"github.com/slowstart/slowstart/report"
 	"github.com/slowstart/slowstart/web"
 )
@@ -247,12 +247,12 @@ func readReport(r io.Reader, path string) (*report.Report, error) {
 	var head struct {
 		Schema string `json:"schema"`
 	}
-	if json.Unmarshal(data, &head) == nil && head.Schema == probe.DemoSchema {
-		var demo probe.DemoOutput
-		if err := json.Unmarshal(data, &demo); err != nil {
+	if json.Unmarshal(data, &head) == nil && head.Schema == demo.Schema {
+		var out demo.Output
+		if err := json.Unmarshal(data, &out); err != nil {
 			return nil, withCode(exitFile, fmt.Errorf("%s: not the demo's JSON: %w", path, err))
 		}
-		return demo.Merged(), nil
+		return out.Merged(), nil
 	}
 	var rep report.Report
 	dec := json.NewDecoder(bytes.NewReader(data))

@@ -447,9 +447,7 @@ func keep(dir string, res Result, row lab.Row) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return
 	}
-	for _, c := range []struct{ from, to string }{{row.ClientPcap, res.Name + ".client.pcap"}, {row.ServerPcap, res.Name + ".server.pcap"}} {
-		copyFile(c.from, filepath.Join(dir, c.to))
-	}
+	_ = row.KeepCaptures(dir, res.Name) // what could be copied is; the line below says what the trial was
 	f, err := os.OpenFile(filepath.Join(dir, "wrong.jsonl"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 	if err != nil {
 		return
@@ -464,21 +462,4 @@ func jsonLine(v any) string {
 		return fmt.Sprintf("{\"error\": %q}", err.Error())
 	}
 	return string(b)
-}
-
-func copyFile(from, to string) error {
-	in, err := os.Open(from)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	out, err := os.Create(to)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		out.Close()
-		return err
-	}
-	return out.Close()
 }
