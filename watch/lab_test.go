@@ -11,6 +11,7 @@ import (
 
 	"github.com/slowstart/slowstart/internal/testroot"
 
+	"github.com/slowstart/slowstart/lab/labserver"
 	"github.com/slowstart/slowstart/lab/netlab"
 	"github.com/slowstart/slowstart/probe"
 )
@@ -28,7 +29,7 @@ func TestWatchLabServer(t *testing.T) {
 	t.Cleanup(func() { netlab.CloseAll() })
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	srv, err := probe.StartLabServer(ctx, probe.LabServerConfig{RTT: 60 * time.Millisecond, IW: 4})
+	srv, err := labserver.Start(ctx, labserver.Config{RTT: 60 * time.Millisecond, IW: 4})
 	if err != nil {
 		t.Fatalf("starting the lab server: %v", err)
 	}

@@ -16,8 +16,8 @@ import (
 
 	"github.com/slowstart/slowstart/compare"
 	"github.com/slowstart/slowstart/lab"
+	"github.com/slowstart/slowstart/lab/labserver"
 	"github.com/slowstart/slowstart/lab/netlab"
-	"github.com/slowstart/slowstart/probe"
 	"github.com/slowstart/slowstart/watch"
 )
 
@@ -296,7 +296,7 @@ func TestCompareRealOutputs(t *testing.T) {
 	probeFiles := map[int]string{}
 	for _, iw := range []int{3, 10} {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		srv, err := probe.StartLabServer(ctx, probe.LabServerConfig{RTT: 100 * time.Millisecond, RateBitsPerSecond: 20_000_000, IW: iw})
+		srv, err := labserver.Start(ctx, labserver.Config{RTT: 100 * time.Millisecond, RateBitsPerSecond: 20_000_000, IW: iw})
 		cancel()
 		if err != nil {
 			t.Fatalf("starting the lab server: %v", err)

@@ -8,9 +8,9 @@ import (
 
 	"github.com/slowstart/slowstart/browser"
 	"github.com/slowstart/slowstart/internal/outpath"
+	"github.com/slowstart/slowstart/lab/labserver"
 	"github.com/slowstart/slowstart/lab/server"
 	"github.com/slowstart/slowstart/model"
-	"github.com/slowstart/slowstart/probe"
 	"github.com/slowstart/slowstart/units"
 )
 
@@ -82,12 +82,12 @@ a second host name (another origin, with connections of its own), as a CDN would
 }
 
 // config reads the flags into the lab server's configuration.
-func (f *labPageFlags) config() (probe.LabServerConfig, error) {
+func (f *labPageFlags) config() (labserver.Config, error) {
 	page, err := server.ParsePage(f.pageSpec)
 	if err != nil {
-		return probe.LabServerConfig{}, withCode(exitUsage, fmt.Errorf("--page: %w", err))
+		return labserver.Config{}, withCode(exitUsage, fmt.Errorf("--page: %w", err))
 	}
-	cfg := probe.LabServerConfig{Page: &page, HTTP2: f.h2}
+	cfg := labserver.Config{Page: &page, HTTP2: f.h2}
 	rttNs, err := units.ParseDuration(f.rtt)
 	if err != nil {
 		return cfg, withCode(exitUsage, fmt.Errorf("--rtt: %w", err))
@@ -113,7 +113,7 @@ func (f *labPageFlags) config() (probe.LabServerConfig, error) {
 }
 
 // load serves the page over its emulated path and loads it in Chromium.
-func (f *labPageFlags) load(cmd *cobra.Command, cfg probe.LabServerConfig) error {
+func (f *labPageFlags) load(cmd *cobra.Command, cfg labserver.Config) error {
 	for flag, path := range map[string]string{"html": f.htmlOut, "har-save": f.harPath, "pcap": f.pcapPath, "keylog-save": f.keylogPath} {
 		if err := outpath.CheckFile(flag, path); err != nil {
 			return err
@@ -126,7 +126,7 @@ func (f *labPageFlags) load(cmd *cobra.Command, cfg probe.LabServerConfig) error
 	defer stop()
 	fmt.Fprintf(cmd.ErrOrStderr(), "Serving %s (%s) over an emulated path (RTT %s, IW %d) and loading it in headless Chromium...\n",
 		*cfg.Page, map[bool]string{true: "HTTP/2", false: "HTTP/1.1"}[f.h2], f.rtt, cfg.IW)
-	res, err := probe.LoadLabPage(ctx, cfg, browser.Options{Chromium: f.browser.chromium, Wait: f.browser.wait, PcapPath: f.pcapPath,
+	res, err := labserver.LoadPage(ctx, cfg, browser.Options{Chromium: f.browser.chromium, Wait: f.browser.wait, PcapPath: f.pcapPath,
 		KeylogPath: f.keylogPath, Tool: "slowstart " + version, Packets: f.htmlOut != ""})
 	if ctx.Err() != nil {
 		return interrupted("interrupted; the lab's namespaces were removed")

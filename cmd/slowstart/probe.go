@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/slowstart/slowstart/demo"
 	"github.com/slowstart/slowstart/internal/jsonout"
 	"github.com/slowstart/slowstart/internal/outpath"
 	"github.com/slowstart/slowstart/probe"
@@ -242,10 +243,10 @@ func runDemo(cmd *cobra.Command, asJSON bool, htmlOut string) error {
 	}
 	defer stop()
 	fmt.Fprintln(cmd.ErrOrStderr(), "Emulating a far-away server with IW 3, 10 and 32, then loading a page from each in Chromium (about 15 seconds)...")
-	cfg := probe.DefaultDemo()
+	cfg := demo.Default()
 	cfg.Tool = "slowstart " + version
 	cfg.Packets = htmlOut != ""
-	d, err := probe.Demo(ctx, cfg)
+	d, err := demo.Run(ctx, cfg)
 	if err != nil {
 		return withCode(probeExitCode(err), err)
 	}
@@ -258,5 +259,5 @@ func runDemo(cmd *cobra.Command, asJSON bool, htmlOut string) error {
 	if asJSON {
 		return jsonout.Write(cmd.OutOrStdout(), d.Output())
 	}
-	return probe.WriteDemo(cmd.OutOrStdout(), d)
+	return demo.WriteText(cmd.OutOrStdout(), d)
 }

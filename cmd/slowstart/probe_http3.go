@@ -4,19 +4,20 @@ import (
 	"context"
 	"io"
 
+	"github.com/slowstart/slowstart/h3client"
 	"github.com/slowstart/slowstart/probe"
 	"github.com/slowstart/slowstart/probe/quicprobe"
 )
 
 // quicOptions reads the flags of the HTTP/3 probe of url; its key log is
 // opened for appending when the probe first writes to it.
-func (f *probeVerbFlags) quicOptions(url string) (quicprobe.Options, *quicprobe.KeylogFile, error) {
+func (f *probeVerbFlags) quicOptions(url string) (h3client.Options, *quicprobe.KeylogFile, error) {
 	o := f.client.o
 	resolve, err := parseResolves(f.client.resolves)
 	if err != nil {
-		return quicprobe.Options{}, nil, err
+		return h3client.Options{}, nil, err
 	}
-	opts := quicprobe.Options{URL: url, Insecure: o.Insecure, ServerName: o.ServerName, Netns: f.client.netns, Timeout: o.Timeout,
+	opts := h3client.Options{URL: url, Insecure: o.Insecure, ServerName: o.ServerName, Netns: f.client.netns, Timeout: o.Timeout,
 		PacketLog: f.htmlOut != "", UserAgent: o.UserAgent, Tool: "slowstart " + version, Resolve: resolve}
 	keys := &quicprobe.KeylogFile{Path: f.keylogPath}
 	if f.keylogPath != "" {

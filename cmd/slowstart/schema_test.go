@@ -15,8 +15,9 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
+	"github.com/slowstart/slowstart/demo"
 	"github.com/slowstart/slowstart/internal/testroot"
-	"github.com/slowstart/slowstart/probe"
+	"github.com/slowstart/slowstart/lab/labserver"
 )
 
 // schemaDir holds the JSON Schema of every --json format.
@@ -216,8 +217,8 @@ func TestJSONOutputsFollowTheirSchemas(t *testing.T) {
 
 	// survey and probe --exact against an emulated server (the exact probe needs
 	// a namespace of its own for its firewall).
-	s := startSurveyLab(t, probe.LabServerConfig{RTT: 20 * time.Millisecond, IW: 10, TLSVersion: "1.3", Keys: surveyKeys})
-	resolve := fmt.Sprintf("%s:%d:%s", probe.LabServerName, s.Addr.Port(), s.Addr.Addr())
+	s := startSurveyLab(t, labserver.Config{RTT: 20 * time.Millisecond, IW: 10, TLSVersion: "1.3", Keys: surveyKeys})
+	resolve := fmt.Sprintf("%s:%d:%s", labserver.ServerName, s.Addr.Port(), s.Addr.Addr())
 	list := writeSurveyList(t, "lab "+s.URL("/bytes/100000"), "closed http://"+s.Addr.Addr().String()+":81/")
 	check("survey", "survey --json", "survey", "--json", "--exact-runs", "1", "--insecure", "--netns", s.Netns, "--resolve", resolve, list)
 	surveyStore := filepath.Join(dir, "survey.db")
@@ -234,13 +235,13 @@ func TestJSONOutputsFollowTheirSchemas(t *testing.T) {
 
 	// The demo: one object labelled by IW with the exact readings, which view reads.
 	demoOut := check("demo", "probe --json (the demo)", "probe", "--json")
-	var demo probe.DemoOutput
-	if err := json.Unmarshal([]byte(demoOut), &demo); err != nil {
+	var parsed demo.Output
+	if err := json.Unmarshal([]byte(demoOut), &parsed); err != nil {
 		t.Fatal(err)
 	}
 	for i, iw := range []int{3, 10, 32} {
-		if len(demo.Columns) != 3 || demo.Columns[i].IW != iw || demo.Columns[i].Exact == nil || demo.Columns[i].Report == nil {
-			t.Fatalf("the demo's columns are not IW 3, 10, 32 each with a Report and an exact reading: %+v", demo.Columns)
+		if len(parsed.Columns) != 3 || parsed.Columns[i].IW != iw || parsed.Columns[i].Exact == nil || parsed.Columns[i].Report == nil {
+			t.Fatalf("the demo's columns are not IW 3, 10, 32 each with a Report and an exact reading: %+v", parsed.Columns)
 		}
 	}
 	demoPath := filepath.Join(dir, "demo.json")

@@ -7,8 +7,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/slowstart/slowstart/demo"
 	"github.com/slowstart/slowstart/field"
-	"github.com/slowstart/slowstart/probe"
 	"github.com/slowstart/slowstart/report"
 	"github.com/slowstart/slowstart/web"
 )
@@ -67,7 +67,7 @@ Ctrl-C stops the capture and the server.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return web.View(cmd.Context(), web.ViewOptions{Path: strings.Join(args, ""), Live: iface, Pcap: pcapPath, Keep: keep,
 				KeepGiven: cmd.Flags().Changed("keep"), Listen: listen, Port: port, HTML: htmlPath, Server: server, KeyLog: keylog,
-				Tool: "slowstart " + version, FieldStore: field.ViewStore, Schemas: map[string]web.ReportReader{probe.DemoSchema: demoReport}},
+				Tool: "slowstart " + version, FieldStore: field.ViewStore, Schemas: map[string]web.ReportReader{demo.Schema: demoReport}},
 				cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
@@ -87,9 +87,9 @@ Ctrl-C stops the capture and the server.`,
 // demoReport reads the demo's JSON (probe --json with no URL) as one Report of
 // its page loads' connections.
 func demoReport(data []byte) (*report.Report, error) {
-	var demo probe.DemoOutput
-	if err := json.Unmarshal(data, &demo); err != nil {
+	var out demo.Output
+	if err := json.Unmarshal(data, &out); err != nil {
 		return nil, fmt.Errorf("not the demo's JSON: %w", err)
 	}
-	return demo.Merged(), nil
+	return out.Merged(), nil
 }

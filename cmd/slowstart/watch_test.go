@@ -19,8 +19,8 @@ import (
 	"github.com/slowstart/slowstart/internal/fault"
 	"github.com/slowstart/slowstart/internal/testroot"
 
+	"github.com/slowstart/slowstart/lab/labserver"
 	"github.com/slowstart/slowstart/lab/netlab"
-	"github.com/slowstart/slowstart/probe"
 	"github.com/slowstart/slowstart/watch"
 )
 
@@ -51,12 +51,12 @@ func needRootForTest(t *testing.T) {
 
 // startWatchLab starts an emulated server over TLS 1.3 (RTT 40 ms, IW 2) that
 // the test removes when it ends.
-func startWatchLab(t *testing.T) *probe.LabServer {
+func startWatchLab(t *testing.T) *labserver.Server {
 	t.Helper()
 	t.Cleanup(func() { netlab.CloseAll() })
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	srv, err := probe.StartLabServer(ctx, probe.LabServerConfig{RTT: 40 * time.Millisecond, IW: 2, TLSVersion: "1.3"})
+	srv, err := labserver.Start(ctx, labserver.Config{RTT: 40 * time.Millisecond, IW: 2, TLSVersion: "1.3"})
 	if err != nil {
 		t.Fatalf("starting the lab server: %v", err)
 	}
@@ -78,7 +78,7 @@ func TestWatchCommand(t *testing.T) {
 	srv := startWatchLab(t)
 	store := filepath.Join(t.TempDir(), "watch.db")
 	url := srv.URL("/bytes/50000")
-	resolve := fmt.Sprintf("%s:%d:%s", probe.LabServerName, srv.Addr.Port(), srv.Addr.Addr())
+	resolve := fmt.Sprintf("%s:%d:%s", labserver.ServerName, srv.Addr.Port(), srv.Addr.Addr())
 	common := []string{url, "--store", store, "--netns", srv.Netns, "--resolve", resolve, "-k", "--every", "200ms"}
 
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)

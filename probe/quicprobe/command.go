@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 
+	"github.com/slowstart/slowstart/h3client"
 	"github.com/slowstart/slowstart/internal/fault"
 	"github.com/slowstart/slowstart/internal/privatefile"
 	"github.com/slowstart/slowstart/probe"
@@ -17,8 +18,8 @@ import (
 
 // Print probes opts.URL over HTTP/3 and prints the Report, as text or JSON,
 // to out. Its errors are marked fault.Network.
-func Print(ctx context.Context, opts Options, asJSON bool, out io.Writer) error {
-	res, err := Run(ctx, opts)
+func Print(ctx context.Context, opts h3client.Options, asJSON bool, out io.Writer) error {
+	res, err := h3client.Run(ctx, opts)
 	if res != nil && res.Report != nil && len(res.Report.Connections) > 0 {
 		var werr error
 		if asJSON {
@@ -38,7 +39,7 @@ func Print(ctx context.Context, opts Options, asJSON bool, out io.Writer) error 
 // Report of their connections with their readings) to out; errOut is told
 // what is measured. Its errors are marked: Interrupted, or Network when no
 // run gave a result.
-func PrintExact(ctx context.Context, opts Options, runs int, asJSON bool, out, errOut io.Writer) error {
+func PrintExact(ctx context.Context, opts h3client.Options, runs int, asJSON bool, out, errOut io.Writer) error {
 	runs = max(runs, 1)
 	if !asJSON {
 		fmt.Fprintf(errOut, "Measuring the initial window of %s over HTTP/3, %d fresh connections (nothing acknowledged after the request)...\n", opts.URL, runs)
