@@ -176,7 +176,7 @@ func Load(ctx context.Context, o Options) (*Result, error) {
 	// Chromium appends its secrets to the key log as it finds it: made 0600 (or
 	// tightened to it) first.
 	if f, err := privatefile.Append(keylogPath); err != nil {
-		return nil, &Error{Kind: KindURL, Err: fmt.Errorf("--keylog %s: %w", keylogPath, err)}
+		return nil, &Error{Kind: KindURL, Err: fmt.Errorf("--keylog-save %s: %w", keylogPath, err)}
 	} else {
 		f.Close()
 	}

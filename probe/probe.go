@@ -284,7 +284,7 @@ func openOutputs(o *Options) (*outputs, error) {
 	if o.KeylogPath != "" {
 		f, err := privatefile.Append(o.KeylogPath) // made 0600, or tightened to it
 		if err != nil {
-			return nil, failure.New(KindURL, "--keylog %s: %v", o.KeylogPath, err)
+			return nil, failure.New(KindURL, "--keylog-save %s: %v", o.KeylogPath, err)
 		}
 		out.keylogFile, out.keylog = f, f
 	}

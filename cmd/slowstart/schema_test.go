@@ -169,9 +169,9 @@ func TestJSONOutputsFollowTheirSchemas(t *testing.T) {
 	dir := t.TempDir()
 
 	// lab run, and compare of two lab runs.
-	labOut := check("lab", "lab run --json", "lab", "run", "--rtt", "70ms", "--rate", "1.2mbit", "--iw", "10", "--size", "42KB", "--trials", "3", "--json")
-	deepOut := check("lab", "lab run --queue 100p --json", "lab", "run", "--rtt", "70ms", "--rate", "1.2mbit", "--iw", "10", "--size", "42KB", "--trials", "3", "--queue", "100p", "--json")
-	h3Out := check("lab", "lab run --http3 --json", "lab", "run", "--rtt", "40ms", "--rate", "10mbit", "--size", "60KB", "--trials", "1", "--http3", "--json")
+	labOut := check("lab", "lab run --json", "lab", "run", "--rtt", "70ms", "--rate", "1.2mbit", "--iw", "10", "--size", "42KB", "--runs", "3", "--json")
+	deepOut := check("lab", "lab run --queue 100p --json", "lab", "run", "--rtt", "70ms", "--rate", "1.2mbit", "--iw", "10", "--size", "42KB", "--runs", "3", "--queue", "100p", "--json")
+	h3Out := check("lab", "lab run --http3 --json", "lab", "run", "--rtt", "40ms", "--rate", "10mbit", "--size", "60KB", "--runs", "1", "--http3", "--json")
 	if !strings.Contains(h3Out, `"comparison"`) || !strings.Contains(h3Out, `"http3": true`) {
 		t.Errorf("lab run --http3 --json has no comparison or no HTTP/3 trial:\n%s", h3Out)
 	}
@@ -202,7 +202,7 @@ func TestJSONOutputsFollowTheirSchemas(t *testing.T) {
 	}
 	check("compare", "compare --json of probes", "compare", "--json", probePath, probePath)
 	store := filepath.Join(dir, "w.db")
-	if code, _, errOut := runCLI(t, "watch", url, "--store", store, "--count", "2", "--every", "10ms", "--label", "page"); code != exitOK {
+	if code, _, errOut := runCLI(t, "watch", url, "--store", store, "--runs", "2", "--every", "10ms", "--label", "page"); code != exitOK {
 		t.Fatalf("watch: exit %d: %s", code, errOut)
 	}
 	check("watch", "watch --list --json", "watch", "--store", store, "--list", "--json")
@@ -222,7 +222,7 @@ func TestJSONOutputsFollowTheirSchemas(t *testing.T) {
 	list := writeSurveyList(t, "lab "+s.URL("/bytes/100000"), "closed http://"+s.Addr.Addr().String()+":81/")
 	check("survey", "survey --json", "survey", "--json", "--exact-runs", "1", "--insecure", "--netns", s.Netns, "--resolve", resolve, list)
 	surveyStore := filepath.Join(dir, "survey.db")
-	check("survey-summary", "survey --out --json", "survey", "--json", "--exact-runs", "1", "--insecure", "--netns", s.Netns, "--resolve", resolve, "--out", surveyStore, list)
+	check("survey-summary", "survey --store --json", "survey", "--json", "--exact-runs", "1", "--insecure", "--netns", s.Netns, "--resolve", resolve, "--store", surveyStore, list)
 	check("survey-summary", "survey report --json", "survey", "report", "--json", surveyStore)
 	check("exact", "probe --exact --json", "probe", "--exact", "--exact-runs", "2", "--netns", s.Netns, "--resolve", resolve, "--json", s.URL("/bytes/100000"))
 

@@ -50,7 +50,7 @@ func TestSurveyCommandErrors(t *testing.T) {
 		{"no argument", []string{"survey"}, exitUsage, "accepts 1 arg"},
 		{"csv and json", []string{"survey", "--csv", "--json", good}, exitUsage, "exclude each other"},
 		{"bad resolve", []string{"survey", "--resolve", "x:443", good}, exitUsage, "HOST:PORT:ADDRESS"},
-		{"bad flag", []string{"survey", "--concurrency", "many", good}, exitUsage, "invalid argument"},
+		{"bad flag", []string{"survey", "--parallel", "many", good}, exitUsage, "invalid argument"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, out, errOut := runCLI(t, tc.args...)
@@ -60,7 +60,7 @@ func TestSurveyCommandErrors(t *testing.T) {
 		})
 	}
 	if os.Geteuid() == 0 {
-		code, _, errOut := runCLI(t, "survey", "--concurrency", "0", "--no-passive", "--mss", "20", good)
+		code, _, errOut := runCLI(t, "survey", "--parallel", "0", "--no-passive", "--exact-mss", "20", good)
 		if code != exitUsage || !strings.Contains(errOut, "MSS 20") {
 			t.Errorf("--mss 20: exit %d, stderr %q", code, errOut)
 		}
@@ -92,7 +92,7 @@ func TestSurveyHelpTeaches(t *testing.T) {
 	if code != exitOK {
 		t.Fatalf("exit %d", code)
 	}
-	for _, want := range []string{"initial window", "provider-a https://a.example/", "Exit codes", "--concurrency", "--netns", "--no-exact", "slowstart survey sites.txt --csv"} {
+	for _, want := range []string{"initial window", "provider-a https://a.example/", "Exit codes", "--parallel", "--netns", "--no-exact", "slowstart survey sites.txt --csv"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("help lacks %q", want)
 		}
@@ -281,7 +281,7 @@ func TestSurveyBinaryInterrupted(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, binary, "survey", "--concurrency", "1", "--exact-runs", "1", "--netns", s.Netns, list)
+	cmd := exec.CommandContext(ctx, binary, "survey", "--parallel", "1", "--exact-runs", "1", "--netns", s.Netns, list)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Start(); err != nil {

@@ -5,7 +5,6 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -17,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slowstart/slowstart/internal/fault"
 	"github.com/slowstart/slowstart/internal/testroot"
 
 	"github.com/slowstart/slowstart/lab/labserver"
@@ -38,14 +38,10 @@ func execWatch(ctx context.Context, args ...string) (stdout, stderr string, err 
 }
 
 func exitCodeOf(err error) int {
-	var ee *exitError
-	if errors.As(err, &ee) {
-		return ee.code
-	}
-	if err != nil {
+	if err != nil && !fault.Marked(err) {
 		return exitFailure
 	}
-	return exitOK
+	return exitCode(err)
 }
 
 func needRootForTest(t *testing.T) {
@@ -87,7 +83,7 @@ func TestWatchCommand(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	out, errOut, err := execWatch(ctx, append(common, "--count", "3")...)
+	out, errOut, err := execWatch(ctx, append(common, "--runs", "3")...)
 	if err != nil {
 		t.Fatalf("watch --count 3: %v (stderr %q)", err, errOut)
 	}
@@ -207,7 +203,7 @@ func TestWatchCommand(t *testing.T) {
 	// A server that refuses: every probe is stored with its error, and the watch
 	// goes on to its count.
 	refused := fmt.Sprintf("http://%s:81/", srv.Addr.Addr())
-	out, errOut, err = execWatch(ctx, refused, "--store", store, "--netns", srv.Netns, "--every", "100ms", "--count", "2")
+	out, errOut, err = execWatch(ctx, refused, "--store", store, "--netns", srv.Netns, "--every", "100ms", "--runs", "2")
 	if err != nil {
 		t.Fatalf("watching a closed port: %v (stderr %q)", err, errOut)
 	}
@@ -370,25 +366,5 @@ func TestWatchCommandErrors(t *testing.T) {
 	}
 	if _, err := os.Stat(store); err == nil {
 		t.Error("a store was made by a command that failed on its arguments")
-	}
-}
-
-// TestFormatWatchRowIW: each probe's line shows the window as its verdict allows.
-func TestFormatWatchRowIW(t *testing.T) {
-	n := func(v int) *int { return &v }
-	for _, c := range []struct {
-		row  watch.Row
-		want string
-	}{
-		{watch.Row{IWSegments: n(10), IWVerdict: "exact"}, "IW 10 (exact)"},
-		{watch.Row{IWSegments: n(4), IWSegmentsMax: n(10), IWVerdict: "range"}, "IW 4-10 (range)"},
-		{watch.Row{IWSegments: n(3), IWVerdict: "lower_bound"}, "IW ≥ 3 (lower_bound)"},
-		{watch.Row{IWVerdict: "ambiguous"}, "IW ? (ambiguous)"},
-		{watch.Row{}, "IW ?"},
-	} {
-		c.row.Time, c.row.URL, c.row.Status = time.Unix(0, 0), "https://a.example/", n(200)
-		if line := formatWatchRow(c.row); !strings.Contains(line, c.want) {
-			t.Errorf("%q lacks %q", line, c.want)
-		}
 	}
 }
