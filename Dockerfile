@@ -6,7 +6,7 @@
 #   docker build -t slowstart:dev .
 #   docker run --rm --cap-drop ALL --cap-add NET_ADMIN --cap-add NET_RAW \
 #       -v "$PWD/list:/list:ro" -v "$PWD/results:/results" slowstart:dev \
-#       survey /list/sites.txt --out /results/sites.db
+#       survey /list/sites.txt --store /results/sites.db
 #
 # What the survey needs at run time: CAP_NET_RAW (packet captures) and
 # CAP_NET_ADMIN (the exact measurement's nftables table, in the container's own

@@ -304,9 +304,112 @@ func (ca *connAnalyzer) Close(c *flow.Conn) {
 	ca.env.finish(c, ca)
 }
 
-// build makes the connection's report. A snapshot of a connection still open
-// (final false) leaves the analyzer as it was, to go on.
+// build makes the connection's report in three stages whose types fix their
+// order: annotate (what the TLS and HTTP scanners found: the TLS flight, the
+// decrypted exchanges, where messages end), label (the server's rounds cut at
+// those ends and named by what limited them), assemble (the report: rounds,
+// round trips, the verdict, the HTTP messages, packets). A snapshot of a
+// connection still open (final false) leaves the analyzer as it was, to go on.
 func (ca *connAnalyzer) build(c *flow.Conn, final bool) report.Connection {
+	return ca.assemble(c, ca.label(ca.annotate(c, final)))
+}
+
+// annotated is the first stage's product: the connection's TLS and HTTP
+// annotations and the notes they add, before any round is labelled.
+type annotated struct {
+	final bool
+	// tls: the TLS handshake (nil for a connection that is not TLS), located
+	// on the server's rounds.
+	tls *tlsSummary
+	// decrypted: the exchanges inside a TLS connection decrypted with a key log.
+	decrypted *tlshttp.Result
+	// msgEnds: the stream offsets of the server's message ends, where a round
+	// is cut (the TLS flight, the handshake, each response).
+	msgEnds []int64
+	notes   []string
+}
+
+// annotate closes what a final report closes (the HTTP parsers, the
+// decryption) and gathers the TLS and HTTP annotations.
+func (ca *connAnalyzer) annotate(c *flow.Conn, final bool) annotated {
+	a := annotated{final: final}
+	if final {
+		for _, p := range ca.http {
+			if p != nil {
+				p.Close()
+			}
+		}
+	}
+	if ca.proto == protoTLS {
+		a.tls = ca.summarizeTLS(c)
+	}
+	if ca.decrypt != nil && final {
+		res := ca.decrypt.Close()
+		ca.decrypt = nil
+		if res.Decrypted {
+			a.decrypted = &res
+			for _, x := range res.Exchanges {
+				if x.ResponseEnd > 0 {
+					a.msgEnds = append(a.msgEnds, x.ResponseEnd)
+				}
+			}
+			for _, p := range res.Decryption.Problems {
+				a.notes = append(a.notes, "decryption: "+p.String())
+			}
+		} else if res.NoKeysReason != "" {
+			a.notes = append(a.notes, "not decrypted: "+res.NoKeysReason)
+		}
+	}
+	if ca.rounds == nil {
+		return a
+	}
+	if a.tls != nil {
+		a.tls.locate(ca.rounds.Rounds())
+		if a.decrypted != nil && a.decrypted.HandshakeEnd[flow.ToClient] > 0 {
+			// The server's Finished, decrypted: where its handshake ends exactly.
+			a.tls.handshakeEnd = a.decrypted.HandshakeEnd[flow.ToClient]
+			a.tls.http = a.tls.http || a.decrypted.Protocol != ""
+		}
+		a.msgEnds = append(a.msgEnds, a.tls.flightEnd, a.tls.handshakeEnd)
+	}
+	a.msgEnds = append(a.msgEnds, ca.responseEnds()...)
+	return a
+}
+
+// labelled is the second stage's product: the server's rounds, cut at the
+// messages' ends and labelled, with how they were split.
+type labelled struct {
+	annotated
+	raw    []rounds.Round
+	method string
+	// methodNotes say what the way the rounds were split means for them.
+	methodNotes []string
+}
+
+// label cuts and labels the server's rounds; a snapshot labels a copy.
+func (ca *connAnalyzer) label(a annotated) labelled {
+	l := labelled{annotated: a}
+	if ca.rounds == nil {
+		return l
+	}
+	l.method = ca.rounds.Method()
+	if n := ca.rounds.MethodNote(); n != "" {
+		l.methodNotes = append(l.methodNotes, n)
+	}
+	if l.method == rounds.MethodGaps {
+		l.methodNotes = append(l.methodNotes, "rounds were split by gaps in the server's sending (no handshake or timestamps to follow the ACK clock): treat them as estimates")
+	}
+	if a.final {
+		l.raw = ca.rounds.Label(a.msgEnds, ca.ending())
+	} else {
+		l.raw = ca.rounds.LabelCopy(a.msgEnds, ca.ending())
+	}
+	return l
+}
+
+// assemble makes the report from the labelled rounds and the annotations.
+func (ca *connAnalyzer) assemble(c *flow.Conn, l labelled) report.Connection {
+	final, tlsInfo, raw := l.final, l.tls, l.raw
 	base := c.SYNNs
 	if base == 0 {
 		base = c.FirstNs
@@ -332,16 +435,10 @@ func (ca *connAnalyzer) build(c *flow.Conn, final bool) report.Connection {
 		MissingBytesToClient: toClient.MissingBytes(),
 		Retransmission:       int(toClient.Retransmissions + toServer.Retransmissions),
 		OutOfOrder:           int(toClient.OutOfOrder + toServer.OutOfOrder),
+		RoundMethod:          l.method,
 		Rounds:               []report.Round{},
 		HTTP:                 []report.HTTPMessage{},
 		Notes:                make([]string, 0, 6), // room for the usual few: one allocation
-	}
-	if final {
-		for _, p := range ca.http {
-			if p != nil {
-				p.Close()
-			}
-		}
 	}
 	if hs := handshakeRTTNs(c); hs > 0 {
 		v := nsToMs(hs)
@@ -357,55 +454,8 @@ func (ca *connAnalyzer) build(c *flow.Conn, final bool) report.Connection {
 		rc.MSS = ca.rounds.FullSegmentBytes()
 	}
 	ca.noteCapture(c, &rc)
-
-	var msgEnds []int64
-	var tlsInfo *tlsSummary
-	if ca.proto == protoTLS {
-		tlsInfo = ca.summarizeTLS(c)
-	}
-	var decrypted *tlshttp.Result
-	if ca.decrypt != nil && final {
-		res := ca.decrypt.Close()
-		ca.decrypt = nil
-		if res.Decrypted {
-			decrypted = &res
-			for _, x := range res.Exchanges {
-				if x.ResponseEnd > 0 {
-					msgEnds = append(msgEnds, x.ResponseEnd)
-				}
-			}
-			for _, p := range res.Decryption.Problems {
-				rc.Notes = append(rc.Notes, "decryption: "+p.String())
-			}
-		} else if res.NoKeysReason != "" {
-			rc.Notes = append(rc.Notes, "not decrypted: "+res.NoKeysReason)
-		}
-	}
-	var raw []rounds.Round
-	if ca.rounds != nil {
-		rc.RoundMethod = ca.rounds.Method()
-		if n := ca.rounds.MethodNote(); n != "" {
-			rc.Notes = append(rc.Notes, n)
-		}
-		if rc.RoundMethod == rounds.MethodGaps {
-			rc.Notes = append(rc.Notes, "rounds were split by gaps in the server's sending (no handshake or timestamps to follow the ACK clock): treat them as estimates")
-		}
-		if tlsInfo != nil {
-			tlsInfo.locate(ca.rounds.Rounds())
-			if decrypted != nil && decrypted.HandshakeEnd[flow.ToClient] > 0 {
-				// The server's Finished, decrypted: where its handshake ends exactly.
-				tlsInfo.handshakeEnd = decrypted.HandshakeEnd[flow.ToClient]
-				tlsInfo.http = tlsInfo.http || decrypted.Protocol != ""
-			}
-			msgEnds = append(msgEnds, tlsInfo.flightEnd, tlsInfo.handshakeEnd)
-		}
-		msgEnds = append(msgEnds, ca.responseEnds()...)
-		if final {
-			raw = ca.rounds.Label(msgEnds, ca.ending())
-		} else {
-			raw = ca.rounds.LabelCopy(msgEnds, ca.ending())
-		}
-	}
+	rc.Notes = append(rc.Notes, l.notes...)
+	rc.Notes = append(rc.Notes, l.methodNotes...)
 
 	if len(raw) > 0 {
 		rc.Rounds = make([]report.Round, 0, len(raw))
@@ -451,8 +501,8 @@ func (ca *connAnalyzer) build(c *flow.Conn, final bool) report.Connection {
 		}
 	}
 	spans := newRoundSpans(raw)
-	if decrypted != nil {
-		rc.HTTP = exchangeMessages(decrypted, spans, ms)
+	if l.decrypted != nil {
+		rc.HTTP = exchangeMessages(l.decrypted, spans, ms)
 	} else {
 		rc.HTTP = ca.httpMessages(ms, spans)
 	}

@@ -82,7 +82,7 @@ steal_ticks() { awk '/^cpu /{ print $9 }' /proc/stat; }
 echo
 echo "== delay: handshake RTT of $trials trials over 70 ms (slowstart lab run --capture, analyze --json)"
 steal_before=$(steal_ticks)
-"$slowstart" lab run --rtt 70ms --size 1 --trials "$trials" --parallel 1 --capture "$work_dir/captures" --json >"$work_dir/run.json"
+"$slowstart" lab run --rtt 70ms --size 1 --runs "$trials" --parallel 1 --capture "$work_dir/captures" --json >"$work_dir/run.json"
 for side in client server; do
 	for pcap in "$work_dir"/captures/*."$side".pcap; do
 		"$slowstart" analyze --json "$pcap" | jq -r '.connections[0].handshake_rtt_ms'

@@ -40,7 +40,7 @@ sweep() {
 	local start end
 	start=$(date +%s.%N)
 	"$work_dir/slowstart" lab sweep --rtt 70ms --rate 1.2mbit --iw 3,10 --size "$sizes" \
-		--trials 10 --parallel "$1" --out "$work_dir/p$1" >"$work_dir/p$1.log" 2>&1 ||
+		--runs 10 --parallel "$1" --out "$work_dir/p$1" >"$work_dir/p$1.log" 2>&1 ||
 		{ echo "$0: sweep --parallel $1 failed:" >&2; cat "$work_dir/p$1.log" >&2; exit 1; }
 	end=$(date +%s.%N)
 	awk -v a="$start" -v b="$end" 'BEGIN { printf "%.1f", b - a }'

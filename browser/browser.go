@@ -28,6 +28,7 @@ import (
 
 	"github.com/slowstart/slowstart/analysis"
 	"github.com/slowstart/slowstart/capture"
+	"github.com/slowstart/slowstart/internal/failure"
 	"github.com/slowstart/slowstart/internal/netnsexec"
 	"github.com/slowstart/slowstart/internal/privatefile"
 	"github.com/slowstart/slowstart/keylog"
@@ -79,33 +80,23 @@ type Options struct {
 	Logger *slog.Logger
 }
 
-// Kinds of failure.
+// Kinds of failure: those the clients share (package failure), and the browser's own.
 const (
-	KindURL        = "url"        // the URL or an option is malformed
-	KindPermission = "permission" // the capture or the namespace needs privileges
-	KindInterface  = "interface"  // the capture interface does not exist
-	KindCapture    = "capture"    // the capture failed otherwise
-	KindBrowser    = "browser"    // Chromium is missing or failed
-	KindNavigate   = "navigate"   // the page could not be loaded (DNS, refused, TLS, timeout)
+	KindURL        = failure.KindURL
+	KindPermission = failure.KindPermission
+	KindInterface  = failure.KindInterface
+	KindCapture    = failure.KindCapture
+	KindBrowser    = "browser"  // Chromium is missing or failed
+	KindNavigate   = "navigate" // the page could not be loaded (DNS, refused, TLS, timeout)
 )
 
-// Error is a failed page load of a known kind; its message says what to do.
-type Error struct {
-	Kind string
-	Err  error
-}
+// Error is a failed page load of a known kind (package failure: the clients' one
+// error type); its message says what to do.
+type Error = failure.Error
 
-func (e *Error) Error() string { return e.Err.Error() }
-func (e *Error) Unwrap() error { return e.Err }
-
-// KindOf returns the kind of an Error, or "" for other errors.
-func KindOf(err error) string {
-	var be *Error
-	if errors.As(err, &be) {
-		return be.Kind
-	}
-	return ""
-}
+// KindOf returns the kind of a failure (a page load's, or another client's), or ""
+// for other errors.
+func KindOf(err error) string { return failure.KindOf(err) }
 
 // Result is a page load.
 type Result struct {
@@ -185,7 +176,7 @@ func Load(ctx context.Context, o Options) (*Result, error) {
 	// Chromium appends its secrets to the key log as it finds it: made 0600 (or
 	// tightened to it) first.
 	if f, err := privatefile.Append(keylogPath); err != nil {
-		return nil, &Error{Kind: KindURL, Err: fmt.Errorf("--keylog %s: %w", keylogPath, err)}
+		return nil, &Error{Kind: KindURL, Err: fmt.Errorf("--keylog-save %s: %w", keylogPath, err)}
 	} else {
 		f.Close()
 	}

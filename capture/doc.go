@@ -96,6 +96,13 @@
 //
 //	r, err := capture.OpenFiles([]string{"trace0.pcap", "trace1.pcap.gz"})
 //
+// # Packets in memory
+//
+// A program that sees packets itself (the lab's link emulator, on its TUN
+// devices) hands them to a Memory as they pass (Add, from any goroutine) and
+// reads them back as Packets (Next), as a Reader would read a capture file of
+// them, without writing one.
+//
 // # Damaged files
 //
 // A record that cannot be read (a length no capture can have: longer than

@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/slowstart/slowstart/report"
 	"github.com/slowstart/slowstart/stats"
 )
 
@@ -118,9 +119,15 @@ func Compare(before, after *Sample, opts Options) *Result {
 	if few {
 		r.Notes = append(r.Notes, "fewer than 5 values in a sample: the test can hardly reach significance; collect more")
 	}
+	// A metric where less is better (report.Metrics) gets an improvement or a
+	// regression; another a difference.
+	lowerIsBetter := r.Unit == "ms"
+	if m, ok := report.MetricNamed(r.Metric); ok {
+		lowerIsBetter = m.Better == report.Lower
+	}
 	timeMetric := r.Unit == "ms"
 	switch {
-	case r.Significant && !timeMetric:
+	case r.Significant && !lowerIsBetter:
 		r.Verdict = VerdictDifferent
 	case r.Significant && r.MedianDiff < 0:
 		r.Verdict = VerdictImprovement

@@ -63,64 +63,36 @@ func (d *Drops) PerTrial() float64 {
 	return float64(d.Total()) / float64(d.Trials)
 }
 
-// Metric describes a metric that can be compared.
-type Metric struct {
-	Name  string
-	Unit  string
-	About string
+// Metric is a metric that can be compared (report.Metrics holds them all).
+type Metric = report.Metric
+
+// kindMetrics names the metrics each kind of input offers, from report.Metrics;
+// the first is the kind's default.
+var kindMetrics = map[string][]string{
+	KindProbe: {"last_byte", "first_byte", "connect", "tls", "handshake_rtt", "rounds", "iw"},
+	KindLab:   {"fct_user", "fct_paper", "first_byte", "last_byte", "connect", "tls"},
+	KindStore: {"last_byte", "first_byte", "tls", "handshake_rtt", "rounds", "iw", "bytes"},
+	// Those of a field store's connections (package field reads them).
+	KindField: {"round_trips", "response", "handshake_rtt", "round1_bytes", "iw"},
 }
 
-// Metrics of each kind of input; the first is the default.
-var (
-	ProbeMetrics = []Metric{
-		{"last_byte", "ms", "last body byte, from the start of the request (curl's time_total)"},
-		{"first_byte", "ms", "first response byte, from the start of the request (time_starttransfer)"},
-		{"connect", "ms", "TCP handshake duration"},
-		{"tls", "ms", "TLS handshake duration"},
-		{"handshake_rtt", "ms", "round-trip time of the TCP handshake, from the capture"},
-		{"rounds", "round trips", "round trips in all (TCP + TLS + HTTP)"},
-		{"iw", "segments", "the initial window reading"},
+// Metrics returns the metrics of a kind of input, its default first.
+func Metrics(kind string) []Metric {
+	var out []Metric
+	for _, name := range kindMetrics[kind] {
+		m, _ := report.MetricNamed(name)
+		out = append(out, m)
 	}
-	LabMetrics = []Metric{
-		{"fct_user", "ms", "flow completion time from the connect to the last byte, as a user waits"},
-		{"fct_paper", "ms", "flow completion time from the first response byte to the last (Dukkipati et al.)"},
-		{"first_byte", "ms", "first response byte"},
-		{"last_byte", "ms", "last response byte"},
-		{"connect", "ms", "TCP handshake duration"},
-		{"tls", "ms", "TLS handshake duration"},
-	}
-	StoreMetrics = []Metric{
-		{"last_byte", "ms", "last body byte, from the start of the request"},
-		{"first_byte", "ms", "first response byte"},
-		{"tls", "ms", "TLS handshake duration"},
-		{"handshake_rtt", "ms", "round-trip time of the TCP handshake"},
-		{"rounds", "round trips", "round trips in all"},
-		{"iw", "segments", "the initial window reading"},
-		{"bytes", "bytes", "bytes the server sent"},
-	}
-	// FieldMetrics are those of a field store's connections (package field
-	// reads them).
-	FieldMetrics = []Metric{
-		{"round_trips", "round trips", "round trips per first response (responses seen to their end)"},
-		{"response", "ms", "from the request's arrival at the server to the ACK of the response's last byte"},
-		{"handshake_rtt", "ms", "the handshake's round-trip time, as the server's kernel measured it"},
-		{"round1_bytes", "bytes", "bytes the server sent in round 1"},
-		{"iw", "segments", "the initial window (the kernel's congestion window at the handshake)"},
-	}
-)
+	return out
+}
 
 // ResolveMetric maps what a user typed (e.g. "fct", "last_byte_ms", "FCT-paper")
 // onto a metric of the kind's list; "" gives the kind's default. "fct" means the
 // time until the last byte: fct_user for lab results, last_byte for probes.
 func ResolveMetric(kind, name string) (Metric, error) {
-	list := ProbeMetrics
-	switch kind {
-	case KindLab:
-		list = LabMetrics
-	case KindStore:
-		list = StoreMetrics
-	case KindField:
-		list = FieldMetrics
+	list := Metrics(kind)
+	if len(list) == 0 {
+		list = Metrics(KindProbe)
 	}
 	n := strings.ToLower(strings.TrimSpace(name))
 	n = strings.ReplaceAll(n, "-", "_")
@@ -406,7 +378,7 @@ func fromRows(rows []rowFields, name, metric string, filter map[string]string) (
 	}
 	s := &Sample{Source: name, Kind: KindLab, Metric: m.Name, Unit: m.Unit, Values: []float64{}, Drops: &Drops{}}
 	points := map[string]int{}
-	key := m.Name + "_ms"
+	key := m.Column
 	for _, r := range rows {
 		if !matches(r, filter) {
 			continue
@@ -527,7 +499,10 @@ func fromReports(reports []*report.Report, name, metric string) (*Sample, error)
 		for _, run := range runs {
 			c := final[run]
 			urls[c.ClientTiming.URL] = true
-			v, ok := probeValue(c, m.Name)
+			// The summary row watch stores: the initial window counts only
+			// when exact, as a bound or a range is not a value to take a
+			// median of.
+			v, ok := m.Value(report.Summary(c))
 			if !ok {
 				s.Skipped++
 				continue
@@ -542,44 +517,4 @@ func fromReports(reports []*report.Report, name, metric string) (*Sample, error)
 		s.Notes = append(s.Notes, fmt.Sprintf("%s: %d runs without a %s value left out", name, s.Skipped, m.Name))
 	}
 	return s, nil
-}
-
-// probeValue reads metric from the connection's summary row (report.Summary, the
-// row watch stores): the initial window counts only when exact, as a bound or a
-// range is not a value to take a median of.
-func probeValue(c *report.Connection, metric string) (float64, bool) {
-	row := report.Summary(c)
-	positive := func(v *float64) (float64, bool) {
-		if v == nil || *v <= 0 {
-			return 0, false
-		}
-		return *v, true
-	}
-	switch metric {
-	case "last_byte":
-		return positive(row.LastByteMs)
-	case "first_byte":
-		return positive(row.FirstByteMs)
-	case "connect":
-		return positive(row.ConnectMs)
-	case "tls":
-		if row.TLSMs == nil {
-			return 0, false
-		}
-		return *row.TLSMs, true
-	case "handshake_rtt":
-		if row.HandshakeRTTMs == nil {
-			return 0, false
-		}
-		return *row.HandshakeRTTMs, true
-	case "rounds":
-		if row.RoundTrips == nil || *row.RoundTrips == 0 {
-			return 0, false
-		}
-		return float64(*row.RoundTrips), true
-	case "iw":
-		iw, ok := row.IW.Exact()
-		return float64(iw), ok && iw > 0
-	}
-	return 0, false
 }

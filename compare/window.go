@@ -90,3 +90,10 @@ func parseTime(s string) (t time.Time, dateOnly bool, err error) {
 	}
 	return time.Time{}, false, fmt.Errorf("%q is not a time: use RFC3339 (2026-11-08T14:00:00Z), \"2026-11-08 14:00\" or a date (2026-11-08)", s)
 }
+
+// Overlaps reports whether the two windows share a moment.
+func (w Window) Overlaps(o Window) bool {
+	wEndsBeforeO := !w.To.IsZero() && !o.From.IsZero() && !w.To.After(o.From)
+	oEndsBeforeW := !o.To.IsZero() && !w.From.IsZero() && !o.To.After(w.From)
+	return !wEndsBeforeO && !oEndsBeforeW
+}

@@ -258,8 +258,8 @@ func TestSurveyJob(t *testing.T) {
 	if count, err := strconv.Atoi(n); !ok || index != "$(JOB_COMPLETION_INDEX)" || err != nil || count != *s.Completions {
 		t.Errorf("--shard %q: want $(JOB_COMPLETION_INDEX)/%d (the completions)", flags["--shard"], *s.Completions)
 	}
-	if out := flags["--out"]; !strings.Contains(out, "$(JOB_COMPLETION_INDEX)") || !strings.HasPrefix(out, "/results/") {
-		t.Errorf("--out %q: want a store per shard on the results volume", out)
+	if out := flags["--store"]; !strings.Contains(out, "$(JOB_COMPLETION_INDEX)") || !strings.HasPrefix(out, "/results/") {
+		t.Errorf("--store %q: want a store per shard on the results volume", out)
 	}
 	if !strings.HasPrefix(c.Args[1], "/list/") {
 		t.Errorf("the list %q is not on the list volume", c.Args[1])
@@ -276,7 +276,7 @@ func TestMergeJobAndClaim(t *testing.T) {
 		t.Errorf("merge: %s %s %q", j.APIVersion, j.Kind, j.Spec.CompletionMode)
 	}
 	c := checkPod(t, "merge-job", j.Spec.Template.Spec, nil)
-	if len(c.Args) < 4 || c.Args[0] != "survey" || c.Args[1] != "merge" {
+	if len(c.Args) < 5 || c.Args[0] != "survey" || c.Args[1] != "merge" || c.Args[2] != "--store" {
 		t.Errorf("merge args %v", c.Args)
 	}
 	var claim pvc

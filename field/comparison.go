@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/slowstart/slowstart/compare"
+	"github.com/slowstart/slowstart/internal/fault"
 )
 
 // What a field JSON output is (Summary.Report, Comparison.Report).
@@ -104,4 +105,42 @@ func diffText(r *compare.Result) string {
 		return "-"
 	}
 	return fmt.Sprintf("%+.4g (%+.4g to %+.4g)", r.MedianDiff, r.CI.Low, r.CI.High)
+}
+
+// CompareStore is the field store at path as compare reads it: two periods,
+// one value per connection the store kept, of all client networks or
+// q.Network; "mark" as both windows takes the same length of time on either
+// side of the store's newest mark (AroundMark). The store is opened when the
+// metric has been checked.
+func CompareStore(path string) compare.Store { return comparedStore(path) }
+
+type comparedStore string
+
+// Samples reads the two periods of q. Its errors are marked: a bad query is
+// a usage error, a store that can't be read a file error.
+func (path comparedStore) Samples(ctx context.Context, q compare.StoreQuery) (*compare.Sample, *compare.Sample, error) {
+	m, err := compare.ResolveMetric(compare.KindField, q.Metric)
+	if err != nil {
+		return nil, nil, fault.Mark(fault.Usage, err)
+	}
+	st, err := OpenStore(string(path), false)
+	if err != nil {
+		return nil, nil, fault.Mark(fault.File, err)
+	}
+	defer st.Close()
+	var bw, aw compare.Window
+	if q.Before == "mark" || q.After == "mark" {
+		if q.Before != q.After {
+			return nil, nil, fault.Usagef("--before mark goes with --after mark")
+		}
+		if bw, aw, err = AroundMark(ctx, st); err != nil {
+			return nil, nil, fault.Mark(fault.File, err)
+		}
+	} else if bw, aw, err = compare.ParseWindows(q.Before, q.After); err != nil {
+		return nil, nil, err
+	}
+	return compare.Windows(bw, aw, func(w compare.Window) (*compare.Sample, error) {
+		s, err := StoreSample(ctx, st, Query{From: w.From, To: w.To, Network: q.Network}, m.Name)
+		return s, fault.Mark(fault.File, err)
+	})
 }

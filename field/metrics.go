@@ -2,16 +2,13 @@ package field
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"net"
 	"net/http"
 	"strconv"
-	"strings"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/slowstart/slowstart/internal/localhttp"
 )
 
 // metrics are field's Prometheus metrics, in a registry of their own
@@ -176,63 +173,20 @@ func (m *metrics) observe(network string, s *sample) {
 
 // DefaultMetricsHost is where the metrics are served when the address names
 // only a port (":9464"): this machine only.
-const DefaultMetricsHost = "127.0.0.1"
+const DefaultMetricsHost = localhttp.DefaultHost
 
-// serveMetrics serves the registry at http://ADDR/metrics until ctx ends. It
-// answers GET and HEAD only, and on a loopback address only requests whose
-// Host is an IP address or localhost (a web page elsewhere can't read it
-// through a name that resolves to 127.0.0.1).
+// serveMetrics serves the registry at http://ADDR/metrics until ctx ends,
+// as package localhttp serves: GET and HEAD only, and on a loopback address
+// only requests whose Host is an IP address or localhost. done gets what
+// ended the serving (nil for ctx).
 func serveMetrics(ctx context.Context, listen string, registry *prometheus.Registry) (bound string, done <-chan error, err error) {
-	host, port, err := net.SplitHostPort(listen)
-	if err != nil {
-		return "", nil, fmt.Errorf("%q: give HOST:PORT or :PORT, e.g. 127.0.0.1:9464", listen)
-	}
-	if host == "" {
-		host = DefaultMetricsHost
-	}
-	ln, err := net.Listen("tcp", net.JoinHostPort(host, port))
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(registry, promhttp.HandlerOpts{}))
+	s, err := localhttp.Serve(listen, mux, "slowstart field")
 	if err != nil {
 		return "", nil, err
 	}
-	loopback := false
-	if ta, ok := ln.Addr().(*net.TCPAddr); ok {
-		loopback = ta.IP.IsLoopback()
-	}
-	handler := promhttp.HandlerFor(registry, promhttp.HandlerOpts{})
-	srv := &http.Server{ReadHeaderTimeout: 10 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		switch {
-		case r.Method != http.MethodGet && r.Method != http.MethodHead:
-			w.Header().Set("Allow", "GET, HEAD")
-			http.Error(w, "only GET and HEAD", http.StatusMethodNotAllowed)
-		case loopback && !hostIsLocal(r.Host):
-			http.Error(w, "open the metrics by IP address or as localhost", http.StatusMisdirectedRequest)
-		case r.URL.Path != "/metrics":
-			http.NotFound(w, r)
-		default:
-			handler.ServeHTTP(w, r)
-		}
-	})}
 	errc := make(chan error, 1)
-	go func() {
-		err := srv.Serve(ln)
-		if errors.Is(err, http.ErrServerClosed) {
-			err = nil
-		}
-		errc <- err
-	}()
-	context.AfterFunc(ctx, func() {
-		shutdown, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
-		srv.Shutdown(shutdown)
-	})
-	return ln.Addr().String(), errc, nil
-}
-
-func hostIsLocal(hostport string) bool {
-	host := hostport
-	if h, _, err := net.SplitHostPort(hostport); err == nil {
-		host = h
-	}
-	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
-	return strings.EqualFold(host, "localhost") || net.ParseIP(host) != nil
+	context.AfterFunc(ctx, func() { errc <- s.Stop() })
+	return s.Addr(), errc, nil
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/slowstart/slowstart/compare"
+	"github.com/slowstart/slowstart/report"
 	"github.com/slowstart/slowstart/tune"
 )
 
@@ -282,12 +283,8 @@ func withNetwork(q Query, network string) Query {
 
 // StoreSample is one period's values of a metric as compare takes them.
 func StoreSample(ctx context.Context, st *Store, q Query, metric string) (*compare.Sample, error) {
-	unit := ""
-	for _, m := range compare.FieldMetrics {
-		if m.Name == metric {
-			unit = m.Unit
-		}
-	}
+	m, _ := report.MetricNamed(metric)
+	unit := m.Unit
 	values, weights, skipped, err := Values(ctx, st, q, metric)
 	if err != nil {
 		return nil, err

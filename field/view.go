@@ -5,6 +5,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/slowstart/slowstart/internal/fault"
 	"github.com/slowstart/slowstart/web"
 )
 
@@ -154,4 +155,20 @@ func (h *hist) bucketBound(bounds []float64, q float64) float64 {
 		}
 	}
 	return bounds[len(bounds)-1]
+}
+
+// ViewStore reads the field store at path as the web page shows it (view
+// FILE); ok is false when path is not a field store. Its errors are marked
+// fault.File.
+func ViewStore(ctx context.Context, path string) (v *web.FieldView, ok bool, err error) {
+	if !IsStore(path) {
+		return nil, false, nil
+	}
+	st, err := OpenStore(path, false)
+	if err != nil {
+		return nil, true, fault.Mark(fault.File, err)
+	}
+	defer st.Close()
+	v, err = View(ctx, st, ViewOptions{})
+	return v, true, fault.Mark(fault.File, err)
 }

@@ -80,6 +80,9 @@ type Segment struct {
 	// SACKHigh is one past the highest byte of the other direction this segment
 	// selectively acknowledged (its SACK blocks), as a stream offset; 0 with none.
 	SACKHigh int64
+	// SACKBytes is how many bytes beyond the acknowledgement its SACK blocks
+	// report received: what they take out of flight.
+	SACKBytes int64
 	// DupAck: a pure acknowledgement that repeats the last one (same ack, same
 	// window) while the other side has bytes outstanding: the receiver got a
 	// segment beyond a hole (RFC 5681's duplicate ACK). Like a SACK block, it
@@ -846,8 +849,15 @@ func (t *Tracker) segment(c *Conn, dir Dir, p *capture.Packet) {
 	s.WindowBytes = win
 	if s.HasAck && !p.Has(capture.FlagSYN) {
 		for i := range p.Options.NumSACK {
-			if right := other.lastOffset + int64(int32(p.Options.SACK[i].Right-other.lastSeq)); right > s.SACKHigh && right > s.AckOffset {
+			right := other.lastOffset + int64(int32(p.Options.SACK[i].Right-other.lastSeq))
+			if right <= s.AckOffset {
+				continue // a D-SACK, or a block the acknowledgement covers
+			}
+			if right > s.SACKHigh {
 				s.SACKHigh = right
+			}
+			if left := max(other.lastOffset+int64(int32(p.Options.SACK[i].Left-other.lastSeq)), s.AckOffset); left < right {
+				s.SACKBytes += right - left
 			}
 		}
 		s.DupAck = p.PayloadLen == 0 && p.Flags&(capture.FlagFIN|capture.FlagRST) == 0 && d.ackSent &&

@@ -207,9 +207,9 @@ type messagePredictor struct {
 	offset, headerEnd, end, contentLength int64
 	// (The anchors need only be the same when encoding and decoding: a value
 	// that does not fit an int32 is still encoded exactly, as its difference.)
-	status, request           int32
-	method, target, version   int32
-	host, contentType, reason int32
+	status, request         int32
+	method, target, version int32
+	host, contentType       int32
 }
 
 // messageCodec encodes a Message's fields or decodes them, in one pass over them

@@ -17,6 +17,8 @@ import (
 	"io"
 	"os"
 	"strings"
+
+	"github.com/slowstart/slowstart/internal/fault"
 )
 
 // Labels of the NSS key log format.
@@ -192,4 +194,28 @@ func (l *Log) Len() int {
 		return 0
 	}
 	return len(l.secrets)
+}
+
+// Open reads the key log a verb was given (--keylog), or the one
+// $SSLKEYLOGFILE names when path is empty; nil when neither names a file
+// that exists. Its errors are marked fault.File: the file can't be read, or
+// holds no secrets.
+func Open(path string) (*Log, error) {
+	if path == "" {
+		path = os.Getenv("SSLKEYLOGFILE")
+		if path == "" {
+			return nil, nil
+		}
+		if _, err := os.Stat(path); err != nil {
+			return nil, nil // an exported variable for clients to write to: nothing there yet
+		}
+	}
+	keys, err := ParseFile(path)
+	if err != nil {
+		return nil, fault.Filef("--keylog: %w", err)
+	}
+	if keys.Len() == 0 {
+		return nil, fault.Filef("--keylog %s holds no secrets (%d lines skipped): give the file SSLKEYLOGFILE named when the client ran", path, keys.Skipped)
+	}
+	return keys, nil
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 
 	"github.com/slowstart/slowstart/capture"
 )
@@ -76,4 +77,24 @@ func (t *pcapTaps) close() error {
 		return t.client.close()
 	}
 	return errors.Join(t.client.close(), t.server.close())
+}
+
+// KeepCaptures copies the trial's captures (ClientPcap and ServerPcap, written
+// with a capture directory) into dir as NAME.client.pcap and NAME.server.pcap:
+// what a test or a campaign keeps of a trial to look at again. A capture that
+// cannot be copied does not keep the other from being copied.
+func (r TrialResult) KeepCaptures(dir, name string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	return errors.Join(copyFile(r.ClientPcap, filepath.Join(dir, name+".client.pcap")),
+		copyFile(r.ServerPcap, filepath.Join(dir, name+".server.pcap")))
+}
+
+func copyFile(from, to string) error {
+	data, err := os.ReadFile(from)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(to, data, 0o644)
 }

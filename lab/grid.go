@@ -120,7 +120,7 @@ func (g Grid) Specs() ([]Spec, error) {
 		}
 	}
 	if g.Trials < 1 {
-		return nil, errors.New("--trials must be 1 or more")
+		return nil, errors.New("--runs must be 1 or more")
 	}
 	return specs, nil
 }
@@ -183,9 +183,9 @@ func CheckTools(s Spec) error {
 		used               bool
 		program, flag, pkg string
 	}{
-		{s.Server == ServerNginx, "nginx", "--server nginx", "nginx-light"},
-		{s.Server == ServerCaddy, "caddy", "--server caddy", "caddy"},
-		{s.Client == ClientCurl, "curl", "--client curl", "curl"},
+		{s.Server == ServerNginx, "nginx", "--server-kind nginx", "nginx-light"},
+		{s.Server == ServerCaddy, "caddy", "--server-kind caddy", "caddy"},
+		{s.Client == ClientCurl, "curl", "--client-kind curl", "curl"},
 	} {
 		if _, err := exec.LookPath(need.program); need.used && err != nil {
 			return fmt.Errorf("%s: %s is not installed (apt-get install %s), or use the built-in one", need.flag, need.program, need.pkg)

@@ -23,10 +23,10 @@ import (
 // transfers and during teardown. They cover the built-in server and client, nginx
 // and curl as child processes, captures, TLS, a rate limit with loss, and IPv6.
 var killVariants = [][]string{
-	{"--rtt", "20ms", "--size", "50KB", "--trials", "40", "--parallel", "4"},
-	{"--rtt", "20ms", "--size", "50KB", "--trials", "24", "--parallel", "4", "--server", "nginx", "--client", "curl"},
-	{"--rtt", "10ms", "--size", "20KB", "--trials", "40", "--parallel", "6", "--tls", "1.3", "--capture", "CAPTURE"},
-	{"--rtt", "10ms", "--size", "30KB", "--trials", "30", "--parallel", "8", "--rate", "10mbit", "--loss", "1%", "--ipv6"},
+	{"--rtt", "20ms", "--size", "50KB", "--runs", "40", "--parallel", "4"},
+	{"--rtt", "20ms", "--size", "50KB", "--runs", "24", "--parallel", "4", "--server-kind", "nginx", "--client-kind", "curl"},
+	{"--rtt", "10ms", "--size", "20KB", "--runs", "40", "--parallel", "6", "--tls", "1.3", "--capture", "CAPTURE"},
+	{"--rtt", "10ms", "--size", "30KB", "--runs", "30", "--parallel", "8", "--rate", "10mbit", "--loss", "1%", "--ipv6"},
 }
 
 // TestKilledRunLeavesNothingBehind kills `slowstart lab run` with SIGKILL at a

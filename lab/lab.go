@@ -4,12 +4,13 @@
 // or the built-in one on gVisor's userspace TCP, lab/netstack) with the initial
 // window on its route, and a client (built-in or curl, lab/client)
 // that times the transfer. A point may run over HTTP/3 instead: the built-in server
-// or Caddy serves QUIC on UDP through the same emulated path, and the HTTP/3 probe
-// (probe/quicprobe) fetches and times it. Trials run in parallel without interfering.
+// or Caddy serves QUIC on UDP through the same emulated path, and the HTTP/3 client
+// (h3client) fetches and times it. Trials run in parallel without interfering.
 // It writes results and, when asked, the client-side and server-side captures of
 // every trial. When a job asks for its round trips it hands the trial's client-side
-// capture to package analysis (an HTTP/3 trial's come from the probe's own reading
-// of its datagrams); it analyzes nothing itself.
+// packets, kept in memory from the emulator's tap, to package analysis (an HTTP/3
+// trial's come from the HTTP/3 client's own reading of its datagrams); it analyzes
+// nothing itself.
 package lab
 
 import (
@@ -26,12 +27,13 @@ import (
 	"time"
 
 	"github.com/slowstart/slowstart/analysis"
+	"github.com/slowstart/slowstart/capture"
+	"github.com/slowstart/slowstart/h3client"
 	"github.com/slowstart/slowstart/lab/client"
 	"github.com/slowstart/slowstart/lab/labpath"
 	"github.com/slowstart/slowstart/lab/netlab"
 	"github.com/slowstart/slowstart/lab/netstack"
 	"github.com/slowstart/slowstart/lab/server"
-	"github.com/slowstart/slowstart/probe/quicprobe"
 	"github.com/slowstart/slowstart/report"
 	"github.com/slowstart/slowstart/units"
 )
@@ -206,7 +208,7 @@ const (
 
 // HTTP3Twin returns the same point over HTTP/3: the same path, server and page, over
 // QUIC with TLS 1.3 (whatever TLS version the TCP point uses), fetched by the HTTP/3
-// probe. It fails for a server that does not serve HTTP/3.
+// client. It fails for a server that does not serve HTTP/3.
 func (s Spec) HTTP3Twin() (Spec, error) {
 	twin := s
 	twin.HTTP3, twin.TLS, twin.HTTP2, twin.Client = true, "1.3", false, ClientBuiltin
@@ -347,7 +349,6 @@ func (e *Env) runTrial(ctx context.Context, spec Spec, index int, captureDir, pr
 		if err := caps.close(); err != nil && res.Error == "" {
 			res.Error = err.Error()
 		}
-		caps.remove()
 	}()
 	path, err := e.startPath(ctx, spec, poll, caps.tap())
 	if err != nil {
@@ -548,79 +549,78 @@ func (e *Env) startPath(ctx context.Context, spec Spec, poll bool, tap func(devi
 	return labpath.Start(ctx, spec.pathConfig(poll, tap))
 }
 
-// trialCaptures are the captures a trial's emulator writes: the client-side and
-// server-side ones asked for (a capture directory), or a temporary client-side one
-// to read a TCP transfer's round trips from, or none.
+// trialCaptures are what a trial's emulator keeps of its packets: the client-side
+// and server-side captures asked for (a capture directory), and the client side's
+// packets in memory to read a TCP transfer's round trips from; either, both or none.
 type trialCaptures struct {
-	taps *pcapTaps // nil when closed or when there are none
+	files *pcapTaps // nil when closed or when none were asked for
 	// clientPcap and serverPcap are the captures kept (TrialResult.ClientPcap).
 	clientPcap, serverPcap string
-	// roundTripsPcap is the client-side capture, kept or temporary.
-	roundTripsPcap string
-	tempDir        string
+	// clientPackets are the packets of the client's TUN device, as its capture
+	// would hold them; nil when the round trips are not read.
+	clientPackets *capture.Memory
+	// mu keeps the packets in the same order in the client-side capture and in
+	// clientPackets: the emulator taps from a goroutine per direction.
+	mu sync.Mutex
 }
 
 // openCaptures opens the trial's captures.
 func openCaptures(spec Spec, captureDir, prefix string, roundTrips bool) (*trialCaptures, error) {
 	c := &trialCaptures{}
-	var err error
-	switch {
-	case captureDir != "":
+	if captureDir != "" {
 		if err := os.MkdirAll(captureDir, 0o755); err != nil {
 			return nil, fmt.Errorf("capture directory: %w", err)
 		}
 		c.clientPcap = filepath.Join(captureDir, prefix+".client.pcap")
 		c.serverPcap = filepath.Join(captureDir, prefix+".server.pcap")
-		c.roundTripsPcap = c.clientPcap
-		c.taps, err = newPcapTaps(c.clientPcap, c.serverPcap)
-	case roundTrips && !spec.HTTP3:
-		// The round trips of a TCP transfer come from its client-side capture: a
-		// temporary one.
-		if c.tempDir, err = netlab.MakeTempDir("roundtrips"); err != nil {
+		files, err := newPcapTaps(c.clientPcap, c.serverPcap)
+		if err != nil {
 			return nil, err
 		}
-		c.roundTripsPcap = filepath.Join(c.tempDir, "client.pcap")
-		c.taps, err = newPcapTaps(c.roundTripsPcap, "")
+		c.files = files
 	}
-	if err != nil {
-		c.remove()
-		return nil, err
+	if roundTrips && !spec.HTTP3 {
+		// The round trips of a TCP transfer come from its client-side packets,
+		// analyzed in memory once the path has stopped, as the probe analyzes its
+		// capture once the fetch is over; the capture kept, if any, is not read.
+		c.clientPackets = capture.NewMemory(capture.WithUDP())
 	}
 	return c, nil
 }
 
-// tap is the emulator's tap that writes the captures; nil when there are none.
+// tap is the emulator's tap that keeps the packets; nil when nothing is kept.
 func (c *trialCaptures) tap() func(device int, data []byte, unixNs int64) {
-	if c.taps == nil {
+	files, packets := c.files, c.clientPackets
+	if files == nil && packets == nil {
 		return nil
 	}
-	return c.taps.tap
+	return func(device int, data []byte, unixNs int64) {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if files != nil {
+			files.tap(device, data, unixNs)
+		}
+		if packets != nil && device == 0 {
+			packets.Add(data, unixNs)
+		}
+	}
 }
 
-// close closes the captures (once the emulator has stopped); later calls do nothing.
+// close closes the captures kept (once the emulator has stopped); later calls do
+// nothing.
 func (c *trialCaptures) close() error {
-	if c.taps == nil {
+	if c.files == nil {
 		return nil
 	}
-	t := c.taps
-	c.taps = nil
+	t := c.files
+	c.files = nil
 	return t.close()
 }
 
-// remove removes the temporary capture, if any.
-func (c *trialCaptures) remove() {
-	if c.tempDir != "" {
-		netlab.RemoveTempDir(c.tempDir)
-	}
-}
-
-// roundTrips closes the captures and reads the TCP transfer's round trips from the
-// client-side one.
+// roundTrips reads the TCP transfer's round trips from the client side's packets
+// (once the emulator has stopped).
 func (c *trialCaptures) roundTrips(ctx context.Context) (*TrialRoundTrips, error) {
-	if err := c.close(); err != nil {
-		return nil, err
-	}
-	return tcpRoundTrips(ctx, c.roundTripsPcap)
+	return tcpRoundTrips(ctx, c.clientPackets)
 }
 
 // trialTarget is the trial's server: where it listens, and the certificate chain it
@@ -729,11 +729,11 @@ func (res *TrialResult) setDrops(linkStats labpath.Stats) {
 	res.AckPacketsLost = res.AckPacketsDroppedLoss + res.AckPacketsDroppedQueue
 }
 
-// tcpRoundTrips reads a TCP transfer's round trips from its client-side capture.
-func tcpRoundTrips(ctx context.Context, clientPcap string) (*TrialRoundTrips, error) {
-	rep, err := analysis.File(ctx, clientPcap, analysis.Options{})
+// tcpRoundTrips reads a TCP transfer's round trips from its client-side packets.
+func tcpRoundTrips(ctx context.Context, clientPackets analysis.PacketSource) (*TrialRoundTrips, error) {
+	rep, err := analysis.Run(ctx, clientPackets, analysis.Options{})
 	if err != nil {
-		return nil, fmt.Errorf("reading the round trips from the client-side capture: %w", err)
+		return nil, fmt.Errorf("reading the round trips from the client-side packets: %w", err)
 	}
 	// The transfer's connection: the one that carried the most to the client (the
 	// trial makes one; a TLS response is not read without the key log, its rounds are).
@@ -744,18 +744,18 @@ func tcpRoundTrips(ctx context.Context, clientPcap string) (*TrialRoundTrips, er
 		}
 	}
 	if best == nil || best.BytesToClient == 0 {
-		return nil, fmt.Errorf("reading the round trips: no TCP connection carried data to the client in %s", clientPcap)
+		return nil, errors.New("reading the round trips: no TCP connection carried data to the client")
 	}
 	return roundTripsOf(best.RoundTrips), nil
 }
 
-// fetchHTTP3 fetches the point's page over HTTP/3 with the HTTP/3 probe from the
-// client namespace and fills res with its timing and round trips (read by the probe
+// fetchHTTP3 fetches the point's page over HTTP/3 with the HTTP/3 client from the
+// client namespace and fills res with its timing and round trips (read by the client
 // from its own datagrams, with its own TLS secrets). With captures, the secrets are
 // written beside them.
 func (e *Env) fetchHTTP3(ctx context.Context, path *labpath.Path, spec Spec, target trialTarget, captureDir, prefix string, res *TrialResult) error {
 	addrPort := target.addr
-	opts := quicprobe.Options{
+	opts := h3client.Options{
 		URL:     fmt.Sprintf("https://%s:%d/bytes/%d", labpath.ServerName, addrPort.Port(), spec.SizeBytes),
 		Resolve: map[string]netip.Addr{fmt.Sprintf("%s:%d", labpath.ServerName, addrPort.Port()): addrPort.Addr()},
 		RootCAs: target.chain.Roots, Netns: path.ClientNetns,
@@ -773,7 +773,7 @@ func (e *Env) fetchHTTP3(ctx context.Context, path *labpath.Path, spec Spec, tar
 		defer f.Close()
 		opts.Keylog = f
 	}
-	pr, err := quicprobe.Run(ctx, opts)
+	pr, err := h3client.Run(ctx, opts)
 	if err != nil {
 		return err
 	}

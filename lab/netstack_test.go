@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -108,14 +107,9 @@ func TestNetstackTrials(t *testing.T) {
 		})
 	}
 	if *keepNetstackCaptures != "" {
-		if err := os.MkdirAll(*keepNetstackCaptures, 0o755); err != nil {
-			t.Fatal(err)
-		}
 		for i, row := range rows {
-			for _, c := range []struct{ from, side string }{{row.ClientPcap, "client"}, {row.ServerPcap, "server"}} {
-				if err := copyFile(c.from, filepath.Join(*keepNetstackCaptures, trials[i].name+"."+c.side+".pcap")); err != nil {
-					t.Fatal(err)
-				}
+			if err := row.KeepCaptures(*keepNetstackCaptures, trials[i].name); err != nil {
+				t.Fatal(err)
 			}
 		}
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -247,10 +246,8 @@ func keepSituationCaptures(dir string, sits []situation, rows []Row) error {
 		if rows[i].Error != "" {
 			continue
 		}
-		for _, c := range []struct{ from, to string }{{rows[i].ClientPcap, s.name + ".client.pcap"}, {rows[i].ServerPcap, s.name + ".server.pcap"}} {
-			if err := copyFile(c.from, filepath.Join(dir, c.to)); err != nil {
-				return err
-			}
+		if err := rows[i].KeepCaptures(dir, s.name); err != nil {
+			return err
 		}
 		b := func(v bool) int {
 			if v {
@@ -271,20 +268,3 @@ func keepSituationCaptures(dir string, sits []situation, rows []Row) error {
 
 // labTruthHeader is the header of testdata/captures/labtruth.tsv.
 const labTruthHeader = "name\trtt_ms\tiw\tcc\tserver\tclient\tproto\tbytes\thello_retry\tsyns_dropped\twrite_chunk\twrite_pause_ms\tnagle\tinitrwnd\texpect\tholes\tserver_advmss"
-
-func copyFile(from, to string) error {
-	in, err := os.Open(from)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	out, err := os.Create(to)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		out.Close()
-		return err
-	}
-	return out.Close()
-}

@@ -1,12 +1,17 @@
 package lab
 
 import (
+	"errors"
 	"fmt"
 	"hash/fnv"
+	"io"
 	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
+
+	"github.com/slowstart/slowstart/internal/fault"
+	"github.com/slowstart/slowstart/internal/outpath"
 )
 
 // A sweep's directory holds SweepJSONL, one row per trial appended as it ends (so
@@ -136,4 +141,30 @@ func WriteSweep(dir string, rows []Row) error {
 		return err
 	}
 	return writeCSVFile(filepath.Join(dir, SweepCSV), rows)
+}
+
+// MergeSweeps joins the results.jsonl of sweep directories (the shards of one
+// sweep) into dir's results.jsonl and results.csv, and says so on w. A trial
+// found in two directories fails; nothing is written then.
+func MergeSweeps(dir string, sweeps []string, w io.Writer) error {
+	jsonl := filepath.Join(dir, SweepJSONL)
+	if _, err := os.Stat(jsonl); err == nil {
+		return fault.Usagef("%s exists: merge into a new directory", jsonl)
+	}
+	merged, err := ReadShards(sweeps)
+	var overlap *OverlapError
+	if errors.As(err, &overlap) {
+		return fault.Mark(fault.Failed, err)
+	}
+	if err != nil {
+		return fault.Mark(fault.File, err)
+	}
+	if err := outpath.CheckDir("out", dir); err != nil {
+		return err
+	}
+	if err := WriteSweep(dir, merged); err != nil {
+		return fault.Mark(fault.File, err)
+	}
+	fmt.Fprintf(w, "%d trials from %d sweeps into %s, %s\n", len(merged), len(sweeps), jsonl, filepath.Join(dir, SweepCSV))
+	return nil
 }

@@ -10,13 +10,13 @@ import (
 	"os"
 	"syscall"
 
-	"github.com/slowstart/slowstart/internal/redact"
+	"github.com/slowstart/slowstart/internal/failure"
 )
 
 // Kinds of failure, so that callers can tell them apart (and map them to exit codes)
 // without parsing messages.
 const (
-	KindURL        = "url"         // the URL or an option is malformed
+	KindURL        = failure.KindURL
 	KindDNS        = "dns"         // the name did not resolve
 	KindRefused    = "refused"     // the server refused the connection (RST to the SYN)
 	KindUnreach    = "unreachable" // no route to the server, or the network is down
@@ -24,39 +24,22 @@ const (
 	KindTLS        = "tls"         // the TLS handshake failed (untrusted certificate, alert, version)
 	KindHTTP       = "http"        // the server broke the HTTP exchange
 	KindRedirect   = "redirect"    // too many redirects (a loop)
-	KindPermission = "permission"  // capturing packets needs privileges this process lacks
-	KindInterface  = "interface"   // the capture interface does not exist
-	KindCapture    = "capture"     // the capture failed otherwise
+	KindPermission = failure.KindPermission
+	KindInterface  = failure.KindInterface
+	KindCapture    = failure.KindCapture
 	// KindStatus: the page answered with an HTTP status of 400 or more. It was
 	// measured (the Result is whole), but it is not a success: the rounds are
 	// those of an error answer, not of the page.
 	KindStatus = "status"
 )
 
-// Error is a probe failure of a known kind. Its message is one line that says what
-// failed and what to do.
-type Error struct {
-	Kind string
-	Err  error
-}
+// Error is a probe failure of a known kind (package failure: the clients' one
+// error type). Its message is one line that says what failed and what to do.
+type Error = failure.Error
 
-// Error is the message with every URL in it redacted (package redact): the
-// probe's errors name the URL given and the targets of its redirects.
-func (e *Error) Error() string { return redact.Text(e.Err.Error()) }
-func (e *Error) Unwrap() error { return e.Err }
-
-// KindOf returns the kind of a probe error, or "" for other errors.
-func KindOf(err error) string {
-	var pe *Error
-	if errors.As(err, &pe) {
-		return pe.Kind
-	}
-	return ""
-}
-
-func newError(kind, format string, args ...any) error {
-	return &Error{Kind: kind, Err: fmt.Errorf(format, args...)}
-}
+// KindOf returns the kind of a failure (a probe's, or another client's), or ""
+// for other errors.
+func KindOf(err error) string { return failure.KindOf(err) }
 
 // classifyFetchError turns what net/http returned for target into an Error of the
 // right kind, with a message that says what to do.

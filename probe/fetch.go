@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/slowstart/slowstart/httptiming"
+	"github.com/slowstart/slowstart/internal/failure"
 	"github.com/slowstart/slowstart/internal/redact"
 	"github.com/slowstart/slowstart/report"
 	"github.com/slowstart/slowstart/tlsrec"
@@ -103,7 +104,7 @@ func fetch(ctx context.Context, opts *Options, h hop, keylog io.Writer) (fetched
 	defer cancel()
 	request, err := http.NewRequestWithContext(ctx, http.MethodGet, t.url.String(), nil)
 	if err != nil {
-		return fetched{}, newError(KindURL, "making the request for %s: %v", t.url, err)
+		return fetched{}, failure.New(KindURL, "making the request for %s: %v", t.url, err)
 	}
 	setHeaders(request, opts)
 
@@ -153,12 +154,12 @@ func fetch(ctx context.Context, opts *Options, h hop, keylog io.Writer) (fetched
 		if timing.ExpectedBodyBytes != nil {
 			of = fmt.Sprintf(" of %d", *timing.ExpectedBodyBytes)
 		}
-		readErr = newError(KindHTTP, "%s: the response is incomplete, %d%s body bytes: %s", t.url, timing.BodyBytes, of, timing.Incomplete)
+		readErr = failure.New(KindHTTP, "%s: the response is incomplete, %d%s body bytes: %s", t.url, timing.BodyBytes, of, timing.Incomplete)
 	}
 	if loc := response.Header.Get("Location"); loc != "" && isRedirect(response.StatusCode) {
 		next, err := t.url.Parse(loc)
 		if err != nil {
-			return out, newError(KindHTTP, "%s redirects to %q, which is not a URL", t.url, loc)
+			return out, failure.New(KindHTTP, "%s redirects to %q, which is not a URL", t.url, loc)
 		}
 		out.location = next
 		timing.Location = redact.URL(next.String())

@@ -2,7 +2,6 @@ package probe
 
 import (
 	"context"
-	"encoding/pem"
 	"fmt"
 	"math"
 	"os"
@@ -16,6 +15,7 @@ import (
 	"github.com/slowstart/slowstart/internal/testroot"
 
 	"github.com/slowstart/slowstart/lab/labpath"
+	"github.com/slowstart/slowstart/lab/labserver"
 	"github.com/slowstart/slowstart/lab/server"
 	"github.com/slowstart/slowstart/report"
 )
@@ -26,11 +26,11 @@ func requireRoot(t *testing.T) {
 }
 
 // startLab starts a lab server that the test removes when it ends.
-func startLab(t *testing.T, cfg LabServerConfig) *LabServer {
+func startLab(t *testing.T, cfg labserver.Config) *labserver.Server {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	s, err := StartLabServer(ctx, cfg)
+	s, err := labserver.Start(ctx, cfg)
 	if err != nil {
 		t.Fatalf("starting the lab server: %v", err)
 	}
@@ -43,7 +43,7 @@ func startLab(t *testing.T, cfg LabServerConfig) *LabServer {
 }
 
 // probeLab probes path on s from the client namespace.
-func probeLab(t *testing.T, s *LabServer, path string, edit func(*Options)) (*Result, error) {
+func probeLab(t *testing.T, s *labserver.Server, path string, edit func(*Options)) (*Result, error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -88,7 +88,7 @@ func TestProbeLab(t *testing.T) {
 		}
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			cfg := LabServerConfig{RTT: time.Duration(p.rttMs) * time.Millisecond, IW: p.iw, Keys: labKeys,
+			cfg := labserver.Config{RTT: time.Duration(p.rttMs) * time.Millisecond, IW: p.iw, Keys: labKeys,
 				Nginx: p.nginx, NginxBodySizes: []int64{int64(p.bodyKB * 1000)}}
 			switch p.stack {
 			case "tls1.2":
@@ -174,82 +174,6 @@ func checkVerdict(t *testing.T, res *Result, trueIW int, bodyBytes int64) {
 	}
 }
 
-// TestDemo runs the built-in demo and checks its story: IW 3 cuts the 6.9 KB chain
-// (one more TLS round trip) and every column's verdict is exact with its own IW.
-func TestDemo(t *testing.T) {
-	requireRoot(t)
-	if testing.Short() {
-		t.Skip("the demo takes a few seconds")
-	}
-	t.Cleanup(func() { labpath.CloseAll() })
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	d, err := Demo(ctx, DefaultDemo())
-	if err != nil {
-		t.Fatal(err)
-	}
-	var b strings.Builder
-	if err := WriteDemo(&b, d); err != nil {
-		t.Fatal(err)
-	}
-	t.Log("\n" + b.String())
-	if len(d.Columns) != 3 {
-		t.Fatalf("%d columns, want 3", len(d.Columns))
-	}
-	for _, col := range d.Columns {
-		c := col.Result.Final(0)
-		iw := c.InitialWindow
-		switch {
-		case iw == nil:
-			t.Errorf("IW %d: no initial window", col.IW)
-		case iw.Verdict == report.VerdictExact && iw.Segments != col.IW:
-			t.Errorf("IW %d: wrong exact verdict %d", col.IW, iw.Segments)
-		case iw.Verdict == report.VerdictLowerBound && iw.Segments > col.IW:
-			t.Errorf("IW %d: lower bound %d above it", col.IW, iw.Segments)
-		case iw.Verdict == report.VerdictRange && (col.IW < iw.Segments || col.IW > iw.SegmentsMax):
-			t.Errorf("IW %d: range %d-%d excludes it", col.IW, iw.Segments, iw.SegmentsMax)
-		case col.IW == 3 && iw.Verdict != report.VerdictExact:
-			// IW 3 cuts the chain.
-			t.Errorf("IW %d: verdict %s, want exact", col.IW, iw.Verdict)
-		case col.IW == 32 && !(iw.Verdict == report.VerdictRange && iw.ExactIf == "linux_cubic_or_reno" && iw.SegmentsMax == 32):
-			// IW 32's first HTTP round is 3× the handshake's: exactly 32 for CUBIC (the
-			// lab's), a range for a sender whose window may grow during the handshake.
-			t.Errorf("IW %d: verdict %s %d-%d (exact if %q), want a range up to 32, exact for CUBIC", col.IW, iw.Verdict, iw.Segments, iw.SegmentsMax, iw.ExactIf)
-		}
-	}
-	c3, c32 := d.Columns[0].Result.Final(0), d.Columns[2].Result.Final(0)
-	if c3.RoundTrips.TLS != 3 || c32.RoundTrips.TLS != 2 {
-		t.Errorf("TLS round trips: IW 3 %d (want 3), IW 32 %d (want 2)", c3.RoundTrips.TLS, c32.RoundTrips.TLS)
-	}
-	if c3.RoundTrips.Total <= c32.RoundTrips.Total {
-		t.Errorf("IW 3 took %d round trips, IW 32 %d: want more with IW 3", c3.RoundTrips.Total, c32.RoundTrips.Total)
-	}
-	// The page loads in Chromium: each critical path as the model predicts it (unless
-	// a busy host slowed the browser itself), longer at IW 3 than at IW 32.
-	if _, err := os.Stat("/usr/bin/chromium"); err != nil {
-		t.Log("Chromium is not installed: no page loads to check")
-		return
-	}
-	// Chromium's choice of connection for a request depends on timing the model
-	// cannot see; a critical path off the model's gets one more demo, and fails
-	// only when it is off again (timing misses are retried, never wrong readings:
-	// the IW checks above are not).
-	if misses := pageLoadMisses(t, d); len(misses) > 0 {
-		t.Logf("page loads off the model, the demo once more: %s", strings.Join(misses, "; "))
-		again, err := Demo(ctx, DefaultDemo())
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, miss := range pageLoadMisses(t, again) {
-			t.Error(miss)
-		}
-		d = again
-	}
-	if p3, p32 := d.Columns[0].PageLoad, d.Columns[2].PageLoad; p3 != nil && p32 != nil && p3.CriticalPath.RoundTrips <= p32.CriticalPath.RoundTrips {
-		t.Errorf("the page's critical path: %d round trips at IW 3, %d at IW 32: want more at IW 3", p3.CriticalPath.RoundTrips, p32.CriticalPath.RoundTrips)
-	}
-}
-
 // TestAgreesWithCurl compares the probe's client timings with curl -w on the same
 // lab path: TCP connect, TLS and time to first byte within 1 ms plus 2%.
 func TestAgreesWithCurl(t *testing.T) {
@@ -262,13 +186,9 @@ func TestAgreesWithCurl(t *testing.T) {
 	// A path long enough that 2% of its times exceed the CPU curl (OpenSSL)
 	// spends in the handshake beyond Go's TLS (2-4 ms here: it loads and parses
 	// the CA file there).
-	s := startLab(t, LabServerConfig{RTT: 100 * time.Millisecond, IW: 10, TLSVersion: "1.2", Keys: labKeys})
+	s := startLab(t, labserver.Config{RTT: 100 * time.Millisecond, IW: 10, TLSVersion: "1.2", Keys: labKeys})
 	caFile := filepath.Join(t.TempDir(), "ca.pem")
-	var pemBytes []byte
-	for _, c := range s.rootCerts {
-		pemBytes = append(pemBytes, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: c.Raw})...)
-	}
-	if err := os.WriteFile(caFile, pemBytes, 0o600); err != nil {
+	if err := os.WriteFile(caFile, s.RootPEM, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	path := "/bytes/50000"
@@ -285,7 +205,7 @@ func TestAgreesWithCurl(t *testing.T) {
 		}
 		pt := res.Final(0).ClientTiming
 		out, err := exec.Command("nsenter", "--net="+s.Netns, "--", curl, "-s", "-o", "/dev/null", "--http1.1", "--tlsv1.2", "--tls-max", "1.2",
-			"--cacert", caFile, "--resolve", fmt.Sprintf("%s:%d:%s", LabServerName, s.Addr.Port(), s.Addr.Addr()),
+			"--cacert", caFile, "--resolve", fmt.Sprintf("%s:%d:%s", labserver.ServerName, s.Addr.Port(), s.Addr.Addr()),
 			"-w", "%{time_connect} %{time_appconnect} %{time_starttransfer}", s.URL(path)).Output()
 		if err != nil {
 			t.Fatalf("curl: %v", err)
@@ -329,7 +249,7 @@ func TestProbeGrid(t *testing.T) {
 			for _, iw := range []int{1, 2, 3, 4, 10, 16, 32, 64} {
 				t.Run(fmt.Sprintf("%s/rtt%d/iw%d", stack, rtt, iw), func(t *testing.T) {
 					t.Parallel()
-					cfg := LabServerConfig{RTT: time.Duration(rtt) * time.Millisecond, IW: iw, Keys: labKeys}
+					cfg := labserver.Config{RTT: time.Duration(rtt) * time.Millisecond, IW: iw, Keys: labKeys}
 					switch stack {
 					case "tls1.2":
 						cfg.TLSVersion = "1.2"
@@ -350,34 +270,4 @@ func TestProbeGrid(t *testing.T) {
 			}
 		}
 	}
-}
-
-// pageLoadMisses compares each column's critical path in Chromium with the
-// model's prediction.
-func pageLoadMisses(t *testing.T, d *DemoResult) []string {
-	t.Helper()
-	var misses []string
-	for _, col := range d.Columns {
-		p := col.PageLoad
-		if p == nil || p.CriticalPath.Predicted == nil {
-			misses = append(misses, fmt.Sprintf("IW %d: no page load or no prediction (%v)", col.IW, col.PageErr))
-			continue
-		}
-		if slow := slowBrowserAt(p, d.Config.RTT); slow != "" {
-			t.Logf("IW %d: %s: the critical path is not compared", col.IW, slow)
-			continue
-		}
-		pred := p.CriticalPath.Predicted
-		if got, want := p.CriticalPath.RoundTrips, pred.RoundTrips; got != want {
-			if pred.Min < pred.Max && got >= pred.Min && got <= pred.Max {
-				// The demo's page is not chosen off a round boundary: with its
-				// responses two segments smaller or larger the model itself
-				// predicts this many, so a few bytes of headers decide it.
-				t.Logf("IW %d: the critical path took %d round trips, the model predicts %d (%d to %d within two segments of the sizes)", col.IW, got, want, pred.Min, pred.Max)
-				continue
-			}
-			misses = append(misses, fmt.Sprintf("IW %d: the page's critical path took %d round trips, the model predicts %d (%d to %d within two segments): %+v", col.IW, got, want, pred.Min, pred.Max, p.CriticalPath.Steps))
-		}
-	}
-	return misses
 }

@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/slowstart/slowstart/internal/failure"
 )
 
 // MaxRedirects is how many redirects a probe follows before it calls it a loop.
@@ -88,21 +90,21 @@ type target struct {
 // parseTarget checks a URL the way a probe needs it: http or https, a host, a port.
 func parseTarget(raw string) (target, error) {
 	if raw == "" {
-		return target{}, newError(KindURL, "no URL given")
+		return target{}, failure.New(KindURL, "no URL given")
 	}
 	if !strings.Contains(raw, "://") {
-		return target{}, newError(KindURL, "URL %q: give the scheme, e.g. https://%s", raw, raw)
+		return target{}, failure.New(KindURL, "URL %q: give the scheme, e.g. https://%s", raw, raw)
 	}
 	u, err := url.Parse(raw)
 	if err != nil {
-		return target{}, newError(KindURL, "URL %q is malformed: %v", raw, rootCause(err))
+		return target{}, failure.New(KindURL, "URL %q is malformed: %v", raw, rootCause(err))
 	}
 	if u.Scheme != "http" && u.Scheme != "https" {
-		return target{}, newError(KindURL, "URL %q: only http:// and https:// can be probed", raw)
+		return target{}, failure.New(KindURL, "URL %q: only http:// and https:// can be probed", raw)
 	}
 	host := u.Hostname()
 	if host == "" {
-		return target{}, newError(KindURL, "URL %q has no host", raw)
+		return target{}, failure.New(KindURL, "URL %q has no host", raw)
 	}
 	port := uint16(80)
 	if u.Scheme == "https" {
@@ -111,7 +113,7 @@ func parseTarget(raw string) (target, error) {
 	if p := u.Port(); p != "" {
 		n, err := strconv.ParseUint(p, 10, 16)
 		if err != nil || n == 0 {
-			return target{}, newError(KindURL, "URL %q: port %q is not a number from 1 to 65535", raw, p)
+			return target{}, failure.New(KindURL, "URL %q: port %q is not a number from 1 to 65535", raw, p)
 		}
 		port = uint16(n)
 	}
@@ -129,19 +131,19 @@ func (t target) hostPort() string { return net.JoinHostPort(t.host, strconv.Itoa
 func ParseResolve(s string) (hostPort string, addr netip.Addr, err error) {
 	host, rest, ok := strings.Cut(s, ":")
 	if !ok || host == "" {
-		return "", addr, newError(KindURL, "--resolve %q: use HOST:PORT:ADDRESS, e.g. example.com:443:192.0.2.7", s)
+		return "", addr, failure.New(KindURL, "--resolve %q: use HOST:PORT:ADDRESS, e.g. example.com:443:192.0.2.7", s)
 	}
 	port, address, ok := strings.Cut(rest, ":")
 	if !ok {
-		return "", addr, newError(KindURL, "--resolve %q: use HOST:PORT:ADDRESS, e.g. example.com:443:192.0.2.7", s)
+		return "", addr, failure.New(KindURL, "--resolve %q: use HOST:PORT:ADDRESS, e.g. example.com:443:192.0.2.7", s)
 	}
 	if n, err := strconv.ParseUint(port, 10, 16); err != nil || n == 0 {
-		return "", addr, newError(KindURL, "--resolve %q: %q is not a port number", s, port)
+		return "", addr, failure.New(KindURL, "--resolve %q: %q is not a port number", s, port)
 	}
 	address = strings.TrimSuffix(strings.TrimPrefix(address, "["), "]")
 	addr, err = netip.ParseAddr(address)
 	if err != nil {
-		return "", addr, newError(KindURL, "--resolve %q: %q is not an IP address", s, address)
+		return "", addr, failure.New(KindURL, "--resolve %q: %q is not an IP address", s, address)
 	}
 	return net.JoinHostPort(host, port), addr.Unmap(), nil
 }
@@ -151,7 +153,7 @@ func ParseHeader(s string) (name, value string, err error) {
 	name, value, ok := strings.Cut(s, ":")
 	name = strings.TrimSpace(name)
 	if !ok || name == "" || strings.ContainsAny(name, " \t") {
-		return "", "", newError(KindURL, "header %q: use \"Name: value\"", s)
+		return "", "", failure.New(KindURL, "header %q: use \"Name: value\"", s)
 	}
 	return http.CanonicalHeaderKey(name), strings.TrimSpace(value), nil
 }
@@ -162,23 +164,23 @@ func (o *Options) normalized() (Options, error) {
 		out.Runs = 1
 	}
 	if out.Runs < 0 || out.Runs > 1000 {
-		return out, newError(KindURL, "--runs %d: use 1 to 1000", out.Runs)
+		return out, failure.New(KindURL, "--runs %d: use 1 to 1000", out.Runs)
 	}
 	if out.Timeout == 0 {
 		out.Timeout = 30 * time.Second
 	}
 	if out.Timeout < 0 {
-		return out, newError(KindURL, "--timeout must be positive")
+		return out, failure.New(KindURL, "--timeout must be positive")
 	}
 	switch out.TLSVersion {
 	case "", "1.2", "1.3":
 	default:
-		return out, newError(KindURL, "--tls %q: use 1.2 or 1.3", out.TLSVersion)
+		return out, failure.New(KindURL, "--tls %q: use 1.2 or 1.3", out.TLSVersion)
 	}
 	switch out.IPVersion {
 	case IPAny, IPv4, IPv6:
 	default:
-		return out, newError(KindURL, "IP version %d: use 4 or 6", out.IPVersion)
+		return out, failure.New(KindURL, "IP version %d: use 4 or 6", out.IPVersion)
 	}
 	if out.UserAgent == "" {
 		out.UserAgent = BrowserUserAgent

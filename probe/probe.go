@@ -5,11 +5,10 @@
 // knows (DNS, connect, TLS, first and last byte from tracing hooks; the certificate
 // chain; where redirects lead) and diagnoses with their cost in round trips.
 //
-// It also runs the built-in demo (Demo): a far-away server emulated in the lab
-// with three initial windows, probed side by side.
-//
-// It is not the active (exact) measurement of the initial window (see probe/exact),
-// and it does not analyze packets itself (package analysis does).
+// It is the live prober only: the built-in demo (package demo) builds on it and
+// on the lab's emulated servers (package lab/labserver). It is not the active
+// (exact) measurement of the initial window (see probe/exact), and it does not
+// analyze packets itself (package analysis does).
 package probe
 
 import (
@@ -23,6 +22,7 @@ import (
 	"sort"
 
 	"github.com/slowstart/slowstart/analysis"
+	"github.com/slowstart/slowstart/internal/failure"
 	"github.com/slowstart/slowstart/internal/privatefile"
 	"github.com/slowstart/slowstart/internal/redact"
 	"github.com/slowstart/slowstart/report"
@@ -111,7 +111,7 @@ func run(ctx context.Context, o *Options, open captureOpener, keylog io.Writer) 
 		t := first
 		for hopIndex := 1; ; hopIndex++ {
 			if hopIndex > MaxRedirects+1 {
-				runErr = newError(KindRedirect, "%s: stopped after %d redirects (a redirect loop?); the last one pointed to %s", o.URL, MaxRedirects, t.url)
+				runErr = failure.New(KindRedirect, "%s: stopped after %d redirects (a redirect loop?); the last one pointed to %s", o.URL, MaxRedirects, t.url)
 				break
 			}
 			conn, next, info, err := probeHop(ctx, o, open, keylog, t)
@@ -140,7 +140,7 @@ func run(ctx context.Context, o *Options, open captureOpener, keylog io.Writer) 
 				break
 			}
 			if t, err = parseTarget(next.String()); err != nil {
-				runErr = newError(KindHTTP, "%s redirects to %s, which can't be probed: %v", o.URL, next, err)
+				runErr = failure.New(KindHTTP, "%s redirects to %s, which can't be probed: %v", o.URL, next, err)
 				break
 			}
 		}
@@ -192,7 +192,7 @@ func errorStatus(res *Result) error {
 			continue
 		}
 		t := c.ClientTiming
-		return newError(KindStatus, "%s answered with HTTP status %d: it was measured, but the rounds are those of this error answer, not of the page (check the URL)", t.URL, t.Status)
+		return failure.New(KindStatus, "%s answered with HTTP status %d: it was measured, but the rounds are those of this error answer, not of the page (check the URL)", t.URL, t.Status)
 	}
 	return nil
 }
@@ -205,7 +205,7 @@ func probeHop(ctx context.Context, o *Options, open captureOpener, keylog io.Wri
 		return nil, nil, captureInfo{}, err
 	}
 	if o.IPVersion == IPv4 && !h.addr.Is4() || o.IPVersion == IPv6 && !h.addr.Is6() {
-		return nil, nil, captureInfo{}, newError(KindURL, "%s: the address %s is not IPv%d", t.url, h.addr, o.IPVersion)
+		return nil, nil, captureInfo{}, failure.New(KindURL, "%s: the address %s is not IPv%d", t.url, h.addr, o.IPVersion)
 	}
 	capt, err := open(ctx, netip.AddrPortFrom(h.addr, t.port))
 	if err != nil {
@@ -284,7 +284,7 @@ func openOutputs(o *Options) (*outputs, error) {
 	if o.KeylogPath != "" {
 		f, err := privatefile.Append(o.KeylogPath) // made 0600, or tightened to it
 		if err != nil {
-			return nil, newError(KindURL, "--keylog %s: %v", o.KeylogPath, err)
+			return nil, failure.New(KindURL, "--keylog-save %s: %v", o.KeylogPath, err)
 		}
 		out.keylogFile, out.keylog = f, f
 	}
@@ -292,7 +292,7 @@ func openOutputs(o *Options) (*outputs, error) {
 		p, err := newPcapSink(o.PcapPath)
 		if err != nil {
 			out.close()
-			return nil, newError(KindURL, "--pcap %s: %v", o.PcapPath, err)
+			return nil, failure.New(KindURL, "--pcap %s: %v", o.PcapPath, err)
 		}
 		out.pcap = p
 	}

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/slowstart/slowstart/internal/failure"
 )
 
 // TestOutputsArePrivate: the key log and the capture a probe writes are
@@ -54,7 +56,7 @@ func TestOutputsArePrivate(t *testing.T) {
 func TestErrorsAreRedacted(t *testing.T) {
 	inner := errors.New(`Get "https://bob:***@other.example/next?sig=tok3nvalue": dial tcp 192.0.2.1:443: connect: connection refused`)
 	for _, err := range []error{
-		newError(KindHTTP, "%s redirects to %s, which can't be probed: %v", "https://alice:s3cret@example.com/?token=abc123xyz", "https://bob:hunter22@other.example/next?sig=tok3nvalue", inner),
+		failure.New(KindHTTP, "%s redirects to %s, which can't be probed: %v", "https://alice:s3cret@example.com/?token=abc123xyz", "https://bob:hunter22@other.example/next?sig=tok3nvalue", inner),
 		&Error{Kind: KindRefused, Err: fmt.Errorf("https://alice:s3cret@example.com/?token=abc123xyz: %w", inner)},
 	} {
 		msg := err.Error()

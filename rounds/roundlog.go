@@ -24,6 +24,19 @@ type roundLog struct {
 	pred roundPredictor
 	// tail holds rounds [frozen, frozen+len(tail)).
 	tail []Round
+	// prev is the round before the last, as Prev tells it.
+	prev roundSpan
+}
+
+// roundSpan is where a round's new bytes lie in the stream and what was in
+// flight when its last was sent: what no longer changes about a round once
+// another follows it (new data goes to the last round).
+type roundSpan struct {
+	StartOffset, EndOffset, InFlightBytes int64
+}
+
+func spanOf(r *Round) roundSpan {
+	return roundSpan{StartOffset: r.StartOffset, EndOffset: r.EndOffset, InFlightBytes: r.InFlightBytes}
 }
 
 // Len is the number of rounds.
@@ -46,9 +59,21 @@ func (l *roundLog) Open(i int) *Round { return &l.tail[i-l.frozen] }
 // the tail of a connection whose rounds are acknowledged one by one never
 // holds more than one.
 func (l *roundLog) Append(r Round, frozenBefore int) {
+	if last := l.Last(); last != nil {
+		l.prev = spanOf(last)
+	}
 	l.freezeUpTo(min(frozenBefore, l.Len()))
 	l.starts = append(l.starts, r.StartOffset)
 	l.tail = append(l.tail, r)
+}
+
+// Prev is the span of the round before the last (it may be encoded); ok is
+// false when there are fewer than two rounds.
+func (l *roundLog) Prev() (prev roundSpan, ok bool) {
+	if l.Len() < 2 {
+		return roundSpan{}, false
+	}
+	return l.prev, true
 }
 
 // Start is round i's StartOffset.
@@ -105,6 +130,9 @@ func (l *roundLog) Replace(rounds []Round) {
 	l.starts = l.starts[:0]
 	for i := range rounds {
 		l.starts = append(l.starts, rounds[i].StartOffset)
+	}
+	if n := len(rounds); n >= 2 {
+		l.prev = spanOf(&rounds[n-2])
 	}
 }
 
@@ -371,4 +399,11 @@ func (c *roundCodec) visit(r *Round, i int, pred *roundPredictor) {
 	c.int32s(&r.mergedFrames)
 	c.int(&r.mergedRestFrames, 0)
 	c.int(&r.mergedRestBytes, 0)
+	c.i64(&r.BytesOnSACK, 0)
+	c.i64(&r.SACKedAtSend, 0)
+	c.int(&r.DupAcksAtSend, 0)
+	c.flag(&r.OutranAcks)
+	c.int(&r.OutranSent, 0)
+	c.int(&r.OutranAllowed, 0)
+	c.int(&r.RenoDupAcksBefore, 0)
 }

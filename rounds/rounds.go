@@ -119,6 +119,31 @@ type Round struct {
 	// stamped with the echoed value or earlier, by capture time every one sent a
 	// quarter of a round trip before the data arrived.
 	ReleaseAckMax int64
+	// BytesOnSACK is how much of the round the server sent before any byte of the
+	// round before it was acknowledged: on SACK blocks or duplicate ACKs alone,
+	// which take out of flight only what they report received. SACKedAtSend and
+	// DupAcksAtSend are what they had reported when the last of those bytes left:
+	// the bytes the SACK blocks of one acknowledgement covered beyond it (the
+	// most), and the duplicate ACKs (a segment each). The capture's view is the
+	// least the server knew.
+	BytesOnSACK   int64
+	SACKedAtSend  int64
+	DupAcksAtSend int
+	// OutranAcks: before the server had acknowledgements of more of the round
+	// before, it sent more of this round's segments (OutranSent) than any
+	// window could have let go on the ones it had (OutranAllowed): each packet
+	// acknowledged frees one and grows a window by one at most (BBR: to 4 at
+	// least). The application wrote them then; the round before was not cut
+	// by the window. Weighed in packets, for the first rounds of a connection
+	// while a round has at most earlyMaxPackets.
+	OutranAcks                bool
+	OutranSent, OutranAllowed int
+	// RenoDupAcksBefore counts the duplicate ACKs without SACK blocks the server
+	// had seen when it sent the round's first segment, over the connection: each
+	// counts as a segment delivered (Linux's Reno emulation of SACK), so a window
+	// growing on deliveries may have grown by that many more than the segments
+	// acknowledged.
+	RenoDupAcksBefore int
 	// ClientDataAtStart / ClientDataAtEnd: how much of the client's stream the server
 	// had seen at the round's first and last segment.
 	ClientDataAtStart int64
@@ -321,6 +346,10 @@ type clientPacket struct {
 	tsVal  uint32
 	// dataEnd is one past the client's highest stream byte as of this packet.
 	dataEnd int64
+	// sacked: the bytes its SACK blocks report received beyond ack; dup: a
+	// duplicate ACK.
+	sacked int64
+	dup    bool
 }
 
 // Tracker assigns the server's segments of one connection to rounds. Feed it every
@@ -336,7 +365,16 @@ type Tracker struct {
 	knownAckSet bool
 	// knownReach is the furthest the server knew the client had received: its
 	// acknowledgement, SACK blocks, duplicate ACKs (clientPacket.reach).
-	knownReach    int64
+	knownReach int64
+	// knownSACKed and knownDups: what the server knew had left the network beyond
+	// its latest acknowledgement: the bytes the SACK blocks of an acknowledgement
+	// of it reported (the most of any one), and the duplicate ACKs of it.
+	knownSACKed int64
+	knownDups   int
+	// knownRenoDups counts the duplicate ACKs without SACK blocks the server knew
+	// of: Linux counts each as a segment delivered (and the acknowledgement that
+	// later covers it at least one more), so each may grow a window once more.
+	knownRenoDups int
 	knownWindow   int
 	knownDataEnd  int64
 	knownLatestNs int64
@@ -391,6 +429,9 @@ type Tracker struct {
 	// holeBeforeData: the client acknowledged bytes the capture never saw before any
 	// round began.
 	holeBeforeData bool
+	// early weighs what the first acknowledgements released against what a window
+	// could let go (Round.OutranAcks) while the connection is young.
+	early earlyPackets
 	// lastShort is the latest new-data frame shorter than the MSS, lastShortOther
 	// the latest one of another size than lastShort.
 	lastShort, lastShortOther shortFrame
@@ -525,7 +566,8 @@ func (t *Tracker) addClient(s *flow.Segment) {
 			t.holeBeforeData = true
 		}
 	}
-	p := clientPacket{timeNs: s.TimeNs, ack: s.AckOffset, reach: s.AckOffset, hasAck: s.HasAck, window: s.WindowBytes, tsVal: s.TSVal, dataEnd: t.clientDataEnd}
+	p := clientPacket{timeNs: s.TimeNs, ack: s.AckOffset, reach: s.AckOffset, hasAck: s.HasAck, window: s.WindowBytes, tsVal: s.TSVal, dataEnd: t.clientDataEnd,
+		sacked: s.SACKBytes, dup: s.DupAck}
 	switch {
 	case s.SACKHigh > p.reach:
 		p.reach = s.SACKHigh
@@ -570,6 +612,16 @@ func (t *Tracker) learn(p *clientPacket) {
 	if !t.knownAckSet || p.ack > t.knownAck {
 		t.openedSinceData = true
 		t.knownAck, t.knownAckSet = p.ack, true
+		t.knownSACKed, t.knownDups = 0, 0
+	}
+	if p.ack == t.knownAck {
+		t.knownSACKed = max(t.knownSACKed, p.sacked)
+		if p.dup {
+			t.knownDups++
+		}
+	}
+	if p.dup && p.sacked == 0 {
+		t.knownRenoDups++
 	}
 	if p.reach > t.knownReach {
 		// A SACK block or a duplicate ACK also tells the server that data left the
@@ -816,6 +868,7 @@ func (t *Tracker) addServer(s *flow.Segment) {
 			Index:             r,
 			ReleaseAck:        releaseAck,
 			ReleaseAckMax:     max(releaseAck, t.mayHaveSeenAck(s)),
+			RenoDupAcksBefore: t.knownRenoDups,
 			StartOffset:       s.NewOffset,
 			FirstNs:           s.TimeNs,
 			ReleaseNs:         t.knownLatestNs,
@@ -833,11 +886,19 @@ func (t *Tracker) addServer(s *flow.Segment) {
 	rd := t.log.Last()
 	added := s.NewLen + s.FilledLen
 	segments := t.count(rd, added)
+	t.weighEarly(rd, s, segments)
 	rd.Bytes += added
 	rd.Segments += segments
 	if 4*(s.TimeNs-rd.FirstNs) <= t.cfg.RTTNs {
 		rd.SegmentsEarly += segments
 		rd.BytesEarly += added
+	}
+	if prev, ok := t.log.Prev(); ok && (!t.knownAckSet || t.knownAck <= prev.StartOffset) {
+		// Sent before any byte of the round before was acknowledged: on SACK
+		// blocks or duplicate ACKs alone.
+		rd.BytesOnSACK += int64(added)
+		rd.SACKedAtSend = max(rd.SACKedAtSend, t.knownSACKed)
+		rd.DupAcksAtSend = max(rd.DupAcksAtSend, t.knownDups)
 	}
 	if rd.Packets > 0 && (rd.MinInsideFrameBytes == 0 || rd.LastFrameBytes < rd.MinInsideFrameBytes) {
 		rd.MinInsideFrameBytes = rd.LastFrameBytes
@@ -1483,4 +1544,109 @@ func (t *Tracker) idleLimit(r, next *Round, idleNs int64) string {
 		return report.LimitEnd
 	}
 	return report.LimitApp
+}
+
+// earlyMaxRounds and earlyMaxPackets bound what earlyPackets follows: the rounds
+// of a connection's start, of a small window's size, where an application's
+// write that meets an acknowledgement can pass for a window's cut.
+const (
+	earlyMaxRounds  = 6
+	earlyMaxPackets = 24
+)
+
+// earlyPackets keeps the ends of the packets (as offsets from the round's start)
+// of the latest round and the one before it, and what the server knew of the
+// client when the one before ended.
+type earlyPackets struct {
+	ends       [2][]int32 // [0]: the round before the latest, [1]: the latest
+	round      int        // the latest round's index
+	overflow   [2]bool    // a round with more than earlyMaxPackets packets
+	reachAtEnd int64      // knownReach at the round before's last packet
+	dupsAtEnd  int        // knownRenoDups then
+	reach      int64      // knownReach at the latest round's last packet so far
+	dups       int
+}
+
+// weighEarly records a new-data frame of segments packets in round rd and,
+// from the second round on, checks that what the server had sent of rd so far
+// fits what the acknowledgements it may have had could release under a window
+// that cut the round before (Round.OutranAcks).
+func (t *Tracker) weighEarly(rd *Round, s *flow.Segment, segments int) {
+	e := &t.early
+	if rd.Index > earlyMaxRounds {
+		if e.ends[0] != nil {
+			*e = earlyPackets{round: e.round}
+		}
+		return
+	}
+	if rd.Index != e.round {
+		// A new round: the latest becomes the one before.
+		e.ends[0], e.ends[1] = e.ends[1], e.ends[0][:0]
+		e.overflow[0], e.overflow[1] = e.overflow[1], false
+		e.reachAtEnd, e.dupsAtEnd = e.reach, e.dups
+		e.round = rd.Index
+	}
+	e.reach, e.dups = t.knownReach, t.knownRenoDups
+	start := rd.StartOffset
+	end := s.NewOffset + int64(s.NewLen) - start
+	if e.overflow[1] || len(e.ends[1])+segments > earlyMaxPackets || end > 1<<30 {
+		e.overflow[1] = true
+		return
+	}
+	first := int64(0)
+	if n := len(e.ends[1]); n > 0 {
+		first = int64(e.ends[1][n-1])
+	}
+	for i := 1; i <= segments; i++ {
+		// A merged frame's packets: full ones, the last the rest.
+		e.ends[1] = append(e.ends[1], int32(min(first+int64(i*t.mss()), end)))
+	}
+	if rd.Index < 2 || rd.OutranAcks || e.overflow[0] || len(e.ends[0]) == 0 || !t.knownAckSet {
+		return
+	}
+	prev, _ := t.log.Prev()
+	if t.knownReach > t.knownAck || e.reachAtEnd > prev.EndOffset || t.knownRenoDups > e.dupsAtEnd {
+		// SACK blocks or duplicate ACKs in play: weighed by BytesOnSACK.
+		return
+	}
+	ack := t.knownAck
+	if t.cfg.Vantage != flow.VantageServer {
+		// Away from the server, the most it may have had.
+		ack = max(ack, t.mayHaveSeenAck(s))
+	}
+	// Packets of the round before acknowledged in all (the ones acknowledged
+	// before its cut cancel out below), and of this round.
+	acked := 0
+	for _, x := range e.ends[0] {
+		if prev.StartOffset+int64(x) <= ack {
+			acked++
+		}
+	}
+	for _, x := range e.ends[1] {
+		if start+int64(x) <= ack {
+			acked++
+		}
+	}
+	ackAtCut := prev.EndOffset - prev.InFlightBytes
+	if ackAtCut < prev.StartOffset {
+		// Data from before the round before was in flight at its cut too.
+		return
+	}
+	before := 0
+	if prev.InFlightBytes > 0 {
+		for _, x := range e.ends[0] {
+			if prev.StartOffset+int64(x) <= ackAtCut {
+				before++
+			}
+		}
+	}
+	// In flight at the cut: the round before's packets not yet acknowledged
+	// (what a window that cut it held). Each acknowledged since frees one and
+	// grows the window by one at most; BBR raises a window to 4 at least.
+	inFlight := len(e.ends[0]) - before
+	released := acked - before
+	allowed := max(2*released, 4-inFlight+released)
+	if sent := len(e.ends[1]); sent > allowed {
+		rd.OutranAcks, rd.OutranSent, rd.OutranAllowed = true, sent, allowed
+	}
 }

@@ -83,7 +83,9 @@ func TestInitialWindow(t *testing.T) {
 			cfg:  serverCfg(),
 			build: func(s *script) {
 				s.Request(0, 0, 100).Data(1, 221).Burst(1.01, 3, mss, 0.01)
-				s.Ack(101, 221).Burst(101.01, 5, mss, 0.01)
+				// Each acknowledged packet lets one go and grows the window by one.
+				s.Ack(101, 221).Burst(101.01, 2, mss, 0.01)
+				s.Ack(101.05, 221+2*mss).Burst(101.06, 3, mss, 0.01)
 			},
 			// 4 packets (Linux counts packets) carrying 221 + 3*1448 = 4565 bytes, room
 			// for 3 full segments and less than one more (a sender counting bytes).
@@ -341,7 +343,7 @@ func TestCoarseClockAfterTheSYN(t *testing.T) {
 func TestInferredMSS(t *testing.T) {
 	s := &script{}
 	s.Request(0, 0, 100).Data(1, 500).Burst(1.01, 9, 1380, 0.01)
-	s.Ack(101, 500).Burst(101.01, 4, 1380, 0.01)
+	s.Ack(101, 500+1380).Burst(101.01, 4, 1380, 0.01)
 	rs, iw, tr := s.run(rounds.Config{Vantage: flow.VantageServer, RTTNs: 100 * msNs, SegmentCap: 1460}, rounds.EndingComplete)
 	if tr.FullSegmentBytes() != 1380 {
 		t.Errorf("full segment %d, want 1380", tr.FullSegmentBytes())
@@ -381,7 +383,7 @@ func TestStalledCaptureIsNoPause(t *testing.T) {
 			cfg.SYNACKNs, cfg.SYNACKTSVal = 1, 1000 // the server's clock: 1000 + ms
 			s := &script{}
 			s.Request(0, 0, 100).Burst(101, 5, mss, 0.01).Burst(140, 5, mss, 0.01)
-			s.Ack(201, 2*mss).Burst(201.01, 20, mss, 0.01)
+			s.AckClocked(201, 0, 20, mss, 0.02)
 			s.Ack(301, 22*mss).Burst(301.01, 10, mss, 0.01)
 			for i := range s.Segs {
 				seg := &s.Segs[i]

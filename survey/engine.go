@@ -8,11 +8,15 @@ import (
 	"net"
 	"net/netip"
 	"net/url"
+	"os"
+	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/slowstart/slowstart/internal/progress"
 	"github.com/slowstart/slowstart/internal/redact"
 	"github.com/slowstart/slowstart/probe"
 	"github.com/slowstart/slowstart/probe/exact"
@@ -383,3 +387,97 @@ func (s semaphore) release() { <-s }
 // keyOf names a target in a store: its index in the list and its URL as the
 // store holds it (redacted: no credentials, no query values).
 func keyOf(index int, rawURL string) string { return strconv.Itoa(index) + " " + redact.URL(rawURL) }
+
+// status shows a long survey's progress on standard error: on a
+// terminal one line redrawn twice a second, otherwise a line every
+// statusEvery (for logs, a Kubernetes pod's included).
+type status struct {
+	w        io.Writer
+	progress *Progress
+	total    int // targets to measure (those of the shard not in the store yet)
+	start    time.Time
+	terminal bool
+	done     chan struct{}
+	wg       sync.WaitGroup
+}
+
+const (
+	statusTerminalEvery = 500 * time.Millisecond
+	statusEvery         = 10 * time.Second
+)
+
+func startStatus(w io.Writer, p *Progress, total int) *status {
+	s := &status{w: w, progress: p, total: max(total, 0), start: time.Now(), done: make(chan struct{})}
+	if f, ok := w.(*os.File); ok && progress.IsTerminal(f) {
+		s.terminal = true
+	}
+	every := statusEvery
+	if s.terminal {
+		every = statusTerminalEvery
+	}
+	s.wg.Go(func() {
+		tick := time.NewTicker(every)
+		defer tick.Stop()
+		for {
+			select {
+			case <-tick.C:
+				s.print(false)
+			case <-s.done:
+				s.print(true)
+				return
+			}
+		}
+	})
+	return s
+}
+
+func (s *status) stop() {
+	close(s.done)
+	s.wg.Wait()
+}
+
+// line says: done of total, rate, time left, in flight, errors by kind.
+func (s *status) line() string {
+	done := s.progress.Done.Load()
+	elapsed := time.Since(s.start)
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d of %d done", done, s.total)
+	if s.total > 0 {
+		fmt.Fprintf(&b, " (%.0f%%)", 100*float64(done)/float64(s.total))
+	}
+	perMinute := 0.0
+	if elapsed > time.Second {
+		perMinute = float64(done) / elapsed.Minutes()
+	}
+	fmt.Fprintf(&b, ", %.0f/min", perMinute)
+	if left := int64(s.total) - done; perMinute > 0 && left > 0 {
+		eta := time.Duration(float64(left) / perMinute * float64(time.Minute)).Round(time.Second)
+		fmt.Fprintf(&b, ", %s left", eta)
+	}
+	fmt.Fprintf(&b, ", %d in flight", s.progress.InFlight.Load())
+	if kinds := s.progress.ErrorsByKind(); len(kinds) > 0 {
+		names := make([]string, 0, len(kinds))
+		for k := range kinds {
+			names = append(names, k)
+		}
+		sort.Slice(names, func(i, j int) bool { return kinds[names[i]] > kinds[names[j]] })
+		var parts []string
+		for _, k := range names {
+			parts = append(parts, fmt.Sprintf("%s %d", k, kinds[k]))
+		}
+		fmt.Fprintf(&b, "; errors: %s", strings.Join(parts, ", "))
+	}
+	return b.String()
+}
+
+func (s *status) print(final bool) {
+	line := s.line()
+	switch {
+	case s.terminal && final:
+		fmt.Fprintf(s.w, "\r\033[K%s\n", line)
+	case s.terminal:
+		fmt.Fprintf(s.w, "\r\033[K%s", line)
+	default:
+		fmt.Fprintln(s.w, line)
+	}
+}

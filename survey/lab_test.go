@@ -20,6 +20,7 @@ import (
 	"github.com/google/nftables"
 	"github.com/vishvananda/netns"
 
+	"github.com/slowstart/slowstart/lab/labserver"
 	"github.com/slowstart/slowstart/lab/netlab"
 	"github.com/slowstart/slowstart/lab/server"
 	"github.com/slowstart/slowstart/probe"
@@ -87,11 +88,11 @@ func exactTables(netnsPath string) ([]string, error) {
 
 // startLab starts an emulated server and registers its removal; the check
 // that no nftables table is left in its client namespace runs before it.
-func startLab(t *testing.T, cfg probe.LabServerConfig) *probe.LabServer {
+func startLab(t *testing.T, cfg labserver.Config) *labserver.Server {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	s, err := probe.StartLabServer(ctx, cfg)
+	s, err := labserver.Start(ctx, cfg)
 	if err != nil {
 		t.Fatalf("starting a lab server with IW %d: %v", cfg.IW, err)
 	}
@@ -151,9 +152,9 @@ func TestSurveyLab(t *testing.T) {
 	checkNothingLeft(t)
 	cases := []labCase{{"iw3", 3, ""}, {"iw10", 10, ""}, {"iw32", 32, ""}, {"tls-iw16", 16, "1.2"}}
 	var targets []Target
-	var servers []*probe.LabServer
+	var servers []*labserver.Server
 	for _, c := range cases {
-		s := startLab(t, probe.LabServerConfig{RTT: 20 * time.Millisecond, IW: c.iw, TLSVersion: c.tls, Keys: labKeys})
+		s := startLab(t, labserver.Config{RTT: 20 * time.Millisecond, IW: c.iw, TLSVersion: c.tls, Keys: labKeys})
 		servers = append(servers, s)
 		targets = append(targets, Target{Label: c.label, URL: s.URL(fmt.Sprintf("/bytes/%d", labBodyBytes)),
 			Netns: s.Netns, Resolve: s.Resolve(), RootCAs: s.RootCAs})
@@ -385,7 +386,7 @@ func checkLabRow(t *testing.T, r Row, c labCase, pcap string) (o labOutcome) {
 func TestSurveyInterrupted(t *testing.T) {
 	requireRoot(t)
 	checkNothingLeft(t)
-	s := startLab(t, probe.LabServerConfig{RTT: 20 * time.Millisecond, IW: 10, Keys: labKeys})
+	s := startLab(t, labserver.Config{RTT: 20 * time.Millisecond, IW: 10, Keys: labKeys})
 	var targets []Target
 	for i := range 6 {
 		targets = append(targets, Target{Label: fmt.Sprint(i), URL: s.URL(fmt.Sprintf("/bytes/%d", labBodyBytes)), Netns: s.Netns})

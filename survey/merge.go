@@ -3,9 +3,13 @@ package survey
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/slowstart/slowstart/internal/fault"
 )
 
 // MergeResult says what Merge did.
@@ -149,4 +153,77 @@ func Merge(out, format string, inputs []string) (MergeResult, error) {
 	}
 	res.Rows = st.Rows()
 	return res, st.Close()
+}
+
+// MergeStores joins the rows of stores (directories stand for the stores in
+// them) into a new store out (format: sqlite, jsonl or csv; "" by its
+// extension), and says so on w. A target found twice, or a shard missing from
+// the split, is a Failed error; a store that can't be read a file error.
+func MergeStores(out, format string, stores []string, w io.Writer) error {
+	f, err := FormatOf(out, format)
+	if err != nil {
+		return fault.Usagef("--format: %w", err)
+	}
+	inputs, err := ExpandStoreDirs(stores, out)
+	if err != nil {
+		return fault.Mark(fault.File, err)
+	}
+	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
+		return fault.Mark(fault.File, err)
+	}
+	res, err := Merge(out, f, inputs)
+	if err != nil {
+		var de *DuplicateError
+		if errors.As(err, &de) {
+			return fault.Mark(fault.Failed, err)
+		}
+		return fault.Mark(fault.File, err)
+	}
+	fmt.Fprintf(w, "%d rows from %d stores into %s", res.Rows, res.Inputs, out)
+	if len(res.Shards) > 0 {
+		fmt.Fprintf(w, " (shards %s)", strings.Join(res.Shards, ", "))
+	}
+	if len(res.Vantages) > 0 {
+		fmt.Fprintf(w, " from %s", strings.Join(res.Vantages, ", "))
+	}
+	fmt.Fprintln(w, ".")
+	if len(res.MissingShards) > 0 {
+		return fault.Failedf("no store of shard %s was given: the merged survey lacks their targets", strings.Join(res.MissingShards, ", "))
+	}
+	return nil
+}
+
+// ExpandStoreDirs replaces each directory by the stores in it, sorted; out is
+// never one of them.
+func ExpandStoreDirs(paths []string, out string) ([]string, error) {
+	var inputs []string
+	for _, p := range paths {
+		st, err := os.Stat(p)
+		if err != nil {
+			return nil, fmt.Errorf("reading the store: %w", err)
+		}
+		if !st.IsDir() {
+			inputs = append(inputs, p)
+			continue
+		}
+		entries, err := os.ReadDir(p)
+		if err != nil {
+			return nil, err
+		}
+		found := 0
+		for _, e := range entries {
+			name := filepath.Join(p, e.Name())
+			switch strings.ToLower(filepath.Ext(e.Name())) {
+			case ".db", ".sqlite", ".sqlite3", ".jsonl", ".ndjson", ".csv":
+				if e.Type().IsRegular() && filepath.Clean(name) != filepath.Clean(out) {
+					inputs = append(inputs, name)
+					found++
+				}
+			}
+		}
+		if found == 0 {
+			return nil, fmt.Errorf("%s holds no store (.db, .sqlite, .jsonl, .csv)", p)
+		}
+	}
+	return inputs, nil
 }

@@ -123,7 +123,7 @@ func checkResume(path string, held, asked StoreMeta) error {
 	case h.Exact != a.Exact || h.Passive != a.Passive:
 		return &StoreMismatchError{path, "choice of methods (--no-exact, --no-passive)"}
 	case h.MSS != a.MSS || h.ExactRuns != a.ExactRuns || h.Retries != a.Retries:
-		return &StoreMismatchError{path, "exact measurement (--mss, --exact-runs, --no-retries)"}
+		return &StoreMismatchError{path, "exact measurement (--exact-mss, --exact-runs, --no-retries)"}
 	}
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"image/color"
 	"io"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 
+	"github.com/slowstart/slowstart/internal/fault"
 	"github.com/slowstart/slowstart/internal/plotfile"
 	"github.com/slowstart/slowstart/internal/textsafe"
 	"github.com/slowstart/slowstart/internal/texttable"
@@ -226,4 +228,74 @@ func SaveHistogram(path string, s Summary) error {
 	}
 	p.NominalX(names...)
 	return plotfile.Save(p, vg.Length(max(12, len(xs)*2))*vg.Centimeter, 9*vg.Centimeter, path)
+}
+
+// Report prints the summary of the store at path (survey report).
+func Report(path string, o SummaryOptions, asJSON bool, w io.Writer) error {
+	sum, err := newSummarizer(o)
+	if err != nil {
+		return err
+	}
+	if _, err := os.Stat(path); err != nil {
+		return fault.Filef("reading the store: %w", err)
+	}
+	if _, err := ReadStore(path, func(r Row) error { sum.Add(r); return nil }); err != nil {
+		return fault.Filef("reading %s: %w", path, err)
+	}
+	return WriteSummary(w, sum.Summary(), asJSON, o.Plot)
+}
+
+// newSummarizer makes the summary's counter from --by and --asn.
+func newSummarizer(o SummaryOptions) (*Summarizer, error) {
+	groupBy, asnFile, plotPath := o.GroupBy, o.ASNFile, o.Plot
+	if plotPath != "" {
+		if err := plotfile.CheckPath(plotPath); err != nil {
+			return nil, fault.Mark(fault.Usage, fmt.Errorf("--plot: %w", err))
+		}
+	}
+	var asns *PrefixTable
+	if asnFile != "" {
+		f, err := os.Open(asnFile)
+		if err != nil {
+			return nil, fault.Mark(fault.File, fmt.Errorf("--asn: %w", err))
+		}
+		defer f.Close()
+		if asns, err = ReadPrefixTable(f); err != nil {
+			return nil, fault.Mark(fault.File, fmt.Errorf("--asn %s: %w", asnFile, err))
+		}
+		if groupBy == "" {
+			groupBy = "asn"
+		}
+	}
+	if groupBy == "" {
+		groupBy = "label"
+	}
+	sum, err := NewSummarizer(groupBy, asns)
+	if err != nil {
+		return nil, fault.Mark(fault.Usage, fmt.Errorf("--by: %w", err))
+	}
+	return sum, nil
+}
+
+// WriteSummary prints a store's summary (as JSON or a table) and draws its
+// histogram into plotPath when set.
+func WriteSummary(w io.Writer, s Summary, asJSON bool, plotPath string) error {
+	var err error
+	if asJSON {
+		err = WriteSummaryJSON(w, s)
+	} else {
+		err = WriteSummaryText(w, s)
+	}
+	if err != nil {
+		return err
+	}
+	if plotPath != "" {
+		if err := SaveHistogram(plotPath, s); err != nil {
+			return fault.Mark(fault.Failed, fmt.Errorf("--plot: %w", err))
+		}
+		if !asJSON {
+			fmt.Fprintf(w, "histogram: %s\n", plotPath)
+		}
+	}
+	return nil
 }

@@ -50,18 +50,18 @@ func TestSurveyAndWatchAgree(t *testing.T) {
 					t.Errorf("%s: watch %v, survey %v", what, deref(a), deref(b))
 				}
 			}
-			same("iw verdict", w.IWVerdict, s.PassiveVerdict)
-			same("iw segments", w.IWSegments, s.PassiveIWSegments)
-			same("iw segments max", w.IWSegmentsMax, s.PassiveIWSegmentsMax)
+			same("iw verdict", w.IW.Verdict, s.PassiveVerdict)
+			same("iw segments", w.IW.Segments, s.PassiveIWSegments)
+			same("iw segments max", w.IW.SegmentsMax, s.PassiveIWSegmentsMax)
 			same("handshake rtt", w.HandshakeRTTMs, s.HandshakeRTTMs)
 			same("round trips", w.RoundTrips, s.RoundTrips)
 			same("status", w.Status, s.Status)
 			same("body bytes", w.BodyBytes, s.BodyBytes)
 			same("last byte", w.LastByteMs, s.LastByteMs)
-			same("iw text", w.IWReading().Text(),
+			same("iw text", w.IW.Text(),
 				report.IWReading{Verdict: s.PassiveVerdict, Segments: s.PassiveIWSegments, SegmentsMax: s.PassiveIWSegmentsMax}.Text())
 			want := report.Summary(&c.conn)
-			same("iw against report.Summary", w.IWSegments, want.IW.Segments)
+			same("iw against report.Summary", w.IW.Segments, want.IW.Segments)
 		})
 	}
 }

@@ -12,6 +12,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/slowstart/slowstart/internal/testroot"
 )
 
 // TestApplyHoldsTheLock: an apply while another holds the network namespace's
@@ -232,10 +234,10 @@ func TestRevertKeepsRemainingLifetime(t *testing.T) {
 	ns := newNamespace(t)
 	dir := t.TempDir()
 	const prefix = "2001:db8:7::/64"
-	ipCmd(t, "-n", ns, "-6", "route", "add", prefix, "via", "2001:db8::2", "dev", "veth0", "expires", "3000")
+	testroot.IP(t, "-n", ns, "-6", "route", "add", prefix, "via", "2001:db8::2", "dev", "veth0", "expires", "3000")
 	expires := func() int {
 		t.Helper()
-		out := ipCmd(t, "-n", ns, "-6", "route", "show", prefix)
+		out := testroot.IP(t, "-n", ns, "-6", "route", "show", prefix)
 		m := regexp.MustCompile(`expires (\d+)sec`).FindStringSubmatch(out)
 		if m == nil {
 			t.Fatalf("route %s does not expire: %q", prefix, out)
@@ -251,14 +253,14 @@ func TestRevertKeepsRemainingLifetime(t *testing.T) {
 		t.Fatalf("after apply: expires in %d s, want about 3000", left)
 	}
 	// Time passes: the route has 100 s left when it is reverted.
-	ipCmd(t, "-n", ns, "-6", "route", "change", prefix, "via", "2001:db8::2", "dev", "veth0", "expires", "100", "initcwnd", "20")
+	testroot.IP(t, "-n", ns, "-6", "route", "change", prefix, "via", "2001:db8::2", "dev", "veth0", "expires", "100", "initcwnd", "20")
 	if _, err := Revert(RevertOptions{BackupPath: res.BackupPath, Netns: ns}); err != nil {
 		t.Fatal(err)
 	}
 	if left := expires(); left > 100 || left < 90 {
 		t.Errorf("after revert: expires in %d s, want the 100 s it had left, not the 3000 recorded", left)
 	}
-	if out := ipCmd(t, "-n", ns, "-6", "route", "show", prefix); strings.Contains(out, "initcwnd") {
+	if out := testroot.IP(t, "-n", ns, "-6", "route", "show", prefix); strings.Contains(out, "initcwnd") {
 		t.Errorf("revert kept the initcwnd: %q", out)
 	}
 	// Deleted since the backup: it comes back with the recorded lifetime less
@@ -267,7 +269,7 @@ func TestRevertKeepsRemainingLifetime(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ipCmd(t, "-n", ns, "-6", "route", "del", prefix)
+	testroot.IP(t, "-n", ns, "-6", "route", "del", prefix)
 	if _, err := Revert(RevertOptions{BackupPath: res.BackupPath, Netns: ns}); err != nil {
 		t.Fatal(err)
 	}

@@ -7,7 +7,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
 	"testing"
 
 	"github.com/slowstart/slowstart/internal/testroot"
@@ -16,68 +15,46 @@ import (
 // needRoot skips the test without root, except in CI, where it fails.
 func needRoot(t *testing.T) { t.Helper(); testroot.Require(t, "network namespaces and routes") }
 
-var namespaceSeq atomic.Int64
-
-// ipCmd runs ip(8) and fails the test on error.
-func ipCmd(t *testing.T, args ...string) string {
-	t.Helper()
-	out, err := exec.Command("ip", args...).CombinedOutput()
-	if err != nil {
-		t.Fatalf("ip %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
-	return string(out)
-}
-
 // newNamespace makes a network namespace holding a few kinds of routes,
 // removed when the test ends.
 func newNamespace(t *testing.T) string {
 	t.Helper()
 	needRoot(t)
-	name := fmt.Sprintf("sstune-%d-%d", os.Getpid(), namespaceSeq.Add(1))
-	ipCmd(t, "netns", "add", name)
-	t.Cleanup(func() {
-		if out, err := exec.Command("ip", "netns", "delete", name).CombinedOutput(); err != nil {
-			t.Errorf("delete namespace %s: %v\n%s", name, err, out)
-		}
-	})
-	for _, line := range []string{
-		"link set lo up",
-		"link add veth0 type veth peer name veth1",
-		"link add dummy0 type veth peer name dummy1",
-		// No link-local addresses: they would appear at a moment of the kernel's
-		// choosing. The routes they bring are made by hand below instead.
-		"link set veth0 addrgenmode none",
-		"link set veth1 addrgenmode none",
-		"link set dummy0 addrgenmode none",
-		"link set dummy1 addrgenmode none",
-		"link set veth0 up",
-		"link set veth1 up",
-		"link set dummy1 up",
-		"link set dummy0 up",
-		"addr add 192.0.2.10/24 dev veth0",
-		"-6 addr add 2001:db8::10/64 dev veth0 nodad",
-		"addr add 198.51.100.1/24 dev dummy0",
-		"route add default via 192.0.2.1 dev veth0 proto static metric 100",
-		"route add 203.0.113.0/24 via 192.0.2.2 dev veth0 mtu lock 1400 rto_min 50ms advmss 1300",
-		"route add 10.20.0.0/16 dev dummy0 table 100 initcwnd 4 quickack 1 congctl reno",
-		"route add default via 198.51.100.254 dev dummy0 table 100 proto static",
-		"-6 route add default via 2001:db8::1 dev veth0 metric 1024 pref high",
-		// Three routes of one destination and metric: only the first can be replaced.
-		"-6 route add fe80::/64 dev veth0",
-		"-6 route append fe80::/64 dev veth1",
-		"-6 route append fe80::/64 dev dummy0",
-		"-6 route add 2001:db8:5::/48 via 2001:db8::2 dev veth0 mtu 1400 hoplimit 32 initrwnd 20",
-	} {
-		ipCmd(t, append([]string{"-n", name}, strings.Fields(line)...)...)
-	}
-	return name
+	return testroot.Namespace(t, "sstune", `
+		link set lo up
+		link add veth0 type veth peer name veth1
+		link add dummy0 type veth peer name dummy1
+		# No link-local addresses: they would appear at a moment of the kernel's
+		# choosing. The routes they bring are made by hand below instead.
+		link set veth0 addrgenmode none
+		link set veth1 addrgenmode none
+		link set dummy0 addrgenmode none
+		link set dummy1 addrgenmode none
+		link set veth0 up
+		link set veth1 up
+		link set dummy1 up
+		link set dummy0 up
+		addr add 192.0.2.10/24 dev veth0
+		-6 addr add 2001:db8::10/64 dev veth0 nodad
+		addr add 198.51.100.1/24 dev dummy0
+		route add default via 192.0.2.1 dev veth0 proto static metric 100
+		route add 203.0.113.0/24 via 192.0.2.2 dev veth0 mtu lock 1400 rto_min 50ms advmss 1300
+		route add 10.20.0.0/16 dev dummy0 table 100 initcwnd 4 quickack 1 congctl reno
+		route add default via 198.51.100.254 dev dummy0 table 100 proto static
+		-6 route add default via 2001:db8::1 dev veth0 metric 1024 pref high
+		# Three routes of one destination and metric: only the first can be replaced.
+		-6 route add fe80::/64 dev veth0
+		-6 route append fe80::/64 dev veth1
+		-6 route append fe80::/64 dev dummy0
+		-6 route add 2001:db8:5::/48 via 2001:db8::2 dev veth0 mtu 1400 hoplimit 32 initrwnd 20
+	`)
 }
 
 // routeSnapshot is `ip -d route show table all` for both families, by the real ip binary.
 func routeSnapshot(t *testing.T, ns string) string {
 	t.Helper()
-	return ipCmd(t, "-n", ns, "-4", "-d", "route", "show", "table", "all") + "----\n" +
-		ipCmd(t, "-n", ns, "-6", "-d", "route", "show", "table", "all")
+	return testroot.IP(t, "-n", ns, "-4", "-d", "route", "show", "table", "all") + "----\n" +
+		testroot.IP(t, "-n", ns, "-6", "-d", "route", "show", "table", "all")
 }
 
 // sysctlSnapshot is every sysctl Read lists, by the real sysctl binary
@@ -288,7 +265,7 @@ func TestRevertRecreatesDeletedRoute(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ipCmd(t, "-n", ns, "route", "del", "10.20.0.0/16", "table", "100")
+	testroot.IP(t, "-n", ns, "route", "del", "10.20.0.0/16", "table", "100")
 	rev, err := Revert(RevertOptions{BackupPath: res.BackupPath})
 	if err != nil {
 		t.Fatal(err)

@@ -35,6 +35,9 @@ func (in Input) tlsFlight() *report.InitialWindow {
 	}
 	// The window held at least the retry request's first round.
 	floor := max(in.Rounds[0].WindowSegments(), 1)
+	// What may have grown it since: the retry request's segments, and each
+	// duplicate ACK without SACK blocks (Linux counts one as a segment delivered).
+	grown := t.RetrySegments + fr[0].RenoDupAcksBefore
 	if iw.Verdict == report.VerdictLowerBound {
 		// The flight fit in a window that was at most RetrySegments larger than the
 		// initial one: the initial window held at least the flight less that growth
@@ -42,16 +45,16 @@ func (in Input) tlsFlight() *report.InitialWindow {
 		// is in flight: a retry request of two segments grows an initial window of
 		// 3 to 5, and a flight of 4 then fits).
 		fit := iw.Segments
-		segs := max(floor, grownFrom(fit, t.RetrySegments))
+		segs := max(floor, grownFrom(fit, grown))
 		retry := fmt.Sprintf("the HelloRetryRequest (%d segments) fit in the first round", t.RetrySegments)
 		if t.RetryRounds > 1 {
 			retry = fmt.Sprintf("the HelloRetryRequest (%d segments) took %d rounds, the first of %d", t.RetrySegments, t.RetryRounds, floor)
 		}
 		return &report.InitialWindow{Segments: segs, Bytes: min(segs*in.Segment.Bytes, iw.Bytes), Verdict: report.VerdictLowerBound, Source: report.PhaseTLS,
 			Unproven: append(iw.Unproven, report.ObligationWindowUngrown),
-			Reason:   fmt.Sprintf("%s, and %d segments of the server's flight after it fit in a window that the retry request's acknowledgement may have grown by %d, so the window is at least %d", retry, fit, t.RetrySegments, segs)}
+			Reason:   fmt.Sprintf("%s, and %d segments of the server's flight after it fit in a window that the retry request's acknowledgement may have grown by %d, so the window is at least %d", retry, fit, grown, segs)}
 	}
-	if later := laterRound(iw, fr[0], t.RetrySegments, floor, "the server's flight after its HelloRetryRequest"); later != nil {
+	if later := laterRound(iw, fr[0], grown, floor, "the server's flight after its HelloRetryRequest"); later != nil {
 		return later
 	}
 	return &report.InitialWindow{Segments: floor, Verdict: report.VerdictLowerBound, Source: report.PhaseTLS,
@@ -80,7 +83,9 @@ func (in Input) narrow(flight *report.InitialWindow) *report.InitialWindow {
 		if !cutByWindow(reading) {
 			return flight
 		}
-		out := laterRound(reading, *r, hsSegs, flight.Segments, "the first HTTP round")
+		// Each duplicate ACK without SACK blocks counts as a segment delivered
+		// as well (Linux's Reno emulation of SACK).
+		out := laterRound(reading, *r, hsSegs+r.RenoDupAcksBefore, flight.Segments, "the first HTTP round")
 		if out == nil {
 			return flight
 		}
@@ -88,6 +93,9 @@ func (in Input) narrow(flight *report.InitialWindow) *report.InitialWindow {
 			out.Reason = fmt.Sprintf("the TLS flight (%d segments) fit in the window; ", in.TLS.FlightSegments) + out.Reason
 		} else {
 			out.Reason = fmt.Sprintf("the TLS flight shows a window of at least %d segments; ", flight.Segments) + out.Reason
+		}
+		if n := r.RenoDupAcksBefore; n > 0 && out != reading {
+			out.Reason += fmt.Sprintf(" (of the %d, %d were duplicate ACKs without SACK blocks, each of which Linux counts as a segment delivered)", hsSegs+n, n)
 		}
 		if out.Verdict == report.VerdictRange && out.Segments <= flight.Segments {
 			out.Segments, out.Bytes = flight.Segments, flight.Bytes

@@ -303,6 +303,18 @@ func (in Input) cut(r, next *rounds.Round) cutReading {
 		fail(report.ObligationReleasedByAck, "the server's sending went on into the next round without a pause beyond the round's own spacing: a sender pacing its data out (BBR) whose first acknowledgement came back mid-flight, not one that had filled its window and waited")
 	case in.Path.Vantage == report.VantageServer && r.FirstAckNs > 0 && next.FirstNs-r.FirstAckNs > serverTurnaroundNs:
 		fail(report.ObligationReleasedByAck, fmt.Sprintf("the next data left %s ms after the round's first acknowledgement reached the server, longer than a kernel takes to answer one (%s ms): the application had not written it yet", ms(next.FirstNs-r.FirstAckNs), ms(serverTurnaroundNs)))
+	case next.BytesOnSACK > next.SACKedAtSend+int64(next.DupAcksAtSend*full):
+		// Linux's CUBIC and Reno grow no window on acknowledgements that
+		// acknowledge nothing new; a window that grew on them (BBR) is no
+		// reading of the initial one either.
+		fail(report.ObligationReleasedByAck, fmt.Sprintf("before any of the round's bytes was acknowledged, the server sent %s of the next data on selective or duplicate acknowledgements (a segment reordered or lost on the way) that reported %s received: more than they took out of flight, so the window did not hold that data back; the application may have written it then", report.Size(next.BytesOnSACK), report.Size(next.SACKedAtSend+int64(next.DupAcksAtSend*full))))
+	case next.BytesOnSACK > 0 && next.BytesOnSACK >= int64(next.Bytes):
+		// A window shows itself on such acknowledgements by rationing: what
+		// they free goes out, the rest waits for the acknowledgement. Each of
+		// a burst of them is a moment the application's next write may meet.
+		fail(report.ObligationReleasedByAck, fmt.Sprintf("all of the next data (%s) left on selective or duplicate acknowledgements (a segment reordered or lost on the way), before any of the round's bytes was acknowledged: nothing was held back for the acknowledgement, so nothing shows the window, rather than the application's writes, ended the round", report.Size(next.BytesOnSACK)))
+	case next.OutranAcks:
+		fail(report.ObligationReleasedByAck, fmt.Sprintf("on the acknowledgements it had then, the server sent %d packets of the next data where a window that had cut the round could have let %d go (each packet acknowledged frees one and grows the window by one at most): the application wrote them then, and the round ended where its writes did", next.OutranSent, next.OutranAllowed))
 	case r.ClientDataAtFirstAck > r.ClientDataAtEnd:
 		fail(report.ObligationReleasedByAck, "the packet that first acknowledged the round also brought new data from the client (a request), which may have released the next data as well as the acknowledgement did, so the round may have ended the server's answer, not its window")
 	case r.MaybeProbe:

@@ -81,7 +81,7 @@ func TestObligations(t *testing.T) {
 			conn: func() *conn {
 				c := &conn{cfg: atServer(100)}
 				c.s.Request(0, 0, 100).Burst(1, 10, mss, 0.01)
-				c.s.Ack(101, 2*mss).Burst(101.01, 20, mss, 0.01)
+				c.s.AckClocked(101, 0, 20, mss, 0.02)
 				c.messages = []verdict.Span{{Start: 0, End: 100 * mss}}
 				return c
 			},
@@ -160,13 +160,70 @@ func TestObligations(t *testing.T) {
 			conn: func() *conn {
 				c := &conn{cfg: atServer(100)}
 				c.s.Request(0, 0, 100).Burst(1, 6, mss, 0.01)
-				c.s.AckSACK(101, 0, 2*mss).Burst(101.01, 2, mss, 0.01)
-				c.s.AckSACK(101.1, 0, 4*mss).Burst(101.11, 2, mss, 0.01)
+				c.s.AckSACK(101, 0, mss, 3*mss).Burst(101.01, 2, mss, 0.01)
+				c.s.AckSACK(101.1, 0, mss, 5*mss).Burst(101.11, 2, mss, 0.01)
 				c.s.Ack(102, 6*mss).Burst(102.01, 8, mss, 0.01)
 				c.s.Ack(201, 8*mss).Burst(201.01, 20, mss, 0.01)
 				return c
 			},
 			verdict: report.VerdictExact, segments: 6,
+		},
+		{
+			// The same reordering, but what the server sent on the SACK blocks is
+			// more than they reported received: a sender with a window of 9 and 2
+			// segments out of flight sends 2, not 3. A server with a larger
+			// window whose application wrote its next piece just then does that
+			// (a CUBIC server with IW 27, its writes paused for about a round trip).
+			name: "more sent on SACK blocks than they freed",
+			conn: func() *conn {
+				c := &conn{cfg: atServer(100)}
+				c.s.Request(0, 0, 100).Burst(1, 9, mss, 0.01)
+				c.s.AckSACK(101, 0, 6*mss, 7*mss)
+				c.s.AckSACK(101.1, 0, 5*mss, 7*mss).Burst(101.2, 3, mss, 0.01)
+				c.s.Ack(102, 9*mss)
+				c.s.Ack(201.3, 12*mss)
+				c.messages = []verdict.Span{{Start: 0, End: 12 * mss}}
+				return c
+			},
+			verdict: report.VerdictLowerBound, segments: 9, unproven: report.ObligationReleasedByAck,
+		},
+		{
+			// The SACK blocks reported 3 segments received and the server sent 3,
+			// the end of its data: what a window of 9 would do, and what a larger
+			// one does whose application wrote its last piece then (seen: a
+			// CUBIC server with IW 27 whose write paused 20.7 ms on a 21.8 ms
+			// path, its 3 segments leaving 0.35 ms after the first SACK). Nothing
+			// was held back for the acknowledgement: no window showed itself.
+			name: "all the next data sent on SACK blocks",
+			conn: func() *conn {
+				c := &conn{cfg: atServer(100)}
+				c.s.Request(0, 0, 100).Burst(1, 9, mss, 0.01)
+				c.s.AckSACK(101, 0, 6*mss, 7*mss)
+				c.s.AckSACK(101.1, 0, 4*mss, 7*mss).Burst(101.2, 3, mss, 0.01)
+				c.s.Ack(102, 9*mss)
+				c.s.Ack(201.3, 12*mss)
+				c.messages = []verdict.Span{{Start: 0, End: 12 * mss}}
+				return c
+			},
+			verdict: report.VerdictLowerBound, segments: 9, unproven: report.ObligationReleasedByAck,
+		},
+		{
+			// An OpenSSL server writes its flight through a 4 KB buffer (3
+			// packets, the last short) and then signs; a busy one's signature
+			// took as long as the round trip, and its next 4 packets left as the
+			// first acknowledgement (of 1 packet) arrived. A window of 3 lets 2
+			// go on that acknowledgement: the application, not the window, ended
+			// the round (IW 11 read "exact 3").
+			name: "more sent on the first acknowledgement than a window lets go",
+			conn: func() *conn {
+				c := &conn{cfg: atServer(12)}
+				c.s.Request(0, 0, 517).Data(1, mss).Data(1, mss).Data(1, 1200)
+				c.s.Ack(13, mss).Data(13.5, mss).Data(13.5, mss).Data(13.5, 1200).Data(13.5, 15)
+				c.s.Ack(17, 4096).Ack(25, 8207)
+				c.messages = []verdict.Span{{Start: 0, End: 8207}}
+				return c
+			},
+			verdict: report.VerdictLowerBound, segments: 3, unproven: report.ObligationReleasedByAck,
 		},
 		{
 			// An application writing 2,800 bytes every 30 ms on a 200 ms path
@@ -267,12 +324,38 @@ func TestHTTP2ControlFramesAreNoWindow(t *testing.T) {
 	}
 }
 
+// TestRenoDupAcksGrowTheWindow: without SACK, Linux counts each duplicate ACK as a
+// segment delivered (and the acknowledgement that later covers it once more), so a
+// window that grows on deliveries (BBR) grows by more than the segments
+// acknowledged. A flight of 5 segments reordered on the way (4 duplicate ACKs),
+// then a first HTTP round of 14 cut by the window: 5 + 4 deliveries may have grown
+// an IW of 5 to 14. Counting the 5 segments alone read "9 to 14" (seen: a BBR
+// server with IW 5, read "8 to 19").
+func TestRenoDupAcksGrowTheWindow(t *testing.T) {
+	c := &conn{cfg: atServer(100)}
+	c.s.Request(0, 0, 517).Burst(1, 5, mss, 0.01)
+	flightEnd := int64(5 * mss)
+	for i := range 4 {
+		c.s.DupAck(101+0.01*float64(i), 0)
+	}
+	c.s.Ack(101.5, flightEnd)
+	c.s.RequestAck(101.6, 517, 200, flightEnd).Burst(101.7, 14, mss, 0.01)
+	c.s.AckClocked(201.7, flightEnd, 20, mss, 0.02)
+	c.tls = &verdict.Handshake{FlightRounds: 1, FlightSegments: 5, FlightEnd: flightEnd, HandshakeEnd: flightEnd}
+	c.messages = []verdict.Span{{Start: 0, End: flightEnd}, {Start: flightEnd, End: flightEnd + 34*mss}}
+	res, rs := c.read()
+	iw := res.InitialWindow
+	if iw.Verdict != report.VerdictRange || iw.Segments > 5 || iw.SegmentsMax != 14 {
+		t.Fatalf("IW %s %d-%d (%s), want a range from at most 5 to 14\n%s", iw.Verdict, iw.Segments, iw.SegmentsMax, iw.Reason, dump(rs))
+	}
+}
+
 // TestExactCarriesEvidence: an exact reading's evidence names the packets: the
 // times and offsets a reader can find in the capture.
 func TestExactCarriesEvidence(t *testing.T) {
 	c := &conn{cfg: atServer(100)}
 	c.s.Request(0, 0, 100).Burst(1, 10, mss, 0.01)
-	c.s.Ack(101, 2*mss).Burst(101.01, 20, mss, 0.01)
+	c.s.AckClocked(101, 0, 20, mss, 0.02)
 	res, _ := c.read()
 	iw := res.InitialWindow
 	if iw.Verdict != report.VerdictExact {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/slowstart/slowstart/internal/testroot"
 
+	"github.com/slowstart/slowstart/lab/labserver"
 	"github.com/slowstart/slowstart/lab/netlab"
 	"github.com/slowstart/slowstart/probe"
 )
@@ -28,7 +29,7 @@ func TestWatchLabServer(t *testing.T) {
 	t.Cleanup(func() { netlab.CloseAll() })
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	srv, err := probe.StartLabServer(ctx, probe.LabServerConfig{RTT: 60 * time.Millisecond, IW: 4})
+	srv, err := labserver.Start(ctx, labserver.Config{RTT: 60 * time.Millisecond, IW: 4})
 	if err != nil {
 		t.Fatalf("starting the lab server: %v", err)
 	}
@@ -59,8 +60,8 @@ func TestWatchLabServer(t *testing.T) {
 			t.Errorf("probe %d failed: %s", i+1, r.Error)
 			continue
 		}
-		if r.URL != url || r.IWSegments == nil || *r.IWSegments != 4 || r.IWVerdict != "exact" {
-			t.Errorf("probe %d: url %q, IW %v %q; want IW 4 exact", i+1, r.URL, r.IWSegments, r.IWVerdict)
+		if r.URL != url || r.IW.Segments == nil || *r.IW.Segments != 4 || r.IW.Verdict != "exact" {
+			t.Errorf("probe %d: url %q, IW %v %q; want IW 4 exact", i+1, r.URL, r.IW.Segments, r.IW.Verdict)
 		}
 		if r.HandshakeRTTMs == nil || *r.HandshakeRTTMs < 58 || *r.HandshakeRTTMs > 80 {
 			t.Errorf("probe %d: handshake RTT %v ms, want about 60", i+1, r.HandshakeRTTMs)
@@ -118,8 +119,8 @@ func describe(r Row) string {
 		return fmt.Sprintf("%.1f", *v)
 	}
 	iw := "-"
-	if r.IWSegments != nil {
-		iw = fmt.Sprintf("%d %s", *r.IWSegments, r.IWVerdict)
+	if r.IW.Segments != nil {
+		iw = fmt.Sprintf("%d %s", *r.IW.Segments, r.IW.Verdict)
 	}
 	return fmt.Sprintf("%s IW %s, rtt %s ms, first %s ms, last %s ms, err %q", r.Time.Format(time.RFC3339Nano), iw,
 		f(r.HandshakeRTTMs), f(r.FirstByteMs), f(r.LastByteMs), r.Error)

@@ -38,12 +38,30 @@ type Metrics struct {
 // (vectors of no labels) appears with its first value: a gauge of a watch that
 // never succeeded is absent rather than 0.
 type watchMetrics struct {
-	registry                  *prometheus.Registry
-	probes, errors            prometheus.Counter
-	lastProbe, lastSuccess    *prometheus.GaugeVec
-	initialWindow, bodyBytes  *prometheus.GaugeVec
-	handshake, tls, firstByte *prometheus.HistogramVec
-	lastByte, roundTrips      *prometheus.HistogramVec
+	registry                 *prometheus.Registry
+	probes, errors           prometheus.Counter
+	lastProbe, lastSuccess   *prometheus.GaugeVec
+	initialWindow, bodyBytes *prometheus.GaugeVec
+	histograms               []metricHistogram
+}
+
+// metricHistogram charts a metric of report.Metrics: every successful probe's
+// value, times in seconds.
+type metricHistogram struct {
+	metric report.Metric
+	vec    *prometheus.HistogramVec
+}
+
+// histograms are the metrics charted, with their series's name, help and buckets.
+var histograms = []struct {
+	metric, name, help string
+	buckets            []float64
+}{
+	{"handshake_rtt", "slowstart_watch_handshake_rtt_seconds", "TCP handshake round-trip time of each successful probe.", rttBuckets},
+	{"tls", "slowstart_watch_tls_seconds", "TLS handshake duration of each successful probe.", rttBuckets},
+	{"first_byte", "slowstart_watch_first_byte_seconds", "Time to the first response byte of each successful probe, from the request's start.", byteTimeBuckets},
+	{"last_byte", "slowstart_watch_last_byte_seconds", "Time to the last body byte of each successful probe, from the request's start.", byteTimeBuckets},
+	{"rounds", "slowstart_watch_round_trips", "Round trips (TCP + TLS + HTTP) of each successful probe.", roundTripsBuckets},
 }
 
 // Buckets of the histograms: round trips of a path (1 ms to 8 s), times to a
@@ -80,22 +98,22 @@ func newWatchMetrics(labels prometheus.Labels) *watchMetrics {
 	gauge := func(name, help string) *prometheus.GaugeVec {
 		return prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name, Help: help, ConstLabels: labels}, nil)
 	}
-	histogram := func(name, help string, buckets []float64) *prometheus.HistogramVec {
-		return prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: name, Help: help, ConstLabels: labels, Buckets: buckets}, nil)
-	}
 	w.probes = counter("slowstart_watch_probes_total", "Probes made, successful or not.")
 	w.errors = counter("slowstart_watch_errors_total", "Probes that failed.")
 	w.lastProbe = gauge("slowstart_watch_last_probe_timestamp_seconds", "Unix time of the last probe.")
 	w.lastSuccess = gauge("slowstart_watch_last_success_timestamp_seconds", "Unix time of the last successful probe.")
 	w.initialWindow = gauge("slowstart_watch_initial_window_segments", "The server's initial window seen by the last successful probe (segments), when its verdict was exact.")
 	w.bodyBytes = gauge("slowstart_watch_body_bytes", "Response body bytes received by the last successful probe.")
-	w.handshake = histogram("slowstart_watch_handshake_rtt_seconds", "TCP handshake round-trip time of each successful probe.", rttBuckets)
-	w.tls = histogram("slowstart_watch_tls_seconds", "TLS handshake duration of each successful probe.", rttBuckets)
-	w.firstByte = histogram("slowstart_watch_first_byte_seconds", "Time to the first response byte of each successful probe, from the request's start.", byteTimeBuckets)
-	w.lastByte = histogram("slowstart_watch_last_byte_seconds", "Time to the last body byte of each successful probe, from the request's start.", byteTimeBuckets)
-	w.roundTrips = histogram("slowstart_watch_round_trips", "Round trips (TCP + TLS + HTTP) of each successful probe.", roundTripsBuckets)
-	w.registry.MustRegister(w.probes, w.errors, w.lastProbe, w.lastSuccess, w.initialWindow, w.bodyBytes,
-		w.handshake, w.tls, w.firstByte, w.lastByte, w.roundTrips)
+	w.registry.MustRegister(w.probes, w.errors, w.lastProbe, w.lastSuccess, w.initialWindow, w.bodyBytes)
+	for _, h := range histograms {
+		m, ok := report.MetricNamed(h.metric)
+		if !ok {
+			panic("watch: no metric " + h.metric)
+		}
+		vec := prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: h.name, Help: h.help, ConstLabels: labels, Buckets: h.buckets}, nil)
+		w.registry.MustRegister(vec)
+		w.histograms = append(w.histograms, metricHistogram{metric: m, vec: vec})
+	}
 	return w
 }
 
@@ -122,25 +140,21 @@ func (m *Metrics) Observe(r Row) {
 		return
 	}
 	w.lastSuccess.WithLabelValues().Set(float64(r.Time.UnixNano()) / 1e9)
-	if r.IWVerdict == report.VerdictExact && r.IWSegments != nil {
-		w.initialWindow.WithLabelValues().Set(float64(*r.IWSegments))
+	if iw, exact := r.IW.Exact(); exact {
+		w.initialWindow.WithLabelValues().Set(float64(iw))
 	} else {
 		w.initialWindow.Reset() // a bound or a range is no gauge value
 	}
 	if r.BodyBytes != nil {
 		w.bodyBytes.WithLabelValues().Set(float64(*r.BodyBytes))
 	}
-	seconds := func(h *prometheus.HistogramVec, ms *float64) {
-		if ms != nil {
-			h.WithLabelValues().Observe(*ms / 1000)
+	for _, h := range w.histograms {
+		if v, ok := h.metric.Value(r.SummaryRow); ok {
+			if h.metric.Unit == "ms" {
+				v /= 1000
+			}
+			h.vec.WithLabelValues().Observe(v)
 		}
-	}
-	seconds(w.handshake, r.HandshakeRTTMs)
-	seconds(w.tls, r.TLSMs)
-	seconds(w.firstByte, r.FirstByteMs)
-	seconds(w.lastByte, r.LastByteMs)
-	if r.RoundTrips != nil {
-		w.roundTrips.WithLabelValues().Observe(float64(*r.RoundTrips))
 	}
 }
 

@@ -1,19 +1,23 @@
 package watch
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	// The pure-Go SQLite driver: no cgo, so the binary stays static.
+	_ "modernc.org/sqlite"
+
 	"github.com/slowstart/slowstart/internal/privatefile"
 	"github.com/slowstart/slowstart/internal/redact"
 	"github.com/slowstart/slowstart/internal/sqlitepath"
 	"github.com/slowstart/slowstart/report"
-	_ "modernc.org/sqlite"
 )
 
 // StoreVersion is the schema version of the store (SQLite's user_version).
@@ -45,41 +49,206 @@ CREATE INDEX IF NOT EXISTS probes_url_time ON probes (url, time_unix_ns);
 
 // Row is one probe as stored.
 type Row struct {
-	ID   int64     `json:"id"`
-	Time time.Time `json:"time"`
+	ID   int64
+	Time time.Time
 	// URL is the URL probed, as redact.URL writes it: no credentials, no query values.
-	URL string `json:"url"`
+	URL string
 	// Label names the watch (--label); "" when none was given.
-	Label string `json:"label,omitempty"`
-	// IWSegments, IWSegmentsMax and IWVerdict are the server's initial window as
-	// the page load showed it (report.Summary): the window (exact), both ends of a
-	// range, a lower bound (lower_bound, rwnd_limited), and no number for
-	// ambiguous and none; "" as verdict without a reading.
-	IWSegments    *int   `json:"iw_segments"`
-	IWSegmentsMax *int   `json:"iw_segments_max,omitempty"`
-	IWVerdict     string `json:"iw_verdict"`
-	// HandshakeRTTMs is the TCP handshake's round trip from the capture.
-	HandshakeRTTMs *float64 `json:"handshake_rtt_ms"`
-	// TLSMs is the TLS handshake's duration; nil over cleartext.
-	TLSMs *float64 `json:"tls_ms"`
-	// FirstByteMs and LastByteMs count from the start of the request (before any
-	// DNS lookup), like curl's time_starttransfer and time_total.
-	FirstByteMs *float64 `json:"first_byte_ms"`
-	LastByteMs  *float64 `json:"last_byte_ms"`
-	// Status is the HTTP status of the page; nil when no response came. A status
-	// of 400 or more makes the row an error, with its values measured all the same.
-	Status *int `json:"status"`
-	// RoundTrips is the total of the page's connection (TCP + TLS + HTTP).
-	RoundTrips *int `json:"round_trips"`
-	// BodyBytes is the response body as received (compressed if it was).
-	BodyBytes *int64 `json:"body_bytes"`
+	Label string
+	// SummaryRow holds the probe's values, those of Columns: the page's final
+	// hop as report.Summary projects it. The initial window keeps what its
+	// verdict allows (the window when exact, both ends of a range, a lower
+	// bound for lower_bound and rwnd_limited, no number for ambiguous and
+	// none; "" as verdict without a reading); FirstByteMs and LastByteMs count
+	// from the start of the request (before any DNS lookup), like curl's
+	// time_starttransfer and time_total; a Status of 400 or more makes the row
+	// an error, with its values measured all the same; BodyBytes is the body as
+	// received (compressed if it was).
+	report.SummaryRow
 	// Error says why the probe failed; "" when it did not.
-	Error string `json:"error"`
+	Error string
 }
 
-// IWReading is the row's initial window as report.Summary gave it.
-func (r Row) IWReading() report.IWReading {
-	return report.IWReading{Verdict: r.IWVerdict, Segments: r.IWSegments, SegmentsMax: r.IWSegmentsMax}
+// column is one of the probe's values as the store, the JSON and the metrics
+// carry it: a column of report.SummaryColumns, under its name.
+type column struct {
+	report.SummaryColumn
+	omitEmpty bool // left out of the JSON when it has no value
+}
+
+// Columns are the values of a probe that a store keeps, in the order of the
+// JSON (docs/schemas/watch.json).
+var Columns = columnsNamed("iw_segments", "iw_segments_max,omitempty", "iw_verdict", "handshake_rtt_ms", "tls_ms",
+	"first_byte_ms", "last_byte_ms", "status", "round_trips", "body_bytes")
+
+func columnsNamed(names ...string) []column {
+	out := make([]column, len(names))
+	for i, n := range names {
+		name, omit := strings.CutSuffix(n, ",omitempty")
+		c, ok := report.SummaryColumnNamed(name)
+		if !ok {
+			panic("watch: no summary column " + name)
+		}
+		out[i] = column{SummaryColumn: c, omitEmpty: omit}
+	}
+	return out
+}
+
+// value is the column's value in row: nil, float64, int, int64 or string.
+func (c column) value(row *report.SummaryRow) any {
+	switch p := c.Field(row).(type) {
+	case **float64:
+		if *p != nil {
+			return **p
+		}
+	case **int:
+		if *p != nil {
+			return **p
+		}
+	case **int64:
+		if *p != nil {
+			return **p
+		}
+	case *string:
+		if *p != "" {
+			return *p
+		}
+	}
+	return nil
+}
+
+// set stores v (nil, int64, float64, string or []byte, as SQLite gives it) in
+// the column of row.
+func (c column) set(row *report.SummaryRow, v any) error {
+	if b, ok := v.([]byte); ok {
+		v = string(b)
+	}
+	if v == nil {
+		return nil
+	}
+	bad := fmt.Errorf("column %s: %v (%T) is not its kind", c.Name, v, v)
+	switch p := c.Field(row).(type) {
+	case **float64:
+		switch x := v.(type) {
+		case float64:
+			*p = &x
+		case int64:
+			f := float64(x)
+			*p = &f
+		default:
+			return bad
+		}
+	case **int:
+		x, ok := v.(int64)
+		if !ok {
+			return bad
+		}
+		n := int(x)
+		*p = &n
+	case **int64:
+		x, ok := v.(int64)
+		if !ok {
+			return bad
+		}
+		*p = &x
+	case *string:
+		x, ok := v.(string)
+		if !ok {
+			return bad
+		}
+		*p = x
+	}
+	return nil
+}
+
+// keep copies the stored columns of from into a row of its own: what is not
+// stored is not kept (a row reads the same before and after the store).
+func keep(from report.SummaryRow) report.SummaryRow {
+	var to report.SummaryRow
+	for _, c := range Columns {
+		c.set(&to, sqlValue(c.value(&from)))
+	}
+	return to
+}
+
+// sqlValue is a column's value as the store writes it.
+func sqlValue(v any) any {
+	if n, ok := v.(int); ok {
+		return int64(n)
+	}
+	return v
+}
+
+// MarshalJSON writes the row with the keys of docs/schemas/watch.json, in
+// its order: id, time, url, label (when set), Columns, error.
+func (r Row) MarshalJSON() ([]byte, error) {
+	var b bytes.Buffer
+	field := func(key string, v any) error {
+		if b.Len() > 1 {
+			b.WriteByte(',')
+		}
+		data, err := json.Marshal(v)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(&b, "%q:", key)
+		b.Write(data)
+		return nil
+	}
+	b.WriteByte('{')
+	head := []struct {
+		key string
+		v   any
+	}{{"id", r.ID}, {"time", r.Time}, {"url", r.URL}}
+	if r.Label != "" {
+		head = append(head, struct {
+			key string
+			v   any
+		}{"label", r.Label})
+	}
+	for _, f := range head {
+		if err := field(f.key, f.v); err != nil {
+			return nil, err
+		}
+	}
+	for _, c := range Columns {
+		v := c.value(&r.SummaryRow)
+		if v == nil && c.omitEmpty {
+			continue
+		}
+		if _, text := c.Field(&r.SummaryRow).(*string); text && v == nil {
+			v = ""
+		}
+		if err := field(c.Name, v); err != nil {
+			return nil, err
+		}
+	}
+	if err := field("error", r.Error); err != nil {
+		return nil, err
+	}
+	b.WriteByte('}')
+	return b.Bytes(), nil
+}
+
+// UnmarshalJSON reads what MarshalJSON writes.
+func (r *Row) UnmarshalJSON(data []byte) error {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(data, &m); err != nil {
+		return err
+	}
+	*r = Row{}
+	targets := map[string]any{"id": &r.ID, "time": &r.Time, "url": &r.URL, "label": &r.Label, "error": &r.Error}
+	for _, c := range Columns {
+		targets[c.Name] = c.Field(&r.SummaryRow)
+	}
+	for key, raw := range m {
+		if t, ok := targets[key]; ok {
+			if err := json.Unmarshal(raw, t); err != nil {
+				return fmt.Errorf("watch row, %s: %w", key, err)
+			}
+		}
+	}
+	return nil
 }
 
 // Schema names the JSON of watch --list (docs/schemas/watch.json).
@@ -172,21 +341,17 @@ func (s *Store) Close() error { return s.db.Close() }
 
 // Insert appends a row and returns its id.
 func (s *Store) Insert(ctx context.Context, r Row) (int64, error) {
-	res, err := s.db.ExecContext(ctx, `INSERT INTO probes (time_unix_ns, url, iw_segments, iw_segments_max, iw_verdict, handshake_rtt_ms,
-		tls_ms, first_byte_ms, last_byte_ms, round_trips, body_bytes, error, label, status) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		r.Time.UnixNano(), r.URL, r.IWSegments, r.IWSegmentsMax, nullString(r.IWVerdict), r.HandshakeRTTMs, r.TLSMs, r.FirstByteMs,
-		r.LastByteMs, r.RoundTrips, r.BodyBytes, r.Error, r.Label, r.Status)
+	names := []string{"time_unix_ns", "url", "error", "label"}
+	values := []any{r.Time.UnixNano(), r.URL, r.Error, r.Label}
+	for _, c := range Columns {
+		names = append(names, c.Name)
+		values = append(values, sqlValue(c.value(&r.SummaryRow)))
+	}
+	res, err := s.db.ExecContext(ctx, "INSERT INTO probes ("+strings.Join(names, ", ")+") VALUES (?"+strings.Repeat(", ?", len(names)-1)+")", values...)
 	if err != nil {
 		return 0, fmt.Errorf("writing to the watch store %s: %w", s.path, err)
 	}
 	return res.LastInsertId()
-}
-
-func nullString(s string) any {
-	if s == "" {
-		return nil
-	}
-	return s
 }
 
 // Query selects rows.
@@ -211,8 +376,11 @@ func (s *Store) Rows(ctx context.Context, q Query) ([]Row, error) {
 		where += " AND time_unix_ns < ?"
 		args = append(args, q.To.UnixNano())
 	}
-	rows, err := s.db.QueryContext(ctx, `SELECT id, time_unix_ns, url, iw_segments, iw_segments_max, iw_verdict, handshake_rtt_ms, tls_ms,
-		first_byte_ms, last_byte_ms, round_trips, body_bytes, error, label, status FROM probes WHERE `+where+` ORDER BY time_unix_ns, id`, args...)
+	names := []string{"id", "time_unix_ns", "url", "error", "label"}
+	for _, c := range Columns {
+		names = append(names, c.Name)
+	}
+	rows, err := s.db.QueryContext(ctx, "SELECT "+strings.Join(names, ", ")+" FROM probes WHERE "+where+" ORDER BY time_unix_ns, id", args...)
 	if err != nil {
 		return nil, fmt.Errorf("reading the watch store %s: %w", s.path, err)
 	}
@@ -221,19 +389,20 @@ func (s *Store) Rows(ctx context.Context, q Query) ([]Row, error) {
 	for rows.Next() {
 		var r Row
 		var ns int64
-		var iw, iwMax, rounds, body, status sql.NullInt64
-		var verdict sql.NullString
-		var hs, tlsMs, fb, lb sql.NullFloat64
-		if err := rows.Scan(&r.ID, &ns, &r.URL, &iw, &iwMax, &verdict, &hs, &tlsMs, &fb, &lb, &rounds, &body, &r.Error, &r.Label, &status); err != nil {
+		values := make([]any, len(Columns))
+		dest := []any{&r.ID, &ns, &r.URL, &r.Error, &r.Label}
+		for i := range values {
+			dest = append(dest, &values[i])
+		}
+		if err := rows.Scan(dest...); err != nil {
 			return nil, fmt.Errorf("reading the watch store %s: %w", s.path, err)
 		}
 		r.Time = time.Unix(0, ns).UTC()
-		r.IWVerdict = verdict.String
-		r.IWSegments, r.IWSegmentsMax, r.RoundTrips, r.Status = intPtr(iw), intPtr(iwMax), intPtr(rounds), intPtr(status)
-		if body.Valid {
-			r.BodyBytes = &body.Int64
+		for i, c := range Columns {
+			if err := c.set(&r.SummaryRow, values[i]); err != nil {
+				return nil, fmt.Errorf("reading the watch store %s: %w", s.path, err)
+			}
 		}
-		r.HandshakeRTTMs, r.TLSMs, r.FirstByteMs, r.LastByteMs = floatPtr(hs), floatPtr(tlsMs), floatPtr(fb), floatPtr(lb)
 		out = append(out, r)
 	}
 	return out, rows.Err()
@@ -256,19 +425,4 @@ func (s *Store) URLs(ctx context.Context) (map[string]int, error) {
 		out[u] = n
 	}
 	return out, rows.Err()
-}
-
-func intPtr(v sql.NullInt64) *int {
-	if !v.Valid {
-		return nil
-	}
-	n := int(v.Int64)
-	return &n
-}
-
-func floatPtr(v sql.NullFloat64) *float64 {
-	if !v.Valid {
-		return nil
-	}
-	return &v.Float64
 }

@@ -125,13 +125,10 @@ func RowFromResult(at time.Time, url string, res *probe.Result, err error) Row {
 		}
 		return row
 	}
-	// The same projection survey shows (report.Summary).
-	sum := report.Summary(conn)
-	row.IWSegments, row.IWSegmentsMax, row.IWVerdict = sum.IW.Segments, sum.IW.SegmentsMax, sum.IW.Verdict
-	row.HandshakeRTTMs, row.RoundTrips, row.TLSMs = sum.HandshakeRTTMs, sum.RoundTrips, sum.TLSMs
-	row.Status, row.BodyBytes, row.FirstByteMs, row.LastByteMs = sum.Status, sum.BodyBytes, sum.FirstByteMs, sum.LastByteMs
-	if sum.Status != nil && *sum.Status >= 400 && row.Error == "" {
-		row.Error = fmt.Sprintf("HTTP status %d", *sum.Status)
+	// The same projection survey shows (report.Summary), its stored columns.
+	row.SummaryRow = keep(report.Summary(conn))
+	if row.Status != nil && *row.Status >= 400 && row.Error == "" {
+		row.Error = fmt.Sprintf("HTTP status %d", *row.Status)
 	}
 	return row
 }

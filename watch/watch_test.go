@@ -63,7 +63,7 @@ func TestRunStoresEveryProbeAndGoesOnAfterErrors(t *testing.T) {
 	if rows[1].Error == "" || rows[1].LastByteMs != nil {
 		t.Errorf("the failed probe was stored as %+v", rows[1])
 	}
-	if *rows[3].LastByteMs != 400 || *rows[3].IWSegments != 10 || *rows[3].RoundTrips != 6 || *rows[3].TLSMs != 80 || *rows[3].BodyBytes != 5000 {
+	if *rows[3].LastByteMs != 400 || *rows[3].IW.Segments != 10 || *rows[3].RoundTrips != 6 || *rows[3].TLSMs != 80 || *rows[3].BodyBytes != 5000 {
 		t.Errorf("the last probe was stored as %+v", rows[3])
 	}
 	for i := 1; i < len(rows); i++ {

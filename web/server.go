@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/slowstart/slowstart/internal/localhttp"
 	"github.com/slowstart/slowstart/report"
 )
 
@@ -109,7 +110,7 @@ func secure(next http.Handler, opts HandlerOptions) http.Handler {
 		h.Set("Referrer-Policy", "no-referrer")
 		h.Set("Cross-Origin-Opener-Policy", "same-origin")
 		h.Set("Cross-Origin-Resource-Policy", "same-origin")
-		if !opts.AnyHost && !allowedHost(r.Host) {
+		if !opts.AnyHost && !localhttp.HostAllowed(r.Host) {
 			http.Error(w, "slowstart view: unexpected Host header; open the page by IP address or as localhost", http.StatusMisdirectedRequest)
 			return
 		}
@@ -120,19 +121,6 @@ func secure(next http.Handler, opts HandlerOptions) http.Handler {
 		}
 		next.ServeHTTP(w, r)
 	})
-}
-
-// allowedHost accepts IP addresses and localhost, with or without a port.
-func allowedHost(hostport string) bool {
-	host := hostport
-	if h, _, err := net.SplitHostPort(hostport); err == nil {
-		host = h
-	}
-	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	return net.ParseIP(host) != nil
 }
 
 // Serve answers HTTP requests on ln with h until ctx is done, then shuts down

@@ -47,13 +47,12 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
 
-	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 
+	"github.com/slowstart/slowstart/bench/internal/loopload"
 	"github.com/slowstart/slowstart/field"
 	"github.com/slowstart/slowstart/ktcp"
 )
@@ -80,9 +79,7 @@ func main() {
 	drainMB := flag.Int("drain-ring-mb", 512, "the drain phase's ring buffer, MiB (a power of two)")
 	phases := flag.String("phases", "live,drain,synthetic,nginx", "the phases to run")
 	flag.Parse()
-	if os.Getenv(insideEnv) == "" {
-		os.Exit(reexec())
-	}
+	loopload.Isolate("bench/field", insideEnv)
 	cfg := config{phase: time.Duration(*seconds * float64(time.Second)), clients: *clients, connections: *connections,
 		turns: *turns, turn: *turn, drainBytes: *drainMB << 20, phases: map[string]bool{}}
 	for _, p := range strings.Split(*phases, ",") {
@@ -92,28 +89,6 @@ func main() {
 		fmt.Fprintln(os.Stderr, "bench/field:", err)
 		os.Exit(1)
 	}
-}
-
-// reexec runs this command again in a new network namespace, which the kernel
-// removes when it exits.
-func reexec() int {
-	if os.Geteuid() != 0 {
-		fmt.Fprintln(os.Stderr, "bench/field: needs root (a network namespace and BPF programs)")
-		return 1
-	}
-	cmd := exec.Command("/proc/self/exe", os.Args[1:]...)
-	cmd.Env = append(os.Environ(), insideEnv+"=1")
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWNET, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Run(); err != nil {
-		var exit *exec.ExitError
-		if errors.As(err, &exit) {
-			return exit.ExitCode()
-		}
-		fmt.Fprintln(os.Stderr, "bench/field:", err)
-		return 1
-	}
-	return 0
 }
 
 // targets collects the PASS/FAIL lines printed at the end.
@@ -128,15 +103,11 @@ func target(ok bool, format string, args ...any) {
 }
 
 func run(cfg config) error {
-	lo, err := netlink.LinkByName("lo")
-	if err != nil {
+	if _, err := loopload.Loopback(); err != nil {
 		return err
 	}
-	if err := netlink.LinkSetUp(lo); err != nil {
-		return fmt.Errorf("bring lo up: %w", err)
-	}
 	fmt.Printf("bench/field: %d cores, GOMAXPROCS %d\n\n", runtime.NumCPU(), runtime.GOMAXPROCS(0))
-	srv, err := startServer("127.0.0.1:8080", 1024)
+	srv, err := loopload.StartServer("127.0.0.1:8080", 1024)
 	if err != nil {
 		return err
 	}
@@ -171,65 +142,10 @@ func run(cfg config) error {
 	return nil
 }
 
-// startServer answers each connection's one-line request with answerBytes
-// and closes once the client has.
-func startServer(addr string, answerBytes int) (net.Listener, error) {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, err
-	}
-	answer := make([]byte, answerBytes)
-	go func() {
-		for {
-			conn, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer conn.Close()
-				r := bufio.NewReader(conn)
-				if _, err := r.ReadString('\n'); err != nil {
-					return
-				}
-				conn.Write(answer)
-				io.Copy(io.Discard, r)
-			}()
-		}
-	}()
-	return ln, nil
-}
-
-// shortConnections runs the clients for d and returns how many connections
-// they completed.
-func shortConnections(clients int, d time.Duration, addr string) int64 {
-	var done atomic.Int64
-	stop := time.Now().Add(d)
-	var wg sync.WaitGroup
-	for range clients {
-		wg.Go(func() {
-			buf := make([]byte, 1024)
-			for time.Now().Before(stop) {
-				conn, err := net.Dial("tcp", addr)
-				if err != nil {
-					continue // the listen queue overflowed: try again
-				}
-				if _, err := conn.Write([]byte("GET\n")); err == nil {
-					if _, err := io.ReadFull(conn, buf); err == nil {
-						done.Add(1)
-					}
-				}
-				conn.Close()
-			}
-		})
-	}
-	wg.Wait()
-	return done.Load()
-}
-
 // live: short connections without and with field.Run following them.
 func live(cfg config, addr string) error {
 	start := time.Now()
-	base := float64(shortConnections(cfg.clients, cfg.phase, addr)) / time.Since(start).Seconds()
+	base := float64(loopload.ShortConnections(addr, cfg.clients, cfg.phase, false)) / time.Since(start).Seconds()
 	ctx, cancel := context.WithCancel(context.Background())
 	type result struct {
 		sum *field.Summary
@@ -256,7 +172,7 @@ func live(cfg config, addr string) error {
 		return fmt.Errorf("field: %v", r.err)
 	}
 	start = time.Now()
-	made := shortConnections(cfg.clients, cfg.phase, addr)
+	made := loopload.ShortConnections(addr, cfg.clients, cfg.phase, false)
 	seconds := time.Since(start).Seconds()
 	cancel()
 	r := <-done
@@ -296,7 +212,7 @@ func drain(cfg config, addr string) error {
 	}
 	defer tracer.Close()
 	start := time.Now()
-	made := shortConnections(cfg.clients, cfg.phase, addr)
+	made := loopload.ShortConnections(addr, cfg.clients, cfg.phase, false)
 	rate := float64(made) / time.Since(start).Seconds()
 	stats, err := tracer.Stats()
 	if err != nil {
@@ -306,38 +222,20 @@ func drain(cfg config, addr string) error {
 	if err != nil {
 		return err
 	}
-	type result struct {
-		wall, cpu time.Duration
-		err       error
-	}
-	done := make(chan result, 1)
-	go func() {
-		runtime.LockOSThread()
-		var ev ktcp.Event
-		cpu0, t0 := threadCPU(), time.Now()
-		for range stats.Submitted {
-			if err := tracer.Read(&ev); err != nil {
-				done <- result{err: err}
-				return
-			}
-			f.Feed(&ev)
-		}
-		done <- result{wall: time.Since(t0), cpu: threadCPU() - cpu0}
-	}()
-	r := <-done
-	if r.err != nil {
-		return r.err
+	wall, cpu, err := loopload.Drain(tracer, stats.Submitted, f.Feed)
+	if err != nil {
+		return err
 	}
 	sum := f.Summary()
 	measured := sum.Counts.Measured
-	eventsPerCPU := float64(stats.Submitted) / r.cpu.Seconds()
-	connsPerCPU := float64(measured) / r.cpu.Seconds()
+	eventsPerCPU := float64(stats.Submitted) / cpu.Seconds()
+	connsPerCPU := float64(measured) / cpu.Seconds()
 	fmt.Printf("drain: %.0f connections/s wrote %d events into a %d MiB ring (%d lost) while nobody read it; then one thread\n",
 		rate, stats.Submitted, cfg.drainBytes>>20, stats.Lost)
 	fmt.Printf("  read them into field's tracker and aggregation: %.2f M events/s and %.0f connections/s of the thread's CPU\n",
 		eventsPerCPU/1e6, connsPerCPU)
 	fmt.Printf("  (%v wall, %v CPU; %d first responses measured of %d connections made)\n",
-		r.wall.Round(time.Millisecond), r.cpu.Round(time.Millisecond), measured, made)
+		wall.Round(time.Millisecond), cpu.Round(time.Millisecond), measured, made)
 	fmt.Println()
 	target(eventsPerCPU >= 1e6, "drain: ≥ 1 M kernel events/s on one core (%.2f M)", eventsPerCPU/1e6)
 	target(connsPerCPU >= 20000, "drain: ≥ 20,000 new connections/s on one core (%.0f)", connsPerCPU)
@@ -379,7 +277,7 @@ func synthetic(cfg config) {
 	fmt.Println("  connections   RSS MB   heap MB   open   events/s of CPU")
 	var rss []float64
 	var events int64
-	cpu0 := threadCPU()
+	cpu0 := loopload.ThreadCPU()
 	runtime.LockOSThread()
 	step := max(cfg.connections/10, 1)
 	nextReport := step
@@ -411,15 +309,15 @@ func synthetic(cfg config) {
 					nextReport += step
 					var ms runtime.MemStats
 					runtime.ReadMemStats(&ms)
-					r := float64(currentRSS()) / 1e6
+					r := float64(loopload.CurrentRSS()) / 1e6
 					rss = append(rss, r)
 					fmt.Printf("  %11d   %6.1f   %7.1f   %4d   %.2f M\n", done, r, float64(ms.HeapInuse)/1e6, f.Open(),
-						float64(events)/(threadCPU()-cpu0).Seconds()/1e6)
+						float64(events)/(loopload.ThreadCPU()-cpu0).Seconds()/1e6)
 				}
 			}
 		}
 	}
-	cpu := threadCPU() - cpu0
+	cpu := loopload.ThreadCPU() - cpu0
 	runtime.UnlockOSThread()
 	sum := f.Summary()
 	fmt.Printf("  %.2f M events/s and %.0f connections/s of one core; %d networks kept apart, %d connections pooled past the bound\n",
@@ -654,27 +552,9 @@ func median(xs []float64) float64 {
 	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
-// threadCPU is the calling thread's CPU time.
-func threadCPU() time.Duration {
-	var ts unix.Timespec
-	unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts)
-	return time.Duration(ts.Nano())
-}
-
 // processCPU is the process's CPU time, user and system.
 func processCPU() time.Duration {
 	var ru unix.Rusage
 	unix.Getrusage(unix.RUSAGE_SELF, &ru)
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
-// currentRSS is the process's resident set now (bytes), from /proc/self/statm.
-func currentRSS() uint64 {
-	data, err := os.ReadFile("/proc/self/statm")
-	if err != nil {
-		return 0
-	}
-	var size, resident uint64
-	fmt.Sscan(string(data), &size, &resident)
-	return resident * uint64(os.Getpagesize())
 }

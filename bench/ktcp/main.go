@@ -25,9 +25,7 @@
 package main
 
 import (
-	"bufio"
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -37,12 +35,11 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/vishvananda/netlink"
-	"golang.org/x/sys/unix"
 
+	"github.com/slowstart/slowstart/bench/internal/loopload"
 	"github.com/slowstart/slowstart/ktcp"
 )
 
@@ -56,9 +53,7 @@ func main() {
 	ringMB := flag.Int("ring-mb", 16, "the tracer's ring buffer, MiB (a power of two)")
 	drainMB := flag.Int("drain-ring-mb", 512, "the drain phase's ring buffer, MiB (a power of two): room for all of its events")
 	flag.Parse()
-	if os.Getenv(insideEnv) == "" {
-		os.Exit(reexec())
-	}
+	loopload.Isolate("bench/ktcp", insideEnv)
 	cfg := config{
 		phase:       time.Duration(*seconds * float64(time.Second)),
 		clients:     *clients,
@@ -72,28 +67,6 @@ func main() {
 	}
 }
 
-// reexec runs this command again in a new network namespace, which the kernel
-// removes when it exits.
-func reexec() int {
-	if os.Geteuid() != 0 {
-		fmt.Fprintln(os.Stderr, "bench/ktcp: needs root (a network namespace and BPF programs)")
-		return 1
-	}
-	cmd := exec.Command("/proc/self/exe", os.Args[1:]...)
-	cmd.Env = append(os.Environ(), insideEnv+"=1")
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWNET, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Run(); err != nil {
-		var exit *exec.ExitError
-		if errors.As(err, &exit) {
-			return exit.ExitCode()
-		}
-		fmt.Fprintln(os.Stderr, "bench/ktcp:", err)
-		return 1
-	}
-	return 0
-}
-
 type config struct {
 	phase       time.Duration
 	clients     int
@@ -103,12 +76,9 @@ type config struct {
 }
 
 func run(cfg config) error {
-	lo, err := netlink.LinkByName("lo")
+	lo, err := loopload.Loopback()
 	if err != nil {
 		return err
-	}
-	if err := netlink.LinkSetUp(lo); err != nil {
-		return fmt.Errorf("bring lo up: %w", err)
 	}
 	netns, err := ktcp.NetnsInode("/proc/self/ns/net")
 	if err != nil {
@@ -118,7 +88,7 @@ func run(cfg config) error {
 		runtime.NumCPU(), runtime.GOMAXPROCS(0), cfg.phase, cfg.ringBytes>>20)
 
 	// Short connections, without and with a tracer.
-	srv, err := startServer("127.0.0.1:8080", 1024)
+	srv, err := loopload.StartServer("127.0.0.1:8080", 1024)
 	if err != nil {
 		return err
 	}
@@ -149,60 +119,11 @@ func run(cfg config) error {
 	return nil
 }
 
-// server answers each connection's one-line request with answerBytes and
-// closes once the client has.
-func startServer(addr string, answerBytes int) (net.Listener, error) {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, err
-	}
-	answer := make([]byte, answerBytes)
-	go func() {
-		for {
-			conn, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer conn.Close()
-				r := bufio.NewReader(conn)
-				if _, err := r.ReadString('\n'); err != nil {
-					return
-				}
-				conn.Write(answer)
-				io.Copy(io.Discard, r)
-			}()
-		}
-	}()
-	return ln, nil
-}
-
 // shortConnections runs the clients for one phase and returns connections/s.
 func shortConnections(cfg config, addr string) float64 {
-	var done atomic.Int64
-	stop := time.Now().Add(cfg.phase)
-	var wg sync.WaitGroup
 	start := time.Now()
-	for range cfg.clients {
-		wg.Go(func() {
-			buf := make([]byte, 1024)
-			for time.Now().Before(stop) {
-				conn, err := net.Dial("tcp", addr)
-				if err != nil {
-					continue // the listen queue overflowed: try again
-				}
-				conn.(*net.TCPConn).SetLinger(0) // no TIME_WAIT to run out of ports
-				if _, err := conn.Write([]byte("GET\n")); err == nil {
-					if _, err := io.ReadFull(conn, buf); err == nil {
-						done.Add(1)
-					}
-				}
-				conn.Close()
-			}
-		})
-	}
-	wg.Wait()
-	return float64(done.Load()) / time.Since(start).Seconds()
+	n := loopload.ShortConnections(addr, cfg.clients, cfg.phase, true)
+	return float64(n) / time.Since(start).Seconds()
 }
 
 // traced is what a phase with a tracer measured.
@@ -237,7 +158,7 @@ func withTracer(cfg config, filter ktcp.Filter, work func() float64) (traced, er
 		var ev ktcp.Event
 		for tracer.Read(&ev) == nil {
 		}
-		cpu <- threadCPU()
+		cpu <- loopload.ThreadCPU()
 	}()
 	start := time.Now()
 	rate := work()
@@ -251,7 +172,7 @@ func withTracer(cfg config, filter ktcp.Filter, work func() float64) (traced, er
 	if err != nil {
 		return traced{}, err
 	}
-	rss := currentRSS()
+	rss := loopload.CurrentRSS()
 	tracer.Close()
 	return traced{work: rate, seconds: seconds, stats: stats, readerCPU: <-cpu, readerRSS: rss}, nil
 }
@@ -269,31 +190,14 @@ func drain(cfg config, netns uint32, addr string) error {
 	if err != nil {
 		return err
 	}
-	type result struct {
-		wall, cpu time.Duration
-		err       error
-	}
-	done := make(chan result, 1)
-	go func() {
-		runtime.LockOSThread()
-		var ev ktcp.Event
-		cpu0, start := threadCPU(), time.Now()
-		for range stats.Submitted {
-			if err := tracer.Read(&ev); err != nil {
-				done <- result{err: err}
-				return
-			}
-		}
-		done <- result{wall: time.Since(start), cpu: threadCPU() - cpu0}
-	}()
-	r := <-done
-	if r.err != nil {
-		return r.err
+	wall, cpu, err := loopload.Drain(tracer, stats.Submitted, nil)
+	if err != nil {
+		return err
 	}
 	fmt.Printf("drain: %.0f connections/s wrote %d events into a %d MiB ring (%d lost) while nobody read it; then\n",
 		rate, stats.Submitted, cfg.drainBytes>>20, stats.Lost)
 	fmt.Printf("  read all       %10.2f M events/s of wall time, %.2f M per second of the reader's CPU (%v, %v CPU)\n",
-		float64(stats.Submitted)/r.wall.Seconds()/1e6, float64(stats.Submitted)/r.cpu.Seconds()/1e6, r.wall.Round(time.Millisecond), r.cpu.Round(time.Millisecond))
+		float64(stats.Submitted)/wall.Seconds()/1e6, float64(stats.Submitted)/cpu.Seconds()/1e6, wall.Round(time.Millisecond), cpu.Round(time.Millisecond))
 	return nil
 }
 
@@ -355,22 +259,4 @@ func bulk(cfg config, lo netlink.Link, netns uint32) error {
 	fmt.Printf("  with tracer     %10.1f MB/s  (%.3f× the peer)\n", r.work/1e6, r.work/base)
 	r.print()
 	return nil
-}
-
-// threadCPU is the calling thread's CPU time.
-func threadCPU() time.Duration {
-	var ts unix.Timespec
-	unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts)
-	return time.Duration(ts.Nano())
-}
-
-// currentRSS is the process's resident set now (bytes), from /proc/self/statm.
-func currentRSS() uint64 {
-	data, err := os.ReadFile("/proc/self/statm")
-	if err != nil {
-		return 0
-	}
-	var size, resident uint64
-	fmt.Sscan(string(data), &size, &resident)
-	return resident * uint64(os.Getpagesize())
 }

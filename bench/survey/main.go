@@ -1,6 +1,6 @@
 // Command survey-bench surveys an emulated fleet of servers with known initial
 // windows (package survey/surveylab) with the slowstart binary, the way a user
-// would: a list of addresses × paths, `slowstart survey --netns VANTAGE --out
+// would: a list of addresses × paths, `slowstart survey --netns VANTAGE --store
 // STORE`, killed at random moments and resumed, then the same list again in
 // shards run as separate processes and merged. It prints targets per minute,
 // peak RSS and CPU of the survey processes, and checks that every target has
@@ -63,8 +63,8 @@ func main() {
 		workDir     = flag.String("work", "", "directory for the list and the stores (required)")
 		addresses   = flag.Int("addresses", 2000, "server addresses")
 		paths       = flag.Int("paths", 50, "URLs per address")
-		concurrency = flag.Int("concurrency", 256, "survey --concurrency")
-		pageLoads   = flag.Int("page-loads", 0, "survey --page-loads (0: its default)")
+		concurrency = flag.Int("concurrency", 256, "survey --parallel")
+		pageLoads   = flag.Int("page-loads", 0, "survey --parallel-page-loads (0: its default)")
 		exactRuns   = flag.Int("exact-runs", 2, "survey --exact-runs")
 		kills       = flag.Int("kills", 5, "kill the whole survey this many times at random moments, resuming each time")
 		shards      = flag.Int("shards", 4, "then survey the first --shard-targets targets in this many shards (0: skip)")
@@ -163,10 +163,10 @@ func run(ctx context.Context, c config) (bool, error) {
 	}
 	ok := true
 	args := func(list, store string, extra ...string) []string {
-		a := []string{"survey", list, "--netns", fleet.Vantage, "--out", store, "-k", "--concurrency", strconv.Itoa(c.concurrency),
+		a := []string{"survey", list, "--netns", fleet.Vantage, "--store", store, "-k", "--parallel", strconv.Itoa(c.concurrency),
 			"--exact-runs", strconv.Itoa(c.exactRuns), "--pause", c.pause.String(), "--timeout", "10s"}
 		if c.pageLoads > 0 {
-			a = append(a, "--page-loads", strconv.Itoa(c.pageLoads))
+			a = append(a, "--parallel-page-loads", strconv.Itoa(c.pageLoads))
 		}
 		return append(a, extra...)
 	}
@@ -231,7 +231,7 @@ func run(ctx context.Context, c config) (bool, error) {
 			stores[i] = filepath.Join(c.work, fmt.Sprintf("shard-%d.db", i))
 			os.Remove(stores[i])
 			wg.Go(func() {
-				a := args(sample, stores[i], "--shard", fmt.Sprintf("%d/%d", i, c.shards), "--concurrency", strconv.Itoa(max(1, c.concurrency/c.shards)))
+				a := args(sample, stores[i], "--shard", fmt.Sprintf("%d/%d", i, c.shards), "--parallel", strconv.Itoa(max(1, c.concurrency/c.shards)))
 				usages[i], errs[i] = runSurvey(ctx, c.binary, a, 0, filepath.Join(c.work, fmt.Sprintf("shard-%d.log", i)))
 			})
 		}
@@ -244,7 +244,7 @@ func run(ctx context.Context, c config) (bool, error) {
 		fmt.Printf("%d shards as %d processes: %.1f s\n", c.shards, c.shards, time.Since(shardStart).Seconds())
 		merged := filepath.Join(c.work, "sample-merged.db")
 		os.Remove(merged)
-		out, err := exec.Command(c.binary, append([]string{"survey", "merge", merged}, stores...)...).CombinedOutput()
+		out, err := exec.Command(c.binary, append([]string{"survey", "merge", "--store", merged}, stores...)...).CombinedOutput()
 		fmt.Printf("merge: %s", out)
 		if err != nil {
 			return false, fmt.Errorf("survey merge: %w", err)

@@ -1,10 +1,8 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 
@@ -65,56 +63,9 @@ func runClean(cmd *cobra.Command, all bool) error {
 			fmt.Fprintf(out, "removed network namespace %s\n", r)
 		}
 	}
-	tables, tablesErr := cleanExactTables(ctx, out)
+	tables, tablesErr := exact.CleanEveryNamespace(ctx, out)
 	if n := len(removed) + tables; n == 0 && err == nil && tablesErr == nil {
 		fmt.Fprintln(out, "nothing to remove")
 	}
 	return errors.Join(err, tablesErr)
-}
-
-// cleanExactTables removes the exact probe's tables of dead processes in this
-// network namespace and in every named one, printing each, and returns how many.
-func cleanExactTables(ctx context.Context, out io.Writer) (int, error) {
-	namespaces := []string{""}
-	entries, err := os.ReadDir(netlab.NetnsDir)
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return 0, fmt.Errorf("list %s: %w", netlab.NetnsDir, err)
-	}
-	for _, e := range entries {
-		namespaces = append(namespaces, filepath.Join(netlab.NetnsDir, e.Name()))
-	}
-	count := 0
-	var errs []error
-	for _, ns := range namespaces {
-		removed, err := exact.CleanNamespace(ctx, ns)
-		if err != nil {
-			if ns != "" {
-				continue // not a namespace (a leftover mount point), or one being removed
-			}
-			errs = append(errs, err)
-		}
-		where := "this network namespace"
-		if ns != "" {
-			where = "network namespace " + filepath.Base(ns)
-		}
-		for _, name := range removed {
-			fmt.Fprintf(out, "removed nftables table inet %s in %s\n", name, where)
-			count++
-		}
-	}
-	return count, errors.Join(errs...)
-}
-
-// cleanStaleExact removes, before a probe, survey or watch starts, the exact
-// probe's tables that killed processes left in the namespace the run uses: their
-// rules would stall its connections from the same local ports. Without the
-// privilege to read nftables (a capture-only probe) it does nothing.
-func cleanStaleExact(cmd *cobra.Command, netnsPath string) {
-	removed, err := exact.CleanNamespace(cmd.Context(), netnsPath)
-	if err != nil {
-		return
-	}
-	for _, name := range removed {
-		fmt.Fprintf(cmd.ErrOrStderr(), "slowstart: removed the nftables table %s that a killed run left\n", name)
-	}
 }

@@ -11,12 +11,12 @@ import (
 	"time"
 
 	"github.com/slowstart/slowstart/internal/testroot"
-	"github.com/slowstart/slowstart/probe"
+	"github.com/slowstart/slowstart/lab/labserver"
 )
 
 // killedExactProbe runs `probe --exact` from the lab server's client namespace,
 // kills it (SIGKILL) while it holds back a connection's ACKs, and returns its PID.
-func killedExactProbe(t *testing.T, s *probe.LabServer) int {
+func killedExactProbe(t *testing.T, s *labserver.Server) int {
 	t.Helper()
 	p := startBinary(t, nil, "probe", "--exact", "--exact-runs", "50", "--netns", s.Netns, s.URL("/bytes/1000000"))
 	waitHeld(t, s.Netns)
@@ -66,7 +66,7 @@ func TestCleanCommand(t *testing.T) {
 	}
 	t.Cleanup(func() { inside.Process.Kill(); inside.Wait() })
 
-	s := startSurveyLab(t, probe.LabServerConfig{RTT: 40 * time.Millisecond, IW: 10, Keys: surveyKeys})
+	s := startSurveyLab(t, labserver.Config{RTT: 40 * time.Millisecond, IW: 10, Keys: surveyKeys})
 	pid := killedExactProbe(t, s)
 	left, err := exactTablesIn(s.Netns)
 	if err != nil || len(left) != 1 || left[0] != fmt.Sprintf("slowstart_exact_%d", pid) {
@@ -107,7 +107,7 @@ func TestCleanCommand(t *testing.T) {
 // and exits 130 with one line.
 func TestInterruptExact(t *testing.T) {
 	testroot.Require(t, "network namespaces and nftables")
-	s := startSurveyLab(t, probe.LabServerConfig{RTT: 40 * time.Millisecond, IW: 10, Keys: surveyKeys})
+	s := startSurveyLab(t, labserver.Config{RTT: 40 * time.Millisecond, IW: 10, Keys: surveyKeys})
 	p := startBinary(t, nil, "probe", "--exact", "--exact-runs", "50", "--netns", s.Netns, s.URL("/bytes/1000000"))
 	waitHeld(t, s.Netns)
 	code, after := p.signalAndWait(t, syscall.SIGINT, 20*time.Second)

@@ -12,11 +12,12 @@ import (
 	"time"
 
 	"github.com/slowstart/slowstart/internal/testroot"
+	"github.com/slowstart/slowstart/report"
 
 	"github.com/slowstart/slowstart/compare"
 	"github.com/slowstart/slowstart/lab"
+	"github.com/slowstart/slowstart/lab/labserver"
 	"github.com/slowstart/slowstart/lab/netlab"
-	"github.com/slowstart/slowstart/probe"
 	"github.com/slowstart/slowstart/watch"
 )
 
@@ -226,7 +227,7 @@ func TestCompareRealOutputs(t *testing.T) {
 	dir := t.TempDir()
 
 	// lab run --json: the summary and every trial.
-	code, out, errOut := runCLI(t, "lab", "run", "--rtt", "100ms", "--rate", "20mbit", "--iw", "10", "--size", "60KB", "--trials", "3", "--parallel", "3", "--json")
+	code, out, errOut := runCLI(t, "lab", "run", "--rtt", "100ms", "--rate", "20mbit", "--iw", "10", "--size", "60KB", "--runs", "3", "--parallel", "3", "--json")
 	if code != exitOK {
 		t.Fatalf("lab run: exit %d, stderr %q", code, errOut)
 	}
@@ -259,7 +260,7 @@ func TestCompareRealOutputs(t *testing.T) {
 
 	// lab sweep: results.jsonl and results.csv as the command writes them.
 	sweepDir := filepath.Join(dir, "sweep")
-	code, _, errOut = runCLI(t, "lab", "sweep", "--rtt", "100ms", "--rate", "20mbit", "--iw", "3,10", "--size", "60KB", "--trials", "2", "--parallel", "2", "--out", sweepDir)
+	code, _, errOut = runCLI(t, "lab", "sweep", "--rtt", "100ms", "--rate", "20mbit", "--iw", "3,10", "--size", "60KB", "--runs", "2", "--parallel", "2", "--out", sweepDir)
 	if code != exitOK {
 		t.Fatalf("lab sweep: exit %d, stderr %q", code, errOut)
 	}
@@ -295,7 +296,7 @@ func TestCompareRealOutputs(t *testing.T) {
 	probeFiles := map[int]string{}
 	for _, iw := range []int{3, 10} {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		srv, err := probe.StartLabServer(ctx, probe.LabServerConfig{RTT: 100 * time.Millisecond, RateBitsPerSecond: 20_000_000, IW: iw})
+		srv, err := labserver.Start(ctx, labserver.Config{RTT: 100 * time.Millisecond, RateBitsPerSecond: 20_000_000, IW: iw})
 		cancel()
 		if err != nil {
 			t.Fatalf("starting the lab server: %v", err)
@@ -437,8 +438,8 @@ func TestCompareStoreWindows(t *testing.T) {
 		}
 		rounds := 6
 		// As watch stores a reading: the window with its verdict (iw counts exact ones only).
-		insert(watch.Row{Time: at, URL: site, LastByteMs: &last, IWSegments: &iw, IWVerdict: "exact", RoundTrips: &rounds})
-		insert(watch.Row{Time: at, URL: other, LastByteMs: &last})
+		insert(watch.Row{Time: at, URL: site, SummaryRow: report.SummaryRow{LastByteMs: &last, IW: report.IWReading{Segments: &iw, Verdict: "exact"}, RoundTrips: &rounds}})
+		insert(watch.Row{Time: at, URL: other, SummaryRow: report.SummaryRow{LastByteMs: &last}})
 	}
 	insert(watch.Row{Time: change.Add(-30 * time.Minute), URL: site, Error: "dial tcp: connection refused"})
 	if err := st.Close(); err != nil {

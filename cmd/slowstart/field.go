@@ -1,25 +1,15 @@
 package main
 
 import (
-	"bytes"
-	"context"
 	"errors"
 	"fmt"
-	"net"
-	"net/netip"
-	"os"
-	"strconv"
-	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/slowstart/slowstart/compare"
 	"github.com/slowstart/slowstart/field"
+	"github.com/slowstart/slowstart/internal/outpath"
 	"github.com/slowstart/slowstart/ktcp"
 	"github.com/slowstart/slowstart/tune"
-	"github.com/slowstart/slowstart/units"
-	"github.com/slowstart/slowstart/web"
 )
 
 // fieldFlags are the flags of `slowstart field`, read into field.Options.
@@ -93,19 +83,7 @@ Ctrl-C stops it (exit 130) after writing the last interval and the summary.`,
 				return err
 			}
 			opts.Out, opts.Status = cmd.OutOrStdout(), cmd.ErrOrStderr()
-			sum, err := field.Run(cmd.Context(), opts)
-			if cmd.Context().Err() != nil && (err == nil || errors.Is(err, context.Canceled)) {
-				kept := ""
-				if opts.StorePath != "" {
-					kept = "; the store " + opts.StorePath + " holds every interval"
-				}
-				measured := uint64(0)
-				if sum != nil {
-					measured = sum.Counts.Measured
-				}
-				return interrupted("stopped; %d first responses measured%s", measured, kept)
-			}
-			return fieldCode(err)
+			return fieldCode(field.Follow(cmd.Context(), opts))
 		},
 	}
 	fl := cmd.Flags()
@@ -141,44 +119,22 @@ Ctrl-C stops it (exit 130) after writing the last interval and the summary.`,
 
 func (f *fieldFlags) options() (field.Options, error) {
 	o := f.opts
-	if len(f.ports) == 0 {
-		return o, withCode(exitUsage, errors.New("--port is required: the server's local ports, e.g. --port 443"))
-	}
-	for _, p := range f.ports {
-		n, err := strconv.ParseUint(strings.TrimSpace(p), 10, 16)
-		if err != nil || n == 0 {
-			return o, withCode(exitUsage, fmt.Errorf("--port %q: give port numbers 1 to 65535", p))
-		}
-		o.Ports = append(o.Ports, uint16(n))
-	}
-	iws, err := parseWindows(f.iws)
-	if err != nil {
+	var err error
+	if o.Ports, err = field.ParsePorts(f.ports); err != nil {
 		return o, err
 	}
-	o.IWs = iws
-	prefixes := strings.Split(f.prefix, ",")
-	if len(prefixes) > 2 {
-		return o, withCode(exitUsage, fmt.Errorf("--prefix %q: give BITS4 or BITS4,BITS6", f.prefix))
+	if o.IWs, err = field.ParseWindows(f.iws); err != nil {
+		return o, err
 	}
-	for i, p := range prefixes {
-		n, err := strconv.Atoi(strings.TrimSpace(p))
-		if err != nil || n < 1 || (i == 0 && n > 32) || n > 128 {
-			return o, withCode(exitUsage, fmt.Errorf("--prefix %q: give BITS4 (1-32) or BITS4,BITS6 (1-128)", f.prefix))
-		}
-		if i == 0 {
-			o.Prefix4 = n
-		} else {
-			o.Prefix6 = n
-		}
+	if o.Prefix4, o.Prefix6, err = field.ParsePrefixes(f.prefix); err != nil {
+		return o, err
 	}
-	if o.Retain, err = parseRetain(f.retain); err != nil {
-		return o, withCode(exitUsage, err)
+	if o.Retain, err = field.ParseRetain(f.retain); err != nil {
+		return o, err
 	}
-	ring, err := units.ParseSize(f.ring)
-	if err != nil || ring < 4096 || ring&(ring-1) != 0 || ring > 1<<30 {
-		return o, withCode(exitUsage, fmt.Errorf("--ring %q: give a power of two from 4KiB to 1GiB, e.g. 16MiB", f.ring))
+	if o.RingBytes, err = field.ParseRing(f.ring); err != nil {
+		return o, err
 	}
-	o.RingBytes = int(ring)
 	for _, ns := range f.netns {
 		path, err := netnsPath(ns)
 		if err != nil {
@@ -200,39 +156,7 @@ func (f *fieldFlags) options() (field.Options, error) {
 			return o, withCode(exitFile, fmt.Errorf("--asn: %w", err))
 		}
 	}
-	if o.StorePath != "" {
-		if err := checkOutputFile("store", o.StorePath); err != nil {
-			return o, err
-		}
-	}
-	return o, nil
-}
-
-func parseWindows(list []string) ([]int, error) {
-	var out []int
-	for _, s := range list {
-		n, err := strconv.Atoi(strings.TrimSpace(s))
-		if err != nil || n < 1 || n > tune.MaxForcedWindow {
-			return nil, withCode(exitUsage, fmt.Errorf("--iw %q: give windows in segments, e.g. --iw 10,16,32", s))
-		}
-		out = append(out, n)
-	}
-	return out, nil
-}
-
-// parseRetain reads a retention: a Go duration or a number of days ("14d").
-func parseRetain(s string) (time.Duration, error) {
-	if days, ok := strings.CutSuffix(strings.TrimSpace(s), "d"); ok {
-		n, err := strconv.ParseFloat(days, 64)
-		if err == nil && n > 0 {
-			return time.Duration(n * 24 * float64(time.Hour)), nil
-		}
-	}
-	d, err := time.ParseDuration(s)
-	if err != nil || d <= 0 {
-		return 0, fmt.Errorf("--retain %q: give a duration such as 36h or 14d", s)
-	}
-	return d, nil
+	return o, outpath.CheckFile("store", o.StorePath)
 }
 
 // fieldCode maps field's errors to exit codes.
@@ -284,66 +208,8 @@ recorded in its journal): the same length of time on either side.`,
   slowstart field report --store field.db --before 2026-11-01..2026-11-07 --after 2026-11-09..`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if storePath == "" {
-				return withCode(exitUsage, errors.New("--store FILE is required (a store field wrote)"))
-			}
-			ivs, err := parseWindows(iws)
-			if err != nil {
-				return err
-			}
-			comparing := atMark || before != "" || after != ""
-			if comparing && (from != "" || to != "") {
-				return withCode(exitUsage, errors.New("--from and --to go with a summary; --before, --after and --at-mark compare two periods"))
-			}
-			if (before == "") != (after == "") || (atMark && before != "") {
-				return withCode(exitUsage, errors.New("give --before and --after together, or --at-mark"))
-			}
-			st, err := field.OpenStore(storePath, false)
-			if err != nil {
-				return withCode(exitFile, err)
-			}
-			defer st.Close()
-			out := cmd.OutOrStdout()
-			if comparing {
-				bw, aw, err := comparePeriods(cmd, st, atMark, before, after)
-				if err != nil {
-					return err
-				}
-				res, err := field.CompareNetworks(cmd.Context(), st, field.CompareOptions{
-					Before: field.Query{From: bw.From, To: bw.To}, After: field.Query{From: aw.From, To: aw.To}, Top: top,
-					Compare: compare.Options{Seed: seed}})
-				if err != nil {
-					return withCode(exitFile, err)
-				}
-				if asJSON {
-					return writeJSON(out, field.NewComparisonOutput(bw, aw, res))
-				}
-				return field.WriteComparison(out, bw, aw, res)
-			}
-			var q field.Query
-			if from != "" {
-				w, err := compare.ParseWindow(from, "after")
-				if err != nil {
-					return withCode(exitUsage, fmt.Errorf("--from: %w", err))
-				}
-				q.From = w.From
-			}
-			if to != "" {
-				w, err := compare.ParseWindow(to, "before")
-				if err != nil {
-					return withCode(exitUsage, fmt.Errorf("--to: %w", err))
-				}
-				q.To = w.To
-			}
-			q.Network = network
-			sum, err := field.Report(cmd.Context(), st, field.ReportOptions{Query: q, IWs: ivs, Top: top, Seed: seed})
-			if err != nil {
-				return withCode(exitFile, err)
-			}
-			if asJSON {
-				return writeJSON(out, sum)
-			}
-			return field.WriteText(out, sum)
+			return field.ReportStore(cmd.Context(), field.ReportStoreOptions{StorePath: storePath, From: from, To: to, Network: network,
+				Before: before, After: after, AtMark: atMark, JSON: asJSON, IWs: iws, Top: top, Seed: seed}, cmd.OutOrStdout())
 		},
 	}
 	fl := cmd.Flags()
@@ -359,64 +225,4 @@ recorded in its journal): the same length of time on either side.`,
 	fl.BoolVar(&asJSON, "json", false, "print JSON")
 	fl.Uint64Var(&seed, "seed", 1, "seed of the bootstrap")
 	return cmd
-}
-
-// comparePeriods reads --before and --after, or the periods around the
-// newest mark.
-func comparePeriods(cmd *cobra.Command, st *field.Store, atMark bool, before, after string) (compare.Window, compare.Window, error) {
-	if !atMark {
-		bw, err := compare.ParseWindow(before, "before")
-		if err != nil {
-			return bw, bw, withCode(exitUsage, err)
-		}
-		aw, err := compare.ParseWindow(after, "after")
-		if err != nil {
-			return bw, aw, withCode(exitUsage, err)
-		}
-		return bw, aw, nil
-	}
-	bw, aw, err := field.AroundMark(cmd.Context(), st)
-	if err != nil {
-		return bw, aw, withCode(exitFile, err)
-	}
-	return bw, aw, nil
-}
-
-// viewField shows a field store in the browser (view FILE, when FILE is one),
-// or writes the page to htmlPath.
-func viewField(cmd *cobra.Command, path, htmlPath string, listen netip.Addr, port int) error {
-	st, err := field.OpenStore(path, false)
-	if err != nil {
-		return withCode(exitFile, err)
-	}
-	v, err := field.View(cmd.Context(), st, field.ViewOptions{})
-	st.Close()
-	if err != nil {
-		return withCode(exitFile, err)
-	}
-	if htmlPath != "" {
-		var b bytes.Buffer
-		if err := web.WriteFieldHTML(&b, v); err != nil {
-			return err
-		}
-		if htmlPath == "-" {
-			_, err := cmd.OutOrStdout().Write(b.Bytes())
-			return err
-		}
-		if err := os.WriteFile(htmlPath, b.Bytes(), 0o644); err != nil {
-			return fileError(fmt.Errorf("writing the page: %w", err))
-		}
-		fmt.Fprintf(cmd.ErrOrStderr(), "slowstart: wrote %s (%s); open it in a browser\n", htmlPath, sizeText(b.Len()))
-		return nil
-	}
-	h, err := web.NewFieldHandler(v, web.HandlerOptions{AnyHost: !listen.IsLoopback()})
-	if err != nil {
-		return err
-	}
-	ln, err := net.Listen("tcp", net.JoinHostPort(listen.String(), strconv.Itoa(port)))
-	if err != nil {
-		return fmt.Errorf("listening on %s port %d: %w (try another --port)", listen, port, err)
-	}
-	fmt.Fprintf(cmd.OutOrStdout(), "slowstart: the view of %s is at http://%s/ (Ctrl-C to stop)\n", path, ln.Addr())
-	return web.Serve(cmd.Context(), ln, h, nil)
 }

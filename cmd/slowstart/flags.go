@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
 
@@ -53,53 +54,58 @@ func netnsName(value string) (string, error) {
 	return path, nil
 }
 
-// checkOutputFile makes sure, before any work, that the file a flag names can be
-// written, so that a long measurement never ends in an unwritable file. It leaves
-// an existing file as it was and removes one it had to create. "" and "-" (standard
-// output) pass.
-func checkOutputFile(flag, path string) error {
-	if path == "" || path == "-" {
-		return nil
+// renamed registers old as the deprecated name of the flag new, for one
+// release: it sets new's value (and marks new as given), --help does not
+// list it, and pflag says on standard error, in one line, that it is
+// deprecated and what to use instead. README's table of flags lists it.
+func renamed(fl *pflag.FlagSet, old, new string) {
+	target := fl.Lookup(new)
+	if target == nil {
+		panic("renamed: no flag --" + new)
 	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-	if err == nil {
-		f.Close()
-		return os.Remove(path)
-	}
-	if errors.Is(err, os.ErrExist) {
-		if f, err = os.OpenFile(path, os.O_WRONLY, 0); err == nil {
-			f.Close()
-			return nil
-		}
-	}
-	return withCode(exitFile, fmt.Errorf("--%s %s: can't write there: %w", flag, path, unwrapPath(err)))
+	fl.AddFlag(&pflag.Flag{Name: old, Usage: "the old name of --" + new, Value: alias{target}, DefValue: target.DefValue,
+		NoOptDefVal: target.NoOptDefVal, Deprecated: "use --" + new + " instead", Hidden: true})
 }
 
-// checkOutputDir makes the directory a flag names (with its parents) and makes
-// sure, before any work, that files can be created in it.
-func checkOutputDir(flag, dir string) error {
-	if dir == "" {
-		return nil
+// alias is the value of a flag's old name: the new flag's value.
+type alias struct{ target *pflag.Flag }
+
+func (a alias) Set(s string) error {
+	if err := a.target.Value.Set(s); err != nil {
+		return err
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return withCode(exitFile, fmt.Errorf("--%s %s: can't make the directory: %w", flag, dir, unwrapPath(err)))
-	}
-	f, err := os.CreateTemp(dir, ".slowstart-write-check-*")
-	if err != nil {
-		return withCode(exitFile, fmt.Errorf("--%s %s: can't write there: %w", flag, dir, unwrapPath(err)))
-	}
-	f.Close()
-	return os.Remove(f.Name())
+	a.target.Changed = true
+	return nil
 }
 
-// unwrapPath drops the *PathError's repetition of the path.
-func unwrapPath(err error) error {
-	var pe *os.PathError
-	if errors.As(err, &pe) {
-		return pe.Err
+func (a alias) String() string { return a.target.Value.String() }
+func (a alias) Type() string   { return a.target.Value.Type() }
+
+// notesToStderr sends the notices pflag prints while it parses (a deprecated
+// flag's) to standard error, on every command, where cobra would print them
+// to standard output when one is set.
+func notesToStderr(c *cobra.Command) {
+	c.Flags().SetOutput(writerFunc(func(b []byte) (int, error) { return c.ErrOrStderr().Write(b) }))
+	for _, sub := range c.Commands() {
+		notesToStderr(sub)
 	}
-	return err
 }
 
-// fileError marks an error of reading or writing a file with exit code 3.
-func fileError(err error) error { return withCode(exitFile, err) }
+// writerFunc is a function as an io.Writer.
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(b []byte) (int, error) { return f(b) }
+
+// mergeArgs returns a merge's output and inputs: the output from --flag, or,
+// in the form of earlier releases (kept for one release, with a one-line
+// notice on standard error), the first argument.
+func mergeArgs(cmd *cobra.Command, flag, out string, args []string) (string, []string, error) {
+	if out != "" {
+		return out, args, nil
+	}
+	if len(args) < 2 {
+		return "", nil, withCode(exitUsage, fmt.Errorf("--%s OUT is required (%s --%s OUT INPUT ...)", flag, cmd.CommandPath(), flag))
+	}
+	fmt.Fprintf(cmd.ErrOrStderr(), "The output as the first argument of %s has been deprecated, use --%s %s instead\n", cmd.CommandPath(), flag, args[0])
+	return args[0], args[1:], nil
+}

@@ -4,18 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
-	"path/filepath"
-	"time"
 
-	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
-	"golang.org/x/term"
 
-	"github.com/slowstart/slowstart/internal/hoststeal"
+	"github.com/slowstart/slowstart/internal/progress"
 	"github.com/slowstart/slowstart/lab"
-	"github.com/slowstart/slowstart/lab/netlab"
 	"github.com/slowstart/slowstart/survey"
 	"github.com/slowstart/slowstart/units"
 )
@@ -59,7 +53,7 @@ func (f *pathFlags) register(cmd *cobra.Command, lists bool) {
 	}
 	fl := cmd.Flags()
 	f.changed = fl.Changed
-	fl.StringVar(&f.rtt, "rtt", "70ms", "round-trip propagation delay"+many)
+	fl.StringVar(&f.rtt, "rtt", "130ms", "round-trip propagation delay"+many)
 	fl.StringVar(&f.rate, "rate", "0", "bottleneck rate each way, e.g. 1.2mbit, 100Mbit/s; 0 for none"+many)
 	fl.StringVar(&f.iw, "iw", "10", "the server's initial window in segments (route initcwnd)"+many)
 	fl.StringVar(&f.size, "size", "42KB", "response body size, e.g. 42KB, 1.5MB, 29x1448 (as model's --size)"+many)
@@ -68,23 +62,23 @@ func (f *pathFlags) register(cmd *cobra.Command, lists bool) {
 	fl.StringVar(&f.tls, "tls", "none", "TLS version: none, 1.2 or 1.3")
 	fl.BoolVar(&f.h2, "h2", false, "HTTP/2 (ALPN over TLS, prior knowledge in cleartext)")
 	fl.StringVar(&f.chain, "chain", "4KB", "certificate chain size on the wire, with --tls")
-	fl.StringVar(&f.server, "server", "builtin", "server: builtin, nginx, caddy (Debian's caddy; over TLS only) or netstack (the built-in server on gVisor's userspace TCP: IW fixed at 10, --cc cubic or reno)")
+	fl.StringVar(&f.server, "server-kind", "builtin", "the server: builtin, nginx, caddy (Debian's caddy; over TLS only) or netstack (the built-in server on gVisor's userspace TCP: IW fixed at 10, --cc cubic or reno)")
 	fl.BoolVar(&f.http3, "http3", false, "also run every point over HTTP/3 (QUIC) on the same path and set round trips and FCT beside TCP's; --tls then defaults to 1.3 and --h2 to on, as a browser's TCP connection")
-	fl.StringVar(&f.client, "client", "builtin", "client: builtin or curl")
+	fl.StringVar(&f.client, "client-kind", "builtin", "the client: builtin or curl")
 	fl.StringVar(&f.cc, "cc", "cubic", "congestion control: cubic, bbr or reno")
 	fl.StringVar(&f.think, "think", "0", "server think time before the rest of the body")
 	fl.StringVar(&f.thinkAfter, "think-after", "0", "body bytes sent before the think time")
 	fl.IntVar(&f.initrwnd, "initrwnd", 0, "the client's initial receive window in segments (route initrwnd); 0: kernel default")
 	fl.BoolVar(&f.slowStartAfterIdle, "slow-start-after-idle", false, "keep net.ipv4.tcp_slow_start_after_idle on")
 	fl.BoolVar(&f.ipv6, "ipv6", false, "use IPv6")
-	fl.IntVar(&f.trials, "trials", 5, "trials per point")
+	fl.IntVar(&f.trials, "runs", 5, "trials per point: the times each point is run")
 	fl.IntVar(&f.parallel, "parallel", 1, "trials run at once")
 	fl.Uint64Var(&f.seed, "seed", 1, "seed of the random loss (the same seed drops the same packets)")
 	fl.StringVar(&f.captureDir, "capture", "", "write the client-side and server-side pcap of every trial to this directory")
+	renamed(fl, "server", "server-kind")
+	renamed(fl, "client", "client-kind")
+	renamed(fl, "trials", "runs")
 }
-
-// splitList splits a comma-separated flag value.
-func splitList(s string) []string { return lab.SplitList(s) }
 
 // grid is the lab's points as the flags give them.
 func (f *pathFlags) grid() lab.Grid {
@@ -106,73 +100,38 @@ func (f *pathFlags) specs() ([]lab.Spec, error) {
 	return specs, nil
 }
 
-// needRoot fails with a clear message when the lab can't make namespaces.
-func needRoot() error {
-	if os.Geteuid() != 0 {
-		return withCode(exitPermission, errors.New("the lab creates network namespaces, which needs root (CAP_SYS_ADMIN and CAP_NET_ADMIN): run it with sudo"))
+// labContext is the lab's context for its trials (lab.Context).
+func labContext(parent context.Context) (context.Context, func(), error) { return lab.Context(parent) }
+
+// batch reads the flags into the trials of lab run or lab sweep.
+func (f *pathFlags) batch() (lab.BatchOptions, error) {
+	specs, err := f.specs()
+	if err != nil {
+		return lab.BatchOptions{}, withCode(exitUsage, err)
 	}
-	return nil
+	return lab.BatchOptions{Grid: f.grid(), Specs: specs, Parallel: f.parallel, CaptureDir: f.captureDir}, nil
 }
 
-// labContext removes every live trial on Ctrl-C or SIGTERM, and what a killed run
-// left behind before starting.
-func labContext(parent context.Context) (context.Context, func(), error) {
-	if err := needRoot(); err != nil {
-		return nil, nil, err
+// sweep reads the flags into the trials of a sweep into out, and its shard.
+func (f *pathFlags) sweep(out, shard string) (lab.BatchOptions, survey.Shard, error) {
+	var part survey.Shard
+	if out == "" {
+		return lab.BatchOptions{}, part, withCode(exitUsage, errors.New("--out DIR is required"))
 	}
-	ctx, stop := netlab.HandleSignals(parent)
-	if _, err := netlab.Clean(ctx, false); err != nil {
-		stop()
-		return nil, nil, fmt.Errorf("removing a previous run's leftovers: %w", err)
+	o, err := f.batch()
+	if err != nil {
+		return o, part, err
 	}
-	return ctx, stop, nil
+	if shard != "" {
+		if part, err = survey.ParseShard(shard); err != nil {
+			return o, part, withCode(exitUsage, fmt.Errorf("--shard: %w", err))
+		}
+	}
+	return o, part, nil
 }
 
-// progress shows how far a batch is: a bar on a terminal, otherwise a line per
-// item done ("3 of 10 trials done"), so that logs and scripts see it too.
-type progress struct {
-	bar         *progressbar.ProgressBar
-	w           io.Writer
-	unit        string
-	done, total int
-}
-
-func newProgress(total int, what, unit string) *progress {
-	p := &progress{total: total, unit: unit, w: os.Stderr}
-	if isTerminal(os.Stderr) {
-		p.bar = progressbar.NewOptions(total,
-			progressbar.OptionSetWriter(os.Stderr),
-			progressbar.OptionSetDescription(what),
-			progressbar.OptionShowCount(),
-			progressbar.OptionSetElapsedTime(true),
-			progressbar.OptionSetPredictTime(true),
-			progressbar.OptionClearOnFinish(),
-			progressbar.OptionThrottle(200*time.Millisecond),
-		)
-	}
-	return p
-}
-
-// Add counts n more items done.
-func (p *progress) Add(n int) {
-	p.done += n
-	if p.bar != nil {
-		_ = p.bar.Add(n)
-		return
-	}
-	fmt.Fprintf(p.w, "%d of %d %s done\n", p.done, p.total, p.unit)
-}
-
-// Finish clears the bar.
-func (p *progress) Finish() {
-	if p.bar != nil {
-		_ = p.bar.Finish()
-	}
-}
-
-// isTerminal reports whether f is a terminal (a tty: /dev/null and other
-// character devices are not).
-func isTerminal(f *os.File) bool { return term.IsTerminal(int(f.Fd())) }
+// isTerminal reports whether f is a terminal.
+func isTerminal(f *os.File) bool { return progress.IsTerminal(f) }
 
 func newLabRunCommand() *cobra.Command {
 	var f pathFlags
@@ -196,71 +155,17 @@ IW and the congestion control are TCP's: the QUIC server's window is its
 library's (quic-go: 32 packets of 1,280 bytes).
 
 ` + units.Help,
-		Example: `  slowstart lab run --rtt 70ms --rate 1.2mbit --iw 10 --size 42KB --trials 10
-  slowstart lab run --rtt 150ms --iw 3 --size 100KB --tls 1.3 --h2 --server nginx --capture out/
+		Example: `  slowstart lab run --rtt 70ms --rate 1.2mbit --iw 10 --size 42KB --runs 10
+  slowstart lab run --rtt 150ms --iw 3 --size 100KB --tls 1.3 --h2 --server-kind nginx --capture out/
   slowstart lab run --rtt 70ms --rate 15mbit --iw 32 --size 160KB --loss 1% --json
   slowstart lab run --rtt 100ms --rate 10mbit --size 160KB --chain 9KB --http3   # TCP and QUIC side by side`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			specs, err := f.specs()
-			if err != nil {
-				return withCode(exitUsage, err)
-			}
-			if len(specs) != 1 && !(f.http3 && len(specs) == 2) {
-				return withCode(exitUsage, errors.New("lab run takes one value per flag; use lab sweep for lists"))
-			}
-			if err := checkOutputDir("capture", f.captureDir); err != nil {
-				return err
-			}
-			ctx, stop, err := labContext(cmd.Context())
+			o, err := f.batch()
 			if err != nil {
 				return err
 			}
-			defer stop()
-			env := lab.NewEnv()
-			trials := "trials"
-			if f.trials == 1 {
-				trials = "trial"
-			}
-			what := specs[0].Label()
-			if f.http3 {
-				what += ", over TCP and over HTTP/3 (each)"
-			}
-			fmt.Fprintf(cmd.ErrOrStderr(), "Running %d %s of %s...\n", f.trials, trials, what)
-			meter := hoststeal.Start()
-			total := f.trials * len(specs)
-			bar := newProgress(total, "trials", "trials")
-			var finished []lab.Row
-			rows, err := env.RunJobs(ctx, f.grid().Jobs(specs), lab.RunOptions{Parallel: f.parallel, CaptureDir: f.captureDir, DistortedReruns: lab.DefaultDistortedReruns,
-				OnResult: func(_ lab.Job, r lab.Row, _ error) {
-					finished = append(finished, r)
-					bar.Add(1)
-				}})
-			bar.Finish()
-			if err != nil {
-				// Interrupted: the trials that ended are the result so far.
-				if !asJSON && len(finished) > 0 {
-					if werr := lab.WriteRunText(cmd.OutOrStdout(), specs, finished, lab.NewHostSteal(meter.Read())); werr != nil {
-						return werr
-					}
-				}
-				return interrupted("interrupted; %d of %d trials finished (above); the lab's namespaces were removed", len(finished), total)
-			}
-			steal := lab.NewHostSteal(meter.Read())
-			if asJSON {
-				return writeJSON(cmd.OutOrStdout(), lab.NewRunOutput(specs, rows, steal))
-			}
-			out := cmd.OutOrStdout()
-			if err := lab.WriteRunText(out, specs, rows, steal); err != nil {
-				return err
-			}
-			if f.captureDir != "" {
-				fmt.Fprintf(out, "captures: %s (analyze them with: slowstart analyze FILE; an HTTP/3 trial's with --keylog FILE.keys)\n", f.captureDir)
-			}
-			if failed := lab.FailedPoints(specs, rows); failed > 0 {
-				return fmt.Errorf("every trial of %d of the %d points failed", failed, len(specs))
-			}
-			return nil
+			return lab.RunPoint(cmd.Context(), o, asJSON, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
 	f.register(cmd, false)
@@ -274,84 +179,25 @@ func newLabSweepCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "sweep",
 		Short: "Run a grid of points (lists of RTT, rate, IW, size, loss), resumable",
-		Long: `Run every combination of the listed values, each with --trials trials, --parallel
+		Long: `Run every combination of the listed values, each with --runs trials, --parallel
 at once. Each trial's result is appended to OUT/results.jsonl as it ends, with every
 parameter in the row; OUT/results.csv is written at the end. Run the same command
 again to resume an interrupted sweep: trials already in results.jsonl are skipped.
 
 ` + units.Help,
-		Example: `  slowstart lab sweep --rtt 20ms,70ms,150ms --rate 1.2mbit --iw 3,10 --size 10KB,50KB,100KB --trials 5 --parallel 8 --out sweep1
-  slowstart lab sweep --rtt 70ms --iw 3,10,32 --size 160KB --loss 0,1%,3% --trials 10 --parallel 8 --out loss`,
+		Example: `  slowstart lab sweep --rtt 20ms,70ms,150ms --rate 1.2mbit --iw 3,10 --size 10KB,50KB,100KB --runs 5 --parallel 8 -o sweep1
+  slowstart lab sweep --rtt 70ms --iw 3,10,32 --size 160KB --loss 0,1%,3% --runs 10 --parallel 8 -o loss`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if out == "" {
-				return withCode(exitUsage, errors.New("--out DIR is required"))
-			}
-			specs, err := f.specs()
-			if err != nil {
-				return withCode(exitUsage, err)
-			}
-			var part survey.Shard
-			if shard != "" {
-				if part, err = survey.ParseShard(shard); err != nil {
-					return withCode(exitUsage, fmt.Errorf("--shard: %w", err))
-				}
-			}
-			if err := checkOutputDir("out", out); err != nil {
-				return err
-			}
-			if err := checkOutputDir("capture", f.captureDir); err != nil {
-				return err
-			}
-			ctx, stop, err := labContext(cmd.Context())
+			o, part, err := f.sweep(out, shard)
 			if err != nil {
 				return err
 			}
-			defer stop()
-			jsonl := filepath.Join(out, lab.SweepJSONL)
-			jobs := lab.ShardJobs(f.grid().Jobs(specs), part.Index, part.Count)
-			todo, err := lab.PendingJobs(jobs, jsonl)
-			if err != nil {
-				return fileError(fmt.Errorf("reading %s to resume: %w", jsonl, err))
-			}
-			if skipped := len(jobs) - len(todo); skipped > 0 {
-				fmt.Fprintf(cmd.ErrOrStderr(), "resuming: %d of %d trials already done in %s\n", skipped, skipped+len(todo), jsonl)
-			}
-			w, err := lab.OpenJSONL(jsonl)
-			if err != nil {
-				return fileError(err)
-			}
-			defer w.Close()
-			bar := newProgress(len(todo), fmt.Sprintf("%d points", len(specs)), "trials")
-			meter := hoststeal.Start()
-			var writeErr error
-			_, runErr := lab.NewEnv().RunJobs(ctx, todo, lab.RunOptions{Parallel: f.parallel, CaptureDir: f.captureDir, DistortedReruns: lab.DefaultDistortedReruns,
-				OnResult: func(_ lab.Job, r lab.Row, _ error) {
-					if err := w.Write(r); err != nil && writeErr == nil {
-						writeErr = err
-					}
-					bar.Add(1)
-				}})
-			bar.Finish()
-			if writeErr != nil {
-				return fileError(fmt.Errorf("writing %s: %w", jsonl, writeErr))
-			}
-			rows, err := lab.FinishSweep(out)
-			if err != nil {
-				return fileError(err)
-			}
-			if runErr != nil {
-				return interrupted("interrupted; %d trials are in %s: run the same command again to resume", len(rows), jsonl)
-			}
-			if err := lab.WriteSweepText(cmd.OutOrStdout(), specs, rows, lab.NewHostSteal(meter.Read())); err != nil {
-				return err
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "results: %s, %s\n", jsonl, filepath.Join(out, lab.SweepCSV))
-			return nil
+			return lab.Sweep(cmd.Context(), o, out, part.Index, part.Count, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
 	f.register(cmd, true)
-	cmd.Flags().StringVar(&out, "out", "", "directory for results.jsonl and results.csv (required)")
+	cmd.Flags().StringVarP(&out, "out", "o", "", "directory for results.jsonl and results.csv (required)")
 	cmd.Flags().StringVar(&shard, "shard", "", "run one of N disjoint parts of the grid: I/N, I from 0 to N-1")
 	cmd.AddCommand(newLabSweepMergeCommand())
 	return cmd

@@ -23,7 +23,7 @@ func TestLabMarksADistortedTrial(t *testing.T) {
 	bin := builtBinary(t)
 	for _, format := range []string{"json", "text"} {
 		t.Run(format, func(t *testing.T) {
-			args := []string{"lab", "run", "--rtt", "200ms", "--rate", "2mbit", "--size", "60KB", "--trials", "1"}
+			args := []string{"lab", "run", "--rtt", "200ms", "--rate", "2mbit", "--size", "60KB", "--runs", "1"}
 			if format == "json" {
 				args = append(args, "--json")
 			}

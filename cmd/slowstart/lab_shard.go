@@ -1,11 +1,6 @@
 package main
 
 import (
-	"errors"
-	"fmt"
-	"os"
-	"path/filepath"
-
 	"github.com/spf13/cobra"
 
 	"github.com/slowstart/slowstart/lab"
@@ -18,40 +13,25 @@ func shardJobs(jobs []lab.Job, s survey.Shard) []lab.Job {
 }
 
 func newLabSweepMergeCommand() *cobra.Command {
+	var out string
 	cmd := &cobra.Command{
-		Use:   "merge OUT DIR...",
+		Use:   "merge -o OUT DIR...",
 		Short: "Join the results of a sweep's shards (lab sweep --shard I/N) into OUT",
 		Long: `Join the results.jsonl of sweep directories (the shards of one sweep, run with
---shard I/N, on one machine or many) into OUT/results.jsonl and OUT/results.csv, as
+--shard I/N, on one machine or many) into OUT/results.jsonl and OUT/results.csv (-o OUT), as
 one unsharded sweep would have written them. A trial (a point and its number) found
 in two directories is an error, and nothing is written.`,
-		Example:     `  slowstart lab sweep merge sweep-all sweep-0 sweep-1 sweep-2 sweep-3`,
-		Args:        cobra.MinimumNArgs(2),
+		Example:     `  slowstart lab sweep merge -o sweep-all sweep-0 sweep-1 sweep-2 sweep-3`,
+		Args:        cobra.MinimumNArgs(1),
 		Annotations: abandonOnInterrupt,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			out := args[0]
-			jsonl := filepath.Join(out, lab.SweepJSONL)
-			if _, err := os.Stat(jsonl); err == nil {
-				return withCode(exitUsage, fmt.Errorf("%s exists: merge into a new directory", jsonl))
-			}
-			merged, err := lab.ReadShards(args[1:])
-			var overlap *lab.OverlapError
-			if errors.As(err, &overlap) {
-				return withCode(exitFailure, err)
-			}
+			out, sweeps, err := mergeArgs(cmd, "out", out, args)
 			if err != nil {
-				return fileError(err)
-			}
-			if err := checkOutputDir("out", out); err != nil {
 				return err
 			}
-			if err := lab.WriteSweep(out, merged); err != nil {
-				return fileError(err)
-			}
-			csvPath := filepath.Join(out, lab.SweepCSV)
-			fmt.Fprintf(cmd.OutOrStdout(), "%d trials from %d sweeps into %s, %s\n", len(merged), len(args)-1, jsonl, csvPath)
-			return nil
+			return lab.MergeSweeps(out, sweeps, cmd.OutOrStdout())
 		},
 	}
+	cmd.Flags().StringVarP(&out, "out", "o", "", "the directory for the merged results.jsonl and results.csv (required)")
 	return cmd
 }

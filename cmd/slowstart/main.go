@@ -6,7 +6,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -20,6 +19,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/slowstart/slowstart/internal/fault"
 	"github.com/slowstart/slowstart/internal/redact"
 	"github.com/slowstart/slowstart/internal/textsafe"
 	"github.com/slowstart/slowstart/units"
@@ -68,26 +68,49 @@ const (
 	exitInterrupted = 130 // SIGINT (Ctrl-C) or SIGTERM
 )
 
-// exitError carries an exit code up to main.
-type exitError struct {
-	code int
-	err  error
+// withCode marks err with the fault kind of an exit code (package fault): the
+// kinds, not the codes, travel with errors, and exitCode maps them back.
+func withCode(code int, err error) error {
+	kind := fault.Failed
+	for k, c := range exitCodes {
+		if c == code {
+			kind = k
+		}
+	}
+	return fault.Mark(kind, err)
 }
 
-func (e *exitError) Error() string { return e.err.Error() }
-func (e *exitError) Unwrap() error { return e.err }
+// exitCodes are the exit codes of the fault kinds.
+var exitCodes = map[fault.Kind]int{
+	fault.Failed:      exitFailure,
+	fault.Usage:       exitUsage,
+	fault.File:        exitFile,
+	fault.Permission:  exitPermission,
+	fault.Network:     exitNetwork,
+	fault.Interrupted: exitInterrupted,
+}
 
-func withCode(code int, err error) error {
-	if err == nil {
-		return nil
+// exitCode is the exit code of a verb's error: its fault kind's, or for an
+// unmarked error 130 when it is a cancellation, 2 for cobra's own argument
+// errors, and 1 otherwise.
+func exitCode(err error) int {
+	switch {
+	case err == nil:
+		return exitOK
+	case fault.Marked(err):
+		return exitCodes[fault.Of(err)]
+	case errors.Is(err, context.Canceled):
+		return exitInterrupted
+	case isUsageError(err):
+		return exitUsage
 	}
-	return &exitError{code: code, err: err}
+	return exitFailure
 }
 
 // interrupted is what a verb returns when a signal stopped it: one line saying
 // what it kept or removed. Without it, main says "interrupted; nothing left behind".
 func interrupted(format string, args ...any) error {
-	return withCode(exitInterrupted, fmt.Errorf(format, args...))
+	return fault.Interruptedf(format, args...)
 }
 
 // annotationAbandon marks a verb that holds nothing to clean up: on a signal the
@@ -117,7 +140,7 @@ the application, loss, or the end of the data.
   sudo slowstart probe --exact https://example.com/
   slowstart analyze page.pcap                 # rounds, initial window and verdict per connection
   slowstart model --size 160KB --rtt 130ms --rate 15mbit --iw 3,10,32
-  sudo slowstart lab run --rtt 70ms --rate 1.2mbit --iw 3 --size 42KB --trials 10
+  sudo slowstart lab run --rtt 70ms --rate 1.2mbit --iw 3 --size 42KB --runs 10
   sudo slowstart clean                        # remove what a killed run left behind`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
@@ -138,6 +161,7 @@ the application, loss, or the end of the data.
 	root.AddCommand(newSurveyCommand(), newCleanCommand())
 	root.AddCommand(newFieldCommand())
 	addExitCodes(root)
+	notesToStderr(root)
 	return root
 }
 
@@ -191,39 +215,12 @@ func run(args []string) int {
 		// control sequences to the terminal.
 		root.SetOut(textsafe.Writer(os.Stdout))
 	}
-	type outcome struct {
-		cmd *cobra.Command
-		err error
+	caught, exit, err := wait(ctx, cancel, root, args, signals)
+	if exit {
+		return exitInterrupted
 	}
-	done := make(chan outcome, 1)
-	go func() {
-		cmd, err := root.ExecuteContextC(ctx)
-		done <- outcome{cmd, err}
-	}()
-	var result outcome
-	caught := false
-wait:
-	for {
-		select {
-		case result = <-done:
-			break wait
-		case <-signals:
-			if caught {
-				fmt.Fprintln(os.Stderr, "slowstart: interrupted again; stopping now (slowstart clean removes what is left)")
-				return exitInterrupted
-			}
-			caught = true
-			cancel()
-			if c := runningCommand(root, args); c != nil && c.Annotations[annotationAbandon] != "" {
-				fmt.Fprintln(os.Stderr, "slowstart: interrupted; nothing left behind")
-				return exitInterrupted
-			}
-		}
-	}
-	err := result.err
-	var ee *exitError
 	if caught {
-		if errors.As(err, &ee) && ee.code == exitInterrupted {
+		if fault.Of(err) == fault.Interrupted {
 			fmt.Fprintf(os.Stderr, "slowstart: %v\n", err)
 		} else {
 			fmt.Fprintln(os.Stderr, "slowstart: interrupted; nothing left behind")
@@ -236,15 +233,35 @@ wait:
 	// Every URL in a message (given, a redirect's target, inside a TLS or
 	// net/http error) without its credentials or query values.
 	fmt.Fprintf(os.Stderr, "slowstart: %v\n", textsafe.Escape(redact.Text(oneLine(err))))
-	switch {
-	case errors.As(err, &ee):
-		return ee.code
-	case errors.Is(err, context.Canceled):
-		return exitInterrupted
-	case isUsageError(err):
-		return exitUsage
+	return exitCode(err)
+}
+
+// wait runs the command line and waits for it to end. A first signal
+// cancels its context; the process exits at once (exit true) on a second
+// signal, or on the first when the verb holds nothing to clean up.
+func wait(ctx context.Context, cancel func(), root *cobra.Command, args []string, signals <-chan os.Signal) (caught, exit bool, err error) {
+	done := make(chan error, 1)
+	go func() {
+		_, err := root.ExecuteContextC(ctx)
+		done <- err
+	}()
+	for {
+		select {
+		case err := <-done:
+			return caught, false, err
+		case <-signals:
+			if caught {
+				fmt.Fprintln(os.Stderr, "slowstart: interrupted again; stopping now (slowstart clean removes what is left)")
+				return true, true, nil
+			}
+			caught = true
+			cancel()
+			if c := runningCommand(root, args); c != nil && c.Annotations[annotationAbandon] != "" {
+				fmt.Fprintln(os.Stderr, "slowstart: interrupted; nothing left behind")
+				return true, true, nil
+			}
+		}
 	}
-	return exitFailure
 }
 
 // runningCommand finds the verb args name, without running it.
@@ -267,26 +284,9 @@ func oneLine(err error) string {
 func isUsageError(err error) bool {
 	msg := err.Error()
 	for _, p := range []string{"unknown command", "unknown flag", "accepts ", "requires ", "invalid argument"} {
-		if len(msg) >= len(p) && (msg[:len(p)] == p || containsWord(msg, p)) {
+		if strings.Contains(msg, p) {
 			return true
 		}
 	}
 	return false
-}
-
-func containsWord(s, sub string) bool {
-	for i := 0; i+len(sub) <= len(s); i++ {
-		if s[i:i+len(sub)] == sub {
-			return true
-		}
-	}
-	return false
-}
-
-// writeJSON writes v as indented JSON (two spaces), the form every --json of
-// the commands takes.
-func writeJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
 }

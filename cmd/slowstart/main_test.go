@@ -271,7 +271,7 @@ func TestExitCodesPerKind(t *testing.T) {
 func TestVerboseOnly(t *testing.T) {
 	testroot.Require(t, "a lab trial")
 	for _, verbose := range []bool{false, true} {
-		args := []string{"lab", "run", "--rtt", "10ms", "--size", "10KB", "--trials", "1"}
+		args := []string{"lab", "run", "--rtt", "10ms", "--size", "10KB", "--runs", "1"}
 		if verbose {
 			args = append(args, "-v")
 		}
@@ -313,7 +313,7 @@ func TestLabRunShowsDrops(t *testing.T) {
 	}
 	run := func(extra ...string) output {
 		t.Helper()
-		args := append([]string{"lab", "run", "--rtt", "70ms", "--rate", "1.2mbit", "--iw", "10", "--size", "42KB", "--trials", "3", "--json"}, extra...)
+		args := append([]string{"lab", "run", "--rtt", "70ms", "--rate", "1.2mbit", "--iw", "10", "--size", "42KB", "--runs", "3", "--json"}, extra...)
 		code, out, errOut := runCLI(t, args...)
 		if code != exitOK {
 			t.Fatalf("%v: exit %d: %s", args, code, errOut)

@@ -1,14 +1,9 @@
 package main
 
 import (
-	"errors"
-	"fmt"
-	"strconv"
-
 	"github.com/spf13/cobra"
 
 	"github.com/slowstart/slowstart/model"
-	"github.com/slowstart/slowstart/report"
 	"github.com/slowstart/slowstart/units"
 )
 
@@ -16,65 +11,13 @@ import (
 type modelFlags struct {
 	size, headers, rtt, rate, iw, rwnd, tls, chain, cc string
 	mss                                                int
-	bodyBytes                                          int64 // --size, read by params
 	delayedACK, labLatency, asJSON                     bool
 }
 
-func (f *modelFlags) params() (model.Params, []int, error) {
-	var p model.Params
-	var err error
-	body, err := units.ParseSize(f.size)
-	if err != nil {
-		return p, nil, fmt.Errorf("--size: %w", err)
-	}
-	headers := model.LabHeaderBytes(body)
-	if f.headers != "" {
-		if headers, err = units.ParseSize(f.headers); err != nil {
-			return p, nil, fmt.Errorf("--headers: %w", err)
-		}
-	}
-	p.SizeBytes, f.bodyBytes = body+headers, body
-	if p.RTTNs, err = units.ParseDuration(f.rtt); err != nil {
-		return p, nil, fmt.Errorf("--rtt: %w", err)
-	}
-	if f.rate != "0" && f.rate != "none" && f.rate != "" {
-		if p.RateBitsPerSecond, err = units.ParseRate(f.rate); err != nil {
-			return p, nil, fmt.Errorf("--rate: %w", err)
-		}
-	}
-	if f.rwnd != "" && f.rwnd != "linux" {
-		if p.RwndBytes, err = units.ParseSize(f.rwnd); err != nil {
-			return p, nil, fmt.Errorf("--rwnd: %w", err)
-		}
-	}
-	switch f.tls {
-	case "none", "":
-	case "1.2", "1.3":
-		p.TLS = f.tls
-		chain, err := units.ParseSize(f.chain)
-		if err != nil {
-			return p, nil, fmt.Errorf("--chain: %w", err)
-		}
-		p.ChainBytes = int(chain)
-	default:
-		return p, nil, fmt.Errorf("--tls %q: use 1.2, 1.3 or none", f.tls)
-	}
-	p.MSS, p.DelayedACK, p.CC = f.mss, f.delayedACK, f.cc
-	if f.labLatency {
-		p.HostDelayNs, p.ServerDelayNs = model.LabHostDelayNs, model.LabServerDelayNs
-	}
-	var iws []int
-	for _, s := range splitList(f.iw) {
-		n, err := strconv.Atoi(s)
-		if err != nil || n < 1 {
-			return p, nil, fmt.Errorf("--iw: %q is not a number of segments", s)
-		}
-		iws = append(iws, n)
-	}
-	if len(iws) == 0 {
-		return p, nil, errors.New("--iw: give at least one initial window")
-	}
-	return p, iws, nil
+// inputs are the model's inputs as the flags give them.
+func (f *modelFlags) inputs() model.Inputs {
+	return model.Inputs{Size: f.size, Headers: f.headers, RTT: f.rtt, Rate: f.rate, IW: f.iw, Rwnd: f.rwnd, TLS: f.tls, Chain: f.chain,
+		CC: f.cc, MSS: f.mss, DelayedACK: f.delayedACK, LabLatency: f.labLatency}
 }
 
 func newModelCommand() *cobra.Command {
@@ -101,21 +44,7 @@ Equation 1 of Dukkipati et al. (2010) is shown beside it for comparison.
 		Args:        cobra.NoArgs,
 		Annotations: abandonOnInterrupt,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			base, iws, err := f.params()
-			if err != nil {
-				return withCode(exitUsage, err)
-			}
-			work := int64(len(iws)) * model.SimulationBytes(base)
-			bar := newWorkProgress(fmt.Sprintf("Simulating a %s response at %s, packet by packet", report.Size(base.SizeBytes), iwList(iws)), work)
-			out, err := model.PredictProgress(base, iws, f.bodyBytes, bar.Set)
-			bar.Finish()
-			if err != nil {
-				return withCode(exitUsage, err)
-			}
-			if f.asJSON {
-				return writeJSON(cmd.OutOrStdout(), out)
-			}
-			return model.WriteText(cmd.OutOrStdout(), out)
+			return model.Print(f.inputs(), f.asJSON, cmd.OutOrStdout())
 		},
 	}
 	fl := cmd.Flags()
@@ -133,20 +62,4 @@ Equation 1 of Dukkipati et al. (2010) is shown beside it for comparison.
 	fl.BoolVar(&f.labLatency, "lab", false, "add the lab's per-packet and server latencies, to compare with slowstart lab run")
 	fl.BoolVar(&f.asJSON, "json", false, "print the prediction as JSON")
 	return cmd
-}
-
-// iwList says "IW 10" or "IW 3, 10 and 32".
-func iwList(iws []int) string {
-	s := "IW "
-	for i, iw := range iws {
-		switch {
-		case i == 0:
-		case i == len(iws)-1:
-			s += " and "
-		default:
-			s += ", "
-		}
-		s += strconv.Itoa(iw)
-	}
-	return s
 }

@@ -1,20 +1,18 @@
 package main
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
-	"net/netip"
-	"os"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/slowstart/slowstart/browser"
 	"github.com/slowstart/slowstart/har"
+	"github.com/slowstart/slowstart/internal/jsonout"
+	"github.com/slowstart/slowstart/internal/outpath"
 	"github.com/slowstart/slowstart/internal/textsafe"
 	"github.com/slowstart/slowstart/pageload"
-	"github.com/slowstart/slowstart/probe"
 	"github.com/slowstart/slowstart/web"
 )
 
@@ -30,7 +28,7 @@ func (f *browserFlags) register(cmd *cobra.Command) {
 	fl := cmd.Flags()
 	fl.BoolVar(&f.browser, "browser", false, "load the whole page in headless Chromium as a first visit: every connection, every request with its rounds, the critical path to the first render (docs/browser.md)")
 	fl.DurationVar(&f.wait, "wait", time.Second, "with --browser: how long to wait after the load event for late requests")
-	fl.StringVar(&f.harPath, "har", "", "with --browser: also write the load as a HAR 1.2 file, each entry with its connection and rounds (_connection, _rounds)")
+	fl.StringVar(&f.harPath, "har-save", "", "with --browser: also write the load as a HAR 1.2 file, each entry with its connection and rounds (_connection, _rounds)")
 	fl.StringVar(&f.chromium, "chromium", browser.DefaultChromium, "with --browser: the Chromium binary")
 }
 
@@ -39,7 +37,7 @@ func (f *browserFlags) check(cmd *cobra.Command) error {
 	if f.browser {
 		return nil
 	}
-	for _, flag := range []string{"wait", "har", "chromium"} {
+	for _, flag := range []string{"wait", "har-save", "chromium"} {
 		if cmd.Flags().Changed(flag) {
 			return withCode(exitUsage, fmt.Errorf("--%s goes with --browser", flag))
 		}
@@ -47,40 +45,31 @@ func (f *browserFlags) check(cmd *cobra.Command) error {
 	return nil
 }
 
-// browserRun is what runBrowser needs of probe's flags.
-type browserRun struct {
-	flags                                                  browserFlags
-	asJSON, insecure, http1, http3                         bool
-	htmlOut, netns, iface, userAgent, pcapPath, keylogPath string
-	resolves                                               []string
-	timeout                                                time.Duration
-}
-
 // runBrowser runs probe --browser: package browser's page load.
-func runBrowser(cmd *cobra.Command, rawURL string, o browserRun) error {
-	for _, flag := range []string{"exact", "runs", "tls", "no-compress", "header", "sni", "ipv4", "ipv6", "mss", "exact-runs", "after-handshake"} {
+func (f *probeVerbFlags) runBrowser(cmd *cobra.Command, rawURL string) error {
+	if f.protocols != "" {
+		return withCode(exitUsage, errors.New("--protocols chooses for the probe's own client: with --browser, Chromium chooses (add --http3 to let it use QUIC)"))
+	}
+	for _, flag := range []string{"exact", "runs", "tls", "no-compress", "header", "sni", "ipv4", "ipv6", "exact-mss", "exact-runs", "after-handshake"} {
 		if cmd.Flags().Changed(flag) {
 			return withCode(exitUsage, fmt.Errorf("--%s can't be used with --browser: Chromium negotiates the load itself (see docs/browser.md)", flag))
 		}
 	}
-	if err := checkOutputFile("har", o.flags.harPath); err != nil {
+	if err := outpath.CheckFile("har-save", f.browser.harPath); err != nil {
 		return err
 	}
-	if o.flags.wait < 0 {
+	if f.browser.wait < 0 {
 		return withCode(exitUsage, errors.New("--wait can't be negative"))
 	}
-	opts := browser.Options{URL: rawURL, Chromium: o.flags.chromium, Netns: o.netns, Interface: o.iface, Insecure: o.insecure,
-		HTTP1Only: o.http1, HTTP3: o.http3, UserAgent: o.userAgent, Wait: o.flags.wait, Timeout: o.timeout,
-		PcapPath: o.pcapPath, KeylogPath: o.keylogPath, Tool: "slowstart " + version, Packets: o.htmlOut != "",
-		Resolve: map[string]netip.Addr{}}
-	for _, r := range o.resolves {
-		key, addr, err := probe.ParseResolve(r)
-		if err != nil {
-			return withCode(exitUsage, err)
-		}
-		opts.Resolve[key] = addr
+	c := f.client.o
+	resolve, err := parseResolves(f.client.resolves)
+	if err != nil {
+		return err
 	}
-	if !o.asJSON {
+	opts := browser.Options{URL: rawURL, Chromium: f.browser.chromium, Netns: f.client.netns, Interface: c.Interface, Insecure: c.Insecure,
+		HTTP1Only: c.HTTP1Only, HTTP3: f.http3, UserAgent: c.UserAgent, Wait: f.browser.wait, Timeout: c.Timeout,
+		PcapPath: f.pcapPath, KeylogPath: f.keylogPath, Tool: "slowstart " + version, Packets: f.htmlOut != "", Resolve: resolve}
+	if !f.asJSON {
 		fmt.Fprintf(cmd.ErrOrStderr(), "Loading %s in headless Chromium as a first visit, capturing its connections...\n", rawURL)
 	}
 	res, err := browser.Load(cmd.Context(), opts)
@@ -90,18 +79,18 @@ func runBrowser(cmd *cobra.Command, rawURL string, o browserRun) error {
 	if err != nil {
 		return withCode(browserExitCode(err), err)
 	}
-	return writePageLoad(cmd, res.Page, o.asJSON, o.htmlOut, o.flags.harPath)
+	return writePageLoad(cmd, res.Page, f.asJSON, f.htmlOut, f.browser.harPath)
 }
 
 // writePageLoad prints a page load (text or JSON) and writes its page and HAR.
 func writePageLoad(cmd *cobra.Command, page *pageload.Page, asJSON bool, htmlOut, harPath string) error {
 	if harPath != "" {
-		if err := writeHARFile(cmd, harPath, page); err != nil {
+		if err := har.WriteFile(harPath, page, "slowstart", version, cmd.ErrOrStderr()); err != nil {
 			return err
 		}
 	}
 	if htmlOut != "" {
-		if err := writePageHTMLFile(cmd, htmlOut, page); err != nil {
+		if err := web.WritePageHTMLFile(htmlOut, page.Report, page, cmd.OutOrStdout(), cmd.ErrOrStderr()); err != nil {
 			return err
 		}
 		for i := range page.Report.Connections {
@@ -109,29 +98,12 @@ func writePageLoad(cmd *cobra.Command, page *pageload.Page, asJSON bool, htmlOut
 		}
 	}
 	if asJSON {
-		return writeJSON(cmd.OutOrStdout(), page)
+		return jsonout.Write(cmd.OutOrStdout(), page)
 	}
 	for _, w := range page.Report.Warnings {
 		fmt.Fprintf(cmd.ErrOrStderr(), "slowstart: warning: %s\n", textsafe.Escape(w))
 	}
 	return pageload.WriteText(cmd.OutOrStdout(), page)
-}
-
-// writeHARFile writes the page load as a HAR file.
-func writeHARFile(cmd *cobra.Command, path string, page *pageload.Page) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return fileError(fmt.Errorf("--har: %w", err))
-	}
-	if err := har.Write(f, har.FromPage(page, "slowstart", version)); err != nil {
-		f.Close()
-		return fileError(fmt.Errorf("--har: %w", err))
-	}
-	if err := f.Close(); err != nil {
-		return fileError(fmt.Errorf("--har: %w", err))
-	}
-	fmt.Fprintf(cmd.ErrOrStderr(), "slowstart: wrote %s (HAR 1.2, %d entries)\n", path, len(page.Requests))
-	return nil
 }
 
 // browserExitCode maps a page-load error to the documented exit codes.
@@ -145,21 +117,4 @@ func browserExitCode(err error) int {
 		return exitNetwork
 	}
 	return exitFailure
-}
-
-// writePageHTMLFile writes the self-contained page of a page load ('-': standard
-// output).
-func writePageHTMLFile(cmd *cobra.Command, path string, page *pageload.Page) error {
-	if path == "-" {
-		return web.WritePageHTML(cmd.OutOrStdout(), page.Report, page)
-	}
-	var b bytes.Buffer
-	if err := web.WritePageHTML(&b, page.Report, page); err != nil {
-		return err
-	}
-	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
-		return fileError(fmt.Errorf("writing the page: %w", err))
-	}
-	fmt.Fprintf(cmd.ErrOrStderr(), "slowstart: wrote %s (%s); open it in a browser\n", path, sizeText(b.Len()))
-	return nil
 }

@@ -13,9 +13,9 @@ import (
 	"github.com/slowstart/slowstart/browser"
 	"github.com/slowstart/slowstart/har"
 	"github.com/slowstart/slowstart/internal/testroot"
+	"github.com/slowstart/slowstart/lab/labserver"
 	"github.com/slowstart/slowstart/lab/server"
 	"github.com/slowstart/slowstart/pageload"
-	"github.com/slowstart/slowstart/probe"
 )
 
 // TestProbeBrowserFlags: the flags of a browser page load are refused where they
@@ -54,7 +54,7 @@ func TestProbeBrowserCommand(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := startSurveyLab(t, probe.LabServerConfig{RTT: 40 * time.Millisecond, IW: 10, TLSVersion: "1.3", HTTP2: true, Page: &page, Keys: surveyKeys})
+	s := startSurveyLab(t, labserver.Config{RTT: 40 * time.Millisecond, IW: 10, TLSVersion: "1.3", HTTP2: true, Page: &page, Keys: surveyKeys})
 	dir := t.TempDir()
 	harPath := filepath.Join(dir, "load.har")
 	args := []string{"probe", "--browser", "--json", "-k", "--netns", s.Netns, "--har", harPath, "--wait", "200ms"}

@@ -15,8 +15,9 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
+	"github.com/slowstart/slowstart/demo"
 	"github.com/slowstart/slowstart/internal/testroot"
-	"github.com/slowstart/slowstart/probe"
+	"github.com/slowstart/slowstart/lab/labserver"
 )
 
 // schemaDir holds the JSON Schema of every --json format.
@@ -168,9 +169,9 @@ func TestJSONOutputsFollowTheirSchemas(t *testing.T) {
 	dir := t.TempDir()
 
 	// lab run, and compare of two lab runs.
-	labOut := check("lab", "lab run --json", "lab", "run", "--rtt", "70ms", "--rate", "1.2mbit", "--iw", "10", "--size", "42KB", "--trials", "3", "--json")
-	deepOut := check("lab", "lab run --queue 100p --json", "lab", "run", "--rtt", "70ms", "--rate", "1.2mbit", "--iw", "10", "--size", "42KB", "--trials", "3", "--queue", "100p", "--json")
-	h3Out := check("lab", "lab run --http3 --json", "lab", "run", "--rtt", "40ms", "--rate", "10mbit", "--size", "60KB", "--trials", "1", "--http3", "--json")
+	labOut := check("lab", "lab run --json", "lab", "run", "--rtt", "70ms", "--rate", "1.2mbit", "--iw", "10", "--size", "42KB", "--runs", "3", "--json")
+	deepOut := check("lab", "lab run --queue 100p --json", "lab", "run", "--rtt", "70ms", "--rate", "1.2mbit", "--iw", "10", "--size", "42KB", "--runs", "3", "--queue", "100p", "--json")
+	h3Out := check("lab", "lab run --http3 --json", "lab", "run", "--rtt", "40ms", "--rate", "10mbit", "--size", "60KB", "--runs", "1", "--http3", "--json")
 	if !strings.Contains(h3Out, `"comparison"`) || !strings.Contains(h3Out, `"http3": true`) {
 		t.Errorf("lab run --http3 --json has no comparison or no HTTP/3 trial:\n%s", h3Out)
 	}
@@ -201,7 +202,7 @@ func TestJSONOutputsFollowTheirSchemas(t *testing.T) {
 	}
 	check("compare", "compare --json of probes", "compare", "--json", probePath, probePath)
 	store := filepath.Join(dir, "w.db")
-	if code, _, errOut := runCLI(t, "watch", url, "--store", store, "--count", "2", "--every", "10ms", "--label", "page"); code != exitOK {
+	if code, _, errOut := runCLI(t, "watch", url, "--store", store, "--runs", "2", "--every", "10ms", "--label", "page"); code != exitOK {
 		t.Fatalf("watch: exit %d: %s", code, errOut)
 	}
 	check("watch", "watch --list --json", "watch", "--store", store, "--list", "--json")
@@ -216,12 +217,12 @@ func TestJSONOutputsFollowTheirSchemas(t *testing.T) {
 
 	// survey and probe --exact against an emulated server (the exact probe needs
 	// a namespace of its own for its firewall).
-	s := startSurveyLab(t, probe.LabServerConfig{RTT: 20 * time.Millisecond, IW: 10, TLSVersion: "1.3", Keys: surveyKeys})
-	resolve := fmt.Sprintf("%s:%d:%s", probe.LabServerName, s.Addr.Port(), s.Addr.Addr())
+	s := startSurveyLab(t, labserver.Config{RTT: 20 * time.Millisecond, IW: 10, TLSVersion: "1.3", Keys: surveyKeys})
+	resolve := fmt.Sprintf("%s:%d:%s", labserver.ServerName, s.Addr.Port(), s.Addr.Addr())
 	list := writeSurveyList(t, "lab "+s.URL("/bytes/100000"), "closed http://"+s.Addr.Addr().String()+":81/")
 	check("survey", "survey --json", "survey", "--json", "--exact-runs", "1", "--insecure", "--netns", s.Netns, "--resolve", resolve, list)
 	surveyStore := filepath.Join(dir, "survey.db")
-	check("survey-summary", "survey --out --json", "survey", "--json", "--exact-runs", "1", "--insecure", "--netns", s.Netns, "--resolve", resolve, "--out", surveyStore, list)
+	check("survey-summary", "survey --store --json", "survey", "--json", "--exact-runs", "1", "--insecure", "--netns", s.Netns, "--resolve", resolve, "--store", surveyStore, list)
 	check("survey-summary", "survey report --json", "survey", "report", "--json", surveyStore)
 	check("exact", "probe --exact --json", "probe", "--exact", "--exact-runs", "2", "--netns", s.Netns, "--resolve", resolve, "--json", s.URL("/bytes/100000"))
 
@@ -234,13 +235,13 @@ func TestJSONOutputsFollowTheirSchemas(t *testing.T) {
 
 	// The demo: one object labelled by IW with the exact readings, which view reads.
 	demoOut := check("demo", "probe --json (the demo)", "probe", "--json")
-	var demo probe.DemoOutput
-	if err := json.Unmarshal([]byte(demoOut), &demo); err != nil {
+	var parsed demo.Output
+	if err := json.Unmarshal([]byte(demoOut), &parsed); err != nil {
 		t.Fatal(err)
 	}
 	for i, iw := range []int{3, 10, 32} {
-		if len(demo.Columns) != 3 || demo.Columns[i].IW != iw || demo.Columns[i].Exact == nil || demo.Columns[i].Report == nil {
-			t.Fatalf("the demo's columns are not IW 3, 10, 32 each with a Report and an exact reading: %+v", demo.Columns)
+		if len(parsed.Columns) != 3 || parsed.Columns[i].IW != iw || parsed.Columns[i].Exact == nil || parsed.Columns[i].Report == nil {
+			t.Fatalf("the demo's columns are not IW 3, 10, 32 each with a Report and an exact reading: %+v", parsed.Columns)
 		}
 	}
 	demoPath := filepath.Join(dir, "demo.json")

@@ -57,7 +57,7 @@ func TestSecretsStayOutOfOutputs(t *testing.T) {
 	runs := [][]string{
 		{"probe", "--pcap", pcap, "--keylog", keys, given},
 		{"probe", "--json", given},
-		{"watch", "--store", watchStore, "--count", "1", given},
+		{"watch", "--store", watchStore, "--runs", "1", given},
 		{"watch", "--store", watchStore, "--list"},
 		{"survey", "--no-exact", "--out", surveyStore, list},
 		{"survey", "report", surveyStore},

@@ -340,7 +340,7 @@ func TestInterruptLabRun(t *testing.T) {
 	testroot.Require(t, "network namespaces")
 	// Each trial takes about 1.5 s (150 KB at 1 Mbit/s): the signal comes as the
 	// second trial starts.
-	p := startBinary(t, nil, "lab", "run", "--rtt", "10ms", "--rate", "1mbit", "--size", "150KB", "--trials", "3")
+	p := startBinary(t, nil, "lab", "run", "--rtt", "10ms", "--rate", "1mbit", "--size", "150KB", "--runs", "3")
 	p.waitLine(t, true, "1 of 3 trials done", 60*time.Second)
 	code, after := p.signalAndWait(t, syscall.SIGINT, 30*time.Second)
 	checkInterrupted(t, code, after, "1 of 3 trials finished")

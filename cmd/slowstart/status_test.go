@@ -62,7 +62,7 @@ func TestErrorStatusSameEverywhere(t *testing.T) {
 	}
 
 	store := filepath.Join(t.TempDir(), "w.db")
-	code, out, errOut = runCLI(t, "watch", base+"/missing", "--store", store, "--count", "1", "--every", "1s")
+	code, out, errOut = runCLI(t, "watch", base+"/missing", "--store", store, "--runs", "1", "--every", "1s")
 	if code != exitOK || !strings.Contains(out, "HTTP 404") || !strings.Contains(out, "error: ") || !strings.Contains(out, "last byte") {
 		t.Errorf("watch: exit %d, stdout %q, stderr %q; want the measured 404 with its error", code, out, errOut)
 	}

@@ -59,8 +59,8 @@ func TestSurveyKilledResumedSharded(t *testing.T) {
 	list := writeSurveyList(t, lines...)
 	dir := t.TempDir()
 	args := func(store string, extra ...string) []string {
-		return append([]string{"survey", list, "--netns", fleet.Vantage, "--out", store, "--no-passive", "--exact-runs", "2",
-			"--pause", "0", "--concurrency", "64", "--timeout", "5s"}, extra...)
+		return append([]string{"survey", list, "--netns", fleet.Vantage, "--store", store, "--no-passive", "--exact-runs", "2",
+			"--pause", "0", "--parallel", "64", "--timeout", "5s"}, extra...)
 	}
 
 	whole := filepath.Join(dir, "whole.db")
@@ -162,7 +162,7 @@ func TestSurveyKilledResumedSharded(t *testing.T) {
 		}
 	}
 	merged := filepath.Join(dir, "merged.db")
-	if code, out, errOut := runCLI(t, append([]string{"survey", "merge", merged}, stores...)...); code != exitOK {
+	if code, out, errOut := runCLI(t, append([]string{"survey", "merge", "--store", merged}, stores...)...); code != exitOK {
 		t.Fatalf("merge: exit %d\n%s%s", code, out, errOut)
 	}
 	mergedRows := checkFleetStore(t, merged, truth)

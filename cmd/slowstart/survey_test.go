@@ -19,8 +19,8 @@ import (
 	"github.com/google/nftables"
 	"github.com/vishvananda/netns"
 
+	"github.com/slowstart/slowstart/lab/labserver"
 	"github.com/slowstart/slowstart/lab/server"
-	"github.com/slowstart/slowstart/probe"
 	"github.com/slowstart/slowstart/probe/exact"
 )
 
@@ -50,7 +50,7 @@ func TestSurveyCommandErrors(t *testing.T) {
 		{"no argument", []string{"survey"}, exitUsage, "accepts 1 arg"},
 		{"csv and json", []string{"survey", "--csv", "--json", good}, exitUsage, "exclude each other"},
 		{"bad resolve", []string{"survey", "--resolve", "x:443", good}, exitUsage, "HOST:PORT:ADDRESS"},
-		{"bad flag", []string{"survey", "--concurrency", "many", good}, exitUsage, "invalid argument"},
+		{"bad flag", []string{"survey", "--parallel", "many", good}, exitUsage, "invalid argument"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, out, errOut := runCLI(t, tc.args...)
@@ -60,7 +60,7 @@ func TestSurveyCommandErrors(t *testing.T) {
 		})
 	}
 	if os.Geteuid() == 0 {
-		code, _, errOut := runCLI(t, "survey", "--concurrency", "0", "--no-passive", "--mss", "20", good)
+		code, _, errOut := runCLI(t, "survey", "--parallel", "0", "--no-passive", "--exact-mss", "20", good)
 		if code != exitUsage || !strings.Contains(errOut, "MSS 20") {
 			t.Errorf("--mss 20: exit %d, stderr %q", code, errOut)
 		}
@@ -92,7 +92,7 @@ func TestSurveyHelpTeaches(t *testing.T) {
 	if code != exitOK {
 		t.Fatalf("exit %d", code)
 	}
-	for _, want := range []string{"initial window", "provider-a https://a.example/", "Exit codes", "--concurrency", "--netns", "--no-exact", "slowstart survey sites.txt --csv"} {
+	for _, want := range []string{"initial window", "provider-a https://a.example/", "Exit codes", "--parallel", "--netns", "--no-exact", "slowstart survey sites.txt --csv"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("help lacks %q", want)
 		}
@@ -104,11 +104,11 @@ var surveyKeys = server.NewKeyCache()
 // startSurveyLab starts an emulated server for a survey test; its cleanups
 // check that no exact table is left in its client namespace and that its
 // namespaces are gone after it closes.
-func startSurveyLab(t *testing.T, cfg probe.LabServerConfig) *probe.LabServer {
+func startSurveyLab(t *testing.T, cfg labserver.Config) *labserver.Server {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	s, err := probe.StartLabServer(ctx, cfg)
+	s, err := labserver.Start(ctx, cfg)
 	if err != nil {
 		t.Fatalf("starting a lab server: %v", err)
 	}
@@ -204,7 +204,7 @@ func TestSurveyCommandLab(t *testing.T) {
 	testroot.Require(t, "network namespaces, nftables and live captures")
 	const body = "/bytes/150000"
 
-	plain := startSurveyLab(t, probe.LabServerConfig{RTT: 20 * time.Millisecond, IW: 3, Keys: surveyKeys})
+	plain := startSurveyLab(t, labserver.Config{RTT: 20 * time.Millisecond, IW: 3, Keys: surveyKeys})
 	list := writeSurveyList(t, "# an emulated server and a port where nothing listens",
 		"iw-three "+plain.URL(body),
 		fmt.Sprintf("nothing http://%s:81/", plain.Addr.Addr()))
@@ -233,9 +233,9 @@ func TestSurveyCommandLab(t *testing.T) {
 		t.Errorf("refused row: %v", row2)
 	}
 
-	tlsServer := startSurveyLab(t, probe.LabServerConfig{RTT: 20 * time.Millisecond, IW: 32, TLSVersion: "1.3", Keys: surveyKeys})
+	tlsServer := startSurveyLab(t, labserver.Config{RTT: 20 * time.Millisecond, IW: 32, TLSVersion: "1.3", Keys: surveyKeys})
 	list = writeSurveyList(t, "tls-32 "+tlsServer.URL(body))
-	resolve := fmt.Sprintf("%s:%d:%s", probe.LabServerName, tlsServer.Addr.Port(), tlsServer.Addr.Addr())
+	resolve := fmt.Sprintf("%s:%d:%s", labserver.ServerName, tlsServer.Addr.Port(), tlsServer.Addr.Addr())
 	code, out, errOut = runCLI(t, "survey", "--json", "--exact-runs", "2", "--timeout", "10s", "--insecure",
 		"--netns", tlsServer.Netns, "--resolve", resolve, list)
 	if code != exitOK {
@@ -272,7 +272,7 @@ func TestSurveyCommandLab(t *testing.T) {
 func TestSurveyBinaryInterrupted(t *testing.T) {
 	testroot.Require(t, "network namespaces, nftables and live captures")
 	binary := builtBinary(t)
-	s := startSurveyLab(t, probe.LabServerConfig{RTT: 20 * time.Millisecond, IW: 10, Keys: surveyKeys})
+	s := startSurveyLab(t, labserver.Config{RTT: 20 * time.Millisecond, IW: 10, Keys: surveyKeys})
 	var lines []string
 	for i := range 6 {
 		lines = append(lines, fmt.Sprintf("site-%d %s", i+1, s.URL("/bytes/100000")))
@@ -281,7 +281,7 @@ func TestSurveyBinaryInterrupted(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, binary, "survey", "--concurrency", "1", "--exact-runs", "1", "--netns", s.Netns, list)
+	cmd := exec.CommandContext(ctx, binary, "survey", "--parallel", "1", "--exact-runs", "1", "--netns", s.Netns, list)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Start(); err != nil {

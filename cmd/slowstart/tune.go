@@ -3,17 +3,13 @@ package main
 import (
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
 
-	"github.com/slowstart/slowstart/internal/texttable"
-	"github.com/slowstart/slowstart/report"
 	"github.com/slowstart/slowstart/tune"
-	"github.com/slowstart/slowstart/units"
 )
 
 // tuneHoldEnv, set to 1, makes `tune apply` stop after writing its backup and
@@ -78,45 +74,11 @@ a page of --size over --rtt, as model.Simulate predicts it.` + tuneExitCodes,
   slowstart tune show --netns web1 --json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			var page tune.Page
 			netnsName, err := netnsName(netnsFlag)
 			if err != nil {
 				return err
 			}
-			if page.SizeBytes, err = units.ParseSize(size); err != nil {
-				return withCode(exitUsage, fmt.Errorf("--size: %w", err))
-			} else if page.SizeBytes <= 0 {
-				return withCode(exitUsage, fmt.Errorf("--size %q: give a size such as 160KB", size))
-			}
-			if page.RTTNs, err = units.ParseDuration(rtt); err != nil {
-				return withCode(exitUsage, fmt.Errorf("--rtt: %w", err))
-			} else if page.RTTNs <= 0 {
-				return withCode(exitUsage, fmt.Errorf("--rtt %q: give a duration such as 130ms", rtt))
-			}
-			state, err := tune.Read(netnsName)
-			if err != nil {
-				return tuneCode(err)
-			}
-			var bar *workProgress
-			started := false
-			page.Progress = func(done, total int64) {
-				if !started {
-					started = true
-					bar = newWorkProgress(fmt.Sprintf("Pricing the advice on a %s page, packet by packet", report.Size(page.SizeBytes)), total)
-				}
-				bar.Set(done, total)
-			}
-			recs, err := tune.Recommend(state, page)
-			bar.Finish()
-			if err != nil {
-				return err
-			}
-			out := cmd.OutOrStdout()
-			if asJSON {
-				return writeJSON(out, tune.NewShowOutput(state, recs))
-			}
-			writeTuneState(out, state, recs)
-			return nil
+			return tuneCode(tune.Show(netnsName, size, rtt, asJSON, cmd.OutOrStdout()))
 		},
 	}
 	f := cmd.Flags()
@@ -125,37 +87,6 @@ a page of --size over --rtt, as model.Simulate predicts it.` + tuneExitCodes,
 	f.StringVar(&rtt, "rtt", "130ms", "round-trip time the advice is priced on")
 	f.BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd
-}
-
-func writeTuneState(w io.Writer, state *tune.State, recs []tune.Recommendation) {
-	where := "this network namespace"
-	if state.Netns != "" {
-		where = "network namespace " + state.Netns
-	}
-	fmt.Fprintf(w, "Routes in %s (%d):\n", where, len(state.Routes))
-	for _, r := range state.Routes {
-		fmt.Fprintf(w, "  %s\n", r)
-	}
-	fmt.Fprintln(w, "\nSysctls:")
-	tb := texttable.New("  ", texttable.L("sysctl"), texttable.L("value"))
-	for _, s := range state.Sysctls {
-		if s.Error != "" {
-			tb.Row(s.Name, "(unreadable: "+s.Error+")")
-			continue
-		}
-		tb.Row(s.Name, s.Value)
-	}
-	tb.Write(w)
-	fmt.Fprintln(w, "\nRecommendations:")
-	if len(recs) == 0 {
-		fmt.Fprintln(w, "  none: the initial windows and sysctls are already where they help")
-	}
-	for _, r := range recs {
-		fmt.Fprintf(w, "  - %s\n", r.Reason)
-		if r.Action != "" {
-			fmt.Fprintf(w, "    do: %s\n", r.Action)
-		}
-	}
 }
 
 func newTuneApplyCommand() *cobra.Command {
@@ -184,67 +115,10 @@ values go into the same backup, and revert restores them too.` + tuneExitCodes,
   sudo slowstart tune apply --initcwnd 32 --slow-start-after-idle 0`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			flags := cmd.Flags()
-			var err error
-			if opts.Netns, err = netnsName(opts.Netns); err != nil {
+			if err := applyOptions(cmd, &opts, slowStartAfterIdle, noMetricsSave); err != nil {
 				return err
 			}
-			opts.Sysctls = map[string]string{}
-			if flags.Changed("slow-start-after-idle") {
-				opts.Sysctls[tune.SysctlSlowStartAfterIdle] = slowStartAfterIdle
-			}
-			if flags.Changed("no-metrics-save") {
-				opts.Sysctls[tune.SysctlNoMetricsSave] = noMetricsSave
-			}
-			switch {
-			case flags.Changed("initcwnd"):
-				if err := tune.CheckWindow("initcwnd", opts.InitCwnd, opts.Force); err != nil {
-					return withCode(exitUsage, err)
-				}
-			case !flags.Changed("initrwnd") && len(opts.Sysctls) == 0:
-				return withCode(exitUsage, errors.New("--initcwnd N is required (segments; Linux's default is 10), unless --initrwnd, --slow-start-after-idle or --no-metrics-save is given"))
-			}
-			opts.Command = "slowstart " + strings.Join(os.Args[1:], " ")
-			errOut := cmd.ErrOrStderr()
-			if os.Getenv(tuneHoldEnv) == "1" {
-				opts.AfterBackup = func(path string) error {
-					fmt.Fprintf(errOut, "backup written: %s; holding before any change (%s=1)\n", path, tuneHoldEnv)
-					<-cmd.Context().Done()
-					return cmd.Context().Err()
-				}
-			}
-			res, err := tune.Apply(opts)
-			if cmd.Context().Err() != nil {
-				switch {
-				case res != nil && res.Changed+res.SysctlsChanged > 0:
-					return interrupted("interrupted after changing %d route(s) and %d sysctl(s); undo with: slowstart tune revert --backup %s", res.Changed, res.SysctlsChanged, res.BackupPath)
-				case res != nil && res.BackupPath != "":
-					return interrupted("interrupted; nothing was changed (the backup %s records the state)", res.BackupPath)
-				}
-				return interrupted("interrupted; nothing was changed")
-			}
-			if err != nil && (res == nil || len(res.Changes)+len(res.Sysctls) == 0) {
-				return tuneCode(err)
-			}
-			out := cmd.OutOrStdout()
-			if asJSON {
-				if encErr := writeJSON(out, res); encErr != nil {
-					return encErr
-				}
-			} else {
-				writeApply(out, res)
-			}
-			if err != nil {
-				if res.BackupPath != "" {
-					err = fmt.Errorf("%w (backup of the prior state: %s)", err, res.BackupPath)
-				}
-				return tuneCode(err)
-			}
-			if persist && !asJSON {
-				fmt.Fprintln(out)
-				tune.WritePersistHelp(out, res, opts.InitCwnd, opts.InitRwnd)
-			}
-			return nil
+			return tuneCode(tune.RunApply(cmd.Context(), opts, asJSON, persist, cmd.OutOrStdout()))
 		},
 	}
 	f := cmd.Flags()
@@ -263,50 +137,40 @@ values go into the same backup, and revert restores them too.` + tuneExitCodes,
 	return cmd
 }
 
-func writeApply(w io.Writer, res *tune.ApplyResult) {
-	pending := 0
-	for _, c := range res.Changes {
-		switch {
-		case c.Skipped != "":
-			fmt.Fprintf(w, "skipped: %s: %s\n", c.Before, c.Skipped)
-		case c.Unchanged:
-			fmt.Fprintf(w, "unchanged: %s\n", c.Before)
-		default:
-			pending++
-			fmt.Fprintln(w, c.Command)
-		}
+// applyOptions reads the flags of tune apply into opts: the namespace, the
+// sysctls given, the window (required unless something else is set), the
+// command line recorded in the backup.
+func applyOptions(cmd *cobra.Command, opts *tune.ApplyOptions, slowStartAfterIdle, noMetricsSave string) error {
+	flags := cmd.Flags()
+	var err error
+	if opts.Netns, err = netnsName(opts.Netns); err != nil {
+		return err
 	}
-	pendingSysctls := 0
-	for _, s := range res.Sysctls {
-		if s.Unchanged {
-			fmt.Fprintf(w, "unchanged: %s = %s\n", s.Name, s.Before)
-			continue
-		}
-		pendingSysctls++
-		fmt.Fprintf(w, "%s   # was %s\n", s.Command, s.Before)
+	opts.Sysctls = map[string]string{}
+	if flags.Changed("slow-start-after-idle") {
+		opts.Sysctls[tune.SysctlSlowStartAfterIdle] = slowStartAfterIdle
+	}
+	if flags.Changed("no-metrics-save") {
+		opts.Sysctls[tune.SysctlNoMetricsSave] = noMetricsSave
 	}
 	switch {
-	case pending+pendingSysctls == 0:
-		fmt.Fprintln(w, "Nothing to change: every matching route and sysctl already has these values.")
-	case res.DryRun:
-		fmt.Fprintf(w, "Dry run: %d route(s) and %d sysctl(s) would change; nothing was changed or written.\n", pending, pendingSysctls)
-	default:
-		fmt.Fprintf(w, "Backup of the prior state: %s\n", res.BackupPath)
-		fmt.Fprintf(w, "Changed %d route(s) and %d sysctl(s). New connections use the new values; undo with: slowstart tune revert --backup %s\n",
-			res.Changed, res.SysctlsChanged, res.BackupPath)
+	case flags.Changed("initcwnd"):
+		if err := tune.CheckWindow("initcwnd", opts.InitCwnd, opts.Force); err != nil {
+			return withCode(exitUsage, err)
+		}
+	case !flags.Changed("initrwnd") && len(opts.Sysctls) == 0:
+		return withCode(exitUsage, errors.New("--initcwnd N is required (segments; Linux's default is 10), unless --initrwnd, --slow-start-after-idle or --no-metrics-save is given"))
 	}
-	writeMarkNote(w, res.MarksFile, res.MarkError)
-}
-
-// writeMarkNote says where the change was recorded for slowstart field, or why
-// it could not be.
-func writeMarkNote(w io.Writer, marksFile, markError string) {
-	switch {
-	case markError != "":
-		fmt.Fprintf(w, "warning: the change stands, but it could not be recorded for slowstart field: %s\n", markError)
-	case marksFile != "":
-		fmt.Fprintf(w, "Recorded in %s: slowstart field marks the change in its store.\n", marksFile)
+	opts.Command = "slowstart " + strings.Join(os.Args[1:], " ")
+	if os.Getenv(tuneHoldEnv) == "1" {
+		errOut, ctx := cmd.ErrOrStderr(), cmd.Context()
+		opts.AfterBackup = func(path string) error {
+			fmt.Fprintf(errOut, "backup written: %s; holding before any change (%s=1)\n", path, tuneHoldEnv)
+			<-ctx.Done()
+			return ctx.Err()
+		}
 	}
+	return nil
 }
 
 func newTuneRevertCommand() *cobra.Command {
@@ -330,42 +194,7 @@ twice is harmless.` + tuneExitCodes,
 			if opts.Netns, err = netnsName(opts.Netns); err != nil {
 				return err
 			}
-			res, err := tune.Revert(opts)
-			if err != nil && res == nil {
-				return tuneCode(err)
-			}
-			out := cmd.OutOrStdout()
-			if asJSON {
-				if encErr := writeJSON(out, res); encErr != nil {
-					return encErr
-				}
-			} else {
-				fmt.Fprintf(out, "Backup: %s\n", res.BackupPath)
-				for _, c := range res.Changes {
-					switch {
-					case c.Unchanged:
-						fmt.Fprintf(out, "unchanged: %s\n", c.After)
-					case c.Missing:
-						fmt.Fprintf(out, "re-added: %s\n", c.Command)
-					default:
-						fmt.Fprintln(out, c.Command)
-					}
-				}
-				for _, s := range res.Sysctls {
-					if s.Unchanged {
-						fmt.Fprintf(out, "unchanged: %s = %s\n", s.Name, s.After)
-					} else {
-						fmt.Fprintf(out, "%s   # was %s\n", s.Command, s.Before)
-					}
-				}
-				if res.Changed+res.SysctlsChanged == 0 && err == nil {
-					fmt.Fprintln(out, "Nothing to change: the routes and sysctls are as the backup recorded them.")
-				} else if err == nil {
-					fmt.Fprintf(out, "Restored %d route(s) and %d sysctl(s).\n", res.Changed, res.SysctlsChanged)
-				}
-				writeMarkNote(out, res.MarksFile, res.MarkError)
-			}
-			return tuneCode(err)
+			return tuneCode(tune.RunRevert(opts, asJSON, cmd.OutOrStdout()))
 		},
 	}
 	f := cmd.Flags()

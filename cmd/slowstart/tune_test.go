@@ -2,89 +2,56 @@ package main
 
 import (
 	"bufio"
-	"context"
 	"encoding/json"
-	"fmt"
-	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/slowstart/slowstart/internal/testroot"
-
-	"github.com/slowstart/slowstart/lab/labpath"
-	"github.com/slowstart/slowstart/lab/server"
-	"github.com/slowstart/slowstart/probe/exact"
+	"github.com/slowstart/slowstart/lab/labserver"
 )
 
-// tuneNeedRoot skips without root, except under CI=true, where it fails.
-func tuneNeedRoot(t *testing.T) {
-	t.Helper()
-	testroot.Require(t, "network namespaces and routes")
-}
-
-var tuneNamespaceSeq atomic.Int64
-
-func tuneIP(t *testing.T, args ...string) string {
-	t.Helper()
-	out, err := exec.Command("ip", args...).CombinedOutput()
-	if err != nil {
-		t.Fatalf("ip %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
-	return string(out)
-}
-
 // tuneNamespace makes a network namespace with a default route, a /24 with
-// metrics, a route in another table and IPv6 routes; removed at the end.
+// metrics, a route in another table and IPv6 routes; removed at the end. The
+// many kinds of routes are package tune's tests; these are what the command's
+// outputs show.
 func tuneNamespace(t *testing.T) string {
 	t.Helper()
-	tuneNeedRoot(t)
-	name := fmt.Sprintf("sstunecli-%d-%d", os.Getpid(), tuneNamespaceSeq.Add(1))
-	tuneIP(t, "netns", "add", name)
-	t.Cleanup(func() {
-		if out, err := exec.Command("ip", "netns", "delete", name).CombinedOutput(); err != nil {
-			t.Errorf("delete namespace %s: %v\n%s", name, err, out)
-		}
-	})
-	for _, line := range []string{
-		"link set lo up",
-		"link add veth0 type veth peer name veth1",
-		// No link-local addresses: they would appear at a moment of the kernel's choosing.
-		"link set veth0 addrgenmode none",
-		"link set veth1 addrgenmode none",
-		"link set veth0 up",
-		"link set veth1 up",
-		"addr add 192.0.2.10/24 dev veth0",
-		"-6 addr add 2001:db8::10/64 dev veth0 nodad",
-		"route add default via 192.0.2.1 dev veth0 proto static metric 100",
-		"route add 203.0.113.0/24 via 192.0.2.2 dev veth0 mtu lock 1400 rto_min 50ms",
-		"route add 10.20.0.0/16 via 192.0.2.3 dev veth0 table 100 initcwnd 4",
-		"-6 route add default via 2001:db8::1 dev veth0 metric 1024",
-	} {
-		tuneIP(t, append([]string{"-n", name}, strings.Fields(line)...)...)
-	}
-	return name
+	return testroot.Namespace(t, "sstunecli", `
+		link set lo up
+		link add veth0 type veth peer name veth1
+		# No link-local addresses: they would appear at a moment of the kernel's choosing.
+		link set veth0 addrgenmode none
+		link set veth1 addrgenmode none
+		link set veth0 up
+		link set veth1 up
+		addr add 192.0.2.10/24 dev veth0
+		-6 addr add 2001:db8::10/64 dev veth0 nodad
+		route add default via 192.0.2.1 dev veth0 proto static metric 100
+		route add 203.0.113.0/24 via 192.0.2.2 dev veth0 mtu lock 1400 rto_min 50ms
+		route add 10.20.0.0/16 via 192.0.2.3 dev veth0 table 100 initcwnd 4
+		-6 route add default via 2001:db8::1 dev veth0 metric 1024
+	`)
 }
 
 // tuneSnapshot is the routes of both families and the TCP sysctls of the
 // namespace, by the real ip and sysctl binaries.
 func tuneSnapshot(t *testing.T, ns string) string {
 	t.Helper()
-	return tuneIP(t, "-n", ns, "-4", "-d", "route", "show", "table", "all") + "----\n" +
-		tuneIP(t, "-n", ns, "-6", "-d", "route", "show", "table", "all") + "----\n" +
-		tuneIP(t, "netns", "exec", ns, "sysctl", "net.ipv4.tcp_slow_start_after_idle", "net.ipv4.tcp_no_metrics_save",
+	return testroot.IP(t, "-n", ns, "-4", "-d", "route", "show", "table", "all") + "----\n" +
+		testroot.IP(t, "-n", ns, "-6", "-d", "route", "show", "table", "all") + "----\n" +
+		testroot.IP(t, "netns", "exec", ns, "sysctl", "net.ipv4.tcp_slow_start_after_idle", "net.ipv4.tcp_no_metrics_save",
 			"net.ipv4.tcp_congestion_control", "net.ipv4.tcp_rmem", "net.ipv4.tcp_wmem")
 }
 
 // tuneSysctl reads one sysctl inside the namespace with the sysctl binary.
 func tuneSysctl(t *testing.T, ns, name string) string {
 	t.Helper()
-	return strings.TrimSpace(tuneIP(t, "netns", "exec", ns, "sysctl", "-n", name))
+	return strings.TrimSpace(testroot.IP(t, "netns", "exec", ns, "sysctl", "-n", name))
 }
 
 // tuneOther is the other value of a 0/1 sysctl.
@@ -277,9 +244,9 @@ func TestTuneKilledAfterBackup(t *testing.T) {
 		t.Fatalf("routes changed before the backup hold:\n%s", now)
 	}
 	// Change the routes as a half-finished apply (or an operator) would.
-	tuneIP(t, "-n", ns, "route", "change", "default", "via", "192.0.2.1", "dev", "veth0", "proto", "static", "metric", "100", "initcwnd", "50")
-	tuneIP(t, "-n", ns, "route", "del", "10.20.0.0/16", "table", "100")
-	tuneIP(t, "netns", "exec", ns, "sysctl", "-w", "net.ipv4.tcp_slow_start_after_idle="+idle)
+	testroot.IP(t, "-n", ns, "route", "change", "default", "via", "192.0.2.1", "dev", "veth0", "proto", "static", "metric", "100", "initcwnd", "50")
+	testroot.IP(t, "-n", ns, "route", "del", "10.20.0.0/16", "table", "100")
+	testroot.IP(t, "netns", "exec", ns, "sysctl", "-w", "net.ipv4.tcp_slow_start_after_idle="+idle)
 	start := time.Now()
 	revert := exec.Command(bin, "tune", "revert", "--backup", backup)
 	if out, err := revert.CombinedOutput(); err != nil {
@@ -291,71 +258,46 @@ func TestTuneKilledAfterBackup(t *testing.T) {
 	t.Logf("revert took %v", time.Since(start))
 }
 
-// TestTuneCLILabIW: a lab server whose route carries initcwnd 10; `tune
-// apply --netns <server> --initcwnd 20 --route all` makes the exact probe
-// from the client namespace measure 20, and `tune revert` 10 again.
+// TestTuneCLILabIW: the commands together on a lab server whose route carries
+// initcwnd 10: `tune apply --initcwnd 20` in its namespace makes `probe --exact`
+// from the client's count 20 segments, and `tune revert` 10 again. (Package
+// tune's own lab test applies through its API and measures with probe/exact's.)
 func TestTuneCLILabIW(t *testing.T) {
-	tuneNeedRoot(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	path, err := labpath.Start(ctx, labpath.Config{RTT: 20 * time.Millisecond, InitCwnd: 10})
-	if err != nil {
-		t.Fatalf("start the lab's path: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := path.Close(); err != nil {
-			t.Errorf("close the path: %v", err)
-		}
-	})
-	serverAddr := netip.AddrPortFrom(path.ServerAddr, 80)
-	listener, err := path.Listen(labpath.Server, "tcp", serverAddr.String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	serveCtx, stopServe := context.WithCancel(ctx)
-	served := make(chan error, 1)
-	go func() { served <- server.Serve(serveCtx, listener, server.Config{}) }()
-	t.Cleanup(func() {
-		stopServe()
-		if err := <-served; err != nil {
-			t.Errorf("server: %v", err)
-		}
-	})
-
-	measure := func(when string) int {
+	testroot.Require(t, "network namespaces, routes and nftables")
+	s := startSurveyLab(t, labserver.Config{RTT: 20 * time.Millisecond, IW: 10})
+	exactIW := func(when string) int {
 		t.Helper()
-		mctx, mcancel := context.WithTimeout(ctx, time.Minute)
-		defer mcancel()
-		res, err := exact.Measure(mctx, exact.Options{
-			URL:   fmt.Sprintf("http://%s/bytes/100000", serverAddr),
-			Netns: path.ClientNetns,
-			Runs:  1,
-		})
-		if err != nil {
-			t.Fatalf("%s: measure: %v", when, err)
+		code, out, errOut := runCLI(t, "probe", "--exact", "--exact-runs", "1", "--json", "--netns", s.Netns, s.URL("/bytes/100000"))
+		var res struct {
+			Verdict    string `json:"verdict"`
+			Reason     string `json:"reason"`
+			IWSegments int    `json:"iw_segments"`
 		}
-		if res.Verdict != exact.VerdictExact {
-			t.Fatalf("%s: verdict %s: %s", when, res.Verdict, res.Reason)
+		if err := json.Unmarshal([]byte(out), &res); code != exitOK || err != nil {
+			t.Fatalf("%s: probe --exact: exit %d (%v): %s%s", when, code, err, out, errOut)
+		}
+		if res.Verdict != "exact" {
+			t.Fatalf("%s: probe --exact: verdict %s: %s", when, res.Verdict, res.Reason)
 		}
 		return res.IWSegments
 	}
 
-	if iw := measure("before apply"); iw != 10 {
+	if iw := exactIW("before apply"); iw != 10 {
 		t.Fatalf("before apply: measured IW %d, want 10", iw)
 	}
 	dir := t.TempDir()
-	code, out, errOut := runCLI(t, "tune", "apply", "--netns", path.ServerNamespace, "--initcwnd", "20", "--route", "all", "--backup-dir", dir)
+	code, out, errOut := runCLI(t, "tune", "apply", "--netns", s.ServerNamespace, "--initcwnd", "20", "--route", "all", "--backup-dir", dir)
 	if code != exitOK || !strings.Contains(out, "initcwnd 20") {
 		t.Fatalf("apply: exit %d\n%s%s", code, out, errOut)
 	}
-	if iw := measure("after apply"); iw != 20 {
+	if iw := exactIW("after apply"); iw != 20 {
 		t.Errorf("after apply: measured IW %d, want 20", iw)
 	}
-	code, out, errOut = runCLI(t, "tune", "revert", "--netns", path.ServerNamespace, "--backup-dir", dir)
+	code, out, errOut = runCLI(t, "tune", "revert", "--netns", s.ServerNamespace, "--backup-dir", dir)
 	if code != exitOK || !strings.Contains(out, "Restored") {
 		t.Fatalf("revert: exit %d\n%s%s", code, out, errOut)
 	}
-	if iw := measure("after revert"); iw != 10 {
+	if iw := exactIW("after revert"); iw != 10 {
 		t.Errorf("after revert: measured IW %d, want 10", iw)
 	}
 }

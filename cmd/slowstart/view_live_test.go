@@ -64,10 +64,10 @@ func TestViewLiveUsage(t *testing.T) {
 		{"view"},
 		{"view", "--live", "lo", "x.pcap"},
 		{"view", "--live", "lo", "--html", "x.html"},
-		{"view", "--live", "lo", "--server", ":80"},
-		{"view", "--live", "lo", "--filter", "not-an-address"},
+		{"view", "--live", "lo", "--server", "not-an-address"},
 		{"view", "--live", "lo", "--keep", "0"},
-		{"view", iw3Capture, "--filter", ":80"},
+		{"view", iw3Capture, "--pcap", "x.pcap"},
+		{"view", "--listen", "127.0.0.1:99999", iw3Capture},
 	} {
 		code, _, errOut := runCLI(t, args...)
 		if code != exitUsage || !strings.Contains(errOut, "slowstart: ") {
@@ -88,7 +88,7 @@ func TestViewLiveExitCodes(t *testing.T) {
 	bin := liveBuildBinary(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, "view", "--live", "lo", "--port", "0")
+	cmd := exec.CommandContext(ctx, bin, "view", "--live", "lo", "--listen", "127.0.0.1:0")
 	// nobody, with no capabilities: as a user without the privilege would run it.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534, Groups: []uint32{}}}
 	out, err := cmd.CombinedOutput()
@@ -263,7 +263,7 @@ func TestViewLiveBrowser(t *testing.T) {
 	pcap := filepath.Join(dir, "seen.pcap")
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	view := exec.CommandContext(ctx, bin, "view", "--live", "lo", "--filter", fmt.Sprintf("127.0.0.1:%d", port), "--port", "0", "--pcap", pcap)
+	view := exec.CommandContext(ctx, bin, "view", "--live", "lo", "--server", fmt.Sprintf("127.0.0.1:%d", port), "--listen", "127.0.0.1:0", "--pcap", pcap)
 	viewOut, err := view.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -5,7 +5,6 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -17,10 +16,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slowstart/slowstart/internal/fault"
 	"github.com/slowstart/slowstart/internal/testroot"
 
+	"github.com/slowstart/slowstart/lab/labserver"
 	"github.com/slowstart/slowstart/lab/netlab"
-	"github.com/slowstart/slowstart/probe"
 	"github.com/slowstart/slowstart/watch"
 )
 
@@ -38,14 +38,10 @@ func execWatch(ctx context.Context, args ...string) (stdout, stderr string, err 
 }
 
 func exitCodeOf(err error) int {
-	var ee *exitError
-	if errors.As(err, &ee) {
-		return ee.code
-	}
-	if err != nil {
+	if err != nil && !fault.Marked(err) {
 		return exitFailure
 	}
-	return exitOK
+	return exitCode(err)
 }
 
 func needRootForTest(t *testing.T) {
@@ -55,12 +51,12 @@ func needRootForTest(t *testing.T) {
 
 // startWatchLab starts an emulated server over TLS 1.3 (RTT 40 ms, IW 2) that
 // the test removes when it ends.
-func startWatchLab(t *testing.T) *probe.LabServer {
+func startWatchLab(t *testing.T) *labserver.Server {
 	t.Helper()
 	t.Cleanup(func() { netlab.CloseAll() })
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	srv, err := probe.StartLabServer(ctx, probe.LabServerConfig{RTT: 40 * time.Millisecond, IW: 2, TLSVersion: "1.3"})
+	srv, err := labserver.Start(ctx, labserver.Config{RTT: 40 * time.Millisecond, IW: 2, TLSVersion: "1.3"})
 	if err != nil {
 		t.Fatalf("starting the lab server: %v", err)
 	}
@@ -82,12 +78,12 @@ func TestWatchCommand(t *testing.T) {
 	srv := startWatchLab(t)
 	store := filepath.Join(t.TempDir(), "watch.db")
 	url := srv.URL("/bytes/50000")
-	resolve := fmt.Sprintf("%s:%d:%s", probe.LabServerName, srv.Addr.Port(), srv.Addr.Addr())
+	resolve := fmt.Sprintf("%s:%d:%s", labserver.ServerName, srv.Addr.Port(), srv.Addr.Addr())
 	common := []string{url, "--store", store, "--netns", srv.Netns, "--resolve", resolve, "-k", "--every", "200ms"}
 
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	out, errOut, err := execWatch(ctx, append(common, "--count", "3")...)
+	out, errOut, err := execWatch(ctx, append(common, "--runs", "3")...)
 	if err != nil {
 		t.Fatalf("watch --count 3: %v (stderr %q)", err, errOut)
 	}
@@ -207,7 +203,7 @@ func TestWatchCommand(t *testing.T) {
 	// A server that refuses: every probe is stored with its error, and the watch
 	// goes on to its count.
 	refused := fmt.Sprintf("http://%s:81/", srv.Addr.Addr())
-	out, errOut, err = execWatch(ctx, refused, "--store", store, "--netns", srv.Netns, "--every", "100ms", "--count", "2")
+	out, errOut, err = execWatch(ctx, refused, "--store", store, "--netns", srv.Netns, "--every", "100ms", "--runs", "2")
 	if err != nil {
 		t.Fatalf("watching a closed port: %v (stderr %q)", err, errOut)
 	}
@@ -370,25 +366,5 @@ func TestWatchCommandErrors(t *testing.T) {
 	}
 	if _, err := os.Stat(store); err == nil {
 		t.Error("a store was made by a command that failed on its arguments")
-	}
-}
-
-// TestFormatWatchRowIW: each probe's line shows the window as its verdict allows.
-func TestFormatWatchRowIW(t *testing.T) {
-	n := func(v int) *int { return &v }
-	for _, c := range []struct {
-		row  watch.Row
-		want string
-	}{
-		{watch.Row{IWSegments: n(10), IWVerdict: "exact"}, "IW 10 (exact)"},
-		{watch.Row{IWSegments: n(4), IWSegmentsMax: n(10), IWVerdict: "range"}, "IW 4-10 (range)"},
-		{watch.Row{IWSegments: n(3), IWVerdict: "lower_bound"}, "IW ≥ 3 (lower_bound)"},
-		{watch.Row{IWVerdict: "ambiguous"}, "IW ? (ambiguous)"},
-		{watch.Row{}, "IW ?"},
-	} {
-		c.row.Time, c.row.URL, c.row.Status = time.Unix(0, 0), "https://a.example/", n(200)
-		if line := formatWatchRow(c.row); !strings.Contains(line, c.want) {
-			t.Errorf("%q lacks %q", line, c.want)
-		}
 	}
 }

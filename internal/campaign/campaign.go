@@ -374,7 +374,15 @@ func judge(ctx context.Context, index int, j lab.Job, row lab.Row) Result {
 		return res
 	}
 	defer os.Remove(gro)
-	for _, side := range []struct{ vantage, path string }{{report.VantageClient, row.ClientPcap}, {report.VantageServer, row.ServerPcap}, {vantageClientGRO, gro}} {
+	// And the server's as a capture above the sender's TSO shows it: what the
+	// server wrote in one burst handed to the capture as one frame.
+	tso := row.ServerPcap + ".tso"
+	if err := mergeGRO(row.ServerPcap, tso); err != nil {
+		res.Error = fmt.Sprintf("merging the server capture as TSO would: %v", err)
+		return res
+	}
+	defer os.Remove(tso)
+	for _, side := range []struct{ vantage, path string }{{report.VantageClient, row.ClientPcap}, {report.VantageServer, row.ServerPcap}, {vantageClientGRO, gro}, {vantageServerTSO, tso}} {
 		rep, err := analysis.File(ctx, side.path, analysis.Options{})
 		if err != nil {
 			res.Error = fmt.Sprintf("%s capture: %v", side.vantage, err)
@@ -413,6 +421,10 @@ func judge(ctx context.Context, index int, j lab.Job, row lab.Row) Result {
 // vantageClientGRO names the readings of the client's capture merged as GRO would.
 const vantageClientGRO = "client_gro"
 
+// vantageServerTSO names the readings of the server's capture merged as the
+// sender's TSO (or GSO) would hand its bursts to a capture on the server.
+const vantageServerTSO = "server_tso"
+
 // canonical writes an address as the kernel record does.
 func canonical(s string) string {
 	ap, err := netip.ParseAddrPort(s)
@@ -435,9 +447,7 @@ func keep(dir string, res Result, row lab.Row) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return
 	}
-	for _, c := range []struct{ from, to string }{{row.ClientPcap, res.Name + ".client.pcap"}, {row.ServerPcap, res.Name + ".server.pcap"}} {
-		copyFile(c.from, filepath.Join(dir, c.to))
-	}
+	_ = row.KeepCaptures(dir, res.Name) // what could be copied is; the line below says what the trial was
 	f, err := os.OpenFile(filepath.Join(dir, "wrong.jsonl"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 	if err != nil {
 		return
@@ -452,21 +462,4 @@ func jsonLine(v any) string {
 		return fmt.Sprintf("{\"error\": %q}", err.Error())
 	}
 	return string(b)
-}
-
-func copyFile(from, to string) error {
-	in, err := os.Open(from)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	out, err := os.Create(to)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		out.Close()
-		return err
-	}
-	return out.Close()
 }

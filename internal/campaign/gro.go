@@ -1,14 +1,10 @@
 package campaign
 
 import (
-	"errors"
-	"fmt"
-	"io"
-	"os"
-
 	"github.com/gopacket/gopacket"
 	"github.com/gopacket/gopacket/layers"
-	"github.com/gopacket/gopacket/pcapgo"
+
+	"github.com/slowstart/slowstart/internal/truthcheck"
 )
 
 // groWindowNs is how close in time two segments must arrive for the copy to merge
@@ -27,61 +23,28 @@ const groMaxBytes = 65535 - 60
 // segments of one size). The analysis must count such a frame as the segments it
 // holds.
 func mergeGRO(in, out string) error {
-	f, err := os.Open(in)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	r, err := pcapgo.NewReader(f)
-	if err != nil {
-		return fmt.Errorf("%s: %w", in, err)
-	}
-	o, err := os.Create(out)
-	if err != nil {
-		return err
-	}
-	defer o.Close()
-	w := pcapgo.NewWriterNanos(o)
-	if err := w.WriteFileHeader(65535, r.LinkType()); err != nil {
-		return err
-	}
 	var pending *groFrame
-	flush := func() error {
-		if pending == nil {
-			return nil
-		}
-		err := pending.write(w)
-		pending = nil
-		return err
-	}
-	for {
-		data, ci, err := r.ReadPacketData()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return fmt.Errorf("%s: %w", in, err)
-		}
+	return truthcheck.CopyEdited(in, out, func(_ int, data []byte, ci gopacket.CaptureInfo, write truthcheck.WriteFunc) error {
 		g := parseGRO(data, ci)
 		if g != nil && pending != nil && pending.merges(g) {
 			pending.add(g)
-			continue
+			return nil
 		}
-		if err := flush(); err != nil {
-			return err
-		}
-		if g == nil {
-			if err := w.WritePacket(ci, data); err != nil {
+		if pending != nil {
+			if err := pending.write(write); err != nil {
 				return err
 			}
-			continue
+			pending = nil
+		}
+		switch {
+		case data == nil: // the end of the capture
+			return nil
+		case g == nil:
+			return write(ci, data)
 		}
 		pending = g
-	}
-	if err := flush(); err != nil {
-		return err
-	}
-	return o.Close()
+		return nil
+	})
 }
 
 // groFrame is a TCP data segment (or several merged) waiting to be written.
@@ -156,7 +119,7 @@ func (f *groFrame) add(g *groFrame) {
 	}
 }
 
-func (f *groFrame) write(w *pcapgo.Writer) error {
+func (f *groFrame) write(write truthcheck.WriteFunc) error {
 	buf := gopacket.NewSerializeBuffer()
 	opts := gopacket.SerializeOptions{FixLengths: true, ComputeChecksums: true}
 	var err error
@@ -176,5 +139,5 @@ func (f *groFrame) write(w *pcapgo.Writer) error {
 	data := buf.Bytes()
 	ci := f.lastCI
 	ci.CaptureLength, ci.Length = len(data), len(data)
-	return w.WritePacket(ci, data)
+	return write(ci, data)
 }

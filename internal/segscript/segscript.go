@@ -74,9 +74,34 @@ func (s *Script) Served() int64 { return s.served }
 // the bytes up to end.
 func (s *Script) SetServed(end int64) { s.served = end }
 
+// AckClocked adds what a window-limited sender does when the acknowledgements of
+// its last round come back: from t ms, spacingMs apart, an acknowledgement of two
+// more segments after offset from (delayed ACKs), each followed at once by the
+// four segments it lets go in slow start (two freed, two grown), until n
+// segments of mss bytes went out. A single acknowledgement followed by a whole
+// round is no sender's.
+func (s *Script) AckClocked(t float64, from int64, n, mss int, spacingMs float64) *Script {
+	for k := 0; n > 0; k++ {
+		at := t + float64(k)*spacingMs
+		s.Ack(at, from+int64(2*(k+1)*mss))
+		burst := min(4, n)
+		s.Burst(at+0.001, burst, mss, 0.001)
+		n -= burst
+	}
+	return s
+}
+
+// DupAck adds a duplicate acknowledgement of offset at t ms, without SACK blocks
+// (a segment beyond a hole arrived, on a connection without SACK).
+func (s *Script) DupAck(t float64, offset int64) *Script {
+	s.Segs = append(s.Segs, flow.Segment{Dir: flow.ToServer, TimeNs: int64(t * msNs), HasAck: true, AckOffset: offset, DupAck: true, WindowBytes: 1 << 20})
+	return s
+}
+
 // AckSACK adds a client acknowledgement up to offset at t ms that also selectively
-// acknowledges bytes up to sackHigh (a segment beyond a hole arrived).
-func (s *Script) AckSACK(t float64, offset, sackHigh int64) *Script {
-	s.Segs = append(s.Segs, flow.Segment{Dir: flow.ToServer, TimeNs: int64(t * msNs), HasAck: true, AckOffset: offset, SACKHigh: sackHigh, WindowBytes: 1 << 20})
+// acknowledges the bytes from sackLeft to sackHigh (segments beyond a hole arrived).
+func (s *Script) AckSACK(t float64, offset, sackLeft, sackHigh int64) *Script {
+	s.Segs = append(s.Segs, flow.Segment{Dir: flow.ToServer, TimeNs: int64(t * msNs), HasAck: true, AckOffset: offset,
+		SACKHigh: sackHigh, SACKBytes: sackHigh - max(sackLeft, offset), WindowBytes: 1 << 20})
 	return s
 }

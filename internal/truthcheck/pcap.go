@@ -113,6 +113,24 @@ func Remove(in, out string, indexes ...int) error {
 	for _, i := range indexes {
 		drop[i] = true
 	}
+	return CopyEdited(in, out, func(i int, data []byte, ci gopacket.CaptureInfo, write WriteFunc) error {
+		if data == nil || drop[i] {
+			return nil
+		}
+		return write(ci, data)
+	})
+}
+
+// WriteFunc writes one record to an edited copy of a capture.
+type WriteFunc func(ci gopacket.CaptureInfo, data []byte) error
+
+// CopyEdited writes to out a copy of the capture at in (pcap, the same link type
+// and snaplen, nanosecond times) as edit makes it: edit is handed each record in
+// order (its 0-based index among the records, its bytes and capture info) and
+// writes with write what the copy holds in its place: nothing, the record, or
+// something else (several records merged). After the last record edit is called
+// once more with nil data, to write what it held back.
+func CopyEdited(in, out string, edit func(i int, data []byte, ci gopacket.CaptureInfo, write WriteFunc) error) error {
 	f, err := os.Open(in)
 	if err != nil {
 		return err
@@ -134,21 +152,21 @@ func Remove(in, out string, indexes ...int) error {
 	for i := 0; ; i++ {
 		data, ci, err := r.ReadPacketData()
 		if errors.Is(err, io.EOF) {
-			break
+			if err := edit(i, nil, gopacket.CaptureInfo{}, w.WritePacket); err != nil {
+				o.Close()
+				return err
+			}
+			return o.Close()
 		}
 		if err != nil {
 			o.Close()
 			return fmt.Errorf("%s: record %d: %w", in, i, err)
 		}
-		if drop[i] {
-			continue
-		}
-		if err := w.WritePacket(ci, data); err != nil {
+		if err := edit(i, data, ci, w.WritePacket); err != nil {
 			o.Close()
 			return err
 		}
 	}
-	return o.Close()
 }
 
 // DataSegment returns the server's k-th new-data segment (1-based), or false.

@@ -2,9 +2,9 @@
 // until Close: a client and a server network namespace (lab/netlab) joined by the
 // userspace link emulator (lab/link) with the delay, rate, queue and loss asked for,
 // and the initial windows and TCP sysctls on the namespaces' routes. It is the one
-// place that assembles a lab path: the lab's trials (package lab), the probe's demo
-// and lab server (package probe), the benches and the tests that need a far-away
-// server all start theirs here.
+// place that assembles a lab path: the lab's trials (package lab), the lab server
+// behind the demo and the lab page (package lab/labserver), the benches and the
+// tests that need a far-away server all start theirs here.
 //
 // A Path gives what a caller needs to use it: the client namespace's file (for
 // probes, curl and Chromium run there), the server's address, a dialer from the

@@ -5,6 +5,7 @@ package exact
 import (
 	"context"
 	"errors"
+	"io"
 )
 
 // TablePrefix begins the name of every nftables table the package makes.
@@ -27,3 +28,9 @@ func CleanNamespace(ctx context.Context, netnsPath string) ([]string, error) {
 func Hold(ctx context.Context, netnsPath string) (release func() error, removed []string, err error) {
 	return nil, nil, errNeedsLinux
 }
+
+// CleanStale needs Linux: it does nothing.
+func CleanStale(ctx context.Context, netnsPath string, w io.Writer) {}
+
+// CleanEveryNamespace needs Linux.
+func CleanEveryNamespace(ctx context.Context, w io.Writer) (int, error) { return 0, errNeedsLinux }

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/slowstart/slowstart/h3client"
 	"github.com/slowstart/slowstart/internal/textsafe"
 	"github.com/slowstart/slowstart/probe"
 	"github.com/slowstart/slowstart/report"
@@ -54,7 +55,7 @@ type Choice struct {
 	TCP *probe.Result
 	// HTTP3 is the fetch over HTTP/3; nil when the server did not advertise it (or it
 	// failed: see Report.Warnings).
-	HTTP3 *Result
+	HTTP3 *h3client.Result
 	// Advertised says how the server advertised HTTP/3: "alt-svc" (a header of the
 	// response over TCP), "https-record" (its DNS HTTPS record), or "" (not at all).
 	Advertised string
@@ -70,7 +71,7 @@ type ChooseOptions struct {
 	// TCP and HTTP3 configure the two probes (URL, resolution, TLS, namespace...);
 	// HTTP3.URL and HTTP3.Connect are set by Choose.
 	TCP   probe.Options
-	HTTP3 Options
+	HTTP3 h3client.Options
 	// Resolver asks for the HTTPS records (SystemResolver by default); an invalid
 	// AddrPort with NoHTTPSRecord set skips them.
 	Resolver      netip.AddrPort
@@ -126,7 +127,7 @@ func Choose(ctx context.Context, opts ChooseOptions) (*Choice, error) {
 				}
 				h3Opts.Connect = net.JoinHostPort(target, strconv.Itoa(int(port)))
 			}
-			res, err := Run(ctx, h3Opts)
+			res, err := h3client.Run(ctx, h3Opts)
 			if err == nil {
 				why := fmt.Sprintf("the HTTPS DNS record of %s lists h3 (ALPN %s): a browser that reads HTTPS records reaches the site over QUIC from the first visit, and so did this probe", u.Hostname(), strings.Join(rec.ALPN, ","))
 				noteAll(res.Report, why)
@@ -165,7 +166,7 @@ func Choose(ctx context.Context, opts ChooseOptions) (*Choice, error) {
 	h3Opts := opts.HTTP3
 	h3Opts.URL = page.URL
 	h3Opts.Connect = net.JoinHostPort(alt.Host, strconv.Itoa(int(alt.Port)))
-	res, h3Err := Run(ctx, h3Opts)
+	res, h3Err := h3client.Run(ctx, h3Opts)
 	why := fmt.Sprintf("the page's response over TCP advertised HTTP/3 (Alt-Svc: %s): a browser uses it for its next connections to the site, not the first; this connection was made as the next one would be", page.AltSvc)
 	if res == nil || res.Report == nil || len(res.Report.Connections) == 0 {
 		ch.Report.Warnings = append(ch.Report.Warnings, fmt.Sprintf("%s, but the fetch over HTTP/3 failed: %v", why, h3Err))

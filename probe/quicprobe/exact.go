@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/slowstart/slowstart/h3client"
 	"github.com/slowstart/slowstart/keylog"
 	"github.com/slowstart/slowstart/quic"
 	"github.com/slowstart/slowstart/quicanalysis"
@@ -19,7 +20,7 @@ import (
 // The active measurement of a server's initial window over QUIC (probe --exact
 // --http3), the counterpart of probe/exact for TCP:
 //
-//  1. fetch the page over HTTP/3 as Run does, and as soon as the datagram that
+//  1. fetch the page over HTTP/3 (package h3client), and as soon as the datagram that
 //     carries the request has left the client's socket, send nothing more: the
 //     probe drops its own outgoing datagrams (the socket is its own: no firewall
 //     rule), so the server hears no acknowledgement of its response;
@@ -57,7 +58,7 @@ type ExactResult struct {
 	Reason    string
 	// Probe is the probe itself: its report, datagrams (those it sent and received;
 	// the ones it held back are not there) and key log.
-	Probe *Result
+	Probe *h3client.Result
 	// Held counts the datagrams the probe held back after the request.
 	Held int
 }
@@ -136,9 +137,8 @@ func exactWait(rtt time.Duration) time.Duration {
 // Exact measures the server's initial window actively over HTTP/3 (see above).
 // opts.URL should name a response longer than the window (tens of kilobytes:
 // quic-go's window is 40,960 bytes).
-func Exact(ctx context.Context, opts Options) (*ExactResult, error) {
+func Exact(ctx context.Context, opts h3client.Options) (*ExactResult, error) {
 	state := newExactState()
-	opts.exact = state
 	userKeylog := opts.Keylog
 	opts.Keylog = writerFunc(func(b []byte) (int, error) {
 		state.keyLine(b)
@@ -150,7 +150,11 @@ func Exact(ctx context.Context, opts Options) (*ExactResult, error) {
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var handshake atomic.Int64
-	opts.onHandshake = func(d time.Duration) { handshake.Store(int64(d)) }
+	opts.Hooks = &h3client.Hooks{
+		Handshake: func(d time.Duration) { handshake.Store(int64(d)) },
+		Received:  state.received,
+		Sending:   state.sending,
+	}
 	go func() {
 		select {
 		case <-state.started:
@@ -165,7 +169,7 @@ func Exact(ctx context.Context, opts Options) (*ExactResult, error) {
 		case <-runCtx.Done():
 		}
 	}()
-	res, err := Run(runCtx, opts)
+	res, err := h3client.Run(runCtx, opts)
 	select {
 	case <-state.started:
 	default:
@@ -185,7 +189,7 @@ func Exact(ctx context.Context, opts Options) (*ExactResult, error) {
 }
 
 // readExact reads the window from the probe's datagrams.
-func readExact(res *Result, held int) *ExactResult {
+func readExact(res *h3client.Result, held int) *ExactResult {
 	out := &ExactResult{Probe: res, Held: held}
 	kl, err := keylog.Parse(bytes.NewReader(res.Keylog))
 	if err != nil {
@@ -350,6 +354,10 @@ func readExact(res *Result, held int) *ExactResult {
 	}
 	return out
 }
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(b []byte) (int, error) { return f(b) }
 
 // InitialWindow is the measurement as a Report's initial-window reading (source
 // "http": the response's first round, here with nothing acknowledged).

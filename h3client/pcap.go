@@ -1,4 +1,4 @@
-package quicprobe
+package h3client
 
 import (
 	"fmt"
@@ -11,7 +11,7 @@ import (
 	"github.com/gopacket/gopacket/pcapgo"
 )
 
-// WritePcap writes the datagrams the probe's socket recorded as a pcap file (link type
+// WritePcap writes the datagrams the client's socket recorded as a pcap file (link type
 // RAW: IPv4 or IPv6 headers first, nanosecond times), with IP and UDP headers made up
 // from the datagrams' addresses: what the socket saw, not a packet capture (no
 // retransmissions by the kernel, no other traffic; TTL, IP IDs and checksums are

@@ -1,4 +1,4 @@
-package quicprobe
+package h3client
 
 import (
 	"net"

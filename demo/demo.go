@@ -1,4 +1,12 @@
-package probe
+// Package demo is the built-in demo (probe with no URL): one far-away server
+// emulated on this machine (package lab/labserver) with each of three initial
+// windows, probed one after the other as probe does (package probe), its initial
+// window measured actively (probe/exact), and a test page loaded from it in
+// headless Chromium; the three side by side, and the story in words.
+//
+// It builds on both the lab and the probe, which know nothing of it; it measures
+// and analyzes nothing itself.
+package demo
 
 import (
 	"context"
@@ -10,17 +18,20 @@ import (
 	"time"
 
 	"github.com/slowstart/slowstart/browser"
+	"github.com/slowstart/slowstart/internal/failure"
 	"github.com/slowstart/slowstart/internal/texttable"
+	"github.com/slowstart/slowstart/lab/labserver"
 	"github.com/slowstart/slowstart/lab/server"
 	"github.com/slowstart/slowstart/pageload"
+	"github.com/slowstart/slowstart/probe"
 	"github.com/slowstart/slowstart/probe/exact"
 	"github.com/slowstart/slowstart/report"
 	"github.com/slowstart/slowstart/units"
 )
 
-// DemoConfig describes the built-in demo: one far-away server emulated with each
+// Config describes the built-in demo: one far-away server emulated with each
 // of several initial windows, probed one after the other.
-type DemoConfig struct {
+type Config struct {
 	IWs               []int
 	RTT               time.Duration
 	RateBitsPerSecond int64
@@ -37,23 +48,23 @@ type DemoConfig struct {
 	PageSpec string
 }
 
-// DemoPageSpec is the demo's page: a 25 KB document naming a 20 KB stylesheet
+// DefaultPageSpec is the demo's page: a 25 KB document naming a 20 KB stylesheet
 // and a 50 KB script in its head, a 15 KB font and a 60 KB image, over HTTP/1.1
 // (up to six connections).
-const DemoPageSpec = "html=25KB,css=20KB,js=50KB,font=15KB,img=60KB"
+const DefaultPageSpec = "html=25KB,css=20KB,js=50KB,font=15KB,img=60KB"
 
-// DefaultDemo is a phone in Quebec reaching a server in Copenhagen: RTT 130 ms,
+// Default is a phone in Quebec reaching a server in Copenhagen: RTT 130 ms,
 // 15 Mbit/s, a 160 KB page over TLS 1.2 with a 6.9 KB certificate chain, served
 // with IW 3 (old kernels and some middleboxes), 10 (today's default) and 32 (CDNs).
-func DefaultDemo() DemoConfig {
-	return DemoConfig{IWs: []int{3, 10, 32}, RTT: 130 * time.Millisecond, RateBitsPerSecond: 15_000_000,
-		TLSVersion: "1.2", ChainBytes: 6900, BodyBytes: 163840, PageSpec: DemoPageSpec}
+func Default() Config {
+	return Config{IWs: []int{3, 10, 32}, RTT: 130 * time.Millisecond, RateBitsPerSecond: 15_000_000,
+		TLSVersion: "1.2", ChainBytes: 6900, BodyBytes: 163840, PageSpec: DefaultPageSpec}
 }
 
-// DemoColumn is the probe of one initial window.
-type DemoColumn struct {
+// Column is the probe of one initial window.
+type Column struct {
 	IW     int
-	Result *Result
+	Result *probe.Result
 	// Exact is the active measurement of the server's TLS flight (probe
 	// --exact); nil when it failed, ExactErr says why.
 	Exact    *exact.Result
@@ -64,25 +75,25 @@ type DemoColumn struct {
 	PageErr  error
 }
 
-// DemoResult holds the demo's probes, one per initial window.
-type DemoResult struct {
-	Config  DemoConfig
-	Columns []DemoColumn
+// Result holds the demo's probes, one per initial window.
+type Result struct {
+	Config  Config
+	Columns []Column
 }
 
-// DemoSchema names the JSON form of the demo (docs/schemas/demo.json).
-const DemoSchema = "slowstart.demo/v1"
+// Schema names the JSON form of the demo (docs/schemas/demo.json).
+const Schema = "slowstart.demo/v1"
 
-// DemoOutput is what the demo's probe --json prints: the emulated path, and per
+// Output is what the demo's probe --json prints: the emulated path, and per
 // initial window the page load's Report and the exact measurement.
-type DemoOutput struct {
-	Schema  string             `json:"schema"` // DemoSchema
-	Path    DemoPath           `json:"path"`
-	Columns []DemoOutputColumn `json:"columns"`
+type Output struct {
+	Schema  string         `json:"schema"` // the constant Schema
+	Path    Path           `json:"path"`
+	Columns []OutputColumn `json:"columns"`
 }
 
-// DemoPath is the emulated path and page.
-type DemoPath struct {
+// Path is the emulated path and page.
+type Path struct {
 	RTTMs             float64 `json:"rtt_ms"`
 	RateBitsPerSecond int64   `json:"rate_bps"`
 	TLSVersion        string  `json:"tls_version"`
@@ -93,8 +104,8 @@ type DemoPath struct {
 	Page string `json:"page,omitempty"`
 }
 
-// DemoOutputColumn is one initial window's probes.
-type DemoOutputColumn struct {
+// OutputColumn is one initial window's probes.
+type OutputColumn struct {
 	IW     int            `json:"iw"`
 	Report *report.Report `json:"report"`
 	// Exact is the exact measurement of the server's TLS flight; null when it
@@ -107,13 +118,13 @@ type DemoOutputColumn struct {
 	PageLoadError string         `json:"page_load_error,omitempty"`
 }
 
-// Output is the demo as DemoOutput.
-func (d *DemoResult) Output() DemoOutput {
+// Output is the demo in its JSON form.
+func (d *Result) Output() Output {
 	c := d.Config
-	out := DemoOutput{Schema: DemoSchema, Path: DemoPath{RTTMs: float64(c.RTT) / 1e6, RateBitsPerSecond: c.RateBitsPerSecond,
-		TLSVersion: c.TLSVersion, ChainBytes: c.ChainBytes, BodyBytes: c.BodyBytes, Page: c.PageSpec}, Columns: []DemoOutputColumn{}}
+	out := Output{Schema: Schema, Path: Path{RTTMs: float64(c.RTT) / 1e6, RateBitsPerSecond: c.RateBitsPerSecond,
+		TLSVersion: c.TLSVersion, ChainBytes: c.ChainBytes, BodyBytes: c.BodyBytes, Page: c.PageSpec}, Columns: []OutputColumn{}}
 	for _, col := range d.Columns {
-		oc := DemoOutputColumn{IW: col.IW, Exact: col.Exact, PageLoad: col.PageLoad}
+		oc := OutputColumn{IW: col.IW, Exact: col.Exact, PageLoad: col.PageLoad}
 		if col.PageErr != nil {
 			oc.PageLoadError = col.PageErr.Error()
 		}
@@ -130,7 +141,7 @@ func (d *DemoResult) Output() DemoOutput {
 
 // Merged is one Report of every column's connections, as if captured together
 // (for the web page of the demo).
-func (o DemoOutput) Merged() *report.Report {
+func (o Output) Merged() *report.Report {
 	var merged report.Report
 	for _, col := range o.Columns {
 		if col.Report == nil {
@@ -154,15 +165,15 @@ func (o DemoOutput) Merged() *report.Report {
 	return &merged
 }
 
-// Demo runs the built-in demo. It needs root (network namespaces and a capture).
-func Demo(ctx context.Context, cfg DemoConfig) (*DemoResult, error) {
+// Run runs the built-in demo. It needs root (network namespaces and a capture).
+func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if os.Geteuid() != 0 {
-		return nil, &Error{Kind: KindPermission, Err: errors.New("the demo emulates a far-away server in network namespaces on this machine, which needs root (CAP_SYS_ADMIN, CAP_NET_ADMIN, CAP_NET_RAW): run sudo slowstart probe")}
+		return nil, &failure.Error{Kind: failure.KindPermission, Err: errors.New("the demo emulates a far-away server in network namespaces on this machine, which needs root (CAP_SYS_ADMIN, CAP_NET_ADMIN, CAP_NET_RAW): run sudo slowstart probe")}
 	}
 	keys := server.NewKeyCache()
-	out := &DemoResult{Config: cfg}
+	out := &Result{Config: cfg}
 	for _, iw := range cfg.IWs {
-		col, err := demoColumn(ctx, cfg, iw, keys)
+		col, err := column(ctx, cfg, iw, keys)
 		if err != nil {
 			return out, fmt.Errorf("demo with IW %d: %w", iw, err)
 		}
@@ -171,11 +182,11 @@ func Demo(ctx context.Context, cfg DemoConfig) (*DemoResult, error) {
 	return out, nil
 }
 
-// demoColumn probes one emulated server: a page load (passive), then the exact
+// column probes one emulated server: a page load (passive), then the exact
 // measurement of its TLS flight on a fresh connection.
-func demoColumn(ctx context.Context, cfg DemoConfig, iw int, keys *server.KeyCache) (col DemoColumn, err error) {
+func column(ctx context.Context, cfg Config, iw int, keys *server.KeyCache) (col Column, err error) {
 	col.IW = iw
-	scfg := LabServerConfig{RTT: cfg.RTT, RateBitsPerSecond: cfg.RateBitsPerSecond, IW: iw,
+	scfg := labserver.Config{RTT: cfg.RTT, RateBitsPerSecond: cfg.RateBitsPerSecond, IW: iw,
 		TLSVersion: cfg.TLSVersion, ChainBytes: cfg.ChainBytes, Keys: keys}
 	if cfg.PageSpec != "" {
 		page, err := server.ParsePage(cfg.PageSpec)
@@ -184,13 +195,13 @@ func demoColumn(ctx context.Context, cfg DemoConfig, iw int, keys *server.KeyCac
 		}
 		scfg.Page = &page
 	}
-	s, err := StartLabServer(ctx, scfg)
+	s, err := labserver.Start(ctx, scfg)
 	if err != nil {
 		return col, fmt.Errorf("starting the emulated server: %w", err)
 	}
 	defer func() { err = errors.Join(err, s.Close()) }()
 	url := s.URL(fmt.Sprintf("/bytes/%d", cfg.BodyBytes))
-	col.Result, err = Run(ctx, Options{URL: url, Netns: s.Netns, Resolve: s.Resolve(),
+	col.Result, err = probe.Run(ctx, probe.Options{URL: url, Netns: s.Netns, Resolve: s.Resolve(),
 		RootCAs: s.RootCAs, TLSVersion: cfg.TLSVersion, HTTP1Only: true, Tool: cfg.Tool, Packets: cfg.Packets})
 	if err != nil || cfg.NoExact {
 		return col, err
@@ -201,7 +212,7 @@ func demoColumn(ctx context.Context, cfg DemoConfig, iw int, keys *server.KeyCac
 		return col, ctx.Err()
 	}
 	if scfg.Page != nil {
-		col.PageLoad, col.PageErr = demoPageLoad(ctx, s, scfg, cfg)
+		col.PageLoad, col.PageErr = pageLoad(ctx, s, scfg, cfg)
 		if col.PageErr != nil && ctx.Err() != nil {
 			return col, ctx.Err()
 		}
@@ -209,21 +220,21 @@ func demoColumn(ctx context.Context, cfg DemoConfig, iw int, keys *server.KeyCac
 	return col, nil
 }
 
-// demoPageLoad loads the server's test page in Chromium, when it is installed.
-func demoPageLoad(ctx context.Context, s *LabServer, scfg LabServerConfig, cfg DemoConfig) (*pageload.Page, error) {
+// pageLoad loads the server's test page in Chromium, when it is installed.
+func pageLoad(ctx context.Context, s *labserver.Server, scfg labserver.Config, cfg Config) (*pageload.Page, error) {
 	if _, err := os.Stat(browser.DefaultChromium); err != nil {
 		return nil, fmt.Errorf("no Chromium at %s: apt-get install chromium to see the page load", browser.DefaultChromium)
 	}
-	res, err := LoadPageFrom(ctx, s, scfg, browser.Options{Wait: 300 * time.Millisecond, Tool: cfg.Tool, Packets: cfg.Packets})
+	res, err := labserver.LoadPageFrom(ctx, s, scfg, browser.Options{Wait: 300 * time.Millisecond, Tool: cfg.Tool, Packets: cfg.Packets})
 	if err != nil {
 		return nil, err
 	}
 	return res.Page, nil
 }
 
-// WriteDemo writes the demo side by side, a column per initial window, and the
+// WriteText writes the demo side by side, a column per initial window, and the
 // story in words.
-func WriteDemo(w io.Writer, d *DemoResult) error {
+func WriteText(w io.Writer, d *Result) error {
 	ew := &report.ErrWriter{W: w}
 	c := d.Config
 	ew.Printf("A server %s away (RTT %d ms, %s), serving a %s page over TLS %s with a %s certificate chain,\n",
@@ -233,7 +244,7 @@ func WriteDemo(w io.Writer, d *DemoResult) error {
 	for i, col := range d.Columns {
 		conns[i] = col.Result.Final(0)
 	}
-	tb := texttable.New("", demoColumns(d)...)
+	tb := texttable.New("", columns(d)...)
 	row := func(name string, cell func(*report.Connection) string) {
 		cells := []string{name}
 		for _, c := range conns {
@@ -285,13 +296,13 @@ func WriteDemo(w io.Writer, d *DemoResult) error {
 	row("round trips in all", func(c *report.Connection) string { return fmt.Sprint(c.RoundTrips.Total) })
 	row("last byte at (ms)", func(c *report.Connection) string { return fmt.Sprintf("%.0f", c.ClientTiming.LastByteAtMs) })
 	ew.Printf("%s", tb.String())
-	ew.Printf("\n%s", demoStory(d, conns))
-	writeDemoPages(ew, d)
+	ew.Printf("\n%s", story(d, conns))
+	writePages(ew, d)
 	return ew.Err
 }
 
-// writeDemoPages writes the page loads in Chromium side by side, if any.
-func writeDemoPages(ew *report.ErrWriter, d *DemoResult) {
+// writePages writes the page loads in Chromium side by side, if any.
+func writePages(ew *report.ErrWriter, d *Result) {
 	if d.Config.PageSpec == "" {
 		return
 	}
@@ -304,7 +315,7 @@ func writeDemoPages(ew *report.ErrWriter, d *DemoResult) {
 	}
 	ew.Printf("\nThe same servers also serve a whole page: a %s document whose head names %s,\nthen a font and an image. Headless Chromium loads it as a first visit, over HTTP/1.1:\n\n",
 		report.Size(page.HTMLBytes), strings.Join(blocking, " and "))
-	tb := texttable.New("", demoColumns(d)...)
+	tb := texttable.New("", columns(d)...)
 	cell := func(name string, f func(*pageload.Page) string) {
 		cells := []string{name}
 		for _, col := range d.Columns {
@@ -347,15 +358,15 @@ func writeDemoPages(ew *report.ErrWriter, d *DemoResult) {
 		}
 		var steps []string
 		for _, s := range col.PageLoad.CriticalPath.Steps {
-			steps = append(steps, fmt.Sprintf("%s (%s)", s.Why, plural(s.RoundTrips, "round trip", "round trips")))
+			steps = append(steps, fmt.Sprintf("%s (%s)", s.Why, report.Count(s.RoundTrips, "round trip", "round trips")))
 		}
 		ew.Printf("- IW %d: the first render waited for %s.\n", col.IW, strings.Join(steps, ", then "))
 	}
 	ew.Printf("Every request on its connection, with its rounds: slowstart probe --browser https://example.com/\n")
 }
 
-// demoStory tells the demo's result in words, from the measured numbers.
-func demoStory(d *DemoResult, conns []*report.Connection) string {
+// story tells the demo's result in words, from the measured numbers.
+func story(d *Result, conns []*report.Connection) string {
 	var b strings.Builder
 	rtt := float64(d.Config.RTT.Milliseconds())
 	fmt.Fprintf(&b, "Napkin math says a %s page costs 1 round trip for TCP, 2 for TLS 1.2 and 1 for the\nrequest: 4 × %.0f ms = %.0f ms. ",
@@ -373,7 +384,7 @@ func demoStory(d *DemoResult, conns []*report.Connection) string {
 		fmt.Fprintf(&b, "- IW %d: %d round trips in all", d.Columns[i].IW, c.RoundTrips.Total)
 		var why []string
 		for _, dg := range c.Diagnoses {
-			if dg.Kind == DiagnosisCertificateChain || dg.Kind == DiagnosisInitialWindow {
+			if dg.Kind == probe.DiagnosisCertificateChain || dg.Kind == probe.DiagnosisInitialWindow {
 				why = append(why, dg.Text)
 			}
 		}
@@ -406,8 +417,8 @@ func demoStory(d *DemoResult, conns []*report.Connection) string {
 	return b.String()
 }
 
-// demoColumns are the demo's table columns: what a row is, then one per IW.
-func demoColumns(d *DemoResult) []texttable.Column {
+// columns are the demo's table columns: what a row is, then one per IW.
+func columns(d *Result) []texttable.Column {
 	cols := []texttable.Column{texttable.L("")}
 	for _, col := range d.Columns {
 		cols = append(cols, texttable.R(fmt.Sprintf("IW %d", col.IW)))

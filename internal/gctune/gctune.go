@@ -1,4 +1,7 @@
-package main
+// Package gctune tunes the Go garbage collector for a batch analysis, whose
+// live data is the open connections of a capture: see ForBatch. It is not for
+// servers or long-running verbs, which keep the runtime's defaults.
+package gctune
 
 import (
 	"os"
@@ -7,7 +10,7 @@ import (
 	"time"
 )
 
-// tuneGCForBatch trades memory the process does not need for less garbage
+// ForBatch trades memory the process does not need for less garbage
 // collection during a batch analysis: the collector runs when the heap has
 // grown 4× past the live data (GOGC 400) rather than 2×, but never lets the
 // heap pass max(minLimitBytes, live data + max(half of it, minLimitBytes/2)),
@@ -20,7 +23,7 @@ import (
 // capture with very many open connections (or a whole Report kept for a page
 // load) gets the memory it needs (the limit follows it) instead of a collector
 // that never stops. A user's GOGC or GOMEMLIMIT wins. stop ends the adjustment.
-func tuneGCForBatch() (stop func()) {
+func ForBatch() (stop func()) {
 	if os.Getenv("GOGC") != "" || os.Getenv("GOMEMLIMIT") != "" {
 		return func() {}
 	}

@@ -1,11 +1,14 @@
-package quicprobe
+package h3client
 
 import (
+	"fmt"
 	"sync"
 	"time"
 
 	"github.com/quic-go/quic-go/qlog"
 	"github.com/quic-go/quic-go/qlogwriter"
+
+	"github.com/slowstart/slowstart/quicanalysis"
 )
 
 // TracedPacket is one packet the client sent or received, as quic-go's tracing hooks
@@ -30,7 +33,7 @@ type TracedFrame struct {
 	Ranges   [][2]int64 // ACK: [smallest, largest], largest range first
 }
 
-// tracer collects the packet events of the probe's connection. It implements
+// tracer collects the packet events of the client's connection. It implements
 // qlogwriter.Trace; quic-go calls it from its connection goroutines.
 type tracer struct {
 	mu      sync.Mutex
@@ -94,4 +97,51 @@ func tracedFrame(f any) TracedFrame {
 		return TracedFrame{Kind: "ping"}
 	}
 	return TracedFrame{Kind: "other"}
+}
+
+// compareTrace checks the decoded datagrams against the tracer's packets: the same
+// packet numbers, sizes and frames each way. It returns notes for disagreements.
+func compareTrace(trace []TracedPacket, a *quicanalysis.Analyzer) []string {
+	type key struct {
+		sent   bool
+		space  string
+		number int64
+	}
+	traced := map[key]TracedPacket{}
+	for _, p := range trace {
+		traced[key{p.Sent, qlogSpace(p.Type), p.Number}] = p
+	}
+	var notes []string
+	decoded := a.Packets()
+	matched := 0
+	for _, p := range decoded {
+		if p.Number < 0 {
+			continue
+		}
+		t, ok := traced[key{p.FromClient, p.Space.String(), p.Number}]
+		if !ok {
+			continue
+		}
+		matched++
+		if t.Bytes != p.Bytes {
+			notes = append(notes, fmt.Sprintf("packet %s %d: %d bytes decoded, %d traced", p.Space, p.Number, p.Bytes, t.Bytes))
+		}
+	}
+	if matched < len(traced) {
+		notes = append(notes, fmt.Sprintf("quic-go traced %d packets; %d of them were found in the recorded datagrams", len(traced), matched))
+	}
+	if len(notes) > 5 {
+		notes = append(notes[:5], fmt.Sprintf("and %d more disagreements", len(notes)-5))
+	}
+	return notes
+}
+
+func qlogSpace(packetType string) string {
+	switch packetType {
+	case "initial":
+		return "initial"
+	case "handshake":
+		return "handshake"
+	}
+	return "application"
 }

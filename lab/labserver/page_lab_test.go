@@ -1,11 +1,10 @@
 //go:build linux
 
-package probe
+package labserver
 
 import (
 	"bufio"
 	"context"
-	"fmt"
 	"math"
 	"net/netip"
 	"os"
@@ -19,8 +18,7 @@ import (
 	"time"
 
 	"github.com/slowstart/slowstart/browser"
-	"github.com/slowstart/slowstart/har"
-	"github.com/slowstart/slowstart/lab/labpath"
+	"github.com/slowstart/slowstart/internal/testroot"
 	"github.com/slowstart/slowstart/lab/server"
 	"github.com/slowstart/slowstart/model"
 	"github.com/slowstart/slowstart/pageload"
@@ -72,12 +70,14 @@ const h1Page = "html=30KB,css=18KB,js=18KB,font=4KB,img=40KB"
 // host, the font in its own stylesheet's chain.
 const tinyPage = "html=4KB,css@2=3KB,js=2KB,font@2=2KB,img=5KB"
 
+var labKeys = server.NewKeyCache()
+
 // browserLabRTT is long beside what the browser takes to parse and ask: its
 // processing then moves no request into another round.
 const browserLabRTT = 200 * time.Millisecond
 
 func TestBrowserPageLoadLab(t *testing.T) {
-	requireRoot(t)
+	testroot.Require(t, "network namespaces and a live capture")
 	for _, tool := range []string{"nginx", "nsenter"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			t.Skipf("%s is not installed (Debian packages nginx, util-linux)", tool)
@@ -86,16 +86,16 @@ func TestBrowserPageLoadLab(t *testing.T) {
 	if _, err := os.Stat(browser.DefaultChromium); err != nil {
 		t.Skipf("%s is missing (Debian package chromium)", browser.DefaultChromium)
 	}
-	t.Cleanup(func() { labpath.CloseAll() })
+	t.Cleanup(func() { CloseAll() })
 	for _, c := range browserLabCases {
 		t.Run(c.name, func(t *testing.T) {
 			page, err := server.ParsePage(c.page)
 			if err != nil {
 				t.Fatal(err)
 			}
-			cfg := LabServerConfig{RTT: browserLabRTT, IW: c.iw, TLSVersion: c.tls, HTTP2: c.h2, Nginx: true, Page: &page, Keys: labKeys}
+			cfg := Config{RTT: browserLabRTT, IW: c.iw, TLSVersion: c.tls, HTTP2: c.h2, Nginx: true, Page: &page, Keys: labKeys}
 			// The model's range: one value, or the page is on a boundary.
-			pp := LabPageModel(cfg, page, 4000)
+			pp := PageModel(cfg, page, 4000)
 			lo, hi, err := model.PageLoadRange(pp, 2*model.DefaultMSS)
 			if err != nil {
 				t.Fatal(err)
@@ -103,12 +103,12 @@ func TestBrowserPageLoadLab(t *testing.T) {
 			if lo != hi {
 				t.Fatalf("the model puts page %s at %d to %d round trips at IW %d: choose a page away from a boundary", c.page, lo, hi, c.iw)
 			}
-			var res *LabPageResult
+			var res *PageResult
 			var dir string
 			for attempt := 1; ; attempt++ {
 				dir = t.TempDir()
 				res = loadLabPage(t, cfg, dir)
-				slow := slowBrowser(res.Page)
+				slow := SlowBrowser(res.Page, browserLabRTT)
 				if slow == "" {
 					break
 				}
@@ -141,11 +141,11 @@ func TestBrowserPageLoadLab(t *testing.T) {
 }
 
 // loadLabPage serves and loads the page, keeping the capture and key log in dir.
-func loadLabPage(t *testing.T, cfg LabServerConfig, dir string) *LabPageResult {
+func loadLabPage(t *testing.T, cfg Config, dir string) *PageResult {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	res, err := LoadLabPage(ctx, cfg, browser.Options{Wait: 300 * time.Millisecond, Timeout: time.Minute,
+	res, err := LoadPage(ctx, cfg, browser.Options{Wait: 300 * time.Millisecond, Timeout: time.Minute,
 		PcapPath: filepath.Join(dir, "load.pcap"), KeylogPath: filepath.Join(dir, "load.keys"), Tool: "slowstart test"})
 	if err != nil {
 		t.Fatalf("loading the lab page: %v", err)
@@ -153,24 +153,9 @@ func loadLabPage(t *testing.T, cfg LabServerConfig, dir string) *LabPageResult {
 	return res
 }
 
-// slowBrowser says why the load does not tell the rounds, if it does not: the
-// browser asked for a step of the critical path more than half a round trip
-// after what it waited for had arrived (a busy host, not the network).
-func slowBrowser(p *pageload.Page) string { return slowBrowserAt(p, browserLabRTT) }
-
-func slowBrowserAt(p *pageload.Page, rtt time.Duration) string {
-	limit := float64(rtt.Milliseconds()) / 2
-	for _, s := range p.CriticalPath.Steps {
-		if s.BrowserMs > limit {
-			return fmt.Sprintf("it asked for request %d %.0f ms after what it waited for", s.Request, s.BrowserMs)
-		}
-	}
-	return ""
-}
-
 // checkResourcesFound: every file of the test page was requested once, answered
 // 200 and found decrypted on a connection of the capture.
-func checkResourcesFound(t *testing.T, res *LabPageResult) {
+func checkResourcesFound(t *testing.T, res *PageResult) {
 	t.Helper()
 	want := []string{server.PageIndexPath}
 	for i := range res.TestPage.Resources {
@@ -201,7 +186,7 @@ var accessLine = regexp.MustCompile(`^(\S+) (\d+) (\S+) (\d+) "(\S+) (\S+) (\S+)
 // checkAgainstAccessLog: each request of the page is on the connection nginx
 // logged it on (the client's address and port), with nginx's status and
 // $bytes_sent, and nginx logged nothing the page does not have.
-func checkAgainstAccessLog(t *testing.T, res *LabPageResult) {
+func checkAgainstAccessLog(t *testing.T, res *PageResult) {
 	t.Helper()
 	clients := map[int]netip.AddrPort{}
 	for _, c := range res.Page.Report.Connections {
@@ -255,7 +240,7 @@ func checkAgainstAccessLog(t *testing.T, res *LabPageResult) {
 		if r.Status != l.status || r.Bytes != l.bytes {
 			t.Errorf("%s: status %d, %d bytes; nginx: status %d, $bytes_sent %d", r.Path, r.Status, r.Bytes, l.status, l.bytes)
 		}
-		if second := strings.Contains(r.URL, LabSecondServerName); second != (l.serverPort == LabSecondPort) {
+		if second := strings.Contains(r.URL, SecondServerName); second != (l.serverPort == SecondPort) {
 			t.Errorf("%s: URL %s, nginx served it on port %d", r.Path, r.URL, l.serverPort)
 		}
 	}
@@ -325,168 +310,4 @@ func checkBrowserTimings(t *testing.T, p *pageload.Page) {
 	if median := diffs[len(diffs)/2]; median > pageload.AgreementToleranceMs {
 		t.Errorf("the browser's and the capture's timings differ by %.1f ms (median of %d), more than %.0f ms", median, len(diffs), pageload.AgreementToleranceMs)
 	}
-}
-
-// compareBrowserWithTshark: tshark's decryption of the capture with the key log
-// shows the same requests on each connection (by client port) with the same
-// statuses, and each response ends in the packet where slowstart says it does.
-func compareBrowserWithTshark(t *testing.T, rep *report.Report, pcap, keys string) {
-	t.Helper()
-	if _, err := exec.LookPath("tshark"); err != nil {
-		t.Skip("tshark is not installed (Debian package tshark)")
-	}
-	type exchange struct {
-		path   string
-		status int
-	}
-	// tshark: HTTP/1.1 requests and responses in order per connection; HTTP/2
-	// streams' :path and :status; the time of each response's last packet.
-	args := []string{"-r", pcap, "-o", "tls.keylog_file:" + keys, "-o", "tcp.reassemble_out_of_order:TRUE", "-Y", "http || http2",
-		"-T", "fields", "-E", "separator=/t", "-e", "frame.time_epoch", "-e", "tcp.srcport", "-e", "tcp.dstport",
-		"-e", "http.request.uri", "-e", "http.response.code", "-e", "http2.streamid", "-e", "http2.type", "-e", "http2.headers.path",
-		"-e", "http2.headers.status", "-e", "http2.flags.end_stream"}
-	cmd := exec.Command("tshark", args...)
-	cmd.Env = append(os.Environ(), "HOME="+t.TempDir())
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("tshark: %v", err)
-	}
-	type conn struct {
-		h1Paths, h2Order []string
-		h1Status         []int
-		h1Ends           []float64
-		h2               map[string]*exchange
-		h2End            map[string]float64
-	}
-	conns := map[int]*conn{}
-	get := func(port int) *conn {
-		if conns[port] == nil {
-			conns[port] = &conn{h2: map[string]*exchange{}, h2End: map[string]float64{}}
-		}
-		return conns[port]
-	}
-	split := func(s string) []string {
-		if s == "" {
-			return nil
-		}
-		return strings.Split(s, ",")
-	}
-	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
-		f := strings.Split(line, "\t")
-		for len(f) < 10 {
-			f = append(f, "")
-		}
-		at, _ := strconv.ParseFloat(f[0], 64)
-		src, _ := strconv.Atoi(f[1])
-		dst, _ := strconv.Atoi(f[2])
-		toServer := dst == 443 || dst == LabSecondPort
-		port := src
-		if !toServer {
-			port = dst
-		}
-		c := get(port)
-		c.h1Paths = append(c.h1Paths, split(f[3])...)
-		for _, code := range split(f[4]) {
-			n, _ := strconv.Atoi(code)
-			c.h1Status = append(c.h1Status, n)
-			c.h1Ends = append(c.h1Ends, at)
-		}
-		ids, types, paths, statuses, ends := split(f[5]), split(f[6]), split(f[7]), split(f[8]), split(f[9])
-		hi := 0
-		for i := range min(len(ids), len(types)) {
-			if ids[i] == "0" {
-				continue
-			}
-			x := c.h2[ids[i]]
-			if x == nil {
-				x = &exchange{}
-				c.h2[ids[i]] = x
-				c.h2Order = append(c.h2Order, ids[i])
-			}
-			if types[i] == "1" {
-				if toServer && hi < len(paths) {
-					x.path = paths[hi]
-				}
-				if !toServer && hi < len(statuses) {
-					x.status, _ = strconv.Atoi(statuses[hi])
-				}
-				hi++
-			}
-			if !toServer && i < len(ends) && ends[i] == "1" {
-				c.h2End[ids[i]] = at
-			}
-		}
-	}
-	compared := 0
-	for _, rc := range rep.Connections {
-		a, _ := netip.ParseAddrPort(rc.Client)
-		c := get(int(a.Port()))
-		var theirs []exchange
-		var ends []float64
-		for i, p := range c.h1Paths {
-			x := exchange{path: p}
-			if i < len(c.h1Status) {
-				x.status = c.h1Status[i]
-				ends = append(ends, c.h1Ends[i])
-			}
-			theirs = append(theirs, x)
-		}
-		for _, id := range c.h2Order {
-			theirs = append(theirs, *c.h2[id])
-			ends = append(ends, c.h2End[id])
-		}
-		var ours []exchange
-		for _, m := range rc.HTTP {
-			ours = append(ours, exchange{path: m.Path, status: m.Status})
-		}
-		if fmt.Sprint(ours) != fmt.Sprint(theirs) {
-			t.Errorf("connection %d (%s): slowstart %v, tshark %v", rc.Index, rc.Client, ours, theirs)
-			continue
-		}
-		start := float64(rrStartNs(rep, rc)) / 1e9
-		for i, m := range rc.HTTP {
-			if m.LastByteMs == nil || i >= len(ends) {
-				continue
-			}
-			compared++
-			// tshark shows a response at the packet that completes it; slowstart's
-			// last byte is that packet's time.
-			if d := math.Abs(start+*m.LastByteMs/1e3-ends[i]) * 1e3; d > 0.01 {
-				t.Errorf("connection %d %s: last byte at %.3f ms, tshark's response ends %.3f ms apart", rc.Index, m.Path, *m.LastByteMs, d)
-			}
-		}
-	}
-	if compared == 0 {
-		t.Error("no response compared with tshark")
-	}
-}
-
-// keepLoad writes base.pcap, base.keys, base.access.log and base.har.
-func keepLoad(t *testing.T, res *LabPageResult, dir, base string) {
-	t.Helper()
-	for from, to := range map[string]string{"load.pcap": ".pcap", "load.keys": ".keys"} {
-		data, err := os.ReadFile(filepath.Join(dir, from))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(base+to, data, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := os.WriteFile(base+".access.log", res.AccessLog, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	f, err := os.Create(base + ".har")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	if err := har.Write(f, har.FromPage(res.Page, "slowstart", "test")); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// rrStartNs is the Unix time of a connection's first packet (its time 0).
-func rrStartNs(rep *report.Report, c report.Connection) int64 {
-	return rep.Source.StartUnixNs + int64(math.Round(c.StartMs*1e6))
 }

@@ -1,18 +1,21 @@
-// Package quicprobe measures a live site over HTTP/3 as a browser's first visit sees
-// it: it fetches a URL with quic-go's HTTP/3 client over a fresh QUIC connection,
-// records every datagram the client's socket sent and received (with the time it
-// passed the socket) and every packet quic-go's tracing hooks (qlog events) reported,
-// keeps the connection's TLS secrets, and runs the datagrams through the QUIC analysis
-// (package quicanalysis) with those secrets: the same report.Connection as for TCP,
-// with transport "quic".
+// Package h3client is the HTTP/3 client that both the probe and the lab time
+// transfers with: it fetches a URL with quic-go's HTTP/3 client over a fresh QUIC
+// connection, records every datagram the client's socket sent and received (with
+// the time it passed the socket) and every packet quic-go's tracing hooks (qlog
+// events) reported, keeps the connection's TLS secrets, and runs the datagrams
+// through the QUIC analysis (package quicanalysis) with those secrets: the same
+// report.Connection as for TCP, with transport "quic", and the client's timeline.
 //
 // The datagrams are recorded at the client's UDP socket, not by a packet capture:
 // arrivals carry the kernel's receive timestamp (SO_TIMESTAMPNS), departures the time
 // quic-go handed them to the kernel. The tracer's packets are kept beside them, and
-// the probe notes any packet the two disagree on.
+// the client notes any packet the two disagree on.
 //
-// It is not the TCP probe (package probe) and does no exact (active) measurement.
-package quicprobe
+// It is a client's part, not a client: how a browser comes to use HTTP/3 (Alt-Svc,
+// HTTPS records) and the active measurement of the initial window over QUIC are the
+// probe's (package probe/quicprobe), which steers the socket through Hooks; the
+// emulated paths are the lab's.
+package h3client
 
 import (
 	"bytes"
@@ -27,9 +30,7 @@ import (
 	"net/netip"
 	"net/url"
 	"strconv"
-	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	quicgo "github.com/quic-go/quic-go"
@@ -43,7 +44,7 @@ import (
 	"github.com/slowstart/slowstart/report"
 )
 
-// Options configure an HTTP/3 probe.
+// Options configure an HTTP/3 fetch.
 type Options struct {
 	URL string
 	// Resolve maps "host:port" to an address (curl's --resolve); otherwise DNS.
@@ -57,7 +58,7 @@ type Options struct {
 	Insecure bool
 	// ServerName overrides the SNI and the name verified.
 	ServerName string
-	// Netns is the path of a network namespace to probe from.
+	// Netns is the path of a network namespace to fetch from.
 	Netns string
 	// Timeout bounds the whole fetch (default 30 s).
 	Timeout time.Duration
@@ -76,17 +77,29 @@ type Options struct {
 	// UserAgent of the request; a browser's by default.
 	UserAgent string
 	Tool      string
+	// Hooks, when set, are told of the fetch's steps as they happen.
+	Hooks *Hooks
+}
 
-	// exact holds back the datagrams after the request (Exact); onHandshake is told
-	// the handshake's duration.
-	exact       *exactState
-	onHandshake func(time.Duration)
+// Hooks are called as a fetch goes on, from quic-go's goroutines, as
+// net/http/httptrace's are; any may be nil. The active measurement of the
+// initial window (probe/quicprobe) holds the client's acknowledgements back
+// with them.
+type Hooks struct {
+	// Handshake: the QUIC handshake (transport and TLS in one) completed, d after
+	// the dial began.
+	Handshake func(d time.Duration)
+	// Received: a datagram from the server arrived at the client's socket.
+	Received func(datagram []byte)
+	// Sending: a datagram is about to leave the client's socket; true holds it
+	// back: it is neither sent nor recorded.
+	Sending func(datagram []byte) (hold bool)
 }
 
 // DefaultUserAgent is sent when Options.UserAgent is empty.
 const DefaultUserAgent = "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0 Safari/537.36 slowstart"
 
-// Result is what an HTTP/3 probe found.
+// Result is what an HTTP/3 fetch found.
 type Result struct {
 	// Report has one connection, with transport "quic" and the client's timing.
 	Report *report.Report
@@ -114,7 +127,7 @@ type Timeline struct {
 	FirstByteNs, LastByteNs int64
 }
 
-// Final returns the probe's connection.
+// Final returns the fetch's connection.
 func (r *Result) Final() *report.Connection {
 	if r == nil || r.Report == nil || len(r.Report.Connections) == 0 {
 		return nil
@@ -122,7 +135,7 @@ func (r *Result) Final() *report.Connection {
 	return &r.Report.Connections[0]
 }
 
-// Run probes opts.URL over HTTP/3.
+// Run fetches opts.URL over HTTP/3 and reads the connection from its datagrams.
 func Run(ctx context.Context, opts Options) (*Result, error) {
 	u, err := url.Parse(opts.URL)
 	if err != nil || u.Scheme != "https" || u.Host == "" {
@@ -178,7 +191,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	if err != nil {
 		return nil, fmt.Errorf("opening a UDP socket: %w", err)
 	}
-	rec := &recordingConn{PacketConn: udp, udp: udp, remote: remote, kernelTimes: enableTimestamps(udp), exact: opts.exact}
+	rec := &recordingConn{PacketConn: udp, udp: udp, remote: remote, kernelTimes: enableTimestamps(udp), hooks: opts.Hooks}
 	defer rec.Close()
 
 	var keys bytes.Buffer
@@ -232,8 +245,8 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 			}
 			done := time.Now()
 			timeline.HandshakeNs = done.Sub(dialStart).Nanoseconds()
-			if opts.onHandshake != nil {
-				opts.onHandshake(done.Sub(dialStart))
+			if opts.Hooks != nil && opts.Hooks.Handshake != nil {
+				opts.Hooks.Handshake(done.Sub(dialStart))
 			}
 			conn = c
 			timing.ConnectAtMs, timing.ConnectMs = since(done), float64(done.Sub(dialStart).Nanoseconds())/1e6
@@ -332,7 +345,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 		return res, fmt.Errorf("fetching %s over HTTP/3: %w%s", opts.URL, fetchErr, handshakeHint(fetchErr, serverName))
 	}
 	if len(rep.Connections) == 0 {
-		return res, fmt.Errorf("the probe's datagrams hold no QUIC connection")
+		return res, fmt.Errorf("the client's datagrams hold no QUIC connection")
 	}
 	return res, nil
 }
@@ -365,154 +378,3 @@ func resolve(ctx context.Context, opts Options, host, port string) (netip.Addr, 
 type writerFunc func([]byte) (int, error)
 
 func (f writerFunc) Write(b []byte) (int, error) { return f(b) }
-
-// recordingConn is the client's UDP socket, recording every datagram to and from
-// the server with the time it passed the socket.
-type recordingConn struct {
-	net.PacketConn
-	udp *net.UDPConn
-	// kernelTimes: arrivals carry the kernel's receive timestamp (SO_TIMESTAMPNS).
-	kernelTimes bool
-	remote      netip.AddrPort
-	mu          sync.Mutex
-	records     []quicanalysis.Datagram
-	stopped     bool
-	// exact, when set, holds back the datagrams after the request (Exact).
-	exact *exactState
-}
-
-func (c *recordingConn) record(src, dst netip.AddrPort, b []byte, timeNs int64) {
-	now := timeNs
-	if now == 0 {
-		now = time.Now().UnixNano()
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if !c.stopped {
-		c.records = append(c.records, quicanalysis.Datagram{TimeNs: now, Src: src, Dst: dst, Payload: append([]byte(nil), b...)})
-	}
-}
-
-func (c *recordingConn) local() netip.AddrPort {
-	ap, _ := netip.ParseAddrPort(c.PacketConn.LocalAddr().String())
-	return unmapAP(ap)
-}
-
-func (c *recordingConn) ReadFrom(b []byte) (int, net.Addr, error) {
-	var oob [128]byte
-	n, oobn, _, addr, err := c.udp.ReadMsgUDPAddrPort(b, oob[:])
-	if err != nil {
-		return n, nil, err
-	}
-	var ts int64
-	if c.kernelTimes {
-		ts = kernelTimestamp(oob[:oobn])
-	}
-	c.record(unmapAP(addr), c.local(), b[:n], ts)
-	if c.exact != nil {
-		c.exact.received(b[:n])
-	}
-	return n, net.UDPAddrFromAddrPort(addr), nil
-}
-
-func (c *recordingConn) WriteTo(b []byte, addr net.Addr) (int, error) {
-	if c.exact != nil && c.exact.sending(b) {
-		return len(b), nil // held back: the server hears nothing more (Exact)
-	}
-	n, err := c.PacketConn.WriteTo(b, addr)
-	if err == nil {
-		if ua, ok := addr.(*net.UDPAddr); ok {
-			c.record(c.local(), unmapAP(ua.AddrPort()), b[:n], 0)
-		}
-	}
-	return n, err
-}
-
-func unmapAP(ap netip.AddrPort) netip.AddrPort {
-	return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
-}
-
-func (c *recordingConn) stop() {
-	c.mu.Lock()
-	c.stopped = true
-	c.mu.Unlock()
-}
-
-func (c *recordingConn) datagrams() []quicanalysis.Datagram {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return append([]quicanalysis.Datagram(nil), c.records...)
-}
-
-// compareTrace checks the decoded datagrams against the tracer's packets: the same
-// packet numbers, sizes and frames each way. It returns notes for disagreements.
-func compareTrace(trace []TracedPacket, a *quicanalysis.Analyzer) []string {
-	type key struct {
-		sent   bool
-		space  string
-		number int64
-	}
-	traced := map[key]TracedPacket{}
-	for _, p := range trace {
-		traced[key{p.Sent, qlogSpace(p.Type), p.Number}] = p
-	}
-	var notes []string
-	decoded := a.Packets()
-	matched := 0
-	for _, p := range decoded {
-		if p.Number < 0 {
-			continue
-		}
-		t, ok := traced[key{p.FromClient, p.Space.String(), p.Number}]
-		if !ok {
-			continue
-		}
-		matched++
-		if t.Bytes != p.Bytes {
-			notes = append(notes, fmt.Sprintf("packet %s %d: %d bytes decoded, %d traced", p.Space, p.Number, p.Bytes, t.Bytes))
-		}
-	}
-	if matched < len(traced) {
-		notes = append(notes, fmt.Sprintf("quic-go traced %d packets; %d of them were found in the recorded datagrams", len(traced), matched))
-	}
-	if len(notes) > 5 {
-		notes = append(notes[:5], fmt.Sprintf("and %d more disagreements", len(notes)-5))
-	}
-	return notes
-}
-
-func qlogSpace(packetType string) string {
-	switch packetType {
-	case "initial":
-		return "initial"
-	case "handshake":
-		return "handshake"
-	}
-	return "application"
-}
-
-// SetReadBuffer, SetWriteBuffer and SyscallConn let quic-go size the socket's buffers.
-func (c *recordingConn) SetReadBuffer(n int) error {
-	return c.PacketConn.(*net.UDPConn).SetReadBuffer(n)
-}
-func (c *recordingConn) SetWriteBuffer(n int) error {
-	return c.PacketConn.(*net.UDPConn).SetWriteBuffer(n)
-}
-func (c *recordingConn) SyscallConn() (syscall.RawConn, error) {
-	return c.PacketConn.(*net.UDPConn).SyscallConn()
-}
-
-// handshakeHint says what to do about a TLS handshake the server refused when
-// the name the probe gave it was an IP address: no server name (SNI) is sent
-// then (RFC 6066), and a server that picks its certificate by name has none to
-// offer (Caddy answers with an internal_error alert, CRYPTO_ERROR 0x150).
-func handshakeHint(err error, serverName string) string {
-	var te *quicgo.TransportError
-	if !errors.As(err, &te) || !te.ErrorCode.IsCryptoError() {
-		return ""
-	}
-	if _, ipErr := netip.ParseAddr(strings.Trim(serverName, "[]")); ipErr != nil {
-		return ""
-	}
-	return fmt.Sprintf(" (the TLS handshake failed: the URL names the address %s, so the handshake carried no server name (SNI), and a server that picks its certificate by name has none to offer; give the name with --sni NAME, or a URL with the name and --resolve NAME:PORT:%s)", serverName, serverName)
-}
