@@ -23,11 +23,6 @@ const (
 	protoOther
 )
 
-// timedMessage remembers when an HTTP message's first and last bytes were seen.
-type timedMessage struct {
-	firstNs, lastNs int64
-}
-
 // connAnalyzer is the flow.Handler of one connection: it feeds the rounds tracker
 // and the TLS and HTTP scanners, and turns everything into a report.Connection.
 type connAnalyzer struct {
@@ -46,7 +41,7 @@ type connAnalyzer struct {
 	// key log) and finds the HTTP exchanges inside.
 	decrypt *tlshttp.Conn
 	http    [2]*httpmsg.Parser
-	msgTime [2][]timedMessage
+	msgTime [2]messageTimes
 	// timedFrom is, per direction, the first message whose last byte is not
 	// yet timed: the ones before it are done, and timeMessages starts there
 	// (a keep-alive connection of many requests costs no more per segment).
@@ -179,7 +174,7 @@ func (ca *connAnalyzer) recordPacket(c *flow.Conn, s *flow.Segment) {
 	if s.Dir == flow.ToClient {
 		p.Dir = "s2c"
 		if s.NewLen > 0 && ca.rounds != nil {
-			p.Round = len(ca.rounds.Rounds())
+			p.Round = ca.rounds.Count()
 		}
 	}
 	if s.HasAck {
@@ -188,7 +183,19 @@ func (ca *connAnalyzer) recordPacket(c *flow.Conn, s *flow.Segment) {
 	ca.packets = append(ca.packets, p)
 }
 
-func flagString(f uint8) string {
+// flagString names TCP flags as the Report's packets do ("SA", "PA", "FA"...),
+// from a table made once: a string per packet listed was most of a live
+// view's garbage.
+func flagString(f uint8) string { return flagStrings[f] }
+
+var flagStrings = func() (t [256]string) {
+	for f := range t {
+		t[f] = makeFlagString(uint8(f))
+	}
+	return t
+}()
+
+func makeFlagString(f uint8) string {
 	var b []byte
 	for _, x := range []struct {
 		bit uint8
@@ -242,30 +249,36 @@ func (ca *connAnalyzer) feed(s *flow.Segment) {
 // timeMessages records first- and last-byte times of HTTP messages as bytes up to
 // writtenEnd are handed over at timeNs.
 func (ca *connAnalyzer) timeMessages(d flow.Dir, writtenEnd, timeNs int64) {
-	msgs := ca.http[d].Messages()
-	times := ca.msgTime[d]
-	for len(times) < len(msgs) {
-		i := len(times)
-		times = append(times, timedMessage{firstNs: timeNs})
+	p := ca.http[d]
+	count := p.Count()
+	times := &ca.msgTime[d]
+	for times.Len() < count {
+		i := times.Len()
+		times.Append(timedMessage{firstNs: timeNs})
 		// A message whose end was unknown ended at the last byte before this one.
-		if i > 0 && times[i-1].lastNs == 0 {
-			times[i-1].lastNs = ca.lastDataNs[d]
+		if i > 0 && !times.Timed(i-1) {
+			prev := times.Open(i - 1)
+			prev.lastNs = ca.lastDataNs[d]
 			if ca.lastDataNs[d] == 0 {
-				times[i-1].lastNs = timeNs
+				prev.lastNs = timeNs
 			}
 		}
 	}
 	from := ca.timedFrom[d]
-	for i := from; i < len(msgs); i++ {
-		if times[i].lastNs == 0 && msgs[i].End >= 0 && msgs[i].End <= writtenEnd {
-			times[i].lastNs = timeNs
+	for i := from; i < count; i++ {
+		if times.Timed(i) {
+			continue
+		}
+		if end := p.MessageEnd(i); end >= 0 && end <= writtenEnd {
+			times.Open(i).lastNs = timeNs
 		}
 	}
-	for from < len(times) && times[from].lastNs != 0 {
+	for from < count && times.Timed(from) {
 		from++
 	}
 	ca.timedFrom[d] = from
-	ca.msgTime[d] = times
+	// Times that are all known change no more.
+	times.freeze(from)
 }
 
 // sniff tells the protocol from the first captured bytes of a stream.
@@ -436,7 +449,7 @@ func (ca *connAnalyzer) assemble(c *flow.Conn, l labelled) report.Connection {
 	}
 	rttNs := c.RTTNs()
 	rc.MinRTTMs = nsToMs(rttNs)
-	if ca.rounds != nil && len(ca.rounds.Rounds()) > 0 {
+	if ca.rounds != nil && ca.rounds.Count() > 0 {
 		// What a full segment of the server's carried, as its frames show it.
 		rc.MSS = ca.rounds.FullSegmentBytes()
 	}
@@ -444,6 +457,9 @@ func (ca *connAnalyzer) assemble(c *flow.Conn, l labelled) report.Connection {
 	rc.Notes = append(rc.Notes, l.notes...)
 	rc.Notes = append(rc.Notes, l.methodNotes...)
 
+	if len(raw) > 0 {
+		rc.Rounds = make([]report.Round, 0, len(raw))
+	}
 	var cum int64
 	for i, r := range raw {
 		cum += int64(r.Bytes)
@@ -484,10 +500,11 @@ func (ca *connAnalyzer) assemble(c *flow.Conn, l labelled) report.Connection {
 			rc.Notes = append(rc.Notes, "the server answered the first ClientHello with a HelloRetryRequest (it wanted another key share): the TLS handshake took a round trip more")
 		}
 	}
+	spans := newRoundSpans(raw)
 	if l.decrypted != nil {
-		rc.HTTP = exchangeMessages(l.decrypted, raw, ms)
+		rc.HTTP = exchangeMessages(l.decrypted, spans, ms)
 	} else {
-		rc.HTTP = ca.httpMessages(ms, raw)
+		rc.HTTP = ca.httpMessages(ms, spans)
 	}
 	packets := ca.packets
 	if !final {
@@ -572,7 +589,7 @@ func (ca *connAnalyzer) noteCapture(c *flow.Conn, rc *report.Connection) {
 func (ca *connAnalyzer) noteSegmentSize(c *flow.Conn, rc *report.Connection) {
 	limit := c.SegmentCap(flow.ToClient)
 	client, server := &c.Dirs[flow.ToServer], &c.Dirs[flow.ToClient]
-	if ca.rounds == nil || len(ca.rounds.Rounds()) == 0 {
+	if ca.rounds == nil || ca.rounds.Count() == 0 {
 		if rc.MSS == 0 && !c.MidStream && (client.SYNSeen || server.SYNSeen) {
 			rc.Notes = append(rc.Notes, "the client's SYN carried no MSS option")
 		}
@@ -652,7 +669,7 @@ func (ca *connAnalyzer) verdictInput(c *flow.Conn, raw []rounds.Round, t *tlsSum
 		}
 	}
 	if p := ca.http[flow.ToClient]; p != nil {
-		for _, m := range p.Messages() {
+		for _, m := range p.MessagesFrom(0) {
 			if m.Offset > horizon {
 				break
 			}
@@ -703,11 +720,11 @@ func (ca *connAnalyzer) ending() rounds.Ending {
 	if p == nil {
 		return rounds.EndingComplete
 	}
-	msgs := p.Messages()
-	if len(msgs) == 0 {
+	n := p.Count()
+	if n == 0 {
 		return rounds.EndingComplete
 	}
-	last := msgs[len(msgs)-1]
+	last := p.Message(n - 1)
 	if last.Incomplete && last.IncompleteReason == httpmsg.ReasonEndedInBody {
 		return rounds.EndingIncomplete
 	}
@@ -733,7 +750,7 @@ func (ca *connAnalyzer) responseEnds() []int64 {
 		return nil
 	}
 	var ends []int64
-	for _, m := range p.Messages() {
+	for _, m := range p.MessagesFrom(0) {
 		if m.End > 0 {
 			ends = append(ends, m.End)
 		}
@@ -755,8 +772,8 @@ func (ca *connAnalyzer) phase(r rounds.Round, t *tlsSummary) string {
 
 // exchangeMessages turns a decrypted connection's exchanges into the report's,
 // with the rounds their response records arrived in.
-func exchangeMessages(res *tlshttp.Result, raw []rounds.Round, ms func(int64) float64) []report.HTTPMessage {
-	out := []report.HTTPMessage{}
+func exchangeMessages(res *tlshttp.Result, spans roundSpans, ms func(int64) float64) []report.HTTPMessage {
+	out := make([]report.HTTPMessage, 0, len(res.Exchanges))
 	at := func(ns int64) *float64 {
 		if ns <= 0 {
 			return nil
@@ -770,19 +787,49 @@ func exchangeMessages(res *tlshttp.Result, raw []rounds.Round, ms func(int64) fl
 			RequestMs: at(x.RequestNs), FirstByteMs: at(x.FirstByteNs), LastByteMs: at(x.LastByteNs),
 			Bytes: x.Bytes, BodyBytes: x.BodyBytes, Incomplete: x.Incomplete || !x.Complete, IncompleteReason: x.Reason}
 		for _, sp := range x.ResponseSpans {
-			m.Rounds = appendRoundsOf(m.Rounds, raw, sp.Start, sp.End)
+			m.Rounds = spans.appendRoundsOf(m.Rounds, sp.Start, sp.End)
 		}
 		out = append(out, m)
 	}
 	return out
 }
 
+// roundSpans finds the rounds that carried a span of the stream.
+type roundSpans struct {
+	raw []rounds.Round
+	// ascending: every round starts and ends at or after the one before (new
+	// data comes in order, so they do), and a span's rounds are found by
+	// binary search rather than by looking at every round.
+	ascending bool
+}
+
+func newRoundSpans(raw []rounds.Round) roundSpans {
+	for i := 1; i < len(raw); i++ {
+		if raw[i].StartOffset < raw[i-1].StartOffset || raw[i].EndOffset < raw[i-1].EndOffset {
+			return roundSpans{raw: raw}
+		}
+	}
+	return roundSpans{raw: raw, ascending: true}
+}
+
+func (s roundSpans) len() int { return len(s.raw) }
+
 // appendRoundsOf adds the (1-based) indexes of the rounds that carried any byte of
 // [start, end) to list, keeping it sorted and without repeats.
-func appendRoundsOf(list []int, raw []rounds.Round, start, end int64) []int {
-	for i := range raw {
+func (s roundSpans) appendRoundsOf(list []int, start, end int64) []int {
+	raw := s.raw
+	first := 0
+	if s.ascending {
+		// The rounds before first end at or before start, and from the first
+		// that starts at or after end on, none is in the span.
+		first = sort.Search(len(raw), func(i int) bool { return raw[i].EndOffset > start })
+	}
+	for i := first; i < len(raw); i++ {
 		r := &raw[i]
 		if r.EndOffset <= start || r.StartOffset >= end {
+			if s.ascending && r.StartOffset >= end {
+				break
+			}
 			continue
 		}
 		k := i + 1
@@ -796,6 +843,26 @@ func appendRoundsOf(list []int, raw []rounds.Round, start, end int64) []int {
 	return list
 }
 
+// intSlab hands out the lists of many messages from one array.
+type intSlab struct{ buf []int }
+
+// free is an empty list to append to, in the slab's free room.
+func (s *intSlab) free() []int { return s.buf[len(s.buf):len(s.buf)] }
+
+// take keeps list, made from free: in the slab if it fit there (nil when
+// empty, as a list never appended to).
+func (s *intSlab) take(list []int) []int {
+	n := len(list)
+	if n == 0 {
+		return nil
+	}
+	if start := len(s.buf); cap(s.buf)-start >= n && &s.buf[:start+1][start] == &list[0] {
+		s.buf = s.buf[:start+n]
+		return list[:n:n]
+	}
+	return list
+}
+
 func containsInt(list []int, k int) bool {
 	for _, x := range list {
 		if x == k {
@@ -805,19 +872,27 @@ func containsInt(list []int, k int) bool {
 	return false
 }
 
-func (ca *connAnalyzer) httpMessages(ms func(int64) float64, raw []rounds.Round) []report.HTTPMessage {
-	out := []report.HTTPMessage{}
+func (ca *connAnalyzer) httpMessages(ms func(int64) float64, spans roundSpans) []report.HTTPMessage {
 	req, resp := ca.http[flow.ToServer], ca.http[flow.ToClient]
 	if req == nil {
-		return out
+		return []report.HTTPMessage{}
 	}
 	reqs, resps := req.Messages(), resp.Messages()
+	reqTimes, respTimes := ca.msgTime[flow.ToServer].All(), ca.msgTime[flow.ToClient].All()
+	out := make([]report.HTTPMessage, 0, len(reqs))
+	// The messages' times and round lists in a few arrays, not a few
+	// allocations per message.
+	times := make([]float64, 0, 3*len(reqs))
+	at := func(ns int64) *float64 {
+		times = append(times, ms(ns))
+		return &times[len(times)-1]
+	}
+	lists := intSlab{buf: make([]int, 0, len(resps)+spans.len())}
 	for i, q := range reqs {
 		m := report.HTTPMessage{Method: q.Method, Path: q.Target, Authority: q.Host, Protocol: "http/1.1",
 			Incomplete: q.Incomplete, IncompleteReason: q.IncompleteReason}
-		if i < len(ca.msgTime[flow.ToServer]) {
-			v := ms(ca.msgTime[flow.ToServer][i].firstNs)
-			m.RequestMs = &v
+		if i < len(reqTimes) {
+			m.RequestMs = at(reqTimes[i].firstNs)
 		}
 		if i < len(resps) {
 			r := resps[i]
@@ -844,17 +919,15 @@ func (ca *connAnalyzer) httpMessages(ms func(int64) float64, raw []rounds.Round)
 				}
 				m.Incomplete = true
 			}
-			m.Rounds = appendRoundsOf(nil, raw, r.Offset, r.Offset+m.Bytes)
-			if i < len(ca.msgTime[flow.ToClient]) {
-				t := ca.msgTime[flow.ToClient][i]
-				v := ms(t.firstNs)
-				m.FirstByteMs = &v
+			m.Rounds = lists.take(spans.appendRoundsOf(lists.free(), r.Offset, r.Offset+m.Bytes))
+			if i < len(respTimes) {
+				t := respTimes[i]
+				m.FirstByteMs = at(t.firstNs)
 				last := t.lastNs
 				if last == 0 {
 					last = ca.lastDataNs[flow.ToClient]
 				}
-				w := ms(last)
-				m.LastByteMs = &w
+				m.LastByteMs = at(last)
 			}
 		}
 		out = append(out, m)

@@ -10,7 +10,7 @@
 # bytes from the IP header on). It prints the kernel drops of both, and compares
 # livecap's reports with `analyze --jsonl` of tcpdump's file, line by line. A
 # second run at each rate takes the live view's own settings (whole packets,
-# per-packet lists) and counts its drops.
+# per-packet lists, the packet ring) and counts its drops.
 #
 # Targets, at 1000 Mbit/s: 0 kernel drops, every report the same. The higher
 # rates say how far the path goes before it drops. Needs root and what
@@ -62,13 +62,14 @@ for rate in "${rates[@]}"; do
 		check "$rate Mbit/s same reports (without times)" "$(awk_ok "$same_untimed == $total && $live == $total")" "$same_untimed of $total ($same with times)"
 	fi
 	rm -f "$pcap"
-	# The live view's own settings: whole packets, per-packet lists.
+	# The live view's own settings: whole packets, per-packet lists, the
+	# packet ring.
 	"$bench_dir/make-capture.sh" "$pcap" --shape bulk --rate-mbit "$rate" \
-		--tap "$work_dir/livecap -i \$CAPTURE_IFACE -packets -out $work_dir/view-$rate.jsonl" >/dev/null
+		--tap "$work_dir/livecap -i \$CAPTURE_IFACE -packets -ring -out $work_dir/view-$rate.jsonl" >/dev/null
 	stats=$(tail -1 "$pcap.tap.log")
 	view_drops=$(sed -n 's/.*"KernelDrops":\([0-9]*\).*/\1/p' <<<"$stats")
 	view_packets=$(sed -n 's/.*"KernelPackets":\([0-9]*\).*/\1/p' <<<"$stats")
-	echo "as view --live (whole packets, per-packet lists): $view_drops of $view_packets dropped by the kernel"
+	echo "as view --live (whole packets, per-packet lists, packet ring): $view_drops of $view_packets dropped by the kernel"
 	rm -f "$pcap" "$pcap.tap.log"
 done
 echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"

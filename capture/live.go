@@ -49,10 +49,20 @@ type LiveOptions struct {
 	// on (default DefaultSnaplen). Packet.PayloadLen stays right when it
 	// cuts the payload.
 	Snaplen int
-	// BufferBytes is the kernel socket receive buffer (default
-	// DefaultBufferBytes). Packets that arrive while it is full are dropped
+	// BufferBytes is the kernel's room for packets the capture has not read
+	// yet (default DefaultBufferBytes): the socket's receive buffer, or the
+	// packet ring (Ring). Packets that arrive while it is full are dropped
 	// and counted in LiveStats.KernelDrops.
 	BufferBytes int
+	// Ring reads through a packet ring of BufferBytes shared with the kernel
+	// (PACKET_RX_RING, as libpcap reads): no system call and no copy a
+	// packet, so that a busy machine keeps up with whole packets at 1 Gbit/s
+	// (bench/live.sh), for a latency of a few milliseconds (the kernel hands
+	// packets over in blocks, on a timer when they come slowly). The ring's
+	// memory is taken at once, whatever the traffic: for long captures of
+	// much of it (the live view). Without it (or where the kernel gives no
+	// ring) packets wait in the socket's receive buffer, taken as they come.
+	Ring bool
 	// Netns is an optional path of a network namespace file (e.g.
 	// /run/netns/NAME or /proc/PID/ns/net) to capture in; Interface is
 	// looked up there. Empty: the namespace of the calling process.
@@ -95,8 +105,9 @@ type LiveStats struct {
 	Interface string // the interface captured on
 	LinkType  string // LinkTypeNameRaw: packets start at the IP header
 	Snaplen   int    // bytes kept per packet
-	// BufferBytes is the receive buffer the kernel granted (it reports twice
-	// the size asked for, its bookkeeping included).
+	// BufferBytes is the room the kernel granted: the packet ring's size, or
+	// without a ring the receive buffer (which the kernel reports as twice the
+	// size asked for, its bookkeeping included).
 	BufferBytes int
 
 	// Packets and Bytes count what the capture read from the kernel (the

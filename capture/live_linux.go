@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -27,11 +28,14 @@ import (
 
 // How a live capture reads: a plain AF_PACKET socket of type SOCK_DGRAM
 // (packets from the IP header on, whatever the link layer) bound to one
-// interface, read in batches with recvmmsg through the Go poller. There is no
-// packet ring: a ring (TPACKET_V3) hands over blocks of packets on a timer,
-// and a capture that stops must get every packet already taken, at once.
-// Each message brings the kernel's receive timestamp (SO_TIMESTAMPNS), the
+// interface, read in batches with recvmmsg through the Go poller. Each
+// message brings the kernel's receive timestamp (SO_TIMESTAMPNS), the
 // packet's original length (PACKET_AUXDATA) and its direction (sll_pkttype).
+// Asked for (LiveOptions.Ring), the socket has a TPACKET_V3 packet ring
+// instead (ring_linux.go): the kernel writes packets, with the same three, into
+// memory it shares with the process, and no system call or copy is made per
+// packet; it hands them over in blocks, on a timer when they come slowly, so
+// that a capture that stops waits for the last block (a few milliseconds).
 
 const (
 	// batchDataBytes bounds the packet buffers of one batch; a batch holds
@@ -71,6 +75,11 @@ type Live struct {
 	readFn     func(fd uintptr) bool // recvBatch, made once: a method value allocates
 	drainFn    func(fd uintptr)
 	eof        bool
+
+	// ring, when the kernel gave one, is what Next reads (the batch above is
+	// then unused); closed tells its reader to unmap it.
+	ring   *ring
+	closed atomic.Bool
 
 	dec *decoder
 	tee atomic.Pointer[PcapWriter]
@@ -136,9 +145,14 @@ func OpenLive(ctx context.Context, opts LiveOptions) (*Live, error) {
 	}
 	l := &Live{
 		file: file, conn: conn, iface: opts.Interface, loopback: sock.loopback,
-		snaplen: opts.Snaplen, bufferBytes: sock.bufferBytes, dec: newDecoder(),
+		snaplen: opts.Snaplen, bufferBytes: sock.bufferBytes, dec: newDecoder(), ring: sock.ring,
 	}
-	l.allocateBatch()
+	if l.ring != nil {
+		l.bufferBytes = l.ring.blocks * l.ring.blockBytes
+		runtime.AddCleanup(l, (*ringMapping).unmap, l.ring.mapping)
+	} else {
+		l.allocateBatch()
+	}
 	l.stopAfterCtx = context.AfterFunc(ctx, l.Stop)
 	slog.Debug("live capture started", "interface", opts.Interface, "netns", opts.Netns,
 		"filter", opts.Filter.String(), "snaplen", opts.Snaplen, "buffer_bytes", sock.bufferBytes)
@@ -150,7 +164,8 @@ func OpenLive(ctx context.Context, opts LiveOptions) (*Live, error) {
 type packetSocket struct {
 	fd          int
 	loopback    bool
-	bufferBytes int // what the kernel granted
+	bufferBytes int   // what the kernel granted
+	ring        *ring // nil: read with recvmmsg
 }
 
 // openPacketSocket makes the capture socket in the current network namespace
@@ -180,6 +195,9 @@ func openPacketSocket(opts LiveOptions, program []bpf.RawInstruction) (packetSoc
 	}
 	sock := packetSocket{fd: fd, loopback: loopback}
 	fail := func(what string, err error) (packetSocket, error) {
+		if sock.ring != nil {
+			sock.ring.mapping.unmap()
+		}
 		unix.Close(fd)
 		return packetSocket{}, fmt.Errorf("capture: packet socket on %s: %s: %w", opts.Interface, what, err)
 	}
@@ -201,6 +219,13 @@ func openPacketSocket(opts LiveOptions, program []bpf.RawInstruction) (packetSoc
 	}
 	if err := unix.SetsockoptInt(fd, unix.SOL_PACKET, unix.PACKET_AUXDATA, 1); err != nil {
 		return fail("asking for packet lengths (PACKET_AUXDATA)", err)
+	}
+	if !opts.Ring {
+		// Packets wait in the receive buffer, read with recvmmsg.
+	} else if r, err := setupRing(fd, opts.BufferBytes); err == nil {
+		sock.ring = r
+	} else {
+		slog.Debug("live capture: no packet ring, reading with recvmmsg", "interface", opts.Interface, "err", err)
 	}
 	if loopback {
 		// Each packet crosses loopback twice (out, then in): keep the copy
@@ -323,6 +348,9 @@ func (l *Live) recvBatch(fd uintptr) bool {
 // and is valid until the next call. Packets that are not TCP (possible only
 // with a filter that passes them) are skipped and counted.
 func (l *Live) Next(p *Packet) error {
+	if l.ring != nil {
+		return l.nextFromRing(p)
+	}
 	for {
 		for l.batchNext < l.batchCount {
 			i := l.batchNext
@@ -338,6 +366,24 @@ func (l *Live) Next(p *Packet) error {
 			return err
 		}
 	}
+}
+
+// Buffered is how many packets of the batch read from the kernel are still
+// to be handed over (not all of them TCP): Next returns at least the next of
+// them without waiting. Called from Next's goroutine.
+func (l *Live) Buffered() int {
+	if r := l.ring; r != nil {
+		switch {
+		case r.mem == nil:
+			return 0
+		case r.held && r.left > 0:
+			return r.left
+		case !r.held && r.ready():
+			return 1
+		}
+		return 0
+	}
+	return l.batchCount - l.batchNext
 }
 
 // readBatch fills the batch, waiting for packets unless the capture has
@@ -383,6 +429,12 @@ func (l *Live) takePacket(i int, p *Packet) bool {
 	}
 	data := l.data[i*l.snaplen : i*l.snaplen+int(l.msgs[i].Len)]
 	timestampNs, wireBytes := parseControl(l.control[i*controlBytes : i*controlBytes+int(l.msgs[i].Hdr.Controllen)])
+	return l.takeFrame(data, timestampNs, wireBytes, p)
+}
+
+// takeFrame decodes a packet read from the kernel into p; false if it is to
+// be skipped (not a TCP segment).
+func (l *Live) takeFrame(data []byte, timestampNs int64, wireBytes int, p *Packet) bool {
 	if timestampNs == 0 {
 		timestampNs = time.Now().UnixNano() // the kernel gave none
 		l.untimed++
@@ -490,6 +542,7 @@ func (l *Live) Close() error {
 	l.closeOnce.Do(func() {
 		l.stopAfterCtx()
 		l.Stop()
+		l.closed.Store(true)
 		if err := l.file.Close(); err != nil {
 			l.closeErr = fmt.Errorf("capture: closing the packet socket on %s: %w", l.iface, err)
 		}
@@ -544,3 +597,75 @@ func (l *Live) SetFilter(f Filter) error {
 // decoded or not (nil stops it). A write error stops the copy; w keeps the
 // error and its Flush returns it.
 func (l *Live) Tee(w *PcapWriter) { l.tee.Store(w) }
+
+// nextFromRing is Next reading the packet ring.
+func (l *Live) nextFromRing(p *Packet) error {
+	r := l.ring
+	for {
+		if r.mem == nil {
+			return io.EOF
+		}
+		if l.closed.Load() {
+			// Closed: nothing more is read, and the packet handed out last
+			// is no longer the caller's.
+			r.mapping.unmap()
+			r.mem = nil
+			return io.EOF
+		}
+		if r.held && r.left > 0 {
+			data, wireBytes, timestampNs, pktType := r.packet()
+			if l.loopback && pktType == unix.PACKET_OUTGOING {
+				continue
+			}
+			if l.takeFrame(data, timestampNs, wireBytes, p) {
+				return nil
+			}
+			continue
+		}
+		if r.held {
+			// (The packet handed out last was in this block: it is given
+			// back only now, at the next call.)
+			r.release()
+		}
+		if r.ready() {
+			r.take()
+			continue
+		}
+		if l.eof {
+			return io.EOF
+		}
+		if err := l.waitRing(); err != nil {
+			return err
+		}
+	}
+}
+
+// waitRing waits until the next block is the process's: for the kernel to
+// hand it over while the capture runs; after Stop, at most for the timer of
+// the block the kernel was filling, when that holds packets (none come after
+// Stop), else the capture is over (l.eof).
+func (l *Live) waitRing() error {
+	r := l.ring
+	if !l.stopped.Load() {
+		err := l.conn.Read(func(uintptr) bool { return r.ready() })
+		if err == nil {
+			return nil
+		}
+		if !l.stopped.Load() {
+			if l.closed.Load() {
+				return nil // Next says io.EOF
+			}
+			return fmt.Errorf("capture: reading packets on %s: %w", l.iface, err)
+		}
+		// Stop set a past deadline to wake this wait: drain below.
+	}
+	deadline := time.Now().Add(ringDrainWait)
+	for !r.ready() {
+		if !r.pending() || time.Now().After(deadline) {
+			l.eof = true
+			return nil
+		}
+		time.Sleep(ringRetireMs * time.Millisecond / 4)
+	}
+	return nil
+}

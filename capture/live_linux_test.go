@@ -528,15 +528,37 @@ func TestLiveSetFilter(t *testing.T) {
 	}
 }
 
+// readers are the two ways a Live reads: the packet ring, and recvmmsg
+// (where the kernel gives no ring).
+var readers = []struct {
+	name     string
+	recvmmsg bool
+}{{"ring", false}, {"recvmmsg", true}}
+
+// checkReader fails the test when the Live does not read the way asked.
+func checkReader(t *testing.T, live *Live, recvmmsg bool) {
+	t.Helper()
+	if (live.ring == nil) != recvmmsg {
+		t.Fatalf("the capture reads with a ring: %t, want %t", live.ring != nil, !recvmmsg)
+	}
+}
+
 func TestLiveStopWakesBlockedNext(t *testing.T) {
 	requireRoot(t)
+	for _, reader := range readers {
+		t.Run(reader.name, func(t *testing.T) { testLiveStopWakesBlockedNext(t, reader.recvmmsg) })
+	}
+}
+
+func testLiveStopWakesBlockedNext(t *testing.T, recvmmsg bool) {
 	// A filter nothing matches: an address of 127/8 nobody uses, port 9.
 	quiet := netip.AddrFrom4([4]byte{127, 77, byte(os.Getpid() >> 8), byte(os.Getpid())})
-	live, err := OpenLive(context.Background(), LiveOptions{Interface: "lo", Filter: Filter{Remote: quiet, Port: 9}})
+	live, err := OpenLive(context.Background(), LiveOptions{Interface: "lo", Filter: Filter{Remote: quiet, Port: 9}, Ring: !recvmmsg})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer live.Close()
+	checkReader(t, live, recvmmsg)
 	started := make(chan struct{})
 	result := make(chan error, 1)
 	go func() {
@@ -632,6 +654,12 @@ func checkBurst(t *testing.T, packets []Packet, count int, firstSeq uint32) {
 
 func TestLiveNoLossAtStop(t *testing.T) {
 	requireRoot(t)
+	for _, reader := range readers {
+		t.Run(reader.name, func(t *testing.T) { testLiveNoLossAtStop(t, reader.recvmmsg) })
+	}
+}
+
+func testLiveNoLossAtStop(t *testing.T, recvmmsg bool) {
 	const count = 10_000
 	pid := os.Getpid()
 	dst := netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 78, byte(pid >> 8), byte(pid)}), 9)
@@ -643,11 +671,12 @@ func TestLiveNoLossAtStop(t *testing.T) {
 
 	t.Run("reader running", func(t *testing.T) {
 		burst := newRSTBurst(t, src, dst, count, 1)
-		live, err := OpenLive(context.Background(), LiveOptions{Interface: "lo", Filter: filter, BufferBytes: bufferBytes})
+		live, err := OpenLive(context.Background(), LiveOptions{Interface: "lo", Filter: filter, BufferBytes: bufferBytes, Ring: !recvmmsg})
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer live.Close()
+		checkReader(t, live, recvmmsg)
 		collected := collectInBackground(live)
 		burst.send(t)
 		live.Stop()
@@ -663,11 +692,12 @@ func TestLiveNoLossAtStop(t *testing.T) {
 	t.Run("drained after Stop", func(t *testing.T) {
 		burst := newRSTBurst(t, src, dst, count, 1)
 		late := newRSTBurst(t, src, dst, 100, count+1)
-		live, err := OpenLive(context.Background(), LiveOptions{Interface: "lo", Filter: filter, BufferBytes: bufferBytes})
+		live, err := OpenLive(context.Background(), LiveOptions{Interface: "lo", Filter: filter, BufferBytes: bufferBytes, Ring: !recvmmsg})
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer live.Close()
+		checkReader(t, live, recvmmsg)
 		burst.send(t)
 
 		// Take half the burst while the capture runs, the rest after Stop.
@@ -694,16 +724,23 @@ func TestLiveNoLossAtStop(t *testing.T) {
 
 func TestLiveNextAllocatesNothing(t *testing.T) {
 	requireRoot(t)
+	for _, reader := range readers {
+		t.Run(reader.name, func(t *testing.T) { testLiveNextAllocatesNothing(t, reader.recvmmsg) })
+	}
+}
+
+func testLiveNextAllocatesNothing(t *testing.T, recvmmsg bool) {
 	const count = 4000
 	pid := os.Getpid()
 	dst := netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 80, byte(pid >> 8), byte(pid)}), 9)
 	src := netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 81, byte(pid >> 8), byte(pid)}), 40000)
 	burst := newRSTBurst(t, src, dst, count, 1)
-	live, err := OpenLive(context.Background(), LiveOptions{Interface: "lo", Filter: Filter{Remote: dst.Addr()}, BufferBytes: 32 << 20})
+	live, err := OpenLive(context.Background(), LiveOptions{Interface: "lo", Filter: Filter{Remote: dst.Addr()}, BufferBytes: 32 << 20, Ring: !recvmmsg})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer live.Close()
+	checkReader(t, live, recvmmsg)
 	var teeFile bytes.Buffer
 	teeFile.Grow(count * 100)
 	tee, err := NewPcapWriter(&teeFile, 0)

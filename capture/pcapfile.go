@@ -64,9 +64,16 @@ type pcapReader struct {
 	maxCaptured    uint32 // the longest record readable: max(snaplen, maxSnaplen), at most MaxRecordBytes
 	longest        uint32 // the longest record read so far
 	pending        int    // bytes of the record handed out last, to consume before the next
-	records        int64  // records handed out
-	lastSeconds    int64  // timestamp seconds of the last record handed out
-	damage         *Damage
+	// view is the stream's buffered bytes from the first record handed out
+	// through it: while the records that follow are whole in it, each with a
+	// readable header after it, next hands them out from there (viewUsed:
+	// the bytes handed out), with no call into the stream; the stream
+	// consumes them at once when that ends.
+	view        []byte
+	viewUsed    int
+	records     int64 // records handed out
+	lastSeconds int64 // timestamp seconds of the last record handed out
+	damage      *Damage
 }
 
 // newPcapReader reads the file header.
@@ -127,8 +134,16 @@ func (r *pcapReader) u32(b []byte) uint32 {
 
 // header parses a record header.
 func (r *pcapReader) header(b []byte) pcapRecordHeader {
-	h := pcapRecordHeader{seconds: r.u32(b[0:4]), fraction: r.u32(b[4:8]), capturedBytes: r.u32(b[8:12]), wireBytes: r.u32(b[12:16])}
-	if r.lengths == lengthsSwapped || r.lengths == lengthsSwappedIfLong && h.capturedBytes > h.wireBytes {
+	b = b[:pcapRecordHeaderBytes]
+	var h pcapRecordHeader
+	if r.bigEndian {
+		h = pcapRecordHeader{seconds: binary.BigEndian.Uint32(b[0:4]), fraction: binary.BigEndian.Uint32(b[4:8]),
+			capturedBytes: binary.BigEndian.Uint32(b[8:12]), wireBytes: binary.BigEndian.Uint32(b[12:16])}
+	} else {
+		h = pcapRecordHeader{seconds: binary.LittleEndian.Uint32(b[0:4]), fraction: binary.LittleEndian.Uint32(b[4:8]),
+			capturedBytes: binary.LittleEndian.Uint32(b[8:12]), wireBytes: binary.LittleEndian.Uint32(b[12:16])}
+	}
+	if r.lengths != lengthsInOrder && (r.lengths == lengthsSwapped || h.capturedBytes > h.wireBytes) {
 		h.capturedBytes, h.wireBytes = h.wireBytes, h.capturedBytes
 	}
 	return h
@@ -166,6 +181,16 @@ func abs64(v int64) int64 {
 
 // next reads the next record.
 func (r *pcapReader) next(rec *record) error {
+	if r.view != nil {
+		if r.nextInView(rec) {
+			return nil
+		}
+		used := r.viewUsed
+		r.view, r.viewUsed = nil, 0
+		if err := r.s.discard(used); err != nil {
+			return err
+		}
+	}
 	if r.pending > 0 {
 		if err := r.s.discard(r.pending); err != nil {
 			return err
@@ -210,6 +235,12 @@ func (r *pcapReader) next(rec *record) error {
 			}
 			data = b[pcapRecordHeaderBytes:total]
 			r.pending = total
+			if !r.s.pipe {
+				// The records that follow are read from the bytes at hand
+				// (nextInView) until one is not whole there.
+				r.view, _ = r.s.peek(r.s.br.Buffered())
+				r.viewUsed, r.pending = total, 0
+			}
 		} else {
 			if err := r.s.discard(pcapRecordHeaderBytes); err != nil {
 				return err
@@ -228,6 +259,32 @@ func (r *pcapReader) next(rec *record) error {
 		rec.iface = 0
 		return nil
 	}
+}
+
+// nextInView hands out the record after the last one from the view, when it
+// and the header after it are whole there and both headers are readable;
+// false leaves the record to next's general path (damage, the end of the
+// input, a record longer than the bytes at hand).
+func (r *pcapReader) nextInView(rec *record) bool {
+	rest := r.view[r.viewUsed:]
+	if len(rest) < 2*pcapRecordHeaderBytes {
+		return false
+	}
+	h := r.header(rest)
+	total := pcapRecordHeaderBytes + int(h.capturedBytes)
+	if !r.readable(h) || total+pcapRecordHeaderBytes > len(rest) || !r.readable(r.header(rest[total:])) {
+		return false
+	}
+	r.viewUsed += total
+	r.records++
+	r.lastSeconds = int64(h.seconds)
+	r.longest = max(r.longest, h.capturedBytes)
+	rec.data = rest[pcapRecordHeaderBytes:total]
+	rec.timestampNs = int64(h.seconds)*1e9 + int64(h.fraction)*r.nsPerFraction
+	rec.wireBytes = int(h.wireBytes)
+	rec.linkType = r.linkType
+	rec.iface = 0
+	return true
 }
 
 // runInside looks for records that start inside the record at the stream's

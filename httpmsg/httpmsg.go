@@ -17,6 +17,7 @@ package httpmsg
 import (
 	"bytes"
 	"fmt"
+	"iter"
 
 	"github.com/slowstart/slowstart/internal/inorder"
 )
@@ -56,10 +57,6 @@ type Message struct {
 	// For a Content-Length body it is known from the header on, even when the
 	// stream ends before it (then Incomplete is set).
 	End int64
-	// EndInferred reports that End was not framed but taken from the start of the
-	// next message found by resynchronization: the message ended there or, if whole
-	// messages went uncaptured in between, earlier. Incomplete stays set.
-	EndInferred bool
 	// Method and Target are the request line's. Target may be a captured prefix
 	// when the line was cut (then Incomplete is set), and is cut to MaxTargetBytes.
 	Method, Target string
@@ -72,6 +69,15 @@ type Message struct {
 	Host, ContentType string
 	// ContentLength is the Content-Length header's value, -1 if absent or unknown.
 	ContentLength int64
+	// Request is, for a response, the index into the request parser's Messages of
+	// the request it answers; -1 when unknown (no request parser, or sync was lost).
+	Request int
+	// IncompleteReason says what made the message incomplete (Incomplete).
+	IncompleteReason string
+	// EndInferred reports that End was not framed but taken from the start of the
+	// next message found by resynchronization: the message ended there or, if whole
+	// messages went uncaptured in between, earlier. Incomplete stays set.
+	EndInferred bool
 	// Chunked reports Transfer-Encoding: chunked.
 	Chunked bool
 	// KeepAlive reports that the connection stays open after this message (HTTP/1.1
@@ -81,14 +87,10 @@ type Message struct {
 	Close bool
 	// Incomplete reports that something needed to frame the message was not
 	// captured (or not sent); IncompleteReason says what.
-	Incomplete       bool
-	IncompleteReason string
+	Incomplete bool
 	// Resynced reports that the message was found by resynchronization at the start
 	// of a segment after sync was lost, not by following the previous message.
 	Resynced bool
-	// Request is, for a response, the index into the request parser's Messages of
-	// the request it answers; -1 when unknown (no request parser, or sync was lost).
-	Request int
 }
 
 type parseState uint8
@@ -112,35 +114,36 @@ const (
 // ready: use NewRequestParser or NewResponseParser. A Parser is not safe for
 // concurrent use.
 type Parser struct {
-	isRequest bool
-	requests  *Parser // for responses: the parser of the other direction, may be nil
+	requests *Parser // for responses: the parser of the other direction, may be nil
 
 	nextOffset int64
-	state      parseState
-	decided    bool // whether the stream's first start line was judged
-	isHTTP     bool
 	lostAt     int64
 	// firstLostAt is the offset where sync was first lost, -1 if never: requests
 	// before it keep their true position in the connection.
 	firstLostAt int64
-	resyncNext  bool
 
 	line      []byte // captured bytes of the current line, without the newline
 	lineStart int64
-	lineLong  bool // the line outgrew MaxLineBytes
 
-	messages     []Message
+	messages     messageStore
 	messageCount int64
-	current      int  // index of the message in progress in messages, -1 if none or not stored
-	inMessage    bool // a message is in progress in message
+	current      int // index of the message in progress in messages (the last one), -1 if none or not stored
 	message      Message
 	bodyLeft     int64 // Content-Length body bytes left
 	chunkLeft    int64 // chunk data bytes left
-	keepAliveTok bool  // Connection: keep-alive seen
-	lengthBad    bool  // conflicting or unparsable Content-Length
-	otherCoding  bool  // a Transfer-Encoding other than a final chunked
+	nextRequest  int   // responses: index of the request the next final response answers
 
-	nextRequest      int  // responses: index of the request the next final response answers
+	// (The small fields together: a Parser is some 40 bytes smaller.)
+	state            parseState
+	isRequest        bool
+	decided          bool // whether the stream's first start line was judged
+	isHTTP           bool
+	resyncNext       bool
+	lineLong         bool // the line outgrew MaxLineBytes
+	inMessage        bool // a message is in progress in message
+	keepAliveTok     bool // Connection: keep-alive seen
+	lengthBad        bool // conflicting or unparsable Content-Length
+	otherCoding      bool // a Transfer-Encoding other than a final chunked
 	pairingLost      bool // responses: sync was lost, so which request is answered is unknown
 	sawHeadOrConnect bool // requests: a HEAD or CONNECT request was seen
 }
@@ -172,8 +175,30 @@ func (p *Parser) Synced() bool { return p.state != stateLost && p.state != state
 func (p *Parser) LostAt() int64 { return p.lostAt }
 
 // Messages returns the messages found so far, in stream order; the last one may
-// still be in progress. The slice is owned by the Parser: do not modify it.
-func (p *Parser) Messages() []Message { return p.messages[:len(p.messages):len(p.messages)] }
+// still be in progress. The slice is the caller's (MessagesFrom and Message read
+// them without making one).
+func (p *Parser) Messages() []Message { return p.messages.All() }
+
+// Count is the number of messages Messages returns.
+func (p *Parser) Count() int { return p.messages.Len() }
+
+// Message returns message i (0 <= i < Count) of Messages. The last one is at
+// hand; another is read from where the messages are kept, after at most 15 of
+// those before it.
+func (p *Parser) Message(i int) Message { return p.messages.At(i) }
+
+// MessageEnd is message i's End (see Message), read without copying the
+// message when it is the last one.
+func (p *Parser) MessageEnd(i int) int64 {
+	if last := p.messages.Last(); last != nil && i == p.messages.Len()-1 {
+		return last.End
+	}
+	return p.messages.At(i).End
+}
+
+// MessagesFrom yields the messages of Messages from index i on, with their
+// indexes, in order.
+func (p *Parser) MessagesFrom(i int) iter.Seq2[int, Message] { return p.messages.From(i) }
 
 // MessageCount is the number of messages found, including those past
 // MaxStoredMessages.
@@ -496,16 +521,17 @@ func (p *Parser) beginMessage(offset int64) {
 	}
 	p.messageCount++
 	p.current = -1
-	if len(p.messages) < MaxStoredMessages {
-		p.messages = append(p.messages, p.message)
-		p.current = len(p.messages) - 1
+	if p.messages.Len() < MaxStoredMessages {
+		p.messages.Append(p.message)
+		p.current = p.messages.Len() - 1
 	}
 }
 
 // store copies the message in progress into the stored messages.
 func (p *Parser) store() {
 	if p.current >= 0 {
-		p.messages[p.current] = p.message
+		// (The message in progress is always the last one stored.)
+		*p.messages.Last() = p.message
 	}
 }
 

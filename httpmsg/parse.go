@@ -305,10 +305,10 @@ func parseChunkSize(line []byte) (int64, bool) {
 // when it cannot be known.
 func (p *Parser) answeredRequest() (index int, method string) {
 	requests := p.requests
-	if requests == nil || p.pairingLost || p.nextRequest >= len(requests.messages) {
+	if requests == nil || p.pairingLost || p.nextRequest >= requests.messages.Len() {
 		return -1, ""
 	}
-	request := requests.messages[p.nextRequest]
+	request := requests.messages.At(p.nextRequest)
 	if requests.firstLostAt >= 0 && request.Offset > requests.firstLostAt {
 		// The request parser lost sync before this request started, so whole
 		// requests may have gone unseen: its index may be wrong.
@@ -418,10 +418,10 @@ func (p *Parser) tryResync(data []byte) {
 	if !resyncCandidate(data, p.isRequest) {
 		return
 	}
-	if n := len(p.messages); n > 0 && p.messages[n-1].End < 0 && p.messages[n-1].Offset < p.nextOffset {
+	if last := p.messages.Last(); last != nil && last.End < 0 && last.Offset < p.nextOffset {
 		// The message before the gap ends no later than where this one starts.
-		p.messages[n-1].End = p.nextOffset
-		p.messages[n-1].EndInferred = true
+		last.End = p.nextOffset
+		last.EndInferred = true
 	}
 	p.state = stateStartLine
 	p.resyncNext = true

@@ -82,30 +82,15 @@ const StillOpenNote = "the connection is still open: it is shown as it was when 
 // holds and io.EOF).
 func Watch(ctx context.Context, src analysis.PacketSource, opts WatchOptions, emit func(report.Connection)) error {
 	opts.defaults()
-	type item struct {
-		p   capture.Packet
-		err error
-	}
-	items := make(chan item, 4096)
+	// The packets come from src's goroutine in chunks, as many as src has at
+	// hand (a capture.Live's batch from the kernel), their payloads copied
+	// into the chunk's arena (src reuses its buffer): one channel send and no
+	// allocation a packet.
+	chunks := make(chan *packetChunk, chunksInFlight)
+	free := make(chan *packetChunk, chunksInFlight+2)
 	abandon := make(chan struct{})
 	defer close(abandon)
-	go func() {
-		for {
-			var p capture.Packet
-			err := src.Next(&p)
-			if err == nil && len(p.Payload) > 0 {
-				p.Payload = append([]byte(nil), p.Payload...) // src reuses its buffer
-			}
-			select {
-			case items <- item{p, err}:
-			case <-abandon:
-				return
-			}
-			if err != nil {
-				return
-			}
-		}
-	}()
+	go readChunks(src, chunks, free, abandon)
 
 	// The stream's merger hands finished connections over on its goroutine;
 	// they wait here for Watch's, without ever blocking the merger.
@@ -173,23 +158,31 @@ func Watch(ctx context.Context, src analysis.PacketSource, opts WatchOptions, em
 	defer ticker.Stop()
 	for {
 		select {
-		case it := <-items:
-			if it.err != nil {
+		case c := <-chunks:
+			for i := range c.packets {
+				p := &c.packets[i]
+				if ignored(opts.Ignore, p) {
+					continue
+				}
+				if firstNs == 0 {
+					firstNs = p.TimestampNs
+				}
+				if err := st.Add(p); err != nil {
+					return err
+				}
+			}
+			if err := c.err; err != nil {
 				_, closeErr := st.Close()
 				deliver()
-				if errors.Is(it.err, io.EOF) {
+				if errors.Is(err, io.EOF) {
 					return closeErr
 				}
-				return it.err
-			}
-			if ignored(opts.Ignore, &it.p) {
-				continue
-			}
-			if firstNs == 0 {
-				firstNs = it.p.TimestampNs
-			}
-			if err := st.Add(&it.p); err != nil {
 				return err
+			}
+			c.reset()
+			select {
+			case free <- c:
+			default:
 			}
 		case <-ready:
 			deliver()
@@ -216,4 +209,73 @@ func ignored(list []netip.AddrPort, p *capture.Packet) bool {
 		}
 	}
 	return false
+}
+
+// chunksInFlight bounds the chunks read ahead of the analysis.
+const chunksInFlight = 64
+
+// maxChunkPackets bounds the packets of a chunk.
+const maxChunkPackets = 256
+
+// packetChunk is packets read one after the other, their payloads in one
+// arena, and the error that ended the reading (nil: it goes on).
+type packetChunk struct {
+	packets []capture.Packet
+	payload []byte
+	err     error
+}
+
+func (c *packetChunk) reset() {
+	clear(c.packets)
+	c.packets, c.payload, c.err = c.packets[:0], c.payload[:0], nil
+}
+
+// buffered is a source that can tell how many packets it holds that Next
+// would hand over without waiting (capture.Live: what is left of its batch).
+type buffered interface{ Buffered() int }
+
+// readChunks reads src into chunks until an error (io.EOF at the end), sent
+// with the chunk it ends, or until abandon is closed. A chunk goes as soon as
+// src holds no more packets at hand (or it is full): a packet never waits for
+// the next one.
+func readChunks(src analysis.PacketSource, chunks chan<- *packetChunk, free <-chan *packetChunk, abandon <-chan struct{}) {
+	at, _ := src.(buffered)
+	for {
+		var c *packetChunk
+		select {
+		case c = <-free:
+		default:
+			c = &packetChunk{}
+		}
+		for {
+			c.packets = append(c.packets, capture.Packet{})
+			p := &c.packets[len(c.packets)-1]
+			if err := src.Next(p); err != nil {
+				c.packets = c.packets[:len(c.packets)-1]
+				c.err = err
+				break
+			}
+			c.payload = append(c.payload, p.Payload...)
+			if len(c.packets) == maxChunkPackets || at == nil || at.Buffered() == 0 {
+				break
+			}
+		}
+		// The payloads were appended to the arena in order: point each packet
+		// at its bytes there.
+		offset := 0
+		for i := range c.packets {
+			p := &c.packets[i]
+			n := len(p.Payload)
+			p.Payload = c.payload[offset : offset+n : offset+n]
+			offset += n
+		}
+		select {
+		case chunks <- c:
+		case <-abandon:
+			return
+		}
+		if c.err != nil {
+			return
+		}
+	}
 }

@@ -45,7 +45,9 @@ func NewJSONStream(w io.Writer) StreamWriter {
 type jsonStream struct {
 	w     *bufio.Writer
 	count int
-	// buf and enc encode each connection into one reused buffer.
+	// out holds each connection's JSON (appendConnectionJSON); buf and enc
+	// encode one with goccy where that cannot.
+	out []byte
 	buf bytes.Buffer
 	enc *gojson.Encoder
 }
@@ -56,11 +58,15 @@ func (s *jsonStream) Begin(tool string) error {
 }
 
 func (s *jsonStream) Connection(c *Connection) error {
-	s.buf.Reset()
-	if err := s.enc.Encode(c); err != nil {
-		return fmt.Errorf("encoding connection %d: %w", c.Index, err)
+	b, ok := appendConnectionJSON(s.out[:0], c, true, "    ")
+	s.out = b
+	if !ok {
+		s.buf.Reset()
+		if err := s.enc.Encode(c); err != nil {
+			return fmt.Errorf("encoding connection %d: %w", c.Index, err)
+		}
+		b = bytes.TrimSuffix(s.buf.Bytes(), []byte("\n"))
 	}
-	b := bytes.TrimSuffix(s.buf.Bytes(), []byte("\n"))
 	if s.count > 0 {
 		s.w.WriteByte(',')
 	}
@@ -114,6 +120,7 @@ func NewJSONLStream(w io.Writer) StreamWriter {
 
 type jsonlStream struct {
 	w   *bufio.Writer
+	out []byte // see jsonStream
 	buf bytes.Buffer
 	enc *gojson.Encoder
 }
@@ -121,11 +128,15 @@ type jsonlStream struct {
 func (s *jsonlStream) Begin(string) error { return nil }
 
 func (s *jsonlStream) Connection(c *Connection) error {
-	s.buf.Reset()
-	if err := s.enc.Encode(c); err != nil {
-		return fmt.Errorf("encoding connection %d: %w", c.Index, err)
+	b, ok := appendConnectionJSON(s.out[:0], c, false, "")
+	s.out = b
+	if !ok {
+		s.buf.Reset()
+		if err := s.enc.Encode(c); err != nil {
+			return fmt.Errorf("encoding connection %d: %w", c.Index, err)
+		}
+		b = bytes.TrimSuffix(s.buf.Bytes(), []byte("\n"))
 	}
-	b := bytes.TrimSuffix(s.buf.Bytes(), []byte("\n"))
 	s.w.WriteString(`{"schema":"` + ConnectionLineSchema + `",`)
 	s.w.Write(b[1:])
 	s.w.WriteByte('\n')

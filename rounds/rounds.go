@@ -383,7 +383,8 @@ type Tracker struct {
 	clientDataEnd int64
 
 	sndNxt int64
-	rounds []Round
+	// log holds the rounds so far.
+	log roundLog
 	// learnedSinceData: a client packet became known since the last new-data segment.
 	learnedSinceData bool
 	// openedSinceData: one of those told the server something new (a higher
@@ -559,8 +560,8 @@ func (t *Tracker) addClient(s *flow.Segment) {
 	if s.AckBeyond > 0 {
 		// The client acknowledged server bytes the capture never saw: they were sent
 		// in the latest round (or one the capture missed whole).
-		if n := len(t.rounds); n > 0 {
-			t.rounds[n-1].Holes++
+		if last := t.log.Last(); last != nil {
+			last.Holes++
 		} else {
 			t.holeBeforeData = true
 		}
@@ -629,11 +630,14 @@ func (t *Tracker) learn(p *clientPacket) {
 		// released by this round's data, so it belongs to the next round.
 		t.openedSinceData = true
 		t.knownReach = p.reach
-		for t.firstAckIdx < len(t.rounds) && p.reach > t.rounds[t.firstAckIdx].StartOffset {
-			t.rounds[t.firstAckIdx].FirstAckNs = p.timeNs
-			t.rounds[t.firstAckIdx].ClientDataAtFirstAck = t.knownDataEnd
+		for t.firstAckIdx < t.log.Len() && p.reach > t.log.Start(t.firstAckIdx) {
+			r := t.log.Open(t.firstAckIdx)
+			r.FirstAckNs = p.timeNs
+			r.ClientDataAtFirstAck = t.knownDataEnd
 			t.firstAckIdx++
 		}
+		// Rounds an acknowledgement reached change no more (but for Lost).
+		t.log.freeze(t.firstAckIdx)
 	}
 	if p.ack >= t.knownAck {
 		t.knownWindow = p.window
@@ -719,10 +723,10 @@ func (t *Tracker) mayHaveSeenAck(s *flow.Segment) int64 {
 
 // roundOf returns the round holding stream byte x (0 when x precedes all rounds).
 func (t *Tracker) roundOf(x int64) int {
-	lo, hi := 0, len(t.rounds)
+	lo, hi := 0, t.log.Len()
 	for lo < hi {
 		mid := (lo + hi) / 2
-		if t.rounds[mid].StartOffset <= x {
+		if t.log.Start(mid) <= x {
 			lo = mid + 1
 		} else {
 			hi = mid
@@ -767,8 +771,7 @@ func (t *Tracker) addServer(s *flow.Segment) {
 		t.knownDataEnd = s.AckOffset
 	}
 	if s.NewLen == 0 {
-		if n := len(t.rounds); n > 0 {
-			rd := &t.rounds[n-1]
+		if rd := t.log.Last(); rd != nil {
 			if s.OutOfOrder {
 				rd.OutOfOrder++
 			} else {
@@ -780,7 +783,7 @@ func (t *Tracker) addServer(s *flow.Segment) {
 				rd.Segments += t.count(rd, s.FilledLen)
 			}
 			if k := t.roundOf(s.Offset); k > 0 && !s.OutOfOrder {
-				t.rounds[k-1].Lost++
+				t.log.AddLost(k - 1)
 			}
 		}
 		return
@@ -811,8 +814,8 @@ func (t *Tracker) addServer(s *flow.Segment) {
 	// not, and this one may be.
 	var probeGapNs int64
 	isProbe := false
-	if r == len(t.rounds) {
-		last := &t.rounds[len(t.rounds)-1]
+	if r == t.log.Len() {
+		last := t.log.Last()
 		last.ProbeSegments, last.ProbeBytes, last.ProbeGapNs = 0, 0, 0
 		last.MaybeProbe, last.MaybeProbeGapNs = false, 0
 		last.maybeFromTS, last.maybeToTS, last.maybeSpacingNs = 0, 0, 0
@@ -852,16 +855,16 @@ func (t *Tracker) addServer(s *flow.Segment) {
 			}
 		}
 	}
-	if r > len(t.rounds) {
-		if s.Hole && len(t.rounds) > 0 {
+	if r > t.log.Len() {
+		if last := t.log.Last(); s.Hole && last != nil {
 			// The bytes the capture missed may have been the end of the round before.
-			t.rounds[len(t.rounds)-1].Holes++
+			last.Holes++
 		}
 		releaseAck := int64(-1)
 		if t.knownAckSet {
 			releaseAck = t.knownAck
 		}
-		t.rounds = append(t.rounds, Round{
+		t.log.Append(Round{
 			Index:             r,
 			ReleaseAck:        releaseAck,
 			ReleaseAckMax:     max(releaseAck, t.mayHaveSeenAck(s)),
@@ -875,12 +878,12 @@ func (t *Tracker) addServer(s *flow.Segment) {
 			shortBeforeOther:  t.lastShortOther,
 			firstTS:           s.TSVal,
 			tsSet:             s.HasTS,
-		})
-		if t.holeBeforeData && len(t.rounds) == 1 {
-			t.rounds[0].Holes++
+		}, t.firstAckIdx)
+		if t.holeBeforeData && t.log.Len() == 1 {
+			t.log.Last().Holes++
 		}
 	}
-	rd := &t.rounds[len(t.rounds)-1]
+	rd := t.log.Last()
 	added := s.NewLen + s.FilledLen
 	segments := t.count(rd, added)
 	t.weighEarly(rd, s, segments)
@@ -890,7 +893,7 @@ func (t *Tracker) addServer(s *flow.Segment) {
 		rd.SegmentsEarly += segments
 		rd.BytesEarly += added
 	}
-	if n := len(t.rounds); n > 1 && (!t.knownAckSet || t.knownAck <= t.rounds[n-2].StartOffset) {
+	if prev, ok := t.log.Prev(); ok && (!t.knownAckSet || t.knownAck <= prev.StartOffset) {
 		// Sent before any byte of the round before was acknowledged: on SACK
 		// blocks or duplicate ACKs alone.
 		rd.BytesOnSACK += int64(added)
@@ -908,7 +911,7 @@ func (t *Tracker) addServer(s *flow.Segment) {
 	if s.Retransmission {
 		rd.Retransmissions++
 		if k := t.roundOf(s.Offset); k > 0 {
-			t.rounds[k-1].Lost++
+			t.log.AddLost(k - 1)
 		}
 	}
 	if s.Hole {
@@ -1141,10 +1144,10 @@ func (t *Tracker) openedLongAgo(s *flow.Segment) bool {
 // segment, after a silence that the LossProbe rule takes for a probe timer's, in
 // which no client packet became known.
 func (t *Tracker) probeGap(s *flow.Segment) (gapNs int64, ok bool) {
-	if t.cfg.RTTNs <= 0 || t.learnedSinceData || s.NewLen > t.mss() || len(t.rounds) == 0 {
+	if t.cfg.RTTNs <= 0 || t.learnedSinceData || s.NewLen > t.mss() || t.log.Len() == 0 {
 		return 0, false
 	}
-	rd := &t.rounds[len(t.rounds)-1]
+	rd := t.log.Last()
 	if full := t.FullSegmentBytes(); full > 0 && rd.LastFrameBytes%full != 0 {
 		// The round so far ended in a short frame: the server had run out of data
 		// then, so its window need not have been full, and a lone segment after a
@@ -1207,12 +1210,12 @@ func (t *Tracker) continuous(r, next *Round) bool {
 // silence makes it a possible tail loss probe (MaybeProbe).
 func (t *Tracker) unclockedLone(s *flow.Segment) bool {
 	return s.HasTS && t.lastDataTSSet && s.TSEcr == t.lastDataTSEcr && s.NewLen <= t.mss() &&
-		len(t.rounds) > 0 && int32(s.TSVal-t.lastDataTS) > 0
+		t.log.Len() > 0 && int32(s.TSVal-t.lastDataTS) > 0
 }
 
 // assign returns the round of a new-data segment.
 func (t *Tracker) assign(s *flow.Segment) int {
-	last := len(t.rounds)
+	last := t.log.Len()
 	if last == 0 {
 		return 1
 	}
@@ -1234,8 +1237,12 @@ func (t *Tracker) assign(s *flow.Segment) int {
 	return max(r, last)
 }
 
-// Rounds returns the rounds so far (unlabeled until Label).
-func (t *Tracker) Rounds() []Round { return t.rounds }
+// Rounds returns the rounds so far (unlabeled until Label), in a slice of their
+// own (Count says how many there are without making one).
+func (t *Tracker) Rounds() []Round { return t.log.All() }
+
+// Count is the number of rounds so far.
+func (t *Tracker) Count() int { return t.log.Len() }
 
 // Ending says how the server's data ended, for the last round's label.
 type Ending int
@@ -1255,13 +1262,15 @@ const (
 // ending exactly there ended because the message did. The last round is "end",
 // unless ending says the data was cut ("incomplete").
 func (t *Tracker) Label(messageEnds []int64, ending Ending) []Round {
-	return t.label(t.rounds, messageEnds, ending)
+	rounds := t.label(t.log.All(), messageEnds, ending)
+	t.log.Replace(rounds)
+	return rounds
 }
 
 // LabelCopy labels a copy of the rounds so far, leaving the tracker as it was: a
 // snapshot of a connection still open, which goes on taking segments.
 func (t *Tracker) LabelCopy(messageEnds []int64, ending Ending) []Round {
-	return t.label(append([]Round(nil), t.rounds...), messageEnds, ending)
+	return t.label(t.log.All(), messageEnds, ending)
 }
 
 func (t *Tracker) label(rounds []Round, messageEnds []int64, ending Ending) []Round {
@@ -1595,7 +1604,7 @@ func (t *Tracker) weighEarly(rd *Round, s *flow.Segment, segments int) {
 	if rd.Index < 2 || rd.OutranAcks || e.overflow[0] || len(e.ends[0]) == 0 || !t.knownAckSet {
 		return
 	}
-	prev := &t.rounds[rd.Index-2]
+	prev, _ := t.log.Prev()
 	if t.knownReach > t.knownAck || e.reachAtEnd > prev.EndOffset || t.knownRenoDups > e.dupsAtEnd {
 		// SACK blocks or duplicate ACKs in play: weighed by BytesOnSACK.
 		return

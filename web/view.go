@@ -219,7 +219,7 @@ func viewLive(ctx context.Context, o ViewOptions, listen netip.AddrPort, out, er
 	filt := capture.Filter{Remote: hint.Addr, Port: hint.Port}
 	captureCtx, stopCapture := context.WithCancel(ctx)
 	defer stopCapture()
-	lv, err := capture.OpenLive(captureCtx, capture.LiveOptions{Interface: o.Live, Filter: filt})
+	lv, err := capture.OpenLive(captureCtx, capture.LiveOptions{Interface: o.Live, Filter: filt, Ring: true}) // whole packets of a busy link, for as long as the view runs
 	switch {
 	case errors.Is(err, capture.ErrPermission):
 		return fault.Mark(fault.Permission, fmt.Errorf("capturing on %s: %w", o.Live, err))

@@ -182,6 +182,10 @@ func (m *merger) emit(f *finished) int {
 		rc.Index = index
 		m.emitErr = m.s.opts.Emit(rc)
 	}
+	// Emitted: the report goes now, not with the rest of its batch (thousands
+	// of keep-alive connections ending in one batch held all their reports).
+	f.conn = report.Connection{}
+	f.c, f.analyzer = nil, nil
 	return 1
 }
 

@@ -14,7 +14,15 @@ const batchesInFlight = 4
 
 // flushChunkConns is how many connections' reports a shard hands over at once
 // at the end of the input.
-const flushChunkConns = 2048
+const flushChunkConns = 64
+
+// prebuiltConns bounds the reports a shard builds ahead of the merger in one
+// result: the merger builds the others as it emits them. A report is many
+// times the size of the analyzer it is built from (a keep-alive connection's
+// sixty rounds and exchanges: some 25 KB against 2 KB), and when thousands of
+// such connections end in one batch, reports built all at once for results
+// queued to the merger were most of the memory the stream held.
+const prebuiltConns = 64
 
 // batch is a batch of one shard's packets, whose captured payloads are copied
 // into one arena.
@@ -84,9 +92,10 @@ type shardResult struct {
 	open                   int
 }
 
-// buildReports builds the reports of the finished connections of r.
+// buildReports builds the reports of the finished connections of r, the first
+// prebuiltConns of them.
 func (r *shardResult) buildReports() {
-	for i := range r.finished {
+	for i := range min(len(r.finished), prebuiltConns) {
 		r.finished[i].report()
 	}
 }

@@ -31,6 +31,7 @@ func main() {
 	snaplen := flag.Int("snaplen", capture.DefaultSnaplen, "bytes kept per packet, from the IP header on")
 	buffer := flag.Int("buffer", 0, "kernel receive buffer in bytes (0: capture.DefaultBufferBytes)")
 	packets := flag.Bool("packets", false, "keep per-packet lists, as the live view does")
+	ring := flag.Bool("ring", false, "read through a packet ring (capture.LiveOptions.Ring), as the live view does")
 	out := flag.String("out", "", "where to write the reports, one JSON line each (required)")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the capture here")
 	flag.Parse()
@@ -47,7 +48,7 @@ func main() {
 		pprof.StartCPUProfile(f)
 		defer pprof.StopCPUProfile()
 	}
-	if err := run(*iface, *snaplen, *buffer, *packets, *out); err != nil {
+	if err := run(*iface, *snaplen, *buffer, *packets, *ring, *out); err != nil {
 		pprof.StopCPUProfile()
 		fmt.Fprintln(os.Stderr, "livecap:", err)
 		os.Exit(1)
@@ -60,10 +61,10 @@ type counts struct {
 	Connections int `json:"connections"`
 }
 
-func run(iface string, snaplen, buffer int, packets bool, out string) error {
+func run(iface string, snaplen, buffer int, packets, ring bool, out string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	lv, err := capture.OpenLive(ctx, capture.LiveOptions{Interface: iface, Snaplen: snaplen, BufferBytes: buffer})
+	lv, err := capture.OpenLive(ctx, capture.LiveOptions{Interface: iface, Snaplen: snaplen, BufferBytes: buffer, Ring: ring})
 	if err != nil {
 		return err
 	}

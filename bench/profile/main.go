@@ -16,12 +16,12 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"runtime/metrics"
 	"runtime/pprof"
 	"time"
 
 	"github.com/slowstart/slowstart/analysis"
 	"github.com/slowstart/slowstart/capture"
-	"github.com/slowstart/slowstart/report"
 )
 
 func main() {
@@ -68,23 +68,9 @@ func run(ctx context.Context, capturePath, cpuPath, heapPath, renderMode string)
 	if err := w.Begin("slowstart profile"); err != nil {
 		return err
 	}
-	var maxHeap uint64
-	var samples int
-	stats, feedErr := analysis.Drain(ctx, reader, analysis.StreamOptions{Options: analysis.Options{Tool: "slowstart profile"}, Emit: func(c *report.Connection) error {
-		if samples++; samples%2000 == 0 {
-			var m runtime.MemStats
-			runtime.ReadMemStats(&m)
-			if m.HeapInuse > maxHeap && heapPath != "" {
-				// The heap profile at the fullest point seen (as of the last GC).
-				if f, err := os.Create(heapPath); err == nil {
-					pprof.WriteHeapProfile(f)
-					f.Close()
-				}
-			}
-			maxHeap = max(maxHeap, m.HeapInuse)
-		}
-		return w.Connection(c)
-	}})
+	watch := watchHeap(heapPath)
+	stats, feedErr := analysis.Drain(ctx, reader, analysis.StreamOptions{Options: analysis.Options{Tool: "slowstart profile"}, Emit: w.Connection})
+	maxLive := watch()
 	if feedErr != nil {
 		pprof.StopCPUProfile()
 		return fmt.Errorf("analyze %s: %w", capturePath, feedErr)
@@ -105,10 +91,47 @@ func run(ctx context.Context, capturePath, cpuPath, heapPath, renderMode string)
 		"seconds", seconds,
 		"render", renderMode,
 		"packets_per_s", float64(reader.Stats().Records)/seconds,
-		"sampled_max_heap_in_use_mb", float64(maxHeap)/(1<<20),
+		"max_live_heap_mb", float64(maxLive)/(1<<20),
 		"total_alloc_mb", float64(mem.TotalAlloc)/(1<<20),
 		"mallocs", mem.Mallocs,
 		"cpu_profile", cpuPath)
 
 	return nil
+}
+
+// watchHeap reads the live heap (as the last collection left it) every 20 ms,
+// and writes a heap profile to path (unless empty) each time it reached a new
+// high by 5%: the profile of the fullest heap. stop ends the watch and returns
+// the highest live heap seen.
+func watchHeap(path string) (stop func() uint64) {
+	sample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	done, finished := make(chan struct{}), make(chan struct{})
+	var maxLive, written uint64
+	go func() {
+		defer close(finished)
+		ticker := time.NewTicker(20 * time.Millisecond)
+		defer ticker.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-ticker.C:
+			}
+			metrics.Read(sample)
+			live := sample[0].Value.Uint64()
+			maxLive = max(maxLive, live)
+			if path != "" && live > written+written/20 {
+				written = live
+				if f, err := os.Create(path); err == nil {
+					pprof.WriteHeapProfile(f)
+					f.Close()
+				}
+			}
+		}
+	}()
+	return func() uint64 {
+		close(done)
+		<-finished
+		return maxLive
+	}
 }

@@ -1,0 +1,91 @@
+package httpmsg
+
+import (
+	"math"
+	"math/rand/v2"
+	"reflect"
+	"testing"
+)
+
+// randomMessage fills every field of a Message by reflection, so that a field the
+// codec forgets comes back different; half of them are left at zero, strings
+// are drawn from the codes' lists, a few repeating values and new ones.
+func randomMessage(rng *rand.Rand) Message {
+	var m Message
+	v := reflect.ValueOf(&m).Elem()
+	for i := range v.NumField() {
+		f := v.Field(i)
+		if rng.IntN(2) == 0 {
+			continue
+		}
+		switch f.Kind() {
+		case reflect.Int, reflect.Int64:
+			switch rng.IntN(5) {
+			case 0:
+				f.SetInt(math.MaxInt64)
+			case 1:
+				f.SetInt(-1)
+			default:
+				f.SetInt(rng.Int64N(1 << uint(rng.IntN(63))))
+			}
+		case reflect.Bool:
+			f.SetBool(true)
+		case reflect.String:
+			all := [][]string{methodCodes, versionCodes, reasonCodes, {"/a", "/b", "example.com", "text/html"}}
+			list := all[rng.IntN(len(all))]
+			s := list[rng.IntN(len(list))]
+			if rng.IntN(4) == 0 {
+				s = string(rune('a'+rng.IntN(26))) + "-new"
+			}
+			f.SetString(s)
+		default:
+			panic("store_test: no filler for a field of kind " + f.Kind().String() + ": add one, and the field to messageCodec.visit")
+		}
+	}
+	return m
+}
+
+// TestMessageStoreEveryField stores messages with every field set and reads them
+// back every way there is: a field added to Message and not to messageCodec.visit
+// fails here.
+func TestMessageStoreEveryField(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	var s messageStore
+	var want []Message
+	for i := range 300 {
+		m := randomMessage(rng)
+		s.Append(m)
+		want = append(want, m)
+		if rng.IntN(2) == 0 {
+			// The last one may change until the next comes.
+			s.Last().End = int64(i)
+			want[i].End = int64(i)
+		}
+		if s.Len() != len(want) || !reflect.DeepEqual(*s.Last(), want[i]) {
+			t.Fatalf("after message %d: %d stored, last %+v", i, s.Len(), *s.Last())
+		}
+	}
+	if got := s.All(); !reflect.DeepEqual(got, want) {
+		t.Fatal("All returns other messages than those stored")
+	}
+	for _, i := range []int{0, 1, 15, 16, 17, 100, 298, 299} {
+		if got := s.At(i); !reflect.DeepEqual(got, want[i]) {
+			t.Errorf("At(%d) = %+v, want %+v", i, got, want[i])
+		}
+		n := i
+		for j, m := range s.From(i) {
+			if j != n || !reflect.DeepEqual(m, want[j]) {
+				t.Fatalf("From(%d) yields message %d as %+v, want %d: %+v", i, j, m, n, want[n])
+			}
+			n++
+		}
+		if n != len(want) {
+			t.Errorf("From(%d) stopped before message %d", i, n)
+		}
+	}
+	var c messageCodec
+	c.visit(&Message{}, &messagePredictor{})
+	if c.field > 64 {
+		t.Errorf("messageCodec.visit visits %d fields; its bitmap has room for 64", c.field)
+	}
+}

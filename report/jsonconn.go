@@ -1,0 +1,593 @@
+package report
+
+import (
+	"math"
+	"reflect"
+	"slices"
+	"strconv"
+
+	gojson "github.com/goccy/go-json"
+)
+
+// appendConnectionJSON appends c as JSON, byte for byte what goccy/go-json
+// writes for it (the members in the order of the fields, omitempty, HTML
+// characters escaped, floats as strconv's shortest form), indented with prefix
+// and two spaces a level when indent is set, compact otherwise. A report is
+// mostly its rounds and HTTP exchanges: written here member by member, the
+// keys and their indentation as constant strings, they cost a third of what
+// goccy's general encoder spends on them. The rare parts (QUIC, a probe's
+// timing, diagnoses) are written by goccy. ok is false when c holds a value
+// this writer does not write as goccy would (a NaN, an infinity), and when the
+// Connection's types are not those it was written for (connectionTypesKnown):
+// the caller then encodes c with goccy.
+func appendConnectionJSON(b []byte, c *Connection, indent bool, prefix string) (_ []byte, ok bool) {
+	if !connectionTypesKnown {
+		return b, false
+	}
+	w := jsonWriter{b: b, indent: indent, prefix: prefix}
+	w.connection(c)
+	return w.b, !w.failed
+}
+
+// jsonWriter writes JSON values, indented as goccy's encoder indents them.
+type jsonWriter struct {
+	b      []byte
+	indent bool
+	prefix string
+	depth  int
+	// empty: the object or array opened last has no member yet.
+	empty  bool
+	failed bool
+}
+
+// newline starts a line at the current depth.
+func (w *jsonWriter) newline() {
+	w.b = append(w.b, '\n')
+	w.b = append(w.b, w.prefix...)
+	for range w.depth {
+		w.b = append(w.b, "  "...)
+	}
+}
+
+func (w *jsonWriter) open(c byte) {
+	w.b = append(w.b, c)
+	w.depth++
+	w.empty = true
+}
+
+func (w *jsonWriter) close(c byte) {
+	w.depth--
+	if !w.empty && w.indent {
+		w.newline()
+	}
+	w.b = append(w.b, c)
+	w.empty = false
+}
+
+// next starts a member or an element: the comma after the one before, and
+// its line.
+func (w *jsonWriter) next() {
+	if !w.empty {
+		w.b = append(w.b, ',')
+	}
+	w.empty = false
+	if w.indent {
+		w.newline()
+	}
+}
+
+// key starts member k (a plain ASCII name).
+func (w *jsonWriter) key(k string) {
+	w.next()
+	w.b = append(w.b, '"')
+	w.b = append(w.b, k...)
+	if w.indent {
+		w.b = append(w.b, `": `...)
+	} else {
+		w.b = append(w.b, `":`...)
+	}
+}
+
+func (w *jsonWriter) int(v int64) { w.b = strconv.AppendInt(w.b, v, 10) }
+
+func (w *jsonWriter) bool(v bool) { w.b = strconv.AppendBool(w.b, v) }
+
+func (w *jsonWriter) null() { w.b = append(w.b, "null"...) }
+
+// float writes v as goccy does: strconv's shortest form, with an exponent
+// below 1e-6 and from 1e21 on.
+func (w *jsonWriter) float(v float64) {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		w.failed = true // goccy refuses them: let it say so
+		return
+	}
+	format := byte('f')
+	if abs := math.Abs(v); abs != 0 && (abs < 1e-6 || abs >= 1e21) {
+		format = 'e'
+	}
+	w.b = strconv.AppendFloat(w.b, v, format, -1, 64)
+}
+
+func (w *jsonWriter) floatPtr(v *float64) {
+	if v == nil {
+		w.null()
+		return
+	}
+	w.float(*v)
+}
+
+// str writes s quoted; a string with anything but plain printable ASCII that
+// needs no escape is written by goccy (its escapes of HTML characters, control
+// characters, U+2028 and U+2029, and invalid UTF-8).
+func (w *jsonWriter) str(s string) {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			q, err := gojson.Marshal(s)
+			if err != nil {
+				w.failed = true
+				return
+			}
+			w.b = append(w.b, q...)
+			return
+		}
+	}
+	w.b = append(w.b, '"')
+	w.b = append(w.b, s...)
+	w.b = append(w.b, '"')
+}
+
+func (w *jsonWriter) strings(list []string) {
+	if list == nil {
+		w.null()
+		return
+	}
+	w.open('[')
+	for _, s := range list {
+		w.next()
+		w.str(s)
+	}
+	w.close(']')
+}
+
+// other writes v with goccy, indented to the current depth.
+func (w *jsonWriter) other(v any) {
+	var b []byte
+	var err error
+	if w.indent {
+		p := w.prefix
+		for range w.depth {
+			p += "  "
+		}
+		b, err = gojson.MarshalIndent(v, p, "  ")
+	} else {
+		b, err = gojson.Marshal(v)
+	}
+	if err != nil {
+		w.failed = true
+		return
+	}
+	w.b = append(w.b, b...)
+}
+
+func (w *jsonWriter) connection(c *Connection) {
+	w.open('{')
+	w.key("index")
+	w.int(int64(c.Index))
+	w.key("client")
+	w.str(c.Client)
+	w.key("server")
+	w.str(c.Server)
+	w.key("vantage")
+	w.str(c.Vantage)
+	w.key("start_ms")
+	w.float(c.StartMs)
+	w.key("duration_ms")
+	w.float(c.DurationMs)
+	w.key("handshake_rtt_ms")
+	w.floatPtr(c.HandshakeRTTMs)
+	w.key("min_rtt_ms")
+	w.float(c.MinRTTMs)
+	w.key("mss")
+	w.int(int64(c.MSS))
+	w.key("client_syn")
+	w.endpoint(&c.ClientSYN)
+	w.key("server_syn")
+	w.endpoint(&c.ServerSYN)
+	w.key("client_window")
+	w.open('{')
+	w.key("initial_bytes")
+	w.int(int64(c.ClientWindow.InitialBytes))
+	w.key("min_bytes")
+	w.int(int64(c.ClientWindow.MinBytes))
+	w.key("max_bytes")
+	w.int(int64(c.ClientWindow.MaxBytes))
+	w.close('}')
+	w.key("mid_stream")
+	w.bool(c.MidStream)
+	w.key("closed")
+	w.str(c.Closed)
+	w.key("bytes_to_server")
+	w.int(c.BytesToServer)
+	w.key("bytes_to_client")
+	w.int(c.BytesToClient)
+	w.key("missing_bytes_to_server")
+	w.int(c.MissingBytesToServer)
+	w.key("missing_bytes_to_client")
+	w.int(c.MissingBytesToClient)
+	w.key("retransmissions")
+	w.int(int64(c.Retransmission))
+	w.key("out_of_order")
+	w.int(int64(c.OutOfOrder))
+	w.key("tls")
+	if t := c.TLS; t == nil {
+		w.null()
+	} else {
+		w.open('{')
+		w.key("version")
+		w.str(t.Version)
+		w.key("server_flight_bytes")
+		w.int(int64(t.ServerFlightBytes))
+		w.key("server_flight_segments")
+		w.int(int64(t.ServerFlightSegments))
+		w.key("handshake_round_trips")
+		w.int(int64(t.HandshakeRoundTrips))
+		w.key("initial_window")
+		w.initialWindow(t.InitialWindow)
+		w.close('}')
+	}
+	w.key("initial_window")
+	w.initialWindow(c.InitialWindow)
+	w.key("round_trips")
+	w.open('{')
+	w.key("tcp")
+	w.int(int64(c.RoundTrips.TCP))
+	w.key("tls")
+	w.int(int64(c.RoundTrips.TLS))
+	w.key("http")
+	w.int(int64(c.RoundTrips.HTTP))
+	w.key("total")
+	w.int(int64(c.RoundTrips.Total))
+	w.close('}')
+	w.key("round_method")
+	w.str(c.RoundMethod)
+	w.key("rounds")
+	if c.Rounds == nil {
+		w.null()
+	} else {
+		w.open('[')
+		for i := range c.Rounds {
+			w.next()
+			w.round(&c.Rounds[i])
+		}
+		w.close(']')
+	}
+	w.key("http")
+	if c.HTTP == nil {
+		w.null()
+	} else {
+		w.open('[')
+		for i := range c.HTTP {
+			w.next()
+			w.httpMessage(&c.HTTP[i])
+		}
+		w.close(']')
+	}
+	w.key("notes")
+	w.strings(c.Notes)
+	if len(c.Packets) > 0 {
+		w.key("packets")
+		w.open('[')
+		for i := range c.Packets {
+			w.next()
+			w.packet(&c.Packets[i])
+		}
+		w.close(']')
+	}
+	if c.PacketStride != 0 {
+		w.key("packet_stride")
+		w.int(int64(c.PacketStride))
+	}
+	if c.ClientTiming != nil {
+		w.key("client_timing")
+		w.other(c.ClientTiming)
+	}
+	if len(c.Diagnoses) > 0 {
+		w.key("diagnoses")
+		w.other(c.Diagnoses)
+	}
+	if c.Transport != "" {
+		w.key("transport")
+		w.str(c.Transport)
+	}
+	if c.QUIC != nil {
+		w.key("quic")
+		w.other(c.QUIC)
+	}
+	w.close('}')
+}
+
+func (w *jsonWriter) endpoint(e *Endpoint) {
+	w.open('{')
+	w.key("mss")
+	w.int(int64(e.MSS))
+	w.key("window_scale")
+	w.int(int64(e.WindowScale))
+	w.key("sack_permitted")
+	w.bool(e.SACKPermitted)
+	w.key("timestamps")
+	w.bool(e.Timestamps)
+	w.close('}')
+}
+
+func (w *jsonWriter) initialWindow(iw *InitialWindow) {
+	if iw == nil {
+		w.null()
+		return
+	}
+	w.open('{')
+	w.key("segments")
+	w.int(int64(iw.Segments))
+	w.key("bytes")
+	w.int(int64(iw.Bytes))
+	if iw.SegmentsMax != 0 {
+		w.key("segments_max")
+		w.int(int64(iw.SegmentsMax))
+	}
+	if iw.BytesMax != 0 {
+		w.key("bytes_max")
+		w.int(int64(iw.BytesMax))
+	}
+	w.key("verdict")
+	w.str(iw.Verdict)
+	w.key("source")
+	w.str(iw.Source)
+	w.key("reason")
+	w.str(iw.Reason)
+	if iw.ExactIf != "" {
+		w.key("exact_if")
+		w.str(iw.ExactIf)
+	}
+	if len(iw.Evidence) > 0 {
+		w.key("evidence")
+		w.open('[')
+		for _, p := range iw.Evidence {
+			w.next()
+			w.open('{')
+			w.key("obligation")
+			w.str(p.Obligation)
+			w.key("detail")
+			w.str(p.Detail)
+			w.close('}')
+		}
+		w.close(']')
+	}
+	if len(iw.Unproven) > 0 {
+		w.key("unproven")
+		w.strings(iw.Unproven)
+	}
+	w.close('}')
+}
+
+func (w *jsonWriter) round(r *Round) {
+	w.open('{')
+	w.key("index")
+	w.int(int64(r.Index))
+	w.key("start_ms")
+	w.float(r.StartMs)
+	w.key("end_ms")
+	w.float(r.EndMs)
+	w.key("start_rtts")
+	w.float(r.StartRTTs)
+	w.key("segments")
+	w.int(int64(r.Segments))
+	if r.LossProbeSegments != 0 {
+		w.key("loss_probe_segments")
+		w.int(int64(r.LossProbeSegments))
+	}
+	w.key("bytes")
+	w.int(int64(r.Bytes))
+	w.key("cumulative_bytes")
+	w.int(r.CumulativeBytes)
+	w.key("packets")
+	w.int(int64(r.Packets))
+	w.key("retransmissions")
+	w.int(int64(r.Retransmissions))
+	if r.CaptureGaps != 0 {
+		w.key("capture_gaps")
+		w.int(int64(r.CaptureGaps))
+	}
+	w.key("in_flight_bytes")
+	w.int(int64(r.InFlightBytes))
+	w.key("receive_window_bytes")
+	w.int(int64(r.ReceiveWindowBytes))
+	w.key("window_full")
+	w.bool(r.WindowFull)
+	w.key("limit")
+	w.str(r.Limit)
+	w.key("phase")
+	w.str(r.Phase)
+	w.close('}')
+}
+
+func (w *jsonWriter) httpMessage(m *HTTPMessage) {
+	w.open('{')
+	w.key("method")
+	w.str(m.Method)
+	w.key("path")
+	w.str(m.Path)
+	if m.Authority != "" {
+		w.key("authority")
+		w.str(m.Authority)
+	}
+	if m.Protocol != "" {
+		w.key("protocol")
+		w.str(m.Protocol)
+	}
+	if m.Stream != 0 {
+		w.key("stream")
+		w.int(int64(m.Stream))
+	}
+	if m.Pushed {
+		w.key("pushed")
+		w.bool(true)
+	}
+	if m.EarlyData {
+		w.key("early_data")
+		w.bool(true)
+	}
+	w.key("status")
+	w.int(int64(m.Status))
+	if m.ContentType != "" {
+		w.key("content_type")
+		w.str(m.ContentType)
+	}
+	if len(m.Rounds) > 0 {
+		w.key("rounds")
+		w.open('[')
+		for _, r := range m.Rounds {
+			w.next()
+			w.int(int64(r))
+		}
+		w.close(']')
+	}
+	w.key("request_ms")
+	w.floatPtr(m.RequestMs)
+	w.key("first_byte_ms")
+	w.floatPtr(m.FirstByteMs)
+	w.key("last_byte_ms")
+	w.floatPtr(m.LastByteMs)
+	w.key("bytes")
+	w.int(m.Bytes)
+	w.key("body_bytes")
+	w.int(m.BodyBytes)
+	w.key("chunked")
+	w.bool(m.Chunked)
+	w.key("incomplete")
+	w.bool(m.Incomplete)
+	if m.IncompleteReason != "" {
+		w.key("incomplete_reason")
+		w.str(m.IncompleteReason)
+	}
+	w.close('}')
+}
+
+func (w *jsonWriter) packet(p *Packet) {
+	w.open('{')
+	w.key("t_ms")
+	w.float(p.TimeMs)
+	w.key("dir")
+	w.str(p.Dir)
+	w.key("seq")
+	w.int(p.Seq)
+	w.key("len")
+	w.int(int64(p.Len))
+	w.key("ack")
+	w.int(p.Ack)
+	w.key("win")
+	w.int(int64(p.Win))
+	w.key("flags")
+	w.str(p.Flags)
+	if p.Retx {
+		w.key("retx")
+		w.bool(true)
+	}
+	if p.OOO {
+		w.key("ooo")
+		w.bool(true)
+	}
+	if p.Round != 0 {
+		w.key("round")
+		w.int(int64(p.Round))
+	}
+	w.close('}')
+}
+
+// connectionTypesKnown reports whether the types appendConnectionJSON writes
+// have the fields, types and JSON names it was written for (writtenTypes). A
+// field added to one of them and not to the writer would be left out of the
+// JSON: the writer then gives way to goccy, and TestConnectionJSONTypes fails
+// until both agree again.
+var connectionTypesKnown = typesAre(writtenTypes)
+
+// writtenTypes lists, for each type appendConnectionJSON writes member by
+// member, its fields as "name type tag".
+var writtenTypes = map[reflect.Type][]string{
+	reflect.TypeFor[Connection](): {
+		`Index int json:"index"`, `Client string json:"client"`, `Server string json:"server"`, `Vantage string json:"vantage"`,
+		`StartMs float64 json:"start_ms"`, `DurationMs float64 json:"duration_ms"`, `HandshakeRTTMs *float64 json:"handshake_rtt_ms"`,
+		`MinRTTMs float64 json:"min_rtt_ms"`, `MSS int json:"mss"`, `ClientSYN report.Endpoint json:"client_syn"`,
+		`ServerSYN report.Endpoint json:"server_syn"`, `ClientWindow report.ReceiveWindow json:"client_window"`,
+		`MidStream bool json:"mid_stream"`, `Closed string json:"closed"`, `BytesToServer int64 json:"bytes_to_server"`,
+		`BytesToClient int64 json:"bytes_to_client"`, `MissingBytesToServer int64 json:"missing_bytes_to_server"`,
+		`MissingBytesToClient int64 json:"missing_bytes_to_client"`, `Retransmission int json:"retransmissions"`,
+		`OutOfOrder int json:"out_of_order"`, `TLS *report.TLS json:"tls"`, `InitialWindow *report.InitialWindow json:"initial_window"`,
+		`RoundTrips report.RoundTrips json:"round_trips"`, `RoundMethod string json:"round_method"`, `Rounds []report.Round json:"rounds"`,
+		`HTTP []report.HTTPMessage json:"http"`, `Notes []string json:"notes"`, `Packets []report.Packet json:"packets,omitempty"`,
+		`PacketStride int json:"packet_stride,omitempty"`, `ClientTiming *report.ClientTiming json:"client_timing,omitempty"`,
+		`Diagnoses []report.Diagnosis json:"diagnoses,omitempty"`, `Transport string json:"transport,omitempty"`,
+		`QUIC *report.QUIC json:"quic,omitempty"`,
+	},
+	reflect.TypeFor[Endpoint](): {
+		`MSS int json:"mss"`, `WindowScale int json:"window_scale"`, `SACKPermitted bool json:"sack_permitted"`, `Timestamps bool json:"timestamps"`,
+	},
+	reflect.TypeFor[ReceiveWindow](): {
+		`InitialBytes int json:"initial_bytes"`, `MinBytes int json:"min_bytes"`, `MaxBytes int json:"max_bytes"`,
+	},
+	reflect.TypeFor[TLS](): {
+		`Version string json:"version"`, `ServerFlightBytes int json:"server_flight_bytes"`, `ServerFlightSegments int json:"server_flight_segments"`,
+		`HandshakeRoundTrips int json:"handshake_round_trips"`, `InitialWindow *report.InitialWindow json:"initial_window"`,
+	},
+	reflect.TypeFor[InitialWindow](): {
+		`Segments int json:"segments"`, `Bytes int json:"bytes"`, `SegmentsMax int json:"segments_max,omitempty"`,
+		`BytesMax int json:"bytes_max,omitempty"`, `Verdict string json:"verdict"`, `Source string json:"source"`,
+		`Reason string json:"reason"`, `ExactIf string json:"exact_if,omitempty"`, `Evidence []report.Proof json:"evidence,omitempty"`,
+		`Unproven []string json:"unproven,omitempty"`,
+	},
+	reflect.TypeFor[Proof](): {
+		`Obligation string json:"obligation"`, `Detail string json:"detail"`,
+	},
+	reflect.TypeFor[RoundTrips](): {
+		`TCP int json:"tcp"`, `TLS int json:"tls"`, `HTTP int json:"http"`, `Total int json:"total"`,
+	},
+	reflect.TypeFor[Round](): {
+		`Index int json:"index"`, `StartMs float64 json:"start_ms"`, `EndMs float64 json:"end_ms"`, `StartRTTs float64 json:"start_rtts"`,
+		`Segments int json:"segments"`, `LossProbeSegments int json:"loss_probe_segments,omitempty"`, `Bytes int json:"bytes"`,
+		`CumulativeBytes int64 json:"cumulative_bytes"`, `Packets int json:"packets"`, `Retransmissions int json:"retransmissions"`,
+		`CaptureGaps int json:"capture_gaps,omitempty"`, `InFlightBytes int json:"in_flight_bytes"`,
+		`ReceiveWindowBytes int json:"receive_window_bytes"`, `WindowFull bool json:"window_full"`, `Limit string json:"limit"`,
+		`Phase string json:"phase"`,
+	},
+	reflect.TypeFor[HTTPMessage](): {
+		`Method string json:"method"`, `Path string json:"path"`, `Authority string json:"authority,omitempty"`,
+		`Protocol string json:"protocol,omitempty"`, `Stream uint32 json:"stream,omitempty"`, `Pushed bool json:"pushed,omitempty"`,
+		`EarlyData bool json:"early_data,omitempty"`, `Status int json:"status"`, `ContentType string json:"content_type,omitempty"`,
+		`Rounds []int json:"rounds,omitempty"`, `RequestMs *float64 json:"request_ms"`, `FirstByteMs *float64 json:"first_byte_ms"`,
+		`LastByteMs *float64 json:"last_byte_ms"`, `Bytes int64 json:"bytes"`, `BodyBytes int64 json:"body_bytes"`,
+		`Chunked bool json:"chunked"`, `Incomplete bool json:"incomplete"`, `IncompleteReason string json:"incomplete_reason,omitempty"`,
+	},
+	reflect.TypeFor[Packet](): {
+		`TimeMs float64 json:"t_ms"`, `Dir string json:"dir"`, `Seq int64 json:"seq"`, `Len int json:"len"`, `Ack int64 json:"ack"`,
+		`Win int json:"win"`, `Flags string json:"flags"`, `Retx bool json:"retx,omitempty"`, `OOO bool json:"ooo,omitempty"`,
+		`Round int json:"round,omitempty"`,
+	},
+}
+
+// typesAre reports whether every type has exactly the fields listed.
+func typesAre(want map[reflect.Type][]string) bool {
+	for t, fields := range want {
+		if !slices.Equal(typeFields(t), fields) {
+			return false
+		}
+	}
+	return true
+}
+
+// typeFields lists t's fields as "name type tag".
+func typeFields(t reflect.Type) []string {
+	var out []string
+	for i := range t.NumField() {
+		f := t.Field(i)
+		out = append(out, f.Name+" "+f.Type.String()+" "+string(f.Tag))
+	}
+	return out
+}
