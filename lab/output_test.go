@@ -130,7 +130,7 @@ func TestGridErrors(t *testing.T) {
 		{func(g *Grid) { g.Size = "12parsecs" }, "--size"},
 		{func(g *Grid) { g.Queue = "0p" }, "--queue"},
 		{func(g *Grid) { g.HTTP3, g.TLS, g.TLSGiven = true, "none", true }, "--http3 compares HTTP/3 with HTTPS over TCP"},
-		{func(g *Grid) { g.Trials = 0 }, "--trials must be 1 or more"},
+		{func(g *Grid) { g.Trials = 0 }, "--runs must be 1 or more"},
 	}
 	for _, tc := range cases {
 		g := defaultGrid()
