@@ -17,9 +17,6 @@ import (
 
 	"github.com/slowstart/slowstart/internal/testroot"
 
-	"github.com/google/nftables"
-	"github.com/vishvananda/netns"
-
 	"github.com/slowstart/slowstart/lab/labserver"
 	"github.com/slowstart/slowstart/lab/netlab"
 	"github.com/slowstart/slowstart/lab/server"
@@ -62,30 +59,6 @@ func checkNothingLeft(t *testing.T) {
 	})
 }
 
-// exactTables lists the exact measurement's nftables tables in the namespace.
-func exactTables(netnsPath string) ([]string, error) {
-	handle, err := netns.GetFromPath(netnsPath)
-	if err != nil {
-		return nil, err
-	}
-	defer handle.Close()
-	conn, err := nftables.New(nftables.WithNetNSFd(int(handle)))
-	if err != nil {
-		return nil, err
-	}
-	tables, err := conn.ListTablesOfFamily(nftables.TableFamilyINet)
-	if err != nil {
-		return nil, err
-	}
-	var names []string
-	for _, tb := range tables {
-		if strings.HasPrefix(tb.Name, exact.TablePrefix) {
-			names = append(names, tb.Name)
-		}
-	}
-	return names, nil
-}
-
 // startLab starts an emulated server and registers its removal; the check
 // that no nftables table is left in its client namespace runs before it.
 func startLab(t *testing.T, cfg labserver.Config) *labserver.Server {
@@ -102,7 +75,7 @@ func startLab(t *testing.T, cfg labserver.Config) *labserver.Server {
 		}
 	})
 	t.Cleanup(func() {
-		if tables, err := exactTables(s.Netns); err != nil {
+		if tables, err := exact.Tables(s.Netns); err != nil {
 			t.Errorf("listing nftables tables in %s: %v", s.Netns, err)
 		} else if len(tables) > 0 {
 			t.Errorf("nftables tables left in %s: %v", s.Netns, tables)

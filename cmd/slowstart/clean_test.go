@@ -12,6 +12,7 @@ import (
 
 	"github.com/slowstart/slowstart/internal/testroot"
 	"github.com/slowstart/slowstart/lab/labserver"
+	"github.com/slowstart/slowstart/probe/exact"
 )
 
 // killedExactProbe runs `probe --exact` from the lab server's client namespace,
@@ -68,7 +69,7 @@ func TestCleanCommand(t *testing.T) {
 
 	s := startSurveyLab(t, labserver.Config{RTT: 40 * time.Millisecond, IW: 10, Keys: surveyKeys})
 	pid := killedExactProbe(t, s)
-	left, err := exactTablesIn(s.Netns)
+	left, err := exact.Tables(s.Netns)
 	if err != nil || len(left) != 1 || left[0] != fmt.Sprintf("slowstart_exact_%d", pid) {
 		t.Fatalf("after the kill: tables %v (%v), want the killed probe's", left, err)
 	}
@@ -98,7 +99,7 @@ func TestCleanCommand(t *testing.T) {
 			t.Errorf("%v names the user's things: %s", args, out)
 		}
 	}
-	if left, err := exactTablesIn(s.Netns); err != nil || len(left) != 0 {
+	if left, err := exact.Tables(s.Netns); err != nil || len(left) != 0 {
 		t.Errorf("after clean: tables %v (%v)", left, err)
 	}
 }
@@ -112,7 +113,7 @@ func TestInterruptExact(t *testing.T) {
 	waitHeld(t, s.Netns)
 	code, after := p.signalAndWait(t, syscall.SIGINT, 20*time.Second)
 	checkInterrupted(t, code, after, "the firewall rules were removed")
-	if left, err := exactTablesIn(s.Netns); err != nil || len(left) != 0 {
+	if left, err := exact.Tables(s.Netns); err != nil || len(left) != 0 {
 		t.Errorf("after the interruption: tables %v (%v)", left, err)
 	}
 }

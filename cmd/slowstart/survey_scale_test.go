@@ -15,6 +15,7 @@ import (
 	"github.com/slowstart/slowstart/internal/redact"
 	"github.com/slowstart/slowstart/internal/testroot"
 	"github.com/slowstart/slowstart/lab/netlab"
+	"github.com/slowstart/slowstart/probe/exact"
 	"github.com/slowstart/slowstart/survey"
 	"github.com/slowstart/slowstart/survey/surveylab"
 )
@@ -100,7 +101,7 @@ func TestSurveyKilledResumedSharded(t *testing.T) {
 			for {
 				select {
 				case <-tick.C:
-					if tables, err := exactTablesIn(fleet.Vantage); err == nil {
+					if tables, err := exact.Tables(fleet.Vantage); err == nil {
 						most = max(most, len(tables))
 					}
 				case <-exited:
@@ -139,7 +140,7 @@ func TestSurveyKilledResumedSharded(t *testing.T) {
 		break
 	}
 	rows := checkFleetStore(t, whole, truth)
-	if tables, err := exactTablesIn(fleet.Vantage); err != nil || len(tables) > 0 {
+	if tables, err := exact.Tables(fleet.Vantage); err != nil || len(tables) > 0 {
 		t.Errorf("nftables tables left in the vantage: %v %v", tables, err)
 	}
 

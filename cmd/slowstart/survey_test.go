@@ -125,7 +125,7 @@ func startSurveyLab(t *testing.T, cfg labserver.Config) *labserver.Server {
 		}
 	})
 	t.Cleanup(func() {
-		tables, err := exactTablesIn(clientPath)
+		tables, err := exact.Tables(clientPath)
 		if err != nil {
 			t.Errorf("listing nftables tables in %s: %v", clientPath, err)
 		}
@@ -134,30 +134,6 @@ func startSurveyLab(t *testing.T, cfg labserver.Config) *labserver.Server {
 		}
 	})
 	return s
-}
-
-// exactTablesIn lists the exact measurement's nftables tables in a namespace.
-func exactTablesIn(netnsPath string) ([]string, error) {
-	handle, err := netns.GetFromPath(netnsPath)
-	if err != nil {
-		return nil, err
-	}
-	defer handle.Close()
-	conn, err := nftables.New(nftables.WithNetNSFd(int(handle)))
-	if err != nil {
-		return nil, err
-	}
-	tables, err := conn.ListTablesOfFamily(nftables.TableFamilyINet)
-	if err != nil {
-		return nil, err
-	}
-	var names []string
-	for _, tb := range tables {
-		if strings.HasPrefix(tb.Name, exact.TablePrefix) {
-			names = append(names, tb.Name)
-		}
-	}
-	return names, nil
 }
 
 // exactHeldPorts lists the local ports of the connections whose ACKs an exact
@@ -349,7 +325,7 @@ func TestSurveyBinaryInterrupted(t *testing.T) {
 		t.Errorf("stderr does not say interrupted: %q", stderr.String())
 	}
 	// The binary has exited: whatever it left in the namespace is left for good.
-	if tables, err := exactTablesIn(s.Netns); err != nil || len(tables) > 0 {
+	if tables, err := exact.Tables(s.Netns); err != nil || len(tables) > 0 {
 		t.Errorf("after the interruption: tables %v (%v)", tables, err)
 	}
 }

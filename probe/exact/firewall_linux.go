@@ -557,8 +557,10 @@ func tableOwner(conn *nftables.Conn, table *nftables.Table) (owner.Process, bool
 	return o, true
 }
 
-// listOwnTables returns the names of the package's tables in the namespace.
-func listOwnTables(netnsPath string) ([]string, error) {
+// Tables returns the names of the package's nftables tables in the namespace
+// (a path such as /run/netns/NAME; empty: this process's): what a test or
+// slowstart clean finds left behind.
+func Tables(netnsPath string) ([]string, error) {
 	conn, release, err := openNftables(netnsPath)
 	if err != nil {
 		return nil, err

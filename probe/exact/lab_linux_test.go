@@ -119,7 +119,7 @@ func startLab(t *testing.T, spec labSpec) *labTrial {
 	lt := &labTrial{trial: path, netns: path.ClientNetns, scheme: "http"}
 	var stops []func()
 	t.Cleanup(func() {
-		if tables, err := listOwnTables(lt.netns); err != nil {
+		if tables, err := Tables(lt.netns); err != nil {
 			t.Errorf("list nftables tables in %s: %v", lt.netns, err)
 		} else if len(tables) > 0 {
 			t.Errorf("nftables tables left in the client namespace: %v", tables)

@@ -241,7 +241,7 @@ func TestCleanRemovesStaleTables(t *testing.T) {
 	if len(removed) != 1 || removed[0] != stale.table.Name {
 		t.Fatalf("removed %v, want only %s", removed, stale.table.Name)
 	}
-	left, err := listOwnTables(lt.netns)
+	left, err := Tables(lt.netns)
 	if err != nil {
 		t.Fatal(err)
 	}

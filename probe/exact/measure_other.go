@@ -34,3 +34,6 @@ func CleanStale(ctx context.Context, netnsPath string, w io.Writer) {}
 
 // CleanEveryNamespace needs Linux.
 func CleanEveryNamespace(ctx context.Context, w io.Writer) (int, error) { return 0, errNeedsLinux }
+
+// Tables needs Linux.
+func Tables(netnsPath string) ([]string, error) { return nil, errNeedsLinux }
