@@ -1,8 +1,9 @@
 package httpmsg
 
 import (
-	"encoding/binary"
 	"iter"
+
+	"github.com/slowstart/slowstart/internal/fieldcodec"
 )
 
 // messageStore holds the messages a Parser found. The last one, which the
@@ -176,29 +177,18 @@ func (s *messageStore) uncode(code int64, list []string) string {
 }
 
 func (s *messageStore) encode(buf []byte, m *Message, pred *messagePredictor) []byte {
-	// The values are written after room for the bitmap, which is known only
-	// once they are, then moved up against it.
-	const room = binary.MaxVarintLen64
-	start := len(buf)
-	c := messageCodec{store: s, buf: append(buf, make([]byte, room)...)}
+	c := messageCodec{Codec: fieldcodec.Encoder(buf, 1), store: s}
 	c.visit(m, pred)
-	var head [room]byte
-	h := binary.AppendUvarint(head[:0], c.bits)
-	buf = c.buf
-	n := copy(buf[start:], h)
-	n += copy(buf[start+n:], buf[start+room:])
-	return buf[:start+n]
+	return c.Finish()
 }
 
 // decode reads the message at the head of buf, encoded against pred, into m and
 // returns the bytes it took.
 func (s *messageStore) decode(buf []byte, m *Message, pred *messagePredictor) int {
 	*m = Message{}
-	c := messageCodec{store: s, decode: true}
-	bits, n := binary.Uvarint(buf)
-	c.bits, c.buf = bits, buf[n:]
+	c := messageCodec{Codec: fieldcodec.Decoder(buf, 1), store: s}
 	c.visit(m, pred)
-	return n + c.pos
+	return c.Read()
 }
 
 // messagePredictor is what a message is encoded against: the message before
@@ -213,80 +203,21 @@ type messagePredictor struct {
 }
 
 // messageCodec encodes a Message's fields or decodes them, in one pass over them
-// (visit), so that both directions read the same fields in the same order: each
-// as its difference from an anchor (the same field of the message before, or a
-// field read before it), one bit of a bitmap when that is 0, else the bit and a
-// varint. Booleans are their bit alone.
+// (visit), so that both directions read the same fields in the same order
+// (package fieldcodec); its strings as numbers (messageStore.code).
 type messageCodec struct {
-	store  *messageStore
-	decode bool
-	bits   uint64
-	field  uint
-	buf    []byte
-	pos    int
-}
-
-// (The methods' common path, a field equal to its anchor, is small enough to
-// be inlined in visit: one comparison when encoding.)
-
-func (c *messageCodec) i64(p *int64, anchor int64) {
-	f := c.field
-	c.field++
-	if c.decode || *p != anchor {
-		c.field64(p, anchor, f)
-	}
-}
-
-//go:noinline
-func (c *messageCodec) field64(p *int64, anchor int64, f uint) {
-	bit := uint64(1) << f
-	if !c.decode {
-		c.bits |= bit
-		c.buf = binary.AppendVarint(c.buf, *p-anchor)
-		return
-	}
-	*p = anchor
-	if c.bits&bit != 0 {
-		d, n := binary.Varint(c.buf[c.pos:])
-		c.pos += n
-		*p += d
-	}
-}
-
-func (c *messageCodec) int(p *int, anchor int64) {
-	f := c.field
-	c.field++
-	if c.decode || int64(*p) != anchor {
-		c.fieldInt(p, anchor, f)
-	}
-}
-
-//go:noinline
-func (c *messageCodec) fieldInt(p *int, anchor int64, f uint) {
-	v := int64(*p)
-	c.field64(&v, anchor, f)
-	*p = int(v)
-}
-
-func (c *messageCodec) flag(p *bool) {
-	bit := uint64(1) << c.field
-	c.field++
-	if c.decode {
-		*p = c.bits&bit != 0
-	} else if *p {
-		c.bits |= bit
-	}
+	fieldcodec.Codec
+	store *messageStore
 }
 
 // str codes a string as a number (its place in list, or its reference in
 // strs), against the code of the message before, and returns the code.
 func (c *messageCodec) str(p *string, anchor int64, list []string) int64 {
-	f := c.field
-	c.field++
+	f := c.Next()
 	var v int64
 	switch {
-	case c.decode:
-		c.field64(&v, anchor, f)
+	case c.Decoding():
+		c.Field64(&v, anchor, f)
 		*p = c.store.uncode(v, list)
 		return v
 	case *p == c.store.uncode(anchor, list):
@@ -294,7 +225,7 @@ func (c *messageCodec) str(p *string, anchor int64, list []string) int64 {
 		return anchor
 	}
 	v = c.store.code(*p, list)
-	c.field64(&v, anchor, f)
+	c.Field64(&v, anchor, f)
 	return v
 }
 
@@ -312,23 +243,23 @@ func (c *messageCodec) visit(m *Message, pred *messagePredictor) {
 	if pred.end >= 0 {
 		next = pred.end
 	}
-	c.i64(&m.Offset, next)
+	c.I64(&m.Offset, next)
 	headerBytes := int64(0)
 	if pred.headerEnd >= 0 {
 		headerBytes = pred.headerEnd - pred.offset
 	}
-	c.i64(&m.HeaderEnd, m.Offset+headerBytes)
-	c.i64(&m.ContentLength, pred.contentLength)
+	c.I64(&m.HeaderEnd, m.Offset+headerBytes)
+	c.I64(&m.ContentLength, pred.contentLength)
 	end := m.HeaderEnd
 	if m.HeaderEnd >= 0 && m.ContentLength > 0 {
 		end += m.ContentLength
 	}
-	c.i64(&m.End, end)
+	c.I64(&m.End, end)
 	p := messagePredictor{offset: m.Offset, headerEnd: m.HeaderEnd, end: m.End, contentLength: m.ContentLength}
 	p.method = int32(c.str(&m.Method, int64(pred.method), methodCodes))
 	p.target = int32(c.str(&m.Target, int64(pred.target), nil))
 	p.version = int32(c.str(&m.Version, int64(pred.version), versionCodes))
-	c.int(&m.Status, int64(pred.status))
+	c.Int(&m.Status, int64(pred.status))
 	p.status = int32(m.Status)
 	p.host = int32(c.str(&m.Host, int64(pred.host), nil))
 	p.contentType = int32(c.str(&m.ContentType, int64(pred.contentType), nil))
@@ -336,17 +267,17 @@ func (c *messageCodec) visit(m *Message, pred *messagePredictor) {
 	if request >= 0 {
 		request++
 	}
-	c.int(&m.Request, request)
+	c.Int(&m.Request, request)
 	p.request = int32(m.Request)
-	c.flag(&m.KeepAlive)
-	c.flag(&m.Chunked)
-	c.flag(&m.Close)
+	c.Flag(&m.KeepAlive)
+	c.Flag(&m.Chunked)
+	c.Flag(&m.Close)
 	*pred = p
-	if c.decode && c.bits>>rareMessageFieldsFrom == 0 {
+	if c.NoneFrom(rareMessageFieldsFrom) {
 		return
 	}
-	c.flag(&m.EndInferred)
-	c.flag(&m.Incomplete)
+	c.Flag(&m.EndInferred)
+	c.Flag(&m.Incomplete)
 	c.str(&m.IncompleteReason, 0, reasonCodes)
-	c.flag(&m.Resynced)
+	c.Flag(&m.Resynced)
 }

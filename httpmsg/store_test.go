@@ -5,6 +5,8 @@ import (
 	"math/rand/v2"
 	"reflect"
 	"testing"
+
+	"github.com/slowstart/slowstart/internal/fieldcodec"
 )
 
 // randomMessage fills every field of a Message by reflection, so that a field the
@@ -83,9 +85,9 @@ func TestMessageStoreEveryField(t *testing.T) {
 			t.Errorf("From(%d) stopped before message %d", i, n)
 		}
 	}
-	var c messageCodec
+	c := messageCodec{Codec: fieldcodec.Encoder(nil, 1)}
 	c.visit(&Message{}, &messagePredictor{})
-	if c.field > 64 {
-		t.Errorf("messageCodec.visit visits %d fields; its bitmap has room for 64", c.field)
+	if c.Fields() > 64 {
+		t.Errorf("messageCodec.visit visits %d fields; its bitmap has room for 64", c.Fields())
 	}
 }

@@ -1,11 +1,11 @@
 package rounds
 
-import "encoding/binary"
+import "github.com/slowstart/slowstart/internal/fieldcodec"
 
 // roundLog holds one connection's rounds, in order. The rounds a segment can
 // still change (the last one, and those no acknowledgement has reached yet) are
 // Round values; the older ones, which only a retransmission of their bytes still
-// touches (Lost), are encoded into one append-only buffer of bytes (roundCodec):
+// touches (Lost), are encoded into one append-only buffer of bytes (package fieldcodec):
 // a keep-alive connection open for thousands of responses then holds some 40
 // bytes a round instead of a Round's 500, in memory the collector need not scan.
 // Nothing about a round changes by being encoded: Rounds and Label decode them
@@ -147,263 +147,114 @@ type roundPredictor struct {
 
 // appendRound appends round r, the round at index i, encoded, to buf.
 func appendRound(buf []byte, r *Round, i int, pred *roundPredictor) []byte {
-	// The values are written after room for the bitmap, which is known only
-	// once they are, then moved up against it.
-	const room = 2 * binary.MaxVarintLen64
-	start := len(buf)
-	c := roundCodec{buf: append(buf, make([]byte, room)...)}
-	c.visit(r, i, pred)
-	var head [room]byte
-	h := binary.AppendUvarint(head[:0], c.bits[0])
-	h = binary.AppendUvarint(h, c.bits[1])
-	buf = c.buf
-	n := copy(buf[start:], h)
-	n += copy(buf[start+n:], buf[start+room:])
-	return buf[:start+n]
+	c := fieldcodec.Encoder(buf, roundWords)
+	visitRound(&c, r, i, pred)
+	return c.Finish()
 }
 
 // decodeRound decodes the round at index i, whose StartOffset is start, from the
 // head of buf into r and returns the bytes it took.
 func decodeRound(buf []byte, r *Round, i int, start int64, pred *roundPredictor) int {
 	*r = Round{}
-	c := roundCodec{decode: true}
-	var n0, n1 int
-	c.bits[0], n0 = binary.Uvarint(buf)
-	c.bits[1], n1 = binary.Uvarint(buf[n0:])
-	c.buf = buf[n0+n1:]
+	c := fieldcodec.Decoder(buf, roundWords)
 	r.StartOffset = start
-	c.visit(r, i, pred)
-	return n0 + n1 + c.pos
+	visitRound(&c, r, i, pred)
+	return c.Read()
 }
 
-// roundCodec encodes a Round's fields, or decodes them, in one pass over them
-// (visit) so that both directions read the same fields in the same order. Each
-// field is kept as its difference from an anchor, a value the decoder knows by
-// then (a field read before it, or the round before): a field equal to its
-// anchor costs one bit of the record's bitmap, any other a varint of the
-// difference. Booleans are their bit alone. The methods' common path (a field
-// equal to its anchor) is small enough to be inlined in visit.
-type roundCodec struct {
-	decode bool
-	bits   [2]uint64
-	field  uint
-	buf    []byte // encode: the values written; decode: the record's values
-	pos    int    // decode: bytes of buf read
-}
-
-func (c *roundCodec) i64(p *int64, anchor int64) {
-	f := c.field
-	c.field++
-	if c.decode || *p != anchor {
-		c.field64(p, anchor, f)
-	}
-}
-
-// field64 decodes field f into p, or encodes p's difference from anchor. (Not
-// inlined, so that i64 is: encoding a field equal to its anchor is one
-// comparison.)
-//
-//go:noinline
-func (c *roundCodec) field64(p *int64, anchor int64, f uint) {
-	bit, w := uint64(1)<<(f&63), f>>6
-	if !c.decode {
-		c.bits[w] |= bit
-		c.buf = binary.AppendVarint(c.buf, *p-anchor)
-		return
-	}
-	*p = anchor
-	if c.bits[w]&bit != 0 {
-		d, n := binary.Varint(c.buf[c.pos:])
-		c.pos += n
-		*p += d
-	}
-}
+// roundWords is the words of a round's bitmap: a Round has more than 64
+// fields.
+const roundWords = 2
 
 // rareFieldsFrom is the first of the fields few rounds hold (a retransmission,
 // a probe, a pause, a label): a record with none of them ends its bitmap
 // before it, and decoding it skips them all.
 const rareFieldsFrom = 32
 
-// restZero reports, when decoding, that the record holds none of the fields
-// from rareFieldsFrom on: the Round, zero before decoding, is whole.
-func (c *roundCodec) restZero() bool {
-	return c.decode && c.bits[0]>>rareFieldsFrom == 0 && c.bits[1] == 0
-}
-
-func (c *roundCodec) int(p *int, anchor int64) {
-	f := c.field
-	c.field++
-	if c.decode || int64(*p) != anchor {
-		c.fieldInt(p, anchor, f)
-	}
-}
-
-//go:noinline
-func (c *roundCodec) fieldInt(p *int, anchor int64, f uint) {
-	v := int64(*p)
-	c.field64(&v, anchor, f)
-	*p = int(v)
-}
-
-// u32 codes a 32-bit clock's value as its difference from anchor, modulo 2³².
-func (c *roundCodec) u32(p *uint32, anchor uint32) {
-	f := c.field
-	c.field++
-	if c.decode || *p != anchor {
-		c.fieldU32(p, anchor, f)
-	}
-}
-
-//go:noinline
-func (c *roundCodec) fieldU32(p *uint32, anchor uint32, f uint) {
-	v := int64(int32(*p - anchor))
-	c.field64(&v, 0, f)
-	*p = anchor + uint32(int32(v))
-}
-
-func (c *roundCodec) flag(p *bool) {
-	f := c.field
-	c.field++
-	if c.decode {
-		*p = c.bits[f>>6]&(1<<(f&63)) != 0
-	} else if *p {
-		c.bits[f>>6] |= 1 << (f & 63)
-	}
-}
-
-func (c *roundCodec) str(p *string) {
-	f := c.field
-	c.field++
-	bit, w := uint64(1)<<(f&63), f>>6
-	if c.decode {
-		*p = ""
-		if c.bits[w]&bit != 0 {
-			n, k := binary.Uvarint(c.buf[c.pos:])
-			c.pos += k
-			*p = string(c.buf[c.pos : c.pos+int(n)])
-			c.pos += int(n)
-		}
-		return
-	}
-	if *p != "" {
-		c.bits[w] |= bit
-		c.buf = binary.AppendUvarint(c.buf, uint64(len(*p)))
-		c.buf = append(c.buf, *p...)
-	}
-}
-
-func (c *roundCodec) int32s(p *[]int32) {
-	f := c.field
-	c.field++
-	bit, w := uint64(1)<<(f&63), f>>6
-	if c.decode {
-		*p = nil
-		if c.bits[w]&bit != 0 {
-			n, k := binary.Uvarint(c.buf[c.pos:])
-			c.pos += k
-			s := make([]int32, n)
-			for j := range s {
-				v, k := binary.Varint(c.buf[c.pos:])
-				c.pos += k
-				s[j] = int32(v)
-			}
-			*p = s
-		}
-		return
-	}
-	if len(*p) > 0 {
-		c.bits[w] |= bit
-		c.buf = binary.AppendUvarint(c.buf, uint64(len(*p)))
-		for _, v := range *p {
-			c.buf = binary.AppendVarint(c.buf, int64(v))
-		}
-	}
-}
-
 // visit encodes or decodes every field of r (StartOffset aside: the log keeps
 // it) against its anchor, and makes pred r's. The fields most rounds hold come
 // first, the others from rareFieldsFrom on (decoding into a zero r skips them
 // when the record has none). A field added to Round must be added
 // here (TestRoundCodecEveryField fails until it is).
-func (c *roundCodec) visit(r *Round, i int, pred *roundPredictor) {
+func visitRound(c *fieldcodec.Codec, r *Round, i int, pred *roundPredictor) {
 	start := r.StartOffset
-	c.int(&r.Index, int64(i+1))
-	c.i64(&r.EndOffset, start)
+	c.Int(&r.Index, int64(i+1))
+	c.I64(&r.EndOffset, start)
 	span := r.EndOffset - start
-	c.i64(&r.FirstNs, pred.firstNs)
-	c.i64(&r.LastNs, r.FirstNs)
-	c.int(&r.Bytes, span)
-	c.int(&r.Segments, 1)
-	c.int(&r.Packets, int64(r.Segments))
-	c.int(&r.FirstFrameBytes, int64(pred.firstFrameBytes))
-	c.int(&r.LastFrameBytes, int64(pred.lastFrameBytes))
-	c.int(&r.MinInsideFrameBytes, int64(r.FirstFrameBytes))
-	c.int(&r.ReceiveWindowBytes, int64(pred.receiveWindowBytes))
-	c.i64(&r.InFlightBytes, span)
-	c.i64(&r.WindowRoomBytes, int64(r.ReceiveWindowBytes)-r.InFlightBytes)
-	c.i64(&r.FirstAckNs, r.FirstNs)
-	c.i64(&r.ReleaseNs, r.FirstNs)
-	c.i64(&r.ReleaseAck, start)
-	c.i64(&r.ReleaseAckMax, r.ReleaseAck)
-	c.i64(&r.ClientDataAtStart, pred.clientDataAtEnd)
-	c.i64(&r.ClientDataAtEnd, r.ClientDataAtStart)
-	c.i64(&r.ClientDataAtFirstAck, r.ClientDataAtEnd)
-	c.int(&r.SegmentsEarly, 1)
-	c.int(&r.BytesEarly, int64(r.FirstFrameBytes))
-	c.int(&r.singleFrames, int64(r.Packets))
+	c.I64(&r.FirstNs, pred.firstNs)
+	c.I64(&r.LastNs, r.FirstNs)
+	c.Int(&r.Bytes, span)
+	c.Int(&r.Segments, 1)
+	c.Int(&r.Packets, int64(r.Segments))
+	c.Int(&r.FirstFrameBytes, int64(pred.firstFrameBytes))
+	c.Int(&r.LastFrameBytes, int64(pred.lastFrameBytes))
+	c.Int(&r.MinInsideFrameBytes, int64(r.FirstFrameBytes))
+	c.Int(&r.ReceiveWindowBytes, int64(pred.receiveWindowBytes))
+	c.I64(&r.InFlightBytes, span)
+	c.I64(&r.WindowRoomBytes, int64(r.ReceiveWindowBytes)-r.InFlightBytes)
+	c.I64(&r.FirstAckNs, r.FirstNs)
+	c.I64(&r.ReleaseNs, r.FirstNs)
+	c.I64(&r.ReleaseAck, start)
+	c.I64(&r.ReleaseAckMax, r.ReleaseAck)
+	c.I64(&r.ClientDataAtStart, pred.clientDataAtEnd)
+	c.I64(&r.ClientDataAtEnd, r.ClientDataAtStart)
+	c.I64(&r.ClientDataAtFirstAck, r.ClientDataAtEnd)
+	c.Int(&r.SegmentsEarly, 1)
+	c.Int(&r.BytesEarly, int64(r.FirstFrameBytes))
+	c.Int(&r.singleFrames, int64(r.Packets))
 	// The short frames before a round are most often the last round's last
 	// frame and its first.
-	c.int(&r.shortBefore.bytes, int64(pred.lastFrameBytes))
-	c.i64(&r.shortBefore.end, start)
-	c.int(&r.shortBeforeOther.bytes, int64(pred.firstFrameBytes))
-	c.i64(&r.shortBeforeOther.end, pred.start+int64(pred.firstFrameBytes))
-	c.u32(&r.firstTS, pred.lastTS)
-	c.u32(&r.lastTS, r.firstTS)
-	c.flag(&r.tsSet)
-	c.flag(&r.PartialEnd)
-	c.flag(&r.Continuous)
+	c.Int(&r.shortBefore.bytes, int64(pred.lastFrameBytes))
+	c.I64(&r.shortBefore.end, start)
+	c.Int(&r.shortBeforeOther.bytes, int64(pred.firstFrameBytes))
+	c.I64(&r.shortBeforeOther.end, pred.start+int64(pred.firstFrameBytes))
+	c.U32(&r.firstTS, pred.lastTS)
+	c.U32(&r.lastTS, r.firstTS)
+	c.Flag(&r.tsSet)
+	c.Flag(&r.PartialEnd)
+	c.Flag(&r.Continuous)
 	*pred = roundPredictor{start: start, firstNs: r.FirstNs, clientDataAtEnd: r.ClientDataAtEnd, receiveWindowBytes: r.ReceiveWindowBytes,
 		firstFrameBytes: r.FirstFrameBytes, lastFrameBytes: r.LastFrameBytes, lastTS: r.lastTS}
-	if c.restZero() {
+	if c.NoneFrom(rareFieldsFrom) {
 		return
 	}
-	c.str(&r.Limit)
-	c.int(&r.Retransmissions, 0)
-	c.int(&r.OutOfOrder, 0)
-	c.int(&r.Lost, 0)
-	c.int(&r.Holes, 0)
-	c.int(&r.ProbeSegments, 0)
-	c.int(&r.ProbeBytes, 0)
-	c.i64(&r.ProbeGapNs, 0)
-	c.flag(&r.MaybeProbe)
-	c.i64(&r.MaybeProbeGapNs, 0)
-	c.u32(&r.maybeFromTS, 0)
-	c.u32(&r.maybeToTS, 0)
-	c.i64(&r.maybeSpacingNs, 0)
-	c.flag(&r.RatePaced)
-	c.flag(&r.Outgrown)
-	c.flag(&r.Undergrown)
-	c.str(&r.undergrownWhy)
-	c.flag(&r.NagleHeld)
-	c.int(&r.UnclockedSends, 0)
-	c.int(&r.UnclockedLong, 0)
-	c.int(&r.LateSends, 0)
-	c.int(&r.ArrivalPauses, 0)
-	c.int(&r.SegmentsBeforeArrivalPause, 0)
-	c.int(&r.BytesBeforeArrivalPause, 0)
-	c.flag(&r.unclockedProbe)
-	c.flag(&r.probeLong)
-	c.flag(&r.Paused)
-	c.int(&r.SegmentsBeforePause, 0)
-	c.int(&r.BytesBeforePause, 0)
-	c.int32s(&r.mergedFrames)
-	c.int(&r.mergedRestFrames, 0)
-	c.int(&r.mergedRestBytes, 0)
-	c.i64(&r.BytesOnSACK, 0)
-	c.i64(&r.SACKedAtSend, 0)
-	c.int(&r.DupAcksAtSend, 0)
-	c.flag(&r.OutranAcks)
-	c.int(&r.OutranSent, 0)
-	c.int(&r.OutranAllowed, 0)
-	c.int(&r.RenoDupAcksBefore, 0)
+	c.String(&r.Limit)
+	c.Int(&r.Retransmissions, 0)
+	c.Int(&r.OutOfOrder, 0)
+	c.Int(&r.Lost, 0)
+	c.Int(&r.Holes, 0)
+	c.Int(&r.ProbeSegments, 0)
+	c.Int(&r.ProbeBytes, 0)
+	c.I64(&r.ProbeGapNs, 0)
+	c.Flag(&r.MaybeProbe)
+	c.I64(&r.MaybeProbeGapNs, 0)
+	c.U32(&r.maybeFromTS, 0)
+	c.U32(&r.maybeToTS, 0)
+	c.I64(&r.maybeSpacingNs, 0)
+	c.Flag(&r.RatePaced)
+	c.Flag(&r.Outgrown)
+	c.Flag(&r.Undergrown)
+	c.String(&r.undergrownWhy)
+	c.Flag(&r.NagleHeld)
+	c.Int(&r.UnclockedSends, 0)
+	c.Int(&r.UnclockedLong, 0)
+	c.Int(&r.LateSends, 0)
+	c.Int(&r.ArrivalPauses, 0)
+	c.Int(&r.SegmentsBeforeArrivalPause, 0)
+	c.Int(&r.BytesBeforeArrivalPause, 0)
+	c.Flag(&r.unclockedProbe)
+	c.Flag(&r.probeLong)
+	c.Flag(&r.Paused)
+	c.Int(&r.SegmentsBeforePause, 0)
+	c.Int(&r.BytesBeforePause, 0)
+	c.Int32s(&r.mergedFrames)
+	c.Int(&r.mergedRestFrames, 0)
+	c.Int(&r.mergedRestBytes, 0)
+	c.I64(&r.BytesOnSACK, 0)
+	c.I64(&r.SACKedAtSend, 0)
+	c.Int(&r.DupAcksAtSend, 0)
+	c.Flag(&r.OutranAcks)
+	c.Int(&r.OutranSent, 0)
+	c.Int(&r.OutranAllowed, 0)
+	c.Int(&r.RenoDupAcksBefore, 0)
 }

@@ -1,0 +1,99 @@
+package fieldcodec
+
+import (
+	"reflect"
+	"testing"
+)
+
+// record has one field of each kind, the last two rare (anchored on zero).
+type record struct {
+	a, b   int64
+	n      int
+	ts     uint32
+	on     bool
+	s      string
+	list   []int32
+	rare   int64
+	rareOn bool
+}
+
+const rareFrom = 7
+
+func visit(c *Codec, r *record, prev *record) {
+	c.I64(&r.a, prev.a)
+	c.I64(&r.b, r.a) // anchored on a field read before it
+	c.Int(&r.n, int64(prev.n))
+	c.U32(&r.ts, prev.ts)
+	c.Flag(&r.on)
+	c.String(&r.s)
+	c.Int32s(&r.list)
+	if c.NoneFrom(rareFrom) {
+		return
+	}
+	c.I64(&r.rare, 0)
+	c.Flag(&r.rareOn)
+}
+
+// TestRoundTrip: records encoded one after the other against the one before
+// decode as they were, a field equal to its anchor costs no byte, and a 32-bit
+// clock wraps.
+func TestRoundTrip(t *testing.T) {
+	records := []record{
+		{a: 1000, b: 1000, n: 3, ts: 4294967290, s: "x"},
+		{a: 1000, b: 1000, n: 3, ts: 5}, // ts wrapped; the rest as before
+		{a: -7, b: 12, n: -1 << 40, on: true, list: []int32{1, -2, 1 << 30}, rare: 9},
+		{a: -7, b: -7, rareOn: true},
+		{},
+	}
+	var buf []byte
+	var prev record
+	sizes := []int{}
+	for i := range records {
+		before := len(buf)
+		c := Encoder(buf, 1)
+		visit(&c, &records[i], &prev)
+		buf = c.Finish()
+		sizes = append(sizes, len(buf)-before)
+		prev = records[i]
+	}
+	if sizes[1] != 2 {
+		t.Errorf("a record equal to its anchors but one 32-bit clock took %d bytes, want 2 (bitmap, delta)", sizes[1])
+	}
+	prev = record{}
+	for i, want := range records {
+		c := Decoder(buf, 1)
+		var got record
+		visit(&c, &got, &prev)
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("record %d decoded as %+v, want %+v", i, got, want)
+		}
+		buf = buf[c.Read():]
+		prev = got
+	}
+	if len(buf) != 0 {
+		t.Errorf("%d bytes left after the last record", len(buf))
+	}
+}
+
+// TestTwoWords: a field past the 64th is kept in the second word, and
+// NoneFrom sees it.
+func TestTwoWords(t *testing.T) {
+	vals := make([]int64, 100)
+	vals[99] = 5
+	c := Encoder(nil, 2)
+	for i := range vals {
+		c.I64(&vals[i], 0)
+	}
+	buf := c.Finish()
+	d := Decoder(buf, 2)
+	if !d.NoneFrom(100) || d.NoneFrom(99) || d.NoneFrom(70) || d.NoneFrom(3) {
+		t.Errorf("NoneFrom wrong for a record whose only field set is the 100th")
+	}
+	got := make([]int64, 100)
+	for i := range got {
+		d.I64(&got[i], 0)
+	}
+	if !reflect.DeepEqual(got, vals) || d.Read() != len(buf) {
+		t.Errorf("decoded %v (%d of %d bytes read)", got[95:], d.Read(), len(buf))
+	}
+}
