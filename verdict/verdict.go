@@ -303,6 +303,11 @@ func (in Input) cut(r, next *rounds.Round) cutReading {
 		fail(report.ObligationReleasedByAck, "the server's sending went on into the next round without a pause beyond the round's own spacing: a sender pacing its data out (BBR) whose first acknowledgement came back mid-flight, not one that had filled its window and waited")
 	case in.Path.Vantage == report.VantageServer && r.FirstAckNs > 0 && next.FirstNs-r.FirstAckNs > serverTurnaroundNs:
 		fail(report.ObligationReleasedByAck, fmt.Sprintf("the next data left %s ms after the round's first acknowledgement reached the server, longer than a kernel takes to answer one (%s ms): the application had not written it yet", ms(next.FirstNs-r.FirstAckNs), ms(serverTurnaroundNs)))
+	case in.Path.Vantage != report.VantageServer && in.Path.Method != rounds.MethodTimestamps && r.FirstAckNs > 0 && next.FirstNs-r.FirstAckNs < in.releaseFloorNs():
+		// (Rounds that follow the server's timestamp echoes have the echo to
+		// show what the server had received; rounds that follow the client's
+		// acknowledgements have only the round trip.)
+		fail(report.ObligationReleasedByAck, fmt.Sprintf("the next data arrived %s ms after the client first acknowledged the round, sooner than the path's round trip (%s ms) lets anything the acknowledgement released come back: the server sent it before that acknowledgement reached it, so the window did not hold it back", ms(next.FirstNs-r.FirstAckNs), ms(in.pathRTTNs())))
 	case next.BytesOnSACK > next.SACKedAtSend+int64(next.DupAcksAtSend*full):
 		// Linux's CUBIC and Reno grow no window on acknowledgements that
 		// acknowledge nothing new; a window that grew on them (BBR) is no
@@ -398,6 +403,31 @@ func (in Input) roundsRTT() int64 {
 	}
 	return in.Path.HandshakeRTTNs
 }
+
+// pathRTTNs is the round trip between the capture and the server: the
+// handshake's, or the one the rounds were split with when that is shorter.
+func (in Input) pathRTTNs() int64 {
+	rtt := in.Path.HandshakeRTTNs
+	if r := in.Path.RoundsRTTNs; r > 0 && (rtt <= 0 || r < rtt) {
+		rtt = r
+	}
+	return rtt
+}
+
+// releaseFloorNs is the soonest, after the client's acknowledgement, that data
+// the acknowledgement released can reach a capture away from the server: a
+// round trip, less what jitter may take off one (5% of it, 1 ms at least).
+func (in Input) releaseFloorNs() int64 {
+	rtt := in.pathRTTNs()
+	if rtt <= 0 {
+		return 0
+	}
+	return rtt - max(rtt/20, releaseJitterNs)
+}
+
+// releaseJitterNs is the least a round trip may vary by between the
+// handshake's and a later one's.
+const releaseJitterNs = 1_000_000
 
 // local reports whether the path is too short to tell rounds apart.
 func (in Input) local() bool {
