@@ -195,6 +195,14 @@ type Result struct {
 	Readings []Reading        `json:"readings"`
 	// Error: the trial did not run through (nothing was judged).
 	Error string `json:"error,omitempty"`
+	// Reruns counts the runs again of a trial the host distorted (the lab's
+	// PathCheck: its handshake or the emulator's schedule strayed from the
+	// path drawn); Distorted says what distorted it when every run was, and
+	// then nothing was judged: its packets show a path that was not drawn (a
+	// 20 ms stall of the emulator after a first segment looks like IW 1 from
+	// the client, and is what the host did, not the path).
+	Reruns    int    `json:"reruns,omitempty"`
+	Distorted string `json:"distorted,omitempty"`
 }
 
 // Wrong reports whether a reading of the trial left out the truth.
@@ -210,6 +218,9 @@ func (r Result) Wrong() bool {
 // Tally counts a campaign's readings.
 type Tally struct {
 	Trials, Failed int
+	// Rerun counts the trials run again because the host distorted them;
+	// Distorted those still distorted after the reruns, left out.
+	Rerun, Distorted int
 	// Readings counts every reading judged; the rest split them by verdict and
 	// whether they held the truth.
 	Readings                        int
@@ -227,8 +238,15 @@ func (t *Tally) Wrong() int { return t.ExactWrong + t.RangeWrong + t.BoundWrong 
 
 func (t *Tally) add(r Result) {
 	t.Trials++
+	if r.Reruns > 0 {
+		t.Rerun++
+	}
 	if r.Error != "" {
 		t.Failed++
+		return
+	}
+	if r.Distorted != "" {
+		t.Distorted++
 		return
 	}
 	if t.ExactByServer == nil {
@@ -274,7 +292,8 @@ func count(right, wrong *int, isWrong bool) {
 
 // Write prints the tally.
 func (t *Tally) Write(w io.Writer) {
-	fmt.Fprintf(w, "%d trials (%d did not run through), %d readings from both ends:\n", t.Trials, t.Failed, t.Readings)
+	fmt.Fprintf(w, "%d trials (%d did not run through; %d run again because the host distorted their path, %d still distorted and left out), %d readings from both ends:\n",
+		t.Trials, t.Failed, t.Rerun, t.Distorted, t.Readings)
 	fmt.Fprintf(w, "  exact:        %5d right, %d wrong\n", t.ExactRight, t.ExactWrong)
 	fmt.Fprintf(w, "  range:        %5d hold the truth, %d do not\n", t.RangeHolds, t.RangeWrong)
 	fmt.Fprintf(w, "  lower bound:  %5d hold the truth, %d do not\n", t.BoundHolds, t.BoundWrong)
@@ -324,7 +343,7 @@ func Run(ctx context.Context, opts Options) (Tally, []Result, error) {
 	}
 	var mu sync.Mutex
 	env := lab.NewEnv()
-	_, err = env.RunJobs(ctx, jobs, lab.RunOptions{Parallel: par, CaptureDir: scratch, OnResult: func(j lab.Job, row lab.Row, _ error) {
+	_, err = env.RunJobs(ctx, jobs, lab.RunOptions{Parallel: par, CaptureDir: scratch, DistortedReruns: lab.DefaultDistortedReruns, OnResult: func(j lab.Job, row lab.Row, _ error) {
 		index := indexOf[j.Name]
 		res := judge(ctx, index, j, row)
 		if res.Wrong() && opts.KeepDir != "" {
@@ -351,9 +370,13 @@ func Run(ctx context.Context, opts Options) (Tally, []Result, error) {
 
 // judge reads a trial's captures and judges each reading against the truth.
 func judge(ctx context.Context, index int, j lab.Job, row lab.Row) Result {
-	res := Result{Index: index, Name: j.Name, Spec: j.Spec}
+	res := Result{Index: index, Name: j.Name, Spec: j.Spec, Reruns: row.Reruns}
 	if row.Error != "" {
 		res.Error = row.Error
+		return res
+	}
+	if row.Excluded {
+		res.Distorted = row.DistortedBy
 		return res
 	}
 	spec := j.Spec
