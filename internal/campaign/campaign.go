@@ -197,10 +197,10 @@ type Result struct {
 	Error string `json:"error,omitempty"`
 	// Reruns counts the runs again of a trial the host distorted (the lab's
 	// PathCheck: its handshake or the emulator's schedule strayed from the
-	// path drawn); Distorted says what distorted it when every run was, and
-	// then nothing was judged: its packets show a path that was not drawn (a
-	// 20 ms stall of the emulator after a first segment looks like IW 1 from
-	// the client, and is what the host did, not the path).
+	// path drawn); Distorted says what distorted it when every run was. Its
+	// readings are judged all the same, and a wrong one is told apart: its
+	// packets show a path that was not drawn (a 20 ms stall of the emulator
+	// after a first segment looks, from the client, like IW 1).
 	Reruns    int    `json:"reruns,omitempty"`
 	Distorted string `json:"distorted,omitempty"`
 }
@@ -219,8 +219,9 @@ func (r Result) Wrong() bool {
 type Tally struct {
 	Trials, Failed int
 	// Rerun counts the trials run again because the host distorted them;
-	// Distorted those still distorted after the reruns, left out.
-	Rerun, Distorted int
+	// Distorted those still distorted after the reruns (judged all the same);
+	// WrongDistorted the wrong readings of those, which Wrong counts too.
+	Rerun, Distorted, WrongDistorted int
 	// Readings counts every reading judged; the rest split them by verdict and
 	// whether they held the truth.
 	Readings                        int
@@ -247,7 +248,6 @@ func (t *Tally) add(r Result) {
 	}
 	if r.Distorted != "" {
 		t.Distorted++
-		return
 	}
 	if t.ExactByServer == nil {
 		t.ExactByServer, t.ReadingsByServer, t.UnprovenCounts = map[string]int{}, map[string]int{}, map[string]int{}
@@ -264,6 +264,9 @@ func (t *Tally) add(r Result) {
 			}
 		}
 		wrong := x.Wrong != ""
+		if wrong && r.Distorted != "" {
+			t.WrongDistorted++
+		}
 		switch x.Verdict {
 		case report.VerdictExact:
 			count(&t.ExactRight, &t.ExactWrong, wrong)
@@ -278,7 +281,11 @@ func (t *Tally) add(r Result) {
 		}
 	}
 	if r.Wrong() {
-		t.WrongTrials = append(t.WrongTrials, r.Name)
+		name := r.Name
+		if r.Distorted != "" {
+			name += " (on a path the host distorted: " + r.Distorted + ")"
+		}
+		t.WrongTrials = append(t.WrongTrials, name)
 	}
 }
 
@@ -292,13 +299,13 @@ func count(right, wrong *int, isWrong bool) {
 
 // Write prints the tally.
 func (t *Tally) Write(w io.Writer) {
-	fmt.Fprintf(w, "%d trials (%d did not run through; %d run again because the host distorted their path, %d still distorted and left out), %d readings from both ends:\n",
+	fmt.Fprintf(w, "%d trials (%d did not run through; %d run again because the host distorted their path, %d distorted still), %d readings from both ends:\n",
 		t.Trials, t.Failed, t.Rerun, t.Distorted, t.Readings)
 	fmt.Fprintf(w, "  exact:        %5d right, %d wrong\n", t.ExactRight, t.ExactWrong)
 	fmt.Fprintf(w, "  range:        %5d hold the truth, %d do not\n", t.RangeHolds, t.RangeWrong)
 	fmt.Fprintf(w, "  lower bound:  %5d hold the truth, %d do not\n", t.BoundHolds, t.BoundWrong)
 	fmt.Fprintf(w, "  ambiguous:    %5d\n  none:         %5d\n", t.Ambiguous, t.None)
-	fmt.Fprintf(w, "  wrong:        %5d\n", t.Wrong())
+	fmt.Fprintf(w, "  wrong:        %5d (%d of them on a path the host distorted)\n", t.Wrong(), t.WrongDistorted)
 	var servers []string
 	for s := range t.ReadingsByServer {
 		servers = append(servers, s)
@@ -377,7 +384,6 @@ func judge(ctx context.Context, index int, j lab.Job, row lab.Row) Result {
 	}
 	if row.Excluded {
 		res.Distorted = row.DistortedBy
-		return res
 	}
 	spec := j.Spec
 	if err := spec.Normalize(); err != nil {
