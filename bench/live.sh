@@ -51,8 +51,10 @@ for rate in "${rates[@]}"; do
 	same=$(comm -12 <(sort "$work_dir/analyze-$rate.jsonl") <(sort "$work_dir/live-$rate.jsonl") | wc -l)
 	# The two taps' kernel timestamps differ by microseconds where the kernel's
 	# stamps go back (the live path raises such a stamp to the one before, a
-	# file keeps it): the reports compared without their times and notes.
-	untimed() { sed -E 's/"[a-z_]+(_ms|_rtts)":[-0-9.eE+]+,?//g; s/"notes":\[[^]]*\],?//g' "$1" | sort; }
+	# file keeps it): the reports compared without their times and notes, and
+	# without the times the verdict's reasons quote ("the path's round trip
+	# (0.009 ms)").
+	untimed() { sed -E 's/"[a-z_]+(_ms|_rtts)":[-0-9.eE+]+,?//g; s/"notes":\[[^]]*\],?//g; s/[0-9]+(\.[0-9]+)? ms/N ms/g' "$1" | sort; }
 	same_untimed=$(comm -12 <(untimed "$work_dir/analyze-$rate.jsonl") <(untimed "$work_dir/live-$rate.jsonl") | wc -l)
 	clamped=$(sed -n 's/.*"ClampedTimestamps":\([0-9]*\).*/\1/p' <<<"$stats")
 	echo "live path: $live_packets packets, $live_drops dropped by the kernel, $clamped stamps raised; tcpdump: $tcpdump_drops dropped"
