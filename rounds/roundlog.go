@@ -140,6 +140,7 @@ func (l *roundLog) Replace(rounds []Round) {
 // is encoded against: in a long connection's rounds they change little.
 type roundPredictor struct {
 	start, firstNs, clientDataAtEnd int64
+	requestNs                       int64
 	receiveWindowBytes              int
 	firstFrameBytes, lastFrameBytes int
 	lastTS                          uint32
@@ -169,7 +170,7 @@ const roundWords = 2
 // rareFieldsFrom is the first of the fields few rounds hold (a retransmission,
 // a probe, a pause, a label): a record with none of them ends its bitmap
 // before it, and decoding it skips them all.
-const rareFieldsFrom = 32
+const rareFieldsFrom = 33
 
 // visit encodes or decodes every field of r (StartOffset aside: the log keeps
 // it) against its anchor, and makes pred r's. The fields most rounds hold come
@@ -194,6 +195,7 @@ func visitRound(c *fieldcodec.Codec, r *Round, i int, pred *roundPredictor) {
 	c.I64(&r.WindowRoomBytes, int64(r.ReceiveWindowBytes)-r.InFlightBytes)
 	c.I64(&r.FirstAckNs, r.FirstNs)
 	c.I64(&r.ReleaseNs, r.FirstNs)
+	c.I64(&r.RequestNs, pred.requestNs)
 	c.I64(&r.ReleaseAck, start)
 	c.I64(&r.ReleaseAckMax, r.ReleaseAck)
 	c.I64(&r.ClientDataAtStart, pred.clientDataAtEnd)
@@ -214,7 +216,7 @@ func visitRound(c *fieldcodec.Codec, r *Round, i int, pred *roundPredictor) {
 	c.Flag(&r.PartialEnd)
 	c.Flag(&r.Continuous)
 	*pred = roundPredictor{start: start, firstNs: r.FirstNs, clientDataAtEnd: r.ClientDataAtEnd, receiveWindowBytes: r.ReceiveWindowBytes,
-		firstFrameBytes: r.FirstFrameBytes, lastFrameBytes: r.LastFrameBytes, lastTS: r.lastTS}
+		firstFrameBytes: r.FirstFrameBytes, lastFrameBytes: r.LastFrameBytes, lastTS: r.lastTS, requestNs: r.RequestNs}
 	if c.NoneFrom(rareFieldsFrom) {
 		return
 	}

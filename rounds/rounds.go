@@ -109,6 +109,11 @@ type Round struct {
 	// ReleaseNs is the time of the latest client packet the server had seen when it
 	// sent the round's first segment (what released it).
 	ReleaseNs int64
+	// RequestNs is the time of the latest client packet with new data (a request,
+	// a TLS message) the server had seen then (0: none): the round's first segment
+	// less this is how long the server took to answer that data, a round trip
+	// more away from the server.
+	RequestNs int64
 	// ReleaseAck is the highest acknowledgement the server had seen when it sent the
 	// round's first segment (-1: none).
 	ReleaseAck int64
@@ -378,6 +383,8 @@ type Tracker struct {
 	knownWindow   int
 	knownDataEnd  int64
 	knownLatestNs int64
+	// knownDataNs is the time of the latest client packet with new data known.
+	knownDataNs int64
 	lastPopTS     uint32
 	lastPopTSSet  bool
 	clientDataEnd int64
@@ -601,6 +608,7 @@ func (t *Tracker) learn(p *clientPacket) {
 	t.learnedSinceData = true
 	if p.dataEnd > t.knownDataEnd {
 		t.knownDataEnd = p.dataEnd
+		t.knownDataNs = p.timeNs
 		t.openedSinceData = true
 	}
 	if !p.hasAck {
@@ -872,6 +880,7 @@ func (t *Tracker) addServer(s *flow.Segment) {
 			StartOffset:       s.NewOffset,
 			FirstNs:           s.TimeNs,
 			ReleaseNs:         t.knownLatestNs,
+			RequestNs:         t.knownDataNs,
 			ClientDataAtStart: t.knownDataEnd,
 			FirstFrameBytes:   s.NewLen,
 			shortBefore:       t.lastShort,

@@ -276,11 +276,11 @@ func (in Input) cut(r, next *rounds.Round) cutReading {
 		span, idle := r.LastNs-r.FirstNs, next.FirstNs-r.LastNs
 		turn := next.FirstNs - r.FirstAckNs
 		switch {
-		case 8*span <= rtt && 4*idle >= rtt && 10*turn >= 9*rtt:
+		case 8*span <= rtt && 4*idle >= rtt && turn >= releaseFloorNs(rtt):
 			prove(report.ObligationRoundsSeparable, in.methodDetail()+fmt.Sprintf(", the round arriving within %s ms, the next %s ms after it and %s ms after the client's first acknowledgement", ms(span), ms(idle), ms(turn)))
 		case 8*span > rtt:
 			fail(report.ObligationRoundsSeparable, fmt.Sprintf("at the client without the server's timestamps the round arrived over %s ms, more than an eighth of the %s ms round trip: a sender pacing its window out (BBR), or one its own host held back, spreads a round so, and a silence inside it can look like the window's end", ms(span), ms(rtt)))
-		case 10*turn < 9*rtt:
+		case turn < releaseFloorNs(rtt):
 			fail(report.ObligationRoundsSeparable, fmt.Sprintf("at the client without the server's timestamps the next data arrived %s ms after the client's first acknowledgement of the round, less than the %s ms round trip: the server sent it before that acknowledgement could have reached it (an application's write), so the boundary is not the window's", ms(turn), ms(rtt)))
 		default:
 			fail(report.ObligationRoundsSeparable, fmt.Sprintf("at the client without the server's timestamps the next round arrived %s ms after this one: no silence of a quarter of the %s ms round trip, so a bottleneck or the sender's pace, not the round trip, may have placed the boundary", ms(idle), ms(rtt)))
@@ -303,11 +303,6 @@ func (in Input) cut(r, next *rounds.Round) cutReading {
 		fail(report.ObligationReleasedByAck, "the server's sending went on into the next round without a pause beyond the round's own spacing: a sender pacing its data out (BBR) whose first acknowledgement came back mid-flight, not one that had filled its window and waited")
 	case in.Path.Vantage == report.VantageServer && r.FirstAckNs > 0 && next.FirstNs-r.FirstAckNs > serverTurnaroundNs:
 		fail(report.ObligationReleasedByAck, fmt.Sprintf("the next data left %s ms after the round's first acknowledgement reached the server, longer than a kernel takes to answer one (%s ms): the application had not written it yet", ms(next.FirstNs-r.FirstAckNs), ms(serverTurnaroundNs)))
-	case in.Path.Vantage != report.VantageServer && in.Path.Method != rounds.MethodTimestamps && r.FirstAckNs > 0 && next.FirstNs-r.FirstAckNs < in.releaseFloorNs():
-		// (Rounds that follow the server's timestamp echoes have the echo to
-		// show what the server had received; rounds that follow the client's
-		// acknowledgements have only the round trip.)
-		fail(report.ObligationReleasedByAck, fmt.Sprintf("the next data arrived %s ms after the client first acknowledged the round, sooner than the path's round trip (%s ms) lets anything the acknowledgement released come back: the server sent it before that acknowledgement reached it, so the window did not hold it back", ms(next.FirstNs-r.FirstAckNs), ms(in.pathRTTNs())))
 	case next.BytesOnSACK > next.SACKedAtSend+int64(next.DupAcksAtSend*full):
 		// Linux's CUBIC and Reno grow no window on acknowledgements that
 		// acknowledge nothing new; a window that grew on them (BBR) is no
@@ -404,24 +399,10 @@ func (in Input) roundsRTT() int64 {
 	return in.Path.HandshakeRTTNs
 }
 
-// pathRTTNs is the round trip between the capture and the server: the
-// handshake's, or the one the rounds were split with when that is shorter.
-func (in Input) pathRTTNs() int64 {
-	rtt := in.Path.HandshakeRTTNs
-	if r := in.Path.RoundsRTTNs; r > 0 && (rtt <= 0 || r < rtt) {
-		rtt = r
-	}
-	return rtt
-}
-
 // releaseFloorNs is the soonest, after the client's acknowledgement, that data
 // the acknowledgement released can reach a capture away from the server: a
 // round trip, less what jitter may take off one (5% of it, 1 ms at least).
-func (in Input) releaseFloorNs() int64 {
-	rtt := in.pathRTTNs()
-	if rtt <= 0 {
-		return 0
-	}
+func releaseFloorNs(rtt int64) int64 {
 	return rtt - max(rtt/20, releaseJitterNs)
 }
 

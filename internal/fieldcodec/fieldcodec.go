@@ -14,7 +14,10 @@
 // comparison.
 package fieldcodec
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+	"fmt"
+)
 
 // Codec encodes a record's fields or decodes them: made by Encoder or
 // Decoder, finished by Finish or Read.
@@ -78,8 +81,18 @@ func (c *Codec) Decoding() bool { return c.decode }
 
 // NoneFrom reports, when decoding, that the record holds none of the fields
 // from field f on (they are all their anchors): a record decoded into zero
-// values whose fields from f on are anchored on zero is then whole.
+// values whose fields from f on are anchored on zero is then whole. It is
+// called when exactly f fields were visited (it panics otherwise: a field
+// added before the rare ones moves the boundary).
 func (c *Codec) NoneFrom(f uint) bool {
+	if c.field != f {
+		panic(fmt.Sprintf("fieldcodec: NoneFrom(%d) called after %d fields", f, c.field))
+	}
+	return c.none(f)
+}
+
+// none reports, when decoding, that no field from f on is set.
+func (c *Codec) none(f uint) bool {
 	if !c.decode {
 		return false
 	}

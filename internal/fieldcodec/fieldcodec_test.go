@@ -86,7 +86,7 @@ func TestTwoWords(t *testing.T) {
 	}
 	buf := c.Finish()
 	d := Decoder(buf, 2)
-	if !d.NoneFrom(100) || d.NoneFrom(99) || d.NoneFrom(70) || d.NoneFrom(3) {
+	if !d.none(100) || d.none(99) || d.none(70) || d.none(3) {
 		t.Errorf("NoneFrom wrong for a record whose only field set is the 100th")
 	}
 	got := make([]int64, 100)
@@ -96,4 +96,10 @@ func TestTwoWords(t *testing.T) {
 	if !reflect.DeepEqual(got, vals) || d.Read() != len(buf) {
 		t.Errorf("decoded %v (%d of %d bytes read)", got[95:], d.Read(), len(buf))
 	}
+	defer func() {
+		if recover() == nil {
+			t.Errorf("NoneFrom(3) after 100 fields did not panic")
+		}
+	}()
+	d.NoneFrom(3)
 }
