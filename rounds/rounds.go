@@ -110,7 +110,7 @@ type Round struct {
 	// sent the round's first segment (what released it).
 	ReleaseNs int64
 	// RequestNs is the time of the latest client packet with new data (a request,
-	// a TLS message) the server had seen then (0: none): the round's first segment
+	// a TLS message) the server had seen then (none when ClientDataAtStart is 0): the round's first segment
 	// less this is how long the server took to answer that data, a round trip
 	// more away from the server.
 	RequestNs int64
@@ -383,11 +383,14 @@ type Tracker struct {
 	knownWindow   int
 	knownDataEnd  int64
 	knownLatestNs int64
-	// knownDataNs is the time of the latest client packet with new data known.
-	knownDataNs int64
-	lastPopTS     uint32
-	lastPopTSSet  bool
-	clientDataEnd int64
+	// knownDataNs is the time of the latest client packet with new data known;
+	// lastClientDataNs and lastClientDataStart the time and offset of the latest
+	// client packet with new data captured.
+	knownDataNs                           int64
+	lastClientDataNs, lastClientDataStart int64
+	lastPopTS                             uint32
+	lastPopTSSet                          bool
+	clientDataEnd                         int64
 
 	sndNxt int64
 	// log holds the rounds so far.
@@ -557,6 +560,7 @@ func (t *Tracker) Add(s *flow.Segment) {
 func (t *Tracker) addClient(s *flow.Segment) {
 	if s.NewLen > 0 {
 		t.clientDataEnd = max(t.clientDataEnd, s.NewOffset+int64(s.NewLen))
+		t.lastClientDataNs, t.lastClientDataStart = s.TimeNs, s.NewOffset
 	}
 	if s.HasTS {
 		if !t.clientTSSeen {
@@ -777,6 +781,9 @@ func (t *Tracker) addServer(s *flow.Segment) {
 	if s.HasAck && s.AckOffset > t.knownDataEnd {
 		// The server acknowledges client data it has surely seen.
 		t.knownDataEnd = s.AckOffset
+		if s.AckOffset > t.lastClientDataStart {
+			t.knownDataNs = max(t.knownDataNs, t.lastClientDataNs)
+		}
 	}
 	if s.NewLen == 0 {
 		if rd := t.log.Last(); rd != nil {

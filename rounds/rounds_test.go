@@ -382,7 +382,7 @@ func TestStalledCaptureIsNoPause(t *testing.T) {
 			cfg := serverCfg()
 			cfg.SYNACKNs, cfg.SYNACKTSVal = 1, 1000 // the server's clock: 1000 + ms
 			s := &script{}
-			s.Request(0, 0, 100).Burst(101, 5, mss, 0.01).Burst(140, 5, mss, 0.01)
+			s.Request(100, 0, 100).Burst(101, 5, mss, 0.01).Burst(140, 5, mss, 0.01)
 			s.AckClocked(201, 0, 20, mss, 0.02)
 			s.Ack(301, 22*mss).Burst(301.01, 10, mss, 0.01)
 			for i := range s.Segs {

@@ -288,10 +288,12 @@ func (in Input) cut(r, next *rounds.Round) cutReading {
 	default:
 		prove(report.ObligationRoundsSeparable, in.methodDetail())
 	}
-	if ok, detail := in.endToEnd(); ok {
-		prove(report.ObligationEndToEnd, detail)
-	} else {
+	if ok, detail := in.endToEnd(); !ok {
 		fail(report.ObligationEndToEnd, detail)
+	} else if late, lateDetail := in.answeredARoundTripLate(r); late {
+		fail(report.ObligationEndToEnd, lateDetail)
+	} else {
+		prove(report.ObligationEndToEnd, detail)
 	}
 	if in.Segment.Proven {
 		prove(report.ObligationSegmentSize, in.segmentDetail())
@@ -359,6 +361,12 @@ func (in Input) cut(r, next *rounds.Round) cutReading {
 
 	if len(unproven) > 0 {
 		out := bound("the first round looks cut by the congestion window, but "+strings.Join(why, "; and ")+"; so the window is at least this large", unproven...)
+		if partialInside && in.Segment.Proven {
+			// As the range below: a sender that counts its window in bytes had
+			// room for the round's bytes only (10 packets of 10.9 KB are 7
+			// segments' worth of 1,448 bytes).
+			out.lo = min(out.lo, max(wBytes/full, 1))
+		}
 		return out
 	}
 	if partialInside && r.WindowBytes()/full < w {
@@ -397,6 +405,36 @@ func (in Input) roundsRTT() int64 {
 		return in.Path.RoundsRTTNs
 	}
 	return in.Path.HandshakeRTTNs
+}
+
+// answeredARoundTripLate reports whether the server answered the client data
+// that released round r about one round trip later than it could have: what a
+// TCP-terminating proxy does when it relays an origin as far from it as the
+// client is. The origin's rounds then reach the proxy as the client's
+// acknowledgements do, and what the client reads is the origin's window, not the
+// proxy's (the truth campaign: a proxy with IW 53, its origin 49.5 ms away and
+// the client 48.3 ms: "6 to 9" from both ends). An application that took about
+// a round trip to answer looks the same and loses its exact reading too. A
+// relay much nearer or farther than the client is paces its data out of step
+// with the client's acknowledgements, which the other obligations see.
+func (in Input) answeredARoundTripLate(r *rounds.Round) (bool, string) {
+	rtt := in.Path.HandshakeRTTNs
+	if rtt <= 0 || r.ClientDataAtStart <= 0 || r.RequestNs > r.FirstNs {
+		return false, ""
+	}
+	for i := range in.Rounds {
+		if q := &in.Rounds[i]; q.FirstNs >= r.RequestNs && q.FirstNs < r.FirstNs {
+			return false, "" // the server answered the data with an earlier round
+		}
+	}
+	wait := r.FirstNs - r.RequestNs
+	if in.Path.Vantage != report.VantageServer {
+		wait -= rtt // the data's way to the server and the answer's back
+	}
+	if wait < rtt-max(rtt/10, releaseJitterNs) || wait > rtt+rtt/2 {
+		return false, ""
+	}
+	return true, fmt.Sprintf("the server answered the client's data (sent at %s ms) %s ms after it could have, about one more round trip (%s ms): a TCP-terminating proxy relaying an origin as far from it as the client is answers so, and the origin's rounds then reach it as the client's acknowledgements do, so the rounds may be the origin's window, not this connection's", in.at(r.RequestNs), ms(wait), ms(rtt))
 }
 
 // releaseFloorNs is the soonest, after the client's acknowledgement, that data

@@ -116,6 +116,22 @@ func TestObligations(t *testing.T) {
 			verdict: report.VerdictLowerBound, unproven: report.ObligationEndToEnd,
 		},
 		{
+			// A TCP-terminating proxy relaying an origin as far from it as the
+			// client is: it answers the request a round trip late, and the
+			// origin's rounds reach it as the client's acknowledgements do. The
+			// same packets with the answer 1 ms after the request are the
+			// control case above.
+			name: "a relay answers a round trip late",
+			conn: func() *conn {
+				c := &conn{cfg: atServer(100)}
+				c.s.Request(0, 0, 100).Burst(101, 10, mss, 0.01)
+				c.s.AckClocked(201, 0, 20, mss, 0.02)
+				c.messages = []verdict.Span{{Start: 0, End: 100 * mss}}
+				return c
+			},
+			verdict: report.VerdictLowerBound, segments: 10, unproven: report.ObligationEndToEnd,
+		},
+		{
 			// A server on the local network: 0.2 ms round trips. No window is read.
 			name: "a local path",
 			conn: func() *conn {
