@@ -408,9 +408,9 @@ func (in Input) roundsRTT() int64 {
 }
 
 // answeredARoundTripLate reports whether the server answered the client data
-// that released round r about one round trip later than it could have: what a
-// TCP-terminating proxy does when it relays an origin as far from it as the
-// client is. The origin's rounds then reach the proxy as the client's
+// that released round r one, two or three round trips later than it could
+// have: what a TCP-terminating proxy does when it relays an origin as far from
+// it as the client is (it connects, perhaps over TLS, and forwards the request). The origin's rounds then reach the proxy as the client's
 // acknowledgements do, and what the client reads is the origin's window, not the
 // proxy's (the truth campaign: a proxy with IW 53, its origin 49.5 ms away and
 // the client 48.3 ms: "6 to 9" from both ends). An application that took about
@@ -431,11 +431,19 @@ func (in Input) answeredARoundTripLate(r *rounds.Round) (bool, string) {
 	if in.Path.Vantage != report.VantageServer {
 		wait -= rtt // the data's way to the server and the answer's back
 	}
-	if wait < rtt-max(rtt/10, releaseJitterNs) || wait > rtt+rtt/2 {
-		return false, ""
+	// One upstream round trip for a pooled connection to the origin, two when
+	// the proxy connects first, three or more with TLS to the origin.
+	for k := int64(1); k <= relayRoundTrips; k++ {
+		if wait >= k*(rtt-max(rtt/10, releaseJitterNs)) && wait <= k*rtt+rtt/2 {
+			return true, fmt.Sprintf("the server answered the client's data (sent at %s ms) %s ms after it could have, about %d more round trips of %s ms: a TCP-terminating proxy relaying an origin as far from it as the client is answers so (a round trip per exchange with the origin), and the origin's rounds then reach it as the client's acknowledgements do, so the rounds may be the origin's window, not this connection's", in.at(r.RequestNs), ms(wait), k, ms(rtt))
+		}
 	}
-	return true, fmt.Sprintf("the server answered the client's data (sent at %s ms) %s ms after it could have, about one more round trip (%s ms): a TCP-terminating proxy relaying an origin as far from it as the client is answers so, and the origin's rounds then reach it as the client's acknowledgements do, so the rounds may be the origin's window, not this connection's", in.at(r.RequestNs), ms(wait), ms(rtt))
+	return false, ""
 }
+
+// relayRoundTrips is the most exchanges with an origin a relay's first answer
+// is taken to wait on: a connection, a TLS handshake and the request.
+const relayRoundTrips = 3
 
 // releaseFloorNs is the soonest, after the client's acknowledgement, that data
 // the acknowledgement released can reach a capture away from the server: a
