@@ -265,6 +265,15 @@ type shortFrame struct {
 	end   int64
 }
 
+// Spacing is the mean time between the round's packets as the capture saw
+// them (0 for one packet): at a bottleneck, its serialization of one.
+func (r *Round) Spacing() int64 {
+	if r.Packets < 2 {
+		return 0
+	}
+	return (r.LastNs - r.FirstNs) / int64(r.Packets-1)
+}
+
 // WindowSegments is the round's segments less a tail loss probe: what the congestion
 // window let through.
 func (r *Round) WindowSegments() int { return r.Segments - r.ProbeSegments }

@@ -73,6 +73,11 @@ func (in Input) narrow(flight *report.InitialWindow) *report.InitialWindow {
 	for i := range in.Rounds {
 		r := &in.Rounds[i]
 		if r.StartOffset < in.TLS.HandshakeEnd {
+			if in.lossBefore(i) {
+				// A loss during the handshake (seen, or a timeout's silence)
+				// cut the window the later round shows.
+				return flight
+			}
 			hsSegs += r.Segments
 			continue
 		}
@@ -104,6 +109,30 @@ func (in Input) narrow(flight *report.InitialWindow) *report.InitialWindow {
 	}
 	return flight
 }
+
+// lossBefore reports whether round i shows a loss that may have cut the window
+// before a later round: a retransmission or a capture gap in it, or a silence
+// before it of a retransmission timeout's length (more than three round trips
+// and 200 ms) that no new client data broke, while the server had more to send:
+// a segment lost before the capture, sent again on the timer (a TLS 1.2 flight
+// whose third segment came 240 ms after the first two, on an 18 ms path, and
+// a window of 35 after it for an initial window of 50).
+func (in Input) lossBefore(i int) bool {
+	r := &in.Rounds[i]
+	if r.Retransmissions > 0 || r.Lost > 0 || r.Holes > 0 {
+		return true
+	}
+	if i == 0 {
+		return false
+	}
+	prev := &in.Rounds[i-1]
+	silence := r.FirstNs - prev.LastNs
+	return silence > max(3*in.Path.HandshakeRTTNs, timeoutSilenceNs) && r.ClientDataAtStart <= prev.ClientDataAtEnd
+}
+
+// timeoutSilenceNs is the least silence read as a retransmission timeout (Linux's
+// smallest RTO is 200 ms).
+const timeoutSilenceNs = 200_000_000
 
 // grownFrom is the least initial window that slow start can have grown to window
 // segments with priorSegments acknowledged: each acknowledged segment grows a window

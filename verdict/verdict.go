@@ -305,6 +305,13 @@ func (in Input) cut(r, next *rounds.Round) cutReading {
 		fail(report.ObligationReleasedByAck, "the server's sending went on into the next round without a pause beyond the round's own spacing: a sender pacing its data out (BBR) whose first acknowledgement came back mid-flight, not one that had filled its window and waited")
 	case in.Path.Vantage == report.VantageServer && r.FirstAckNs > 0 && next.FirstNs-r.FirstAckNs > serverTurnaroundNs:
 		fail(report.ObligationReleasedByAck, fmt.Sprintf("the next data left %s ms after the round's first acknowledgement reached the server, longer than a kernel takes to answer one (%s ms): the application had not written it yet", ms(next.FirstNs-r.FirstAckNs), ms(serverTurnaroundNs)))
+	case in.Path.Vantage != report.VantageServer && r.FirstAckNs > 0 && in.Path.HandshakeRTTNs > 0 &&
+		next.FirstNs > max(r.FirstAckNs+in.Path.HandshakeRTTNs, r.LastNs)+max(serverTurnaroundNs, in.Path.HandshakeRTTNs/10, 2*r.Spacing()):
+		// Away from the server, what the acknowledgement released comes back
+		// within a round trip of it (or behind the round's own last packet,
+		// queued at a bottleneck, a packet's time or two later), and a
+		// kernel's turnaround.
+		fail(report.ObligationReleasedByAck, fmt.Sprintf("the next data came %s ms after the client first acknowledged the round, later than the %s ms round trip and a sender's turnaround allow: the server sent it after the acknowledgement had let it go, so its application (or an origin it relays, farther away than the client) wrote it then", ms(next.FirstNs-r.FirstAckNs), ms(in.Path.HandshakeRTTNs)))
 	case next.BytesOnSACK > next.SACKedAtSend+int64(next.DupAcksAtSend*full):
 		// Linux's CUBIC and Reno grow no window on acknowledgements that
 		// acknowledge nothing new; a window that grew on them (BBR) is no
@@ -366,6 +373,11 @@ func (in Input) cut(r, next *rounds.Round) cutReading {
 			// room for the round's bytes only (10 packets of 10.9 KB are 7
 			// segments' worth of 1,448 bytes).
 			out.lo = min(out.lo, max(wBytes/full, 1))
+		}
+		if r.MaybeProbe && w > 1 && out.lo >= w {
+			// As the range below: the last segment may have been a tail loss
+			// probe, sent beyond the window.
+			out.lo, out.loBytes = w-1, wBytes-r.LastFrameBytes
 		}
 		return out
 	}

@@ -383,3 +383,41 @@ func TestExactCarriesEvidence(t *testing.T) {
 		}
 	}
 }
+
+// TestTimeoutInTheHandshakeCutsTheWindow: a TLS 1.2 flight of 3 segments whose
+// third was lost before the capture and sent again on the timer, 240 ms later on
+// an 18 ms path (the client, waiting for the whole flight, sent nothing), and a
+// first HTTP round of 35 cut by the window. The timeout cut the window (50 to
+// 35 in the lab): the later round shows no initial window, and the reading stays
+// the flight's bound ("31 to 35" for IW 50 before). The same flight without the
+// silence reads the range.
+func TestTimeoutInTheHandshakeCutsTheWindow(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		gapMs   float64
+		verdict string
+	}{
+		{"a timeout's silence", 240, report.VerdictLowerBound},
+		{"no silence", 0.02, report.VerdictRange},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := &conn{cfg: atServer(18)}
+			c.s.Request(0, 0, 517).Burst(1, 2, mss, 0.01)
+			c.s.Ack(19, 2*mss)
+			c.s.Data(1.02+tc.gapMs, 915)
+			flightEnd := int64(2*mss + 915)
+			c.s.RequestAck(1.02+tc.gapMs+18, 517, 300, flightEnd).Data(1.03+tc.gapMs+18, 51)
+			hsEnd := flightEnd + 51
+			at := 1.04 + tc.gapMs + 36
+			c.s.RequestAck(at, 817, 200, hsEnd).Burst(at+0.01, 35, mss, 0.01)
+			c.s.AckClocked(at+18, hsEnd, 20, mss, 0.02)
+			c.tls = &verdict.Handshake{FlightRounds: 1, FlightSegments: 3, FlightEnd: flightEnd, HandshakeEnd: hsEnd}
+			c.messages = []verdict.Span{{Start: hsEnd, End: hsEnd + 55*mss}}
+			res, rs := c.read()
+			iw := res.InitialWindow
+			if iw.Verdict != tc.verdict {
+				t.Fatalf("IW %s %d-%d (%s), want %s\n%s", iw.Verdict, iw.Segments, iw.SegmentsMax, iw.Reason, tc.verdict, dump(rs))
+			}
+		})
+	}
+}
