@@ -642,6 +642,9 @@ func (ca *connAnalyzer) verdictInput(c *flow.Conn, raw []rounds.Round, t *tlsSum
 		Path: verdict.Path{Vantage: c.Vantage(), MidStream: c.MidStream, HandshakeRTTNs: handshakeRTTNs(c),
 			DataRTTNs: c.DataRTTFloorNs(), RoundsRTTNs: ca.rttNs, BaseNs: baseNs},
 	}
+	if c.SYNNs > 0 && c.SYNACKNs > c.SYNNs {
+		in.Path.ServerRTTNs = c.SYNACKNs - c.SYNNs
+	}
 	if ca.rounds != nil {
 		in.Path.Method = ca.rounds.Method()
 		in.Segment.Bytes, in.Segment.Proven = ca.rounds.SegmentSize()

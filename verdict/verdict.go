@@ -72,6 +72,11 @@ type Path struct {
 	// RoundsRTTNs is the round trip the rounds were split with (0: the
 	// handshake's).
 	RoundsRTTNs int64
+	// ServerRTTNs is the round trip between the capture and the server, from
+	// the SYN to the SYN/ACK as the capture saw them (0: not seen): the whole
+	// round trip at the client, next to nothing at the server, between them
+	// elsewhere.
+	ServerRTTNs int64
 	// BaseNs is the connection's start, from which the evidence counts times.
 	BaseNs int64
 }
@@ -305,13 +310,13 @@ func (in Input) cut(r, next *rounds.Round) cutReading {
 		fail(report.ObligationReleasedByAck, "the server's sending went on into the next round without a pause beyond the round's own spacing: a sender pacing its data out (BBR) whose first acknowledgement came back mid-flight, not one that had filled its window and waited")
 	case in.Path.Vantage == report.VantageServer && r.FirstAckNs > 0 && next.FirstNs-r.FirstAckNs > serverTurnaroundNs:
 		fail(report.ObligationReleasedByAck, fmt.Sprintf("the next data left %s ms after the round's first acknowledgement reached the server, longer than a kernel takes to answer one (%s ms): the application had not written it yet", ms(next.FirstNs-r.FirstAckNs), ms(serverTurnaroundNs)))
-	case in.Path.Vantage != report.VantageServer && r.FirstAckNs > 0 && in.Path.HandshakeRTTNs > 0 &&
-		next.FirstNs > max(r.FirstAckNs+in.Path.HandshakeRTTNs, r.LastNs)+max(serverTurnaroundNs, in.Path.HandshakeRTTNs/10, 2*r.Spacing()):
+	case in.Path.Vantage != report.VantageServer && r.FirstAckNs > 0 && in.serverRTTNs() > 0 &&
+		next.FirstNs > max(r.FirstAckNs+in.serverRTTNs(), r.LastNs)+max(serverTurnaroundNs, in.serverRTTNs()/10, 2*r.Spacing()):
 		// Away from the server, what the acknowledgement released comes back
 		// within a round trip of it (or behind the round's own last packet,
 		// queued at a bottleneck, a packet's time or two later), and a
 		// kernel's turnaround.
-		fail(report.ObligationReleasedByAck, fmt.Sprintf("the next data came %s ms after the client first acknowledged the round, later than the %s ms round trip and a sender's turnaround allow: the server sent it after the acknowledgement had let it go, so its application (or an origin it relays, farther away than the client) wrote it then", ms(next.FirstNs-r.FirstAckNs), ms(in.Path.HandshakeRTTNs)))
+		fail(report.ObligationReleasedByAck, fmt.Sprintf("the next data came %s ms after the client first acknowledged the round, later than the %s ms round trip to the server and a sender's turnaround allow: the server sent it after the acknowledgement had let it go, so its application (or an origin it relays, farther away than the client) wrote it then", ms(next.FirstNs-r.FirstAckNs), ms(in.serverRTTNs())))
 	case next.BytesOnSACK > next.SACKedAtSend+int64(next.DupAcksAtSend*full):
 		// Linux's CUBIC and Reno grow no window on acknowledgements that
 		// acknowledge nothing new; a window that grew on them (BBR) is no
@@ -456,6 +461,16 @@ func (in Input) answeredARoundTripLate(r *rounds.Round) (bool, string) {
 // relayRoundTrips is the most exchanges with an origin a relay's first answer
 // is taken to wait on: a connection, a TLS handshake and the request.
 const relayRoundTrips = 3
+
+// serverRTTNs is the round trip between the capture and the server: from the
+// SYN to the SYN/ACK when both were seen and that is the shorter, else the
+// handshake's.
+func (in Input) serverRTTNs() int64 {
+	if r := in.Path.ServerRTTNs; r > 0 && (in.Path.HandshakeRTTNs <= 0 || r < in.Path.HandshakeRTTNs) {
+		return r
+	}
+	return in.Path.HandshakeRTTNs
+}
 
 // releaseFloorNs is the soonest, after the client's acknowledgement, that data
 // the acknowledgement released can reach a capture away from the server: a
