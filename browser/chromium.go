@@ -358,9 +358,13 @@ type recorder struct {
 	current  map[string]string // DevTools request id → the id of its current hop
 	hops     map[string]int
 	// offsetNs turns DevTools' monotonic times into Unix times (wall time minus
-	// monotonic time, from requestWillBeSent).
-	offsetNs   int64
-	haveOffset bool
+	// monotonic time, from the first requestWillBeSent); minOffsetNs is the
+	// least of them over every requestWillBeSent, which result applies: the
+	// wall time is read when the event is sent, the monotonic one when the
+	// request was made, so a busy browser's offset comes out too large (by 2
+	// ms, which put its requests after the capture's).
+	offsetNs, minOffsetNs int64
+	haveOffset            bool
 	loadNs     int64
 	domNs      int64
 	inFlight   map[string]bool
@@ -395,9 +399,12 @@ func (r *recorder) handle(ev any) {
 	r.lastEvent = time.Now()
 	switch e := ev.(type) {
 	case *network.EventRequestWillBeSent:
-		if e.Timestamp != nil && e.WallTime != nil && !r.haveOffset {
-			r.offsetNs = e.WallTime.Time().UnixNano() - e.Timestamp.Time().UnixNano()
-			r.haveOffset = true
+		if e.Timestamp != nil && e.WallTime != nil {
+			off := e.WallTime.Time().UnixNano() - e.Timestamp.Time().UnixNano()
+			if !r.haveOffset {
+				r.offsetNs, r.minOffsetNs, r.haveOffset = off, off, true
+			}
+			r.minOffsetNs = min(r.minOffsetNs, off)
 		}
 		id := string(e.RequestID)
 		if prevID, ok := r.current[id]; ok && e.RedirectResponse != nil {
@@ -525,11 +532,28 @@ func (r *recorder) quiet(d time.Duration) bool {
 func (r *recorder) result() []pageload.Request {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	shift := r.correction()
 	out := make([]pageload.Request, 0, len(r.order))
 	for _, id := range r.order {
-		out = append(out, *r.requests[id])
+		q := *r.requests[id]
+		for _, p := range []*int64{&q.StartNs, &q.ConnectStartNs, &q.ConnectEndNs, &q.SentNs, &q.FirstByteNs, &q.LastByteNs} {
+			*p = shift(*p)
+		}
+		out = append(out, q)
 	}
 	return out
+}
+
+// correction moves a time converted with the first offset to the least one
+// (0 stays 0: a time not known).
+func (r *recorder) correction() func(int64) int64 {
+	d := r.minOffsetNs - r.offsetNs
+	return func(ns int64) int64 {
+		if ns == 0 {
+			return 0
+		}
+		return ns + d
+	}
 }
 
 // paintScript waits (up to 3 s) for the first contentful paint, then returns the
@@ -706,7 +730,8 @@ func loadPage(ctx context.Context, c *chromium, o *Options) (pageload.Input, err
 		}
 	}
 	rec.mu.Lock()
-	in.Timings.LoadNs, in.Timings.DOMContentLoadedNs = rec.loadNs, rec.domNs
+	shift := rec.correction()
+	in.Timings.LoadNs, in.Timings.DOMContentLoadedNs = shift(rec.loadNs), shift(rec.domNs)
 	rec.mu.Unlock()
 	in.Requests = rec.result()
 	return in, nil
