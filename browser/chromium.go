@@ -365,12 +365,12 @@ type recorder struct {
 	// ms, which put its requests after the capture's).
 	offsetNs, minOffsetNs int64
 	haveOffset            bool
-	loadNs     int64
-	domNs      int64
-	inFlight   map[string]bool
-	lastEvent  time.Time
-	loaded     chan struct{}
-	loadedOnce sync.Once
+	loadNs                int64
+	domNs                 int64
+	inFlight              map[string]bool
+	lastEvent             time.Time
+	loaded                chan struct{}
+	loadedOnce            sync.Once
 }
 
 func newRecorder() *recorder {
