@@ -371,26 +371,30 @@ func (in Input) cut(r, next *rounds.Round) cutReading {
 		prove(report.ObligationFullSegments, fmt.Sprintf("every frame of the round carried whole %d-byte segments", full))
 	}
 
+	// The least the round shows of the window, for the bound and the ranges
+	// below: a sender that counts its window in bytes had room for the round's
+	// bytes only (10 packets of 10.9 KB are 7 segments' worth of 1,448 bytes);
+	// a last segment that may be a tail loss probe was sent beyond the window.
+	byteWindow := w
+	if partialInside {
+		byteWindow = max(wBytes/full, 1)
+	}
+	probeLo, probeLoBytes := w-1, wBytes-r.LastFrameBytes
 	if len(unproven) > 0 {
 		out := bound("the first round looks cut by the congestion window, but "+strings.Join(why, "; and ")+"; so the window is at least this large", unproven...)
 		if partialInside && in.Segment.Proven {
-			// As the range below: a sender that counts its window in bytes had
-			// room for the round's bytes only (10 packets of 10.9 KB are 7
-			// segments' worth of 1,448 bytes).
-			out.lo = min(out.lo, max(wBytes/full, 1))
+			out.lo = min(out.lo, byteWindow)
 		}
 		if r.MaybeProbe && w > 1 && out.lo >= w {
-			// As the range below: the last segment may have been a tail loss
-			// probe, sent beyond the window.
-			out.lo, out.loBytes = w-1, wBytes-r.LastFrameBytes
+			out.lo, out.loBytes = probeLo, probeLoBytes
 		}
 		return out
 	}
-	if partialInside && r.WindowBytes()/full < w {
+	if partialInside && wBytes/full < w {
 		// Packets and bytes disagree: a sender counting its window in packets
 		// (Linux) had as many as it sent; one counting bytes (RFC 5681) had room
 		// for the bytes it sent and less than one more full segment.
-		return cutReading{verdict: report.VerdictRange, lo: max(r.WindowBytes()/full, 1), hi: w, loBytes: wBytes, hiBytes: wBytes + full - 1,
+		return cutReading{verdict: report.VerdictRange, lo: byteWindow, hi: w, loBytes: wBytes, hiBytes: wBytes + full - 1,
 			evidence: proofs, unproven: []string{report.ObligationFullSegments},
 			reason: fmt.Sprintf("the server stopped after the first round with data left and sent more as soon as the first acknowledgement came back, but the round's %d packets carried only %d bytes (a segment shorter than a full one inside it): %d segments for a sender that counts its window in packets (Linux), %d to %d bytes for one that counts bytes",
 				w, wBytes, w, wBytes, wBytes+full-1)}
@@ -398,10 +402,10 @@ func (in Input) cut(r, next *rounds.Round) cutReading {
 	if r.MaybeProbe && w > 1 {
 		// A tail loss probe is not part of the window; a late write is. Either
 		// way the window is one of these two.
-		return cutReading{verdict: report.VerdictRange, lo: w - 1, hi: w, loBytes: wBytes - r.LastFrameBytes, hiBytes: wBytes,
+		return cutReading{verdict: report.VerdictRange, lo: probeLo, hi: w, loBytes: probeLoBytes, hiBytes: wBytes,
 			evidence: proofs, unproven: []string{report.ObligationReleasedByAck},
 			reason: fmt.Sprintf("the server stopped after the first round with data left and sent more as soon as the first acknowledgement came back, but its last segment came alone %.1f ms later on the server's clock, before any acknowledgement reached it (its timestamp echo is the same): a tail loss probe, not part of the window (%d segments), or a late write (%d)",
-				float64(r.MaybeProbeGapNs)/1e6, w-1, w)}
+				float64(r.MaybeProbeGapNs)/1e6, probeLo, w)}
 	}
 	if r.MaybeProbe || partialInside {
 		return bound("the first round's last segment may have been a tail loss probe or a late write", report.ObligationReleasedByAck)
@@ -427,7 +431,8 @@ func (in Input) roundsRTT() int64 {
 // answeredARoundTripLate reports whether the server answered the client data
 // that released round r one, two or three round trips later than it could
 // have: what a TCP-terminating proxy does when it relays an origin as far from
-// it as the client is (it connects, perhaps over TLS, and forwards the request). The origin's rounds then reach the proxy as the client's
+// it as the client is (it connects, perhaps over TLS, and forwards the
+// request). The origin's rounds then reach the proxy as the client's
 // acknowledgements do, and what the client reads is the origin's window, not the
 // proxy's (the truth campaign: a proxy with IW 53, its origin 49.5 ms away and
 // the client 48.3 ms: "6 to 9" from both ends). An application that took about
