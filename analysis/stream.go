@@ -60,6 +60,12 @@ type StreamStats = stream.Stats
 // Close are called from one goroutine.
 type Stream = stream.Stream
 
+// Quiet says which open connections Stream.Snapshot reports (stream.Quiet).
+type Quiet = stream.Quiet
+
+// AllOpen is every open connection (stream.AllOpen).
+var AllOpen = stream.AllOpen
+
 // NewStream starts a Stream. Close it to end the input and wait for the reports.
 func NewStream(ctx context.Context, opts StreamOptions) *Stream {
 	idleNs, attemptIdleNs := opts.IdleNs, opts.AttemptIdleNs

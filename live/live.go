@@ -131,19 +131,21 @@ func Watch(ctx context.Context, src analysis.PacketSource, opts WatchOptions, em
 			emit(c)
 		}
 	}
-	var firstNs, lastSnapshotNs int64
+	var firstNs, lastSnapshotNs, quietFromNs int64
 	snapshot := func(nowNs int64) error {
 		lastSnapshotNs = nowNs
-		open, err := st.Snapshot()
+		// Only the connections that went quiet since the last snapshot are
+		// built: a busy link has thousands open, most of them still sending
+		// (building them all held the packets up for 300 ms, and the kernel
+		// dropped some, at 1 Gbit/s: bench/live.sh).
+		quiet := analysis.Quiet{FromNs: quietFromNs, BeforeNs: nowNs - int64(opts.Idle)}
+		quietFromNs = quiet.BeforeNs
+		open, err := st.Snapshot(quiet)
 		if err != nil {
 			return err
 		}
 		deliver() // what finished before the snapshot comes first
 		for _, c := range open {
-			lastNs := firstNs + int64((c.StartMs+c.DurationMs)*1e6)
-			if nowNs-lastNs < int64(opts.Idle) {
-				continue
-			}
 			sig := state{c.DurationMs, c.BytesToClient, c.BytesToServer, int64(len(c.Packets))}
 			if last, ok := shown[c.Index]; ok && last == sig {
 				continue

@@ -285,7 +285,7 @@ func (s *Stream) add(p *capture.Packet) error {
 	}
 	r.inBatch++
 	if r.inBatch == batchPackets {
-		return s.sendBatch(false, nil)
+		return s.sendBatch(false, nil, AllOpen)
 	}
 	return nil
 }
@@ -307,14 +307,33 @@ func (s *Stream) addDatagram(p *capture.Packet) {
 // live source): connections due by then are finished in a batch sent at once.
 func (s *Stream) Advance(nowNs int64) error {
 	s.reader.maxNs = max(s.reader.maxNs, nowNs)
-	return s.sendBatch(false, nil)
+	return s.sendBatch(false, nil, AllOpen)
 }
 
-// Snapshot returns the reports of the connections still open, as they stand, in
-// the order of their first packet.
-func (s *Stream) Snapshot() ([]report.Connection, error) {
+// Quiet says which open connections a snapshot reports: those whose last
+// packet came at or after FromNs and before BeforeNs (capture times). A live
+// view asks, at each snapshot, for those quiet since a while ago and not quiet
+// yet at its previous snapshot: each connection once per pause, none still
+// sending. The zero Quiet is every open connection (AllOpen).
+type Quiet struct {
+	FromNs, BeforeNs int64
+}
+
+// AllOpen is every open connection.
+var AllOpen = Quiet{}
+
+func (q Quiet) holds(lastNs int64) bool {
+	if q == AllOpen {
+		return true
+	}
+	return lastNs >= q.FromNs && lastNs < q.BeforeNs
+}
+
+// Snapshot returns the reports of the connections still open that quiet
+// holds, as they stand, in the order of their first packet.
+func (s *Stream) Snapshot(quiet Quiet) ([]report.Connection, error) {
 	reply := make(chan []report.Connection, 1)
-	if err := s.sendBatch(false, reply); err != nil {
+	if err := s.sendBatch(false, reply, quiet); err != nil {
 		return nil, err
 	}
 	select {
@@ -330,7 +349,7 @@ func (s *Stream) Snapshot() ([]report.Connection, error) {
 
 // sendBatch hands the current batch (possibly empty) to every shard, and tells
 // the merger to collect their results.
-func (s *Stream) sendBatch(flush bool, snapshot chan []report.Connection) error {
+func (s *Stream) sendBatch(flush bool, snapshot chan []report.Connection, quiet Quiet) error {
 	if err := s.ctx.Err(); err != nil {
 		return err
 	}
@@ -343,7 +362,7 @@ func (s *Stream) sendBatch(flush bool, snapshot chan []report.Connection) error 
 	}
 	for i, sh := range s.shards {
 		b := r.pending[i]
-		b.seq, b.watermark, b.captureNs, b.flush, b.snapshot = r.batchSeq, r.maxNs, r.firstNs, flush, snapshot != nil
+		b.seq, b.watermark, b.captureNs, b.flush, b.snapshot, b.quiet = r.batchSeq, r.maxNs, r.firstNs, flush, snapshot != nil, quiet
 		select {
 		case sh.in <- b:
 		case <-s.ctx.Done():
@@ -373,7 +392,7 @@ func (s *Stream) Close() (Stats, error) {
 	}
 	if !s.closed {
 		s.closed = true
-		err := s.sendBatch(true, nil)
+		err := s.sendBatch(true, nil, AllOpen)
 		close(s.merger.items)
 		for _, sh := range s.shards {
 			close(sh.in)

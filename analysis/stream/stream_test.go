@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/netip"
 	"reflect"
+	"slices"
 	"testing"
 
 	"github.com/slowstart/slowstart/capture"
@@ -161,6 +162,48 @@ func TestSameAtAnyShardCount(t *testing.T) {
 	}
 }
 
+// TestSnapshotQuiet: a snapshot asked for the connections quiet in a window
+// builds those whose last packet came in it, and no other.
+func TestSnapshotQuiet(t *testing.T) {
+	b := exchange(3001, 2000, 3e9, false)
+	c := exchange(3002, 3000, 4e9, false)
+	lastB, lastC := b[len(b)-1].TimestampNs, c[len(c)-1].TimestampNs
+	if lastB >= c[0].TimestampNs {
+		t.Fatalf("b's last packet at %d ns, c's first at %d: the windows below need b quiet before c begins", lastB, c[0].TimestampNs)
+	}
+	packets := interleave(b, c)
+	var emitted []report.Connection
+	s := New(context.Background(), testOptions(2, &emitted))
+	defer s.Close()
+	for i := range packets {
+		if err := s.Add(&packets[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct {
+		name  string
+		quiet Quiet
+		want  []int
+	}{
+		{"every open one", AllOpen, []int{1, 2}},
+		{"quiet since b's last packet", Quiet{FromNs: 0, BeforeNs: lastB + 1}, []int{1}},
+		{"quiet since c's, b already shown", Quiet{FromNs: lastB + 1, BeforeNs: lastC + 1}, []int{2}},
+		{"none quiet yet", Quiet{FromNs: 0, BeforeNs: lastB}, nil},
+	} {
+		open, err := s.Snapshot(tc.quiet)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []int
+		for _, o := range open {
+			got = append(got, o.Index)
+		}
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("%s: snapshot of connections %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
 // TestSnapshotNumbersOpenConnections: a snapshot reports the open connections as
 // they stand, numbered as they will be when finished, in order of number.
 func TestSnapshotNumbersOpenConnections(t *testing.T) {
@@ -176,7 +219,7 @@ func TestSnapshotNumbersOpenConnections(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	open, err := s.Snapshot()
+	open, err := s.Snapshot(AllOpen)
 	if err != nil {
 		t.Fatal(err)
 	}

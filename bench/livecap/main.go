@@ -24,13 +24,14 @@ import (
 	"github.com/slowstart/slowstart/capture"
 	"github.com/slowstart/slowstart/live"
 	"github.com/slowstart/slowstart/report"
+	"github.com/slowstart/slowstart/web"
 )
 
 func main() {
 	iface := flag.String("i", "", "interface to capture on (required)")
 	snaplen := flag.Int("snaplen", capture.DefaultSnaplen, "bytes kept per packet, from the IP header on")
 	buffer := flag.Int("buffer", 0, "kernel receive buffer in bytes (0: capture.DefaultBufferBytes)")
-	packets := flag.Bool("packets", false, "keep per-packet lists, as the live view does")
+	packets := flag.Bool("packets", false, "keep per-packet lists and put each report on a live view's feed, as the live view does")
 	ring := flag.Bool("ring", false, "read through a packet ring (capture.LiveOptions.Ring), as the live view does")
 	out := flag.String("out", "", "where to write the reports, one JSON line each (required)")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the capture here")
@@ -72,8 +73,23 @@ func run(iface string, snaplen, buffer int, packets, ring bool, out string) erro
 	// Ready: bench/live.sh starts the traffic once this line is out.
 	fmt.Fprintln(os.Stderr, "livecap: capturing on", iface)
 	last := map[int]report.Connection{}
+	// With the live view's settings, each report goes where the view puts it
+	// (its Feed: the report as JSON, the latest 300 kept), on the same
+	// goroutine, and is kept here without its packets.
+	var feed *web.Feed
+	if packets {
+		feed = web.NewFeed(0)
+	}
 	err = live.Watch(ctx, lv, live.WatchOptions{Analysis: analysis.Options{Tool: "slowstart", Packets: packets}},
-		func(c report.Connection) { last[c.Index] = c })
+		func(c report.Connection) {
+			if feed != nil {
+				if err := feed.Put(c); err != nil {
+					fmt.Fprintln(os.Stderr, "livecap:", err)
+				}
+				c.Packets = nil
+			}
+			last[c.Index] = c
+		})
 	if err != nil {
 		return err
 	}
