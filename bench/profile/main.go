@@ -3,7 +3,7 @@
 // bench/analyze.sh measures. It is a benchmarking aid, not part of the slowstart
 // binary.
 //
-//	go run ./bench/profile -cpu /tmp/cpu.pprof -heap /tmp/heap.pprof CAPTURE
+//	go run ./bench/profile -cpu /tmp/cpu.pprof -heap /tmp/heap.pprof [-allocs /tmp/allocs.pprof] CAPTURE
 //	go tool pprof -top /tmp/cpu.pprof
 package main
 
@@ -27,6 +27,7 @@ import (
 func main() {
 	cpuPath := flag.String("cpu", "cpu.pprof", "where to write the CPU profile")
 	heapPath := flag.String("heap", "", "where to write a heap profile taken at the fullest heap seen during the analysis (none if empty)")
+	allocsPath := flag.String("allocs", "", "where to write a profile of everything allocated, taken at the end (none if empty)")
 	renderMode := flag.String("render", renderIndent, "how to render the Report as JSON: none, indent (as analyze --json), compact")
 	flag.Usage = func() {
 		fmt.Fprintf(flag.CommandLine.Output(), "usage: %s [flags] CAPTURE\n", os.Args[0])
@@ -39,13 +40,13 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	if err := run(ctx, flag.Arg(0), *cpuPath, *heapPath, *renderMode); err != nil {
+	if err := run(ctx, flag.Arg(0), *cpuPath, *heapPath, *allocsPath, *renderMode); err != nil {
 		slog.Error("profile failed", "err", err)
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context, capturePath, cpuPath, heapPath, renderMode string) error {
+func run(ctx context.Context, capturePath, cpuPath, heapPath, allocsPath, renderMode string) error {
 	cpuFile, err := os.Create(cpuPath)
 	if err != nil {
 		return fmt.Errorf("create the CPU profile file: %w", err)
@@ -80,6 +81,11 @@ func run(ctx context.Context, capturePath, cpuPath, heapPath, renderMode string)
 	}
 	elapsed := time.Since(start)
 	pprof.StopCPUProfile()
+	if allocsPath != "" {
+		if err := writeProfile("allocs", allocsPath); err != nil {
+			return err
+		}
+	}
 
 	var mem runtime.MemStats
 	runtime.ReadMemStats(&mem)
@@ -97,6 +103,19 @@ func run(ctx context.Context, capturePath, cpuPath, heapPath, renderMode string)
 		"cpu_profile", cpuPath)
 
 	return nil
+}
+
+// writeProfile writes the named runtime profile to path.
+func writeProfile(name, path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("create the %s profile: %w", name, err)
+	}
+	if err := pprof.Lookup(name).WriteTo(f, 0); err != nil {
+		f.Close()
+		return fmt.Errorf("write the %s profile: %w", name, err)
+	}
+	return f.Close()
 }
 
 // watchHeap reads the live heap (as the last collection left it) every 20 ms,
