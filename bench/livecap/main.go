@@ -6,7 +6,7 @@
 // compares its reports with `analyze` of a tcpdump capture of the same traffic.
 // It is a benchmarking aid, not part of the slowstart binary.
 //
-//	livecap -i IFACE [-snaplen N] [-buffer BYTES] [-packets] -out FILE.jsonl
+//	livecap -i IFACE [-snaplen N] [-buffer BYTES] [-packets] [-ring] [-pcap FILE.pcap] -out FILE.jsonl
 package main
 
 import (
@@ -34,6 +34,7 @@ func main() {
 	packets := flag.Bool("packets", false, "keep per-packet lists and put each report on a live view's feed, as the live view does")
 	ring := flag.Bool("ring", false, "read through a packet ring (capture.LiveOptions.Ring), as the live view does")
 	out := flag.String("out", "", "where to write the reports, one JSON line each (required)")
+	pcap := flag.String("pcap", "", "also write every packet read to this pcap file, as view --live --pcap does (its analysis must give the same reports)")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the capture here")
 	flag.Parse()
 	if *iface == "" || *out == "" {
@@ -49,7 +50,7 @@ func main() {
 		pprof.StartCPUProfile(f)
 		defer pprof.StopCPUProfile()
 	}
-	if err := run(*iface, *snaplen, *buffer, *packets, *ring, *out); err != nil {
+	if err := run(*iface, *snaplen, *buffer, *packets, *ring, *out, *pcap); err != nil {
 		pprof.StopCPUProfile()
 		fmt.Fprintln(os.Stderr, "livecap:", err)
 		os.Exit(1)
@@ -62,7 +63,7 @@ type counts struct {
 	Connections int `json:"connections"`
 }
 
-func run(iface string, snaplen, buffer int, packets, ring bool, out string) error {
+func run(iface string, snaplen, buffer int, packets, ring bool, out, pcap string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	lv, err := capture.OpenLive(ctx, capture.LiveOptions{Interface: iface, Snaplen: snaplen, BufferBytes: buffer, Ring: ring})
@@ -70,6 +71,18 @@ func run(iface string, snaplen, buffer int, packets, ring bool, out string) erro
 		return err
 	}
 	defer lv.Close()
+	var tee *capture.PcapWriter
+	if pcap != "" {
+		f, err := os.Create(pcap)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if tee, err = capture.NewPcapWriter(f, 0); err != nil {
+			return err
+		}
+		lv.Tee(tee)
+	}
 	// Ready: bench/live.sh starts the traffic once this line is out.
 	fmt.Fprintln(os.Stderr, "livecap: capturing on", iface)
 	last := map[int]report.Connection{}
@@ -92,6 +105,12 @@ func run(iface string, snaplen, buffer int, packets, ring bool, out string) erro
 		})
 	if err != nil {
 		return err
+	}
+	if tee != nil {
+		lv.Tee(nil)
+		if err := tee.Flush(); err != nil {
+			return err
+		}
 	}
 	conns := make([]report.Connection, 0, len(last))
 	for _, c := range last {
