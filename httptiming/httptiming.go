@@ -197,6 +197,12 @@ func Do(request *http.Request, cfg Config) (*Exchange, error) {
 	lastByte := ex.LastByte
 	ex.Moments = t.m
 	ex.LastByte = lastByte
+	if !ex.FirstByte.IsZero() && ex.RequestWritten.After(ex.FirstByte) {
+		// Reported late (HTTP/2's writer goroutine ran after the response
+		// came): the request was written before the server could answer it,
+		// so the first byte of the answer is the latest it can have been.
+		ex.RequestWritten = ex.FirstByte
+	}
 	if ex.ConnectStart.IsZero() || ex.ConnectDone.IsZero() {
 		// The dialer reported nothing (not a net.Dialer): the call to Dial brackets it.
 		ex.ConnectStart, ex.ConnectDone = t.dialStart, t.dialDone
