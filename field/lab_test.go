@@ -20,6 +20,7 @@ import (
 	"github.com/slowstart/slowstart/browser"
 	"github.com/slowstart/slowstart/capture"
 	"github.com/slowstart/slowstart/internal/testroot"
+	"github.com/slowstart/slowstart/lab"
 	"github.com/slowstart/slowstart/lab/client"
 	"github.com/slowstart/slowstart/lab/labpath"
 	"github.com/slowstart/slowstart/lab/server"
@@ -317,6 +318,7 @@ func TestFleet(t *testing.T) {
 	wg.Wait()
 	got := collect(t, conns, len(want))
 	sum := stop()
+	distorted := 0
 
 	dir := t.TempDir()
 	clientReports := map[*fleetClient]*report.Report{}
@@ -330,7 +332,12 @@ func TestFleet(t *testing.T) {
 			continue
 		}
 		name := fmt.Sprintf("RTT %v IW %d, %d bytes", w.c.rtt, w.c.iw, w.size)
-		checkFleetConn(t, name, c, w.c, w.size, clientReports[w.c])
+		if checkFleetConn(t, name, c, w.c, w.size, clientReports[w.c]) {
+			distorted++
+		}
+	}
+	if distorted > len(want)/2 {
+		t.Errorf("the host distorted %d of %d connections: too busy for the test to say anything", distorted, len(want))
 	}
 	// The summary: every AS with its three connections.
 	byNetwork := map[string]uint64{}
@@ -362,7 +369,7 @@ func TestFleet(t *testing.T) {
 
 // checkFleetConn checks one connection's reading against the kernel's
 // record and the client's capture.
-func checkFleetConn(t *testing.T, name string, c Conn, fc *fleetClient, size int64, clientReport *report.Report) {
+func checkFleetConn(t *testing.T, name string, c Conn, fc *fleetClient, size int64, clientReport *report.Report) (distorted bool) {
 	t.Helper()
 	if c.InitialWindow != fc.iw || c.CwndAtRequestSegments != fc.iw {
 		t.Errorf("%s: initial window %d (at the request %d), want the route's %d", name, c.InitialWindow, c.CwndAtRequestSegments, fc.iw)
@@ -426,7 +433,18 @@ func checkFleetConn(t *testing.T, name string, c Conn, fc *fleetClient, size int
 	fc.capture.mu.Lock()
 	wire, ok := fc.capture.handshakeRTT[client]
 	fc.capture.mu.Unlock()
-	if c.HandshakeRTTMs == nil || !ok || math.Abs(*c.HandshakeRTTMs-wire) > 1 {
+	// A busy host stretches these moments (a backlog of packets the kernel
+	// has yet to process): when the client's own handshake strayed from the
+	// path as far as the lab's path check calls a trial distorted, the
+	// kernel's sample and the device's need not agree within a millisecond,
+	// and the connection is counted as distorted instead (the caller fails
+	// the test when most are).
+	pathMs := float64(fc.rtt) / 1e6
+	if cc.HandshakeRTTMs != nil && math.Abs(*cc.HandshakeRTTMs-pathMs) > max(lab.PathToleranceMs, lab.PathToleranceShare*pathMs) {
+		t.Logf("%s: distorted by the host: the client's handshake took %.3f ms on a path of %v (the kernel's sample %v ms, the server's device %v ms)",
+			name, *cc.HandshakeRTTMs, fc.rtt, ptr(c.HandshakeRTTMs), wire)
+		distorted = true
+	} else if c.HandshakeRTTMs == nil || !ok || math.Abs(*c.HandshakeRTTMs-wire) > 1 {
 		t.Errorf("%s: handshake RTT %v ms; the server's device shows %v ms (the client's capture %v ms, the path %v)",
 			name, ptr(c.HandshakeRTTMs), wire, ptr(cc.HandshakeRTTMs), fc.rtt)
 	}
@@ -444,6 +462,7 @@ func checkFleetConn(t *testing.T, name string, c Conn, fc *fleetClient, size int
 	if c.ResponseBytes < size {
 		t.Errorf("%s: response of %d bytes, smaller than its body", name, c.ResponseBytes)
 	}
+	return distorted
 }
 
 func ptr(p *float64) any {
