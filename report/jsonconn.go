@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"slices"
 	"strconv"
+	"strings"
 
 	gojson "github.com/goccy/go-json"
 )
@@ -25,6 +26,9 @@ func appendConnectionJSON(b []byte, c *Connection, indent bool, prefix string) (
 		return b, false
 	}
 	w := jsonWriter{b: b, indent: indent, prefix: prefix}
+	if indent {
+		w.lines = indentLines(prefix)
+	}
 	w.connection(c)
 	return w.b, !w.failed
 }
@@ -34,7 +38,10 @@ type jsonWriter struct {
 	b      []byte
 	indent bool
 	prefix string
-	depth  int
+	// lines is a newline, the prefix and maxIndentDepth levels of
+	// indentation: a line at depth d is its first 1+len(prefix)+2d bytes.
+	lines string
+	depth int
 	// empty: the object or array opened last has no member yet.
 	empty  bool
 	failed bool
@@ -42,12 +49,38 @@ type jsonWriter struct {
 
 // newline starts a line at the current depth.
 func (w *jsonWriter) newline() {
+	if n := 1 + len(w.prefix) + 2*w.depth; w.depth <= maxIndentDepth {
+		w.b = append(w.b, w.lines[:n]...)
+		return
+	}
 	w.b = append(w.b, '\n')
 	w.b = append(w.b, w.prefix...)
 	for range w.depth {
 		w.b = append(w.b, "  "...)
 	}
 }
+
+// maxIndentDepth is the deepest line indentLines makes (a connection's
+// members are some 5 levels deep).
+const maxIndentDepth = 16
+
+// indentLines returns a newline, prefix and maxIndentDepth levels of two
+// spaces; the streams' one prefix is made once.
+func indentLines(prefix string) string {
+	if prefix == streamPrefix {
+		return streamLines
+	}
+	return makeIndentLines(prefix)
+}
+
+func makeIndentLines(prefix string) string {
+	return "\n" + prefix + strings.Repeat("  ", maxIndentDepth)
+}
+
+// streamPrefix is the prefix of a connection in a JSON stream (report.stream).
+const streamPrefix = "    "
+
+var streamLines = makeIndentLines(streamPrefix)
 
 func (w *jsonWriter) open(c byte) {
 	w.b = append(w.b, c)
@@ -121,7 +154,7 @@ func (w *jsonWriter) floatPtr(v *float64) {
 // characters, U+2028 and U+2029, and invalid UTF-8).
 func (w *jsonWriter) str(s string) {
 	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+		if !jsonPlain[s[i]] {
 			q, err := gojson.Marshal(s)
 			if err != nil {
 				w.failed = true
@@ -135,6 +168,16 @@ func (w *jsonWriter) str(s string) {
 	w.b = append(w.b, s...)
 	w.b = append(w.b, '"')
 }
+
+// jsonPlain tells the bytes a JSON string holds as they are, as goccy writes
+// them: printable ASCII but the quote, the backslash and the HTML characters
+// it escapes.
+var jsonPlain = func() (t [256]bool) {
+	for c := 0x20; c < 0x7f; c++ {
+		t[c] = c != '"' && c != '\\' && c != '<' && c != '>' && c != '&'
+	}
+	return t
+}()
 
 func (w *jsonWriter) strings(list []string) {
 	if list == nil {
