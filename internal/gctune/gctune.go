@@ -14,14 +14,16 @@ import (
 // collection during a batch analysis: the collector runs when the heap has
 // grown 4× past the live data (GOGC 400) rather than 2×, but never lets the
 // heap pass max(minLimitBytes, live data + max(half of it, minLimitBytes/2)),
-// a limit that follows the live data up (read every 50 ms). Half, not a
+// a limit that follows the live data (read every 50 ms). Half, not a
 // quarter, and 50 ms, not 200: a heap of a gigabyte of open keep-alive
 // connections (bench/shapes.sh edge50k) grows into the limit between two
-// readings, and the collector then ran back to back. Up only: the peak is
-// where memory is counted, and a limit lowered as the connections finish fell
-// below what the process still held (freed memory not yet returned), so that
-// the collector ran back to back to the end (132 collections against 22 on
-// edge50k, 16.9 s against 9.5 s, for the same peak). The stream holds only
+// readings, and the collector then ran back to back. Down no further than the
+// memory the process holds (its heap's free pages not yet returned
+// included): a limit lowered below that as connections finished made the
+// collector run back to back to the end (132 collections against 25 on
+// edge50k, 13.4 s against 8.7 s); held, it comes down as the scavenger
+// returns pages (mixed at 4× the length: 154-159 MB at the peak, against
+// 163-167 MB with a limit that never came down). The stream holds only
 // open connections (about 60 MB live on the 3.7 M packet bench capture), so
 // captures of any length stay near 140 MB, and a
 // capture with very many open connections (or a whole Report kept for a page
@@ -31,10 +33,9 @@ func ForBatch() (stop func()) {
 	if os.Getenv("GOGC") != "" || os.Getenv("GOMEMLIMIT") != "" {
 		return func() {}
 	}
-	const minLimitBytes = 110 << 20
 	oldPercent := debug.SetGCPercent(400)
 	oldLimit := debug.SetMemoryLimit(minLimitBytes)
-	sample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	sample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}, {Name: "/memory/classes/total:bytes"}, {Name: "/memory/classes/heap/released:bytes"}}
 	done := make(chan struct{})
 	finished := make(chan struct{})
 	go func() {
@@ -49,11 +50,14 @@ func ForBatch() (stop func()) {
 			case <-ticker.C:
 			}
 			metrics.Read(sample)
-			if sample[0].Value.Kind() != metrics.KindUint64 {
-				return
+			for _, s := range sample {
+				if s.Value.Kind() != metrics.KindUint64 {
+					return
+				}
 			}
 			live := int64(sample[0].Value.Uint64())
-			if want := max(minLimitBytes, live+max(live/2, minLimitBytes/2)); want > limit {
+			held := int64(sample[1].Value.Uint64() - sample[2].Value.Uint64())
+			if want := nextLimit(limit, live, held); want != limit {
 				limit = want
 				debug.SetMemoryLimit(limit)
 			}
@@ -65,4 +69,20 @@ func ForBatch() (stop func()) {
 		debug.SetGCPercent(oldPercent)
 		debug.SetMemoryLimit(oldLimit)
 	}
+}
+
+// minLimitBytes is the least memory limit ForBatch sets.
+const minLimitBytes = 110 << 20
+
+// nextLimit is the memory limit that follows limit, with live bytes of live
+// data and held bytes of memory held by the process: live data and half as
+// much again (minLimitBytes at least), up at once, down no further than held.
+func nextLimit(limit, live, held int64) int64 {
+	want := max(minLimitBytes, live+max(live/2, minLimitBytes/2))
+	if want < limit {
+		// Down no further than the memory the process holds: the
+		// scavenger returns what is free, and the limit follows.
+		want = min(limit, max(want, held))
+	}
+	return want
 }

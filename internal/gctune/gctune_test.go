@@ -1,0 +1,23 @@
+package gctune
+
+import "testing"
+
+func TestNextLimit(t *testing.T) {
+	const mb = 1 << 20
+	for _, tc := range []struct {
+		name              string
+		limit, live, held int64
+		want              int64
+	}{
+		{"small live data: the least limit", minLimitBytes, 20 * mb, 60 * mb, minLimitBytes},
+		{"live data grows: up at once", minLimitBytes, 300 * mb, 320 * mb, 450 * mb},
+		{"live data falls, memory still held: down to what is held", 450 * mb, 100 * mb, 400 * mb, 400 * mb},
+		{"live data falls, memory returned: down to the live data's", 450 * mb, 100 * mb, 120 * mb, 155 * mb},
+		{"held beyond the limit: never up for it", 450 * mb, 100 * mb, 500 * mb, 450 * mb},
+	} {
+		if got := nextLimit(tc.limit, tc.live, tc.held); got != tc.want {
+			t.Errorf("%s: nextLimit(%d MB, live %d MB, held %d MB) = %d MB, want %d MB",
+				tc.name, tc.limit/mb, tc.live/mb, tc.held/mb, got/mb, tc.want/mb)
+		}
+	}
+}
