@@ -233,3 +233,12 @@ func TestSnapshotNumbersOpenConnections(t *testing.T) {
 		t.Errorf("emitted %+v; want 1 (closed), then 2 and 3 at the end, final", emitted)
 	}
 }
+
+// TestDefaultShards: a shard a processor but the reader's, and two on two.
+func TestDefaultShards(t *testing.T) {
+	for procs, want := range map[int]int{1: 1, 2: 2, 3: 2, 4: 3, 8: 7} {
+		if got := DefaultShards(procs); got != want {
+			t.Errorf("DefaultShards(%d) = %d, want %d", procs, got, want)
+		}
+	}
+}
