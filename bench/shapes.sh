@@ -28,7 +28,7 @@
 #
 # Captures are made once (root) and kept in $SLOWSTART_BENCH_DIR (default
 # /tmp/slowstart-shapes), with their 4x copies. slowstart, tcptrace and tshark
-# take $SLOWSTART_BENCH_RUNS turns each (default 3), one after the other, so that
+# take $SLOWSTART_BENCH_RUNS turns each (default 3), each turn starting with the next tool, so that
 # a busy moment of the machine falls on all alike; the best of each is kept.
 # $SLOWSTART_BENCH_TABLE names a file to which a Markdown row per shape is
 # appended. $SLOWSTART_BENCH_BASELINE names another slowstart binary (e.g. one
@@ -107,17 +107,33 @@ for shape in "${shapes[@]}"; do
 	echo "== $shape: $capture, $packets packets, $((bytes / 1048576)) MB"
 	cat_s=$(cat_seconds "$capture")
 	ss_s= tt_s= ts_s= base_s= base_kb=
+	# Each turn starts with the next tool (slowstart, tcptrace, tshark,
+	# baseline, then slowstart again...), so that no tool always runs right
+	# after tshark (2 GB of memory) or always first.
+	tools=(slowstart tcptrace tshark)
+	[[ -n $baseline ]] && tools+=(baseline)
 	for ((turn = 1; turn <= runs; turn++)); do
-		time_run "slowstart (turn $turn)" "$slowstart" analyze --json "$capture"
-		if faster "$run_s" "$ss_s"; then ss_s=$run_s ss_kb=$run_kb; fi
-		if [[ -n $baseline ]]; then
-			time_run "baseline (turn $turn)" "$baseline" analyze --json "$capture"
-			if faster "$run_s" "$base_s"; then base_s=$run_s base_kb=$run_kb; fi
-		fi
-		time_run "tcptrace (turn $turn)" tcptrace -n -l -r "$capture"
-		if faster "$run_s" "$tt_s"; then tt_s=$run_s tt_kb=$run_kb; fi
-		time_run "tshark (turn $turn)" tshark -q -z conv,tcp -r "$capture"
-		if faster "$run_s" "$ts_s"; then ts_s=$run_s ts_kb=$run_kb; fi
+		for ((k = 0; k < ${#tools[@]}; k++)); do
+			tool=${tools[(turn - 1 + k) % ${#tools[@]}]}
+			case $tool in
+			slowstart)
+				time_run "slowstart (turn $turn)" "$slowstart" analyze --json "$capture"
+				if faster "$run_s" "$ss_s"; then ss_s=$run_s ss_kb=$run_kb; fi
+				;;
+			baseline)
+				time_run "baseline (turn $turn)" "$baseline" analyze --json "$capture"
+				if faster "$run_s" "$base_s"; then base_s=$run_s base_kb=$run_kb; fi
+				;;
+			tcptrace)
+				time_run "tcptrace (turn $turn)" tcptrace -n -l -r "$capture"
+				if faster "$run_s" "$tt_s"; then tt_s=$run_s tt_kb=$run_kb; fi
+				;;
+			tshark)
+				time_run "tshark (turn $turn)" tshark -q -z conv,tcp -r "$capture"
+				if faster "$run_s" "$ts_s"; then ts_s=$run_s ts_kb=$run_kb; fi
+				;;
+			esac
+		done
 	done
 	time_run "slowstart 4x" "$slowstart" analyze --json "$long4"
 	long4_s=$run_s long4_kb=$run_kb
