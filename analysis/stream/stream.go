@@ -134,11 +134,11 @@ type reader struct {
 	// connection, lastShard its shard.
 	lastA, lastB netip.AddrPort
 	lastShard    int
-	inBatch  int // packets in the current batch
-	batchSeq int64
-	ordinal  int64 // of the last packet added
-	firstNs  int64
-	maxNs    int64
+	inBatch      int // packets in the current batch
+	batchSeq     int64
+	ordinal      int64 // of the last packet added
+	firstNs      int64
+	maxNs        int64
 	// lastNs is the last packet's time. A packet that jumps more than wildJumpNs
 	// from it is held (a copy: held, heldPayload) until the next one shows
 	// whether the capture's clock really moved (the next goes on near it) or the
