@@ -26,8 +26,8 @@ const (
 type StreamOptions struct {
 	Options
 	// Shards is how many goroutines analyze connections (each a share of the
-	// four-tuples); 0: GOMAXPROCS less one for the reader, at least one. The
-	// output does not depend on it.
+	// four-tuples); 0: stream.DefaultShards of GOMAXPROCS. The output does not
+	// depend on it.
 	Shards int
 	// IdleNs and AttemptIdleNs: see DefaultIdleNs and DefaultAttemptIdleNs (0 takes
 	// them; negative: never).
