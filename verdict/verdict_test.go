@@ -67,6 +67,17 @@ func dump(rs []rounds.Round) string {
 // cut, and one obligation is not proven; the reading must not be exact, and the
 // unproven obligation is named. The control case proves every one.
 func TestObligations(t *testing.T) {
+	// tenCut is ten full segments cut by the window at the server, on a 100 ms
+	// path, answering the request answerMs after it came.
+	tenCut := func(answerMs float64) func() *conn {
+		return func() *conn {
+			c := &conn{cfg: atServer(100)}
+			c.s.Request(0, 0, 100).Burst(answerMs, 10, mss, 0.01)
+			c.s.AckClocked(answerMs+100, 0, 20, mss, 0.02)
+			c.messages = []verdict.Span{{Start: 0, End: 100 * mss}}
+			return c
+		}
+	}
 	for _, tc := range []struct {
 		name string
 		conn func() *conn
@@ -77,14 +88,8 @@ func TestObligations(t *testing.T) {
 		unproven string
 	}{
 		{
-			name: "control: ten full segments cut by the window",
-			conn: func() *conn {
-				c := &conn{cfg: atServer(100)}
-				c.s.Request(0, 0, 100).Burst(1, 10, mss, 0.01)
-				c.s.AckClocked(101, 0, 20, mss, 0.02)
-				c.messages = []verdict.Span{{Start: 0, End: 100 * mss}}
-				return c
-			},
+			name:    "control: ten full segments cut by the window",
+			conn:    tenCut(1),
 			verdict: report.VerdictExact, segments: 10,
 		},
 		{
@@ -121,14 +126,8 @@ func TestObligations(t *testing.T) {
 			// origin's rounds reach it as the client's acknowledgements do. The
 			// same packets with the answer 1 ms after the request are the
 			// control case above.
-			name: "a relay answers a round trip late",
-			conn: func() *conn {
-				c := &conn{cfg: atServer(100)}
-				c.s.Request(0, 0, 100).Burst(101, 10, mss, 0.01)
-				c.s.AckClocked(201, 0, 20, mss, 0.02)
-				c.messages = []verdict.Span{{Start: 0, End: 100 * mss}}
-				return c
-			},
+			name:    "a relay answers a round trip late",
+			conn:    tenCut(101),
 			verdict: report.VerdictLowerBound, segments: 10, unproven: report.ObligationEndToEnd,
 		},
 		{
