@@ -115,19 +115,12 @@ func Watch(ctx context.Context, src analysis.PacketSource, opts WatchOptions, em
 			return nil
 		},
 	})
-	// What was last reported of each connection still open, by Index.
-	type state struct {
-		durationMs                  float64
-		toClient, toServer, packets int64
-	}
-	shown := map[int]state{}
 	deliver := func() {
 		mu.Lock()
 		out := finished
 		finished = nil
 		mu.Unlock()
 		for _, c := range out {
-			delete(shown, c.Index)
 			emit(c)
 		}
 	}
@@ -137,20 +130,17 @@ func Watch(ctx context.Context, src analysis.PacketSource, opts WatchOptions, em
 		// Only the connections that went quiet since the last snapshot are
 		// built: a busy link has thousands open, most of them still sending
 		// (building them all held the packets up for 300 ms, and the kernel
-		// dropped some, at 1 Gbit/s: bench/live.sh).
+		// dropped some, at 1 Gbit/s: bench/live.sh). The windows follow one
+		// another (a clock stepped back makes an empty one), so a connection is
+		// shown once a pause: again only once packets moved its last time on.
 		quiet := analysis.Quiet{FromNs: quietFromNs, BeforeNs: nowNs - int64(opts.Idle)}
-		quietFromNs = quiet.BeforeNs
+		quietFromNs = max(quietFromNs, quiet.BeforeNs)
 		open, err := st.Snapshot(quiet)
 		if err != nil {
 			return err
 		}
 		deliver() // what finished before the snapshot comes first
 		for _, c := range open {
-			sig := state{c.DurationMs, c.BytesToClient, c.BytesToServer, int64(len(c.Packets))}
-			if last, ok := shown[c.Index]; ok && last == sig {
-				continue
-			}
-			shown[c.Index] = sig
 			c.Notes = append(c.Notes, StillOpenNote)
 			emit(c)
 		}

@@ -3,6 +3,7 @@ package live
 import (
 	"context"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -88,5 +89,54 @@ func TestWatchIdleThenClosed(t *testing.T) {
 	}
 	if second.Index != first.Index || len(second.Packets) != len(packets) {
 		t.Fatalf("final report: #%d with %d packets, want #%d with %d", second.Index, len(second.Packets), first.Index, len(packets))
+	}
+}
+
+// TestWatchIdleShownOncePerPause: a connection that stays idle through several
+// snapshots is shown once while open, then once more, whole, when it ends.
+func TestWatchIdleShownOncePerPause(t *testing.T) {
+	packets := readAll(t, filepath.Join("..", "testdata", "captures", "rtt40-iw3-h1-100000.client.pcap"))
+	half := len(packets) / 2
+	src := make(chanSource)
+	reports := make(chan report.Connection, 8)
+	var now time.Time
+	clock := make(chan time.Time, 1)
+	lastNs := packets[half-1].TimestampNs
+	clock <- time.Unix(0, lastNs)
+	done := make(chan error, 1)
+	go func() {
+		done <- Watch(context.Background(), src, WatchOptions{Analysis: analysis.Options{Packets: true}, TickEvery: time.Millisecond,
+			Now: func() time.Time {
+				select {
+				case now = <-clock:
+				default:
+				}
+				return now
+			}}, func(c report.Connection) { reports <- c })
+	}()
+	for _, p := range packets[:half] {
+		src <- p
+	}
+	// Five snapshots' worth of idle time, a value at a time: the clock holds
+	// one, so each is sent only once the one before was read (and its tick's
+	// snapshot made).
+	for k := range 6 {
+		clock <- time.Unix(0, lastNs).Add(DefaultIdle + time.Duration(k)*DefaultIdle)
+	}
+	close(src)
+	if err := <-done; err != errEnd {
+		t.Fatalf("Watch: %v, want the source's error", err)
+	}
+	close(reports)
+	var got []report.Connection
+	for c := range reports {
+		got = append(got, c)
+	}
+	if len(got) != 2 || !slices.Contains(got[0].Notes, StillOpenNote) || slices.Contains(got[1].Notes, StillOpenNote) || got[0].Index != got[1].Index {
+		var notes [][]string
+		for _, c := range got {
+			notes = append(notes, c.Notes)
+		}
+		t.Fatalf("%d reports (notes %q), want the idle connection shown once while open, then once final", len(got), notes)
 	}
 }

@@ -28,6 +28,7 @@ import (
 	"context"
 	"errors"
 	"hash/maphash"
+	"math"
 	"net/netip"
 	"runtime"
 	"slices"
@@ -341,18 +342,15 @@ func (s *Stream) Advance(nowNs int64) error {
 // packet came at or after FromNs and before BeforeNs (capture times). A live
 // view asks, at each snapshot, for those quiet since a while ago and not quiet
 // yet at its previous snapshot: each connection once per pause, none still
-// sending. The zero Quiet is every open connection (AllOpen).
+// sending. A window that ends before it begins holds none.
 type Quiet struct {
 	FromNs, BeforeNs int64
 }
 
 // AllOpen is every open connection.
-var AllOpen = Quiet{}
+var AllOpen = Quiet{FromNs: math.MinInt64, BeforeNs: math.MaxInt64}
 
 func (q Quiet) holds(lastNs int64) bool {
-	if q == AllOpen {
-		return true
-	}
 	return lastNs >= q.FromNs && lastNs < q.BeforeNs
 }
 
