@@ -5,7 +5,6 @@ import (
 	"reflect"
 	"slices"
 	"strconv"
-	"strings"
 
 	gojson "github.com/goccy/go-json"
 )
@@ -26,9 +25,6 @@ func appendConnectionJSON(b []byte, c *Connection, indent bool, prefix string) (
 		return b, false
 	}
 	w := jsonWriter{b: b, indent: indent, prefix: prefix}
-	if indent {
-		w.lines = indentLines(prefix)
-	}
 	w.connection(c)
 	return w.b, !w.failed
 }
@@ -38,49 +34,24 @@ type jsonWriter struct {
 	b      []byte
 	indent bool
 	prefix string
-	// lines is a newline, the prefix and maxIndentDepth levels of
-	// indentation: a line at depth d is its first 1+len(prefix)+2d bytes.
-	lines string
-	depth int
+	depth  int
 	// empty: the object or array opened last has no member yet.
 	empty  bool
 	failed bool
 }
 
-// newline starts a line at the current depth.
+// newline starts a line at the current depth: its indentation appended at
+// once from indentSpaces (a connection's members are some 5 levels deep).
 func (w *jsonWriter) newline() {
-	if n := 1 + len(w.prefix) + 2*w.depth; w.depth <= maxIndentDepth {
-		w.b = append(w.b, w.lines[:n]...)
-		return
-	}
 	w.b = append(w.b, '\n')
 	w.b = append(w.b, w.prefix...)
-	for range w.depth {
-		w.b = append(w.b, "  "...)
+	for n := 2 * w.depth; n > 0; n -= len(indentSpaces) {
+		w.b = append(w.b, indentSpaces[:min(n, len(indentSpaces))]...)
 	}
 }
 
-// maxIndentDepth is the deepest line indentLines makes (a connection's
-// members are some 5 levels deep).
-const maxIndentDepth = 16
-
-// indentLines returns a newline, prefix and maxIndentDepth levels of two
-// spaces; the streams' one prefix is made once.
-func indentLines(prefix string) string {
-	if prefix == streamPrefix {
-		return streamLines
-	}
-	return makeIndentLines(prefix)
-}
-
-func makeIndentLines(prefix string) string {
-	return "\n" + prefix + strings.Repeat("  ", maxIndentDepth)
-}
-
-// streamPrefix is the prefix of a connection in a JSON stream (report.stream).
-const streamPrefix = "    "
-
-var streamLines = makeIndentLines(streamPrefix)
+// indentSpaces is the indentation of 16 levels.
+const indentSpaces = "                                "
 
 func (w *jsonWriter) open(c byte) {
 	w.b = append(w.b, c)

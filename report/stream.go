@@ -58,7 +58,7 @@ func (s *jsonStream) Begin(tool string) error {
 }
 
 func (s *jsonStream) Connection(c *Connection) error {
-	b, ok := appendConnectionJSON(s.out[:0], c, true, streamPrefix)
+	b, ok := appendConnectionJSON(s.out[:0], c, true, "    ")
 	s.out = b
 	if !ok {
 		s.buf.Reset()
