@@ -141,10 +141,7 @@ func watchHeap(path string) (stop func() uint64) {
 			maxLive = max(maxLive, live)
 			if path != "" && live > written+written/20 {
 				written = live
-				if f, err := os.Create(path); err == nil {
-					pprof.WriteHeapProfile(f)
-					f.Close()
-				}
+				_ = writeProfile("heap", path) // the next high writes it again
 			}
 		}
 	}()
