@@ -150,7 +150,14 @@ type Parser struct {
 
 // NewRequestParser returns a parser for the client-to-server direction.
 func NewRequestParser() *Parser {
-	return &Parser{isRequest: true, lostAt: -1, firstLostAt: -1, current: -1}
+	p := new(Parser)
+	p.InitRequest()
+	return p
+}
+
+// InitRequest makes p a new request parser, as NewRequestParser does, in place.
+func (p *Parser) InitRequest() {
+	*p = Parser{isRequest: true, lostAt: -1, firstLostAt: -1, current: -1}
 }
 
 // NewResponseParser returns a parser for the server-to-client direction. requests,
@@ -161,7 +168,15 @@ func NewRequestParser() *Parser {
 // unless the request stream showed such requests: then its body cannot be framed
 // and the response is marked incomplete.
 func NewResponseParser(requests *Parser) *Parser {
-	return &Parser{requests: requests, lostAt: -1, firstLostAt: -1, current: -1}
+	p := new(Parser)
+	p.InitResponse(requests)
+	return p
+}
+
+// InitResponse makes p a new response parser, as NewResponseParser does, in
+// place.
+func (p *Parser) InitResponse(requests *Parser) {
+	*p = Parser{requests: requests, lostAt: -1, firstLostAt: -1, current: -1}
 }
 
 // IsHTTP reports whether an HTTP/1.x start line was found in the stream.

@@ -458,7 +458,15 @@ type Tracker struct {
 
 // New makes a Tracker.
 func New(cfg Config) *Tracker {
-	t := &Tracker{cfg: cfg}
+	t := new(Tracker)
+	t.Init(cfg)
+	return t
+}
+
+// Init makes t a new tracker with cfg, as New does, in place: a tracker kept
+// inside the state of its connection.
+func (t *Tracker) Init(cfg Config) {
+	*t = Tracker{cfg: cfg}
 	if cfg.SYNACKNs != 0 {
 		t.serverClock.Observe(cfg.SYNACKTSVal, cfg.SYNACKNs)
 	}
@@ -476,7 +484,6 @@ func New(cfg Config) *Tracker {
 	default:
 		t.method = MethodGaps
 	}
-	return t
 }
 
 // formatMs writes a duration in milliseconds with the digits that matter.
