@@ -40,3 +40,24 @@ func benchmarkResponses(b *testing.B, capturedBytes int) {
 
 func BenchmarkResponsesWhole(b *testing.B)      { benchmarkResponses(b, 0) }
 func BenchmarkResponsesSnaplen200(b *testing.B) { benchmarkResponses(b, 148) }
+
+// BenchmarkSmallResponses parses kept-alive responses of a 600-byte body with
+// the header nginx sends, each whole in one segment: the messages of an edge
+// server's capture, where the header lines are most of the work.
+func BenchmarkSmallResponses(b *testing.B) {
+	head := "HTTP/1.1 200 OK\r\nServer: nginx/1.22.1\r\nDate: Fri, 27 Nov 2026 15:52:01 GMT\r\n" +
+		"Content-Type: application/octet-stream\r\nContent-Length: 600\r\n" +
+		"Last-Modified: Fri, 27 Nov 2026 15:50:00 GMT\r\nConnection: keep-alive\r\n" +
+		"ETag: \"6567b0a8-258\"\r\nAccept-Ranges: bytes\r\n\r\n"
+	message := append([]byte(head), bytes.Repeat([]byte("x"), 600)...)
+	parser := NewResponseParser(nil)
+	b.SetBytes(int64(len(message)))
+	b.ReportAllocs()
+	for i := range b.N {
+		parser.Write(int64(i)*int64(len(message)), message, len(message))
+	}
+	b.StopTimer()
+	if !parser.Synced() || parser.Count() != min(b.N, MaxStoredMessages) {
+		b.Fatalf("%d messages found in %d, synced %v", parser.Count(), b.N, parser.Synced())
+	}
+}

@@ -431,3 +431,29 @@ func TestOverlapAndEmptyPieces(t *testing.T) {
 		t.Fatalf("messages %+v, want %+v", summarize(got.Messages()), summarize(want.Messages()))
 	}
 }
+
+func TestFramingField(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		want int
+	}{
+		{"Content-Length", fieldContentLength},
+		{"CONTENT-LENGTH", fieldContentLength},
+		{"content-lengtH", fieldContentLength},
+		{"Content-Lengths", fieldOther},
+		{"Content-Lengtx", fieldOther}, // the same length, another name
+		{"Transfer-Encoding", fieldTransferEncoding},
+		{"hOsT", fieldHost},
+		{"Date", fieldOther}, // the length of Host
+		{"Content-Type", fieldContentType},
+		{"Content-Typf", fieldOther},
+		{"Connection", fieldConnection},
+		{"Keep-Alive", fieldOther}, // the length of Connection
+		{"Server", fieldOther},
+		{"", fieldOther},
+	} {
+		if got := framingField([]byte(tc.name)); got != tc.want {
+			t.Errorf("framingField(%q) = %d, want %d", tc.name, got, tc.want)
+		}
+	}
+}

@@ -186,7 +186,13 @@ func parseStartLine(line []byte, isRequest, partial bool, message *Message) bool
 
 // trimSpace removes spaces and tabs around a header value.
 func trimSpace(value []byte) []byte {
-	return bytes.Trim(value, " \t")
+	for len(value) > 0 && (value[0] == ' ' || value[0] == '\t') {
+		value = value[1:]
+	}
+	for n := len(value); n > 0 && (value[n-1] == ' ' || value[n-1] == '\t'); n-- {
+		value = value[:n-1]
+	}
+	return value
 }
 
 // headerField reads one header line of the message in progress.
@@ -195,9 +201,13 @@ func (p *Parser) headerField(line []byte) {
 	if colon <= 0 || line[0] == ' ' || line[0] == '\t' {
 		return // a continuation line or a malformed one: not a framing field
 	}
-	name, value := line[:colon], trimSpace(line[colon+1:])
-	switch {
-	case bytes.EqualFold(name, []byte("content-length")):
+	field := framingField(line[:colon])
+	if field == fieldOther {
+		return
+	}
+	value := trimSpace(line[colon+1:])
+	switch field {
+	case fieldContentLength:
 		length, ok := parseContentLength(value)
 		switch {
 		case !ok:
@@ -207,7 +217,7 @@ func (p *Parser) headerField(line []byte) {
 		default:
 			p.message.ContentLength = length
 		}
-	case bytes.EqualFold(name, []byte("transfer-encoding")):
+	case fieldTransferEncoding:
 		codings := value
 		if comma := bytes.LastIndexByte(codings, ','); comma >= 0 {
 			codings = codings[comma+1:]
@@ -215,11 +225,11 @@ func (p *Parser) headerField(line []byte) {
 		last := trimSpace(codings)
 		p.message.Chunked = bytes.EqualFold(last, []byte("chunked"))
 		p.otherCoding = !p.message.Chunked
-	case bytes.EqualFold(name, []byte("host")):
+	case fieldHost:
 		p.message.Host = fieldValue(value)
-	case bytes.EqualFold(name, []byte("content-type")):
+	case fieldContentType:
 		p.message.ContentType = fieldValue(value)
-	case bytes.EqualFold(name, []byte("connection")):
+	case fieldConnection:
 		for value := value; len(value) > 0; {
 			token := value
 			if comma := bytes.IndexByte(value, ','); comma >= 0 {
@@ -236,6 +246,43 @@ func (p *Parser) headerField(line []byte) {
 			}
 		}
 	}
+}
+
+// The header fields headerField reads.
+const (
+	fieldOther = iota
+	fieldContentLength
+	fieldTransferEncoding
+	fieldHost
+	fieldContentType
+	fieldConnection
+)
+
+// framingField tells which of the fields headerField reads name is, or
+// fieldOther. Their names differ in length: most fields (Date, Server,
+// ETag...) are passed over by their length alone, and a name is compared with
+// one of them at most.
+func framingField(name []byte) int {
+	var want string
+	field := fieldOther
+	switch len(name) {
+	case len("content-length"):
+		want, field = "content-length", fieldContentLength
+	case len("transfer-encoding"):
+		want, field = "transfer-encoding", fieldTransferEncoding
+	case len("host"):
+		want, field = "host", fieldHost
+	case len("content-type"):
+		want, field = "content-type", fieldContentType
+	case len("connection"):
+		want, field = "connection", fieldConnection
+	default:
+		return fieldOther
+	}
+	if !bytes.EqualFold(name, []byte(want)) {
+		return fieldOther
+	}
+	return field
 }
 
 // fieldValue keeps a header value, cut to MaxFieldValueBytes.
