@@ -117,7 +117,11 @@ type connEnv struct {
 
 // Report builds the connection's report (stream.Conn): final, or as it stands.
 func (ca *connAnalyzer) Report(c *flow.Conn, final bool) report.Connection {
-	return ca.build(c, final)
+	rc := ca.build(c, final)
+	if final {
+		ca.releaseData()
+	}
+	return rc
 }
 
 // quicDatagrams runs the QUIC analysis on the stream's UDP datagrams.
