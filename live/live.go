@@ -261,12 +261,15 @@ func readChunks(src analysis.PacketSource, chunks chan<- *packetChunk, free <-ch
 			p.Payload = c.payload[offset : offset+n : offset+n]
 			offset += n
 		}
+		// The chunk is the receiver's once sent (it resets it for reuse):
+		// whether the reading ended is read before.
+		ended := c.err != nil
 		select {
 		case chunks <- c:
 		case <-abandon:
 			return
 		}
-		if c.err != nil {
+		if ended {
 			return
 		}
 	}
