@@ -89,6 +89,7 @@ func (ca *connAnalyzer) releaseData() {
 	if ca.data == nil {
 		return
 	}
+	ca.data.rounds.Release()
 	*ca.data = dataState{}
 	dataStates.Put(ca.data)
 	ca.data, ca.rounds, ca.http = nil, nil, [2]*httpmsg.Parser{}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -173,5 +174,47 @@ func TestWildTimestamp(t *testing.T) {
 	}
 	if len(rep.Warnings) != 1 || !strings.Contains(rep.Warnings[0], "46 years") {
 		t.Errorf("warnings %q, want one naming the timestamp 46 years away", rep.Warnings)
+	}
+}
+
+// TestHeldReportsSameAsEmitted: the reports File holds to the end are the ones
+// the stream emits one at a time. The state a connection's report is built
+// from is reused for later connections once the report is built (a pool of
+// trackers, parsers and round slices): a report that still pointed into it
+// would change while File holds it.
+func TestHeldReportsSameAsEmitted(t *testing.T) {
+	files := realWorldCaptures(t)
+	ground, _ := filepath.Glob("../testdata/captures/rtt*.pcap")
+	files = append(files, ground...)
+	for _, path := range files {
+		emitted := map[int]string{}
+		for _, line := range bytes.Split(bytes.TrimSpace(streamJSON(t, path, 2, false)), []byte("\n")) {
+			if len(line) == 0 {
+				continue
+			}
+			var c struct{ Index int }
+			if err := json.Unmarshal(line, &c); err != nil {
+				t.Fatal(err)
+			}
+			emitted[c.Index] = string(line)
+		}
+		rep, err := File(context.Background(), path, Options{})
+		if err != nil && !errors.Is(err, capture.ErrDamaged) {
+			t.Fatal(err)
+		}
+		if len(rep.Connections) != len(emitted) {
+			t.Errorf("%s: File holds %d reports, the stream emitted %d", filepath.Base(path), len(rep.Connections), len(emitted))
+			continue
+		}
+		for i := range rep.Connections {
+			held, err := json.Marshal(&rep.Connections[i])
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := emitted[rep.Connections[i].Index]; string(held) != want {
+				t.Errorf("%s: connection %d held to the end:\n%.600s\nas emitted:\n%.600s", filepath.Base(path), rep.Connections[i].Index, held, want)
+				break
+			}
+		}
 	}
 }

@@ -1,6 +1,10 @@
 package rounds
 
-import "github.com/slowstart/slowstart/internal/fieldcodec"
+import (
+	"sync"
+
+	"github.com/slowstart/slowstart/internal/fieldcodec"
+)
 
 // roundLog holds one connection's rounds, in order. The rounds a segment can
 // still change (the last one, and those no acknowledgement has reached yet) are
@@ -26,6 +30,30 @@ type roundLog struct {
 	tail []Round
 	// prev is the round before the last, as Prev tells it.
 	prev roundSpan
+	// replaced: tail is a labeled set Replace was given (Label's), which
+	// Tracker.Release gives back.
+	replaced bool
+}
+
+// roundScratch keeps the slices of rounds that trackers labeled and were then
+// released (Tracker.Release), for All to fill again: a report's rounds are
+// copied out of them, so a capture of many connections need not allocate its
+// rounds twice (50,000 keep-alive connections: half a gigabyte).
+var roundScratch sync.Pool // of *[]Round
+
+// maxScratchRounds bounds the slices kept: a connection of very many rounds
+// does not hold its room for all the others.
+const maxScratchRounds = 1 << 10
+
+// takeRounds returns n zero rounds, in a slice kept by roundScratch when one is
+// large enough.
+func takeRounds(n int) []Round {
+	if p, ok := roundScratch.Get().(*[]Round); ok && cap(*p) >= n {
+		out := (*p)[:n]
+		clear(out)
+		return out
+	}
+	return make([]Round, n)
 }
 
 // roundSpan is where a round's new bytes lie in the stream and what was in
@@ -111,7 +139,7 @@ func (l *roundLog) freezeUpTo(n int) {
 
 // All returns every round as a Round value, in a slice of its own.
 func (l *roundLog) All() []Round {
-	out := make([]Round, l.Len())
+	out := takeRounds(l.Len())
 	var pred roundPredictor
 	buf := l.coded
 	for i := range l.frozen {
@@ -126,7 +154,7 @@ func (l *roundLog) All() []Round {
 // Replace makes rounds the log's rounds, none of them encoded (a labeled set).
 func (l *roundLog) Replace(rounds []Round) {
 	l.coded, l.frozen, l.lost, l.pred = nil, 0, nil, roundPredictor{}
-	l.tail = rounds
+	l.tail, l.replaced = rounds, true
 	l.starts = l.starts[:0]
 	for i := range rounds {
 		l.starts = append(l.starts, rounds[i].StartOffset)

@@ -1299,6 +1299,17 @@ func (t *Tracker) Label(messageEnds []int64, ending Ending) []Round {
 	return rounds
 }
 
+// Release ends the tracker: the rounds Label returned go back to be reused by
+// another tracker's, and the tracker is left empty. Call it once nothing reads
+// those rounds any more (the report was built from them, as copies).
+func (t *Tracker) Release() {
+	if l := &t.log; l.replaced && cap(l.tail) > 0 && cap(l.tail) <= maxScratchRounds {
+		rounds := l.tail[:0]
+		roundScratch.Put(&rounds)
+	}
+	*t = Tracker{}
+}
+
 // LabelCopy labels a copy of the rounds so far, leaving the tracker as it was: a
 // snapshot of a connection still open, which goes on taking segments.
 func (t *Tracker) LabelCopy(messageEnds []int64, ending Ending) []Round {
