@@ -913,12 +913,26 @@ func containsInt(list []int, k int) bool {
 	return false
 }
 
+// messageScratch keeps the slices httpMessages decodes a connection's requests
+// and responses into, for the next report's: the report keeps copies of what
+// it needs (the strings are shared, and immutable).
+var messageScratch = sync.Pool{New: func() any { return new([2][]httpmsg.Message) }}
+
 func (ca *connAnalyzer) httpMessages(ms func(int64) float64, spans roundSpans) []report.HTTPMessage {
 	req, resp := ca.http[flow.ToServer], ca.http[flow.ToClient]
 	if req == nil {
 		return []report.HTTPMessage{}
 	}
-	reqs, resps := req.Messages(), resp.Messages()
+	scratch := messageScratch.Get().(*[2][]httpmsg.Message)
+	defer func() {
+		clear(scratch[0])
+		clear(scratch[1])
+		scratch[0], scratch[1] = scratch[0][:0], scratch[1][:0]
+		messageScratch.Put(scratch)
+	}()
+	scratch[0] = req.AppendMessages(scratch[0][:0])
+	scratch[1] = resp.AppendMessages(scratch[1][:0])
+	reqs, resps := scratch[0], scratch[1]
 	reqTimes, respTimes := ca.msgTime[flow.ToServer].All(), ca.msgTime[flow.ToClient].All()
 	out := make([]report.HTTPMessage, 0, len(reqs))
 	// The messages' times and round lists in a few arrays, not a few

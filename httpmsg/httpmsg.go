@@ -194,6 +194,10 @@ func (p *Parser) LostAt() int64 { return p.lostAt }
 // them without making one).
 func (p *Parser) Messages() []Message { return p.messages.All() }
 
+// AppendMessages appends the messages Messages returns to dst (a slice the
+// caller reuses) and returns the extended slice.
+func (p *Parser) AppendMessages(dst []Message) []Message { return p.messages.AppendAll(dst) }
+
 // Count is the number of messages Messages returns.
 func (p *Parser) Count() int { return p.messages.Len() }
 

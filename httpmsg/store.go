@@ -2,6 +2,7 @@ package httpmsg
 
 import (
 	"iter"
+	"slices"
 
 	"github.com/slowstart/slowstart/internal/fieldcodec"
 )
@@ -103,8 +104,14 @@ func (s *messageStore) From(i int) iter.Seq2[int, Message] {
 }
 
 // All returns every message, in a slice of its own.
-func (s *messageStore) All() []Message {
-	out := make([]Message, s.Len())
+func (s *messageStore) All() []Message { return s.AppendAll(nil) }
+
+// AppendAll appends every message to dst and returns the extended slice.
+func (s *messageStore) AppendAll(dst []Message) []Message {
+	from := len(dst)
+	dst = slices.Grow(dst, s.Len())[:from+s.Len()]
+	out := dst[from:]
+	clear(out)
 	buf := s.coded
 	var pred messagePredictor
 	for i := range s.n {
@@ -116,7 +123,7 @@ func (s *messageStore) All() []Message {
 	if s.hasLast {
 		out[s.n] = s.last
 	}
-	return out
+	return dst
 }
 
 // ref is the index of string v in strs, plus one (0: ""); a string stored lately

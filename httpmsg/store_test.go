@@ -70,6 +70,18 @@ func TestMessageStoreEveryField(t *testing.T) {
 	if got := s.All(); !reflect.DeepEqual(got, want) {
 		t.Fatal("All returns other messages than those stored")
 	}
+	// Appended to a reused slice that holds other messages: the ones before
+	// stay, and those after its length are overwritten whole.
+	reused := make([]Message, 2, 400)
+	reused[0], reused[1] = randomMessage(rng), randomMessage(rng)
+	garbage := reused[:cap(reused)]
+	for i := 2; i < len(garbage); i++ {
+		garbage[i] = randomMessage(rng)
+	}
+	head := append([]Message(nil), reused...)
+	if got := s.AppendAll(reused); !reflect.DeepEqual(got[:2], head) || !reflect.DeepEqual(got[2:], want) {
+		t.Fatal("AppendAll onto a reused slice gives other messages than those stored, after those it held")
+	}
 	for _, i := range []int{0, 1, 15, 16, 17, 100, 298, 299} {
 		if got := s.At(i); !reflect.DeepEqual(got, want[i]) {
 			t.Errorf("At(%d) = %+v, want %+v", i, got, want[i])
