@@ -36,7 +36,7 @@ endif
 
 GOBIN = $(shell $(GO) env GOPATH)/bin
 
-.PHONY: all demo demo-setup build go-check go-toolchain setup setup-check test lint web web-check fuzz clean clean-toolchain
+.PHONY: all demo demo-setup build go-check go-toolchain setup setup-check test race lint web web-check fuzz clean clean-toolchain
 
 all: build
 
@@ -93,8 +93,9 @@ go-toolchain:
 	@rm -rf .toolchain/tmp
 	@"$(GO_TOOLCHAIN_DIR)/bin/go" version
 
-# Debian packages the tests drive for real (servers, clients) and the benchmarks use (peers, tools).
-DEB_PACKAGES := tcpdump tshark tcptrace nginx-light caddy curl openssl iproute2 iputils-ping util-linux chromium ethtool apache2-utils iperf3 jq time
+# Debian packages the tests drive for real (servers, clients) and the benchmarks use (peers,
+# tools); gcc for the race detector (make race).
+DEB_PACKAGES := tcpdump tshark tcptrace nginx-light caddy curl openssl iproute2 iputils-ping util-linux chromium ethtool apache2-utils iperf3 jq time gcc libc6-dev
 setup: go-check
 	@if [ "$$(id -u)" != 0 ]; then echo "make setup installs Debian packages: run it as root (sudo make setup)" >&2; exit 1; fi
 	DEBIAN_FRONTEND=noninteractive apt-get update -qq
@@ -120,7 +121,16 @@ web-check:
 # every fuzz target for a few seconds of fuzzing each (make fuzz).
 test: setup-check lint web-check
 	$(GO) test -count=1 -p 1 -timeout 30m ./...
+	$(MAKE) --no-print-directory race
 	$(MAKE) --no-print-directory fuzz
+
+# The packages whose goroutines share data (the live path's reader and watcher,
+# the stream's shards and merger, the packet ring and the live capture, field's
+# kernel and packet sources, the collector's tuner) run once more under the
+# race detector (about a minute).
+RACE_PKGS := ./live ./analysis/stream ./capture ./field ./internal/gctune
+race: go-check
+	$(GO) test -race -count=1 -p 1 -timeout 15m $(RACE_PKGS)
 
 # Every fuzz target (func FuzzX in a _test.go file) fuzzed for FUZZTIME each, one after
 # the other. A short run catches what a change broke on the way in; a longer one, by
@@ -136,7 +146,7 @@ fuzz: go-check
 	done
 
 setup-check: go-check
-	@command -v tcpdump >/dev/null && command -v chromium >/dev/null && test -x $(GOBIN)/staticcheck && test -d web/node_modules || $(MAKE) setup
+	@command -v tcpdump >/dev/null && command -v chromium >/dev/null && command -v gcc >/dev/null && test -x $(GOBIN)/staticcheck && test -d web/node_modules || $(MAKE) setup
 
 lint: go-check
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
