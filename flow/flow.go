@@ -18,8 +18,9 @@
 package flow
 
 import (
+	"cmp"
 	"net/netip"
-	"sort"
+	"slices"
 
 	"github.com/slowstart/slowstart/capture"
 )
@@ -610,24 +611,28 @@ func (t *Tracker) Flush() { t.FlushEach(0, nil) }
 // connections of a SYN flood (attempts kept compact) are made whole one at a
 // time, as they are finished, never all at once.
 func (t *Tracker) FlushEach(every int, after func()) {
-	type pending struct {
-		index int
-		conn  *Conn
-		at    *attempt
-	}
 	t.ending = true
-	all := make([]pending, 0, len(t.conns)+len(t.attempts))
+	// Two lists of pointers, merged by number (the full connections and the
+	// SYN-only attempts are numbered from one counter): a SYN flood's million
+	// attempts cost 8 MB here, not 24 with a list of both kinds.
+	conns := make([]*Conn, 0, len(t.conns))
 	for _, c := range t.conns {
-		all = append(all, pending{index: c.Index, conn: c})
+		conns = append(conns, c)
 	}
+	slices.SortFunc(conns, func(a, b *Conn) int { return cmp.Compare(a.Index, b.Index) })
+	attempts := make([]*attempt, 0, len(t.attempts))
 	for _, at := range t.attempts {
-		all = append(all, pending{index: int(at.index), at: at})
+		attempts = append(attempts, at)
 	}
-	sort.Slice(all, func(i, j int) bool { return all[i].index < all[j].index })
-	for n, e := range all {
-		c := e.conn
-		if e.at != nil {
-			c = t.promote(e.at)
+	slices.SortFunc(attempts, func(a, b *attempt) int { return cmp.Compare(a.index, b.index) })
+	for n := 0; len(conns) > 0 || len(attempts) > 0; n++ {
+		var c *Conn
+		if len(attempts) == 0 || len(conns) > 0 && conns[0].Index < int(attempts[0].index) {
+			c = conns[0]
+			conns[0], conns = nil, conns[1:]
+		} else {
+			c = t.promote(attempts[0])
+			attempts[0], attempts = nil, attempts[1:]
 		}
 		t.finish(c, t.nowNs)
 		if every > 0 && (n+1)%every == 0 && after != nil {

@@ -525,3 +525,48 @@ func TestHandshakeACKCoversEarlyData(t *testing.T) {
 		t.Errorf("server bytes %d, want 100", c.Dirs[ToClient].Bytes)
 	}
 }
+
+// TestFlushInOrderOfFirstPacket: at the end of the input, the full connections and
+// the SYN-only attempts kept compact are finished together in the order their
+// first packets came, whichever kind each is.
+func TestFlushInOrderOfFirstPacket(t *testing.T) {
+	r := &recorder{}
+	tr := NewTrackerWith(r.newHandler, ServerHint{}, TrackerOptions{Compact: true})
+	server := netip.MustParseAddrPort("192.0.2.1:80")
+	for i := range 12 {
+		client := netip.AddrPortFrom(netip.MustParseAddr("198.51.100.7"), uint16(20000+i))
+		ms := int64(i)
+		p := capture.Packet{TimestampNs: testEpochNs + ms*1e6, Src: client.Addr(), Dst: server.Addr(),
+			SrcPort: client.Port(), DstPort: server.Port(), Seq: uint32(1000 * i), Flags: syn, Window: 65535, HeaderLen: 20}
+		p.Options.WindowScale = -1
+		tr.Add(&p)
+		if i%3 != 0 {
+			continue // left a SYN-only attempt
+		}
+		// Answered: a full connection.
+		a := capture.Packet{TimestampNs: p.TimestampNs + 1e5, Src: server.Addr(), Dst: client.Addr(),
+			SrcPort: server.Port(), DstPort: client.Port(), Seq: 7, Ack: p.Seq + 1, Flags: synack, Window: 65535, HeaderLen: 20}
+		a.Options.WindowScale = -1
+		tr.Add(&a)
+	}
+	if len(r.closed) != 0 {
+		t.Fatalf("%d connections finished before the end", len(r.closed))
+	}
+	tr.Flush()
+	if len(r.closed) != 12 {
+		t.Fatalf("%d connections finished at the end, want 12", len(r.closed))
+	}
+	for i, c := range r.closed {
+		if c.Index != i+1 {
+			t.Fatalf("finished in the order %v, want 1 to 12", indexes(r.closed))
+		}
+	}
+}
+
+func indexes(conns []*Conn) []int {
+	var out []int
+	for _, c := range conns {
+		out = append(out, c.Index)
+	}
+	return out
+}
