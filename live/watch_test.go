@@ -47,6 +47,28 @@ func (s chanSource) Next(p *capture.Packet) error {
 
 var errEnd = context.Canceled
 
+// watchOnClock runs Watch over src in a goroutine, with per-packet lists and a
+// tick every millisecond, on a clock that reads start until a time is sent on
+// clock (which holds one: a send waits until the time before was read, at a
+// tick). Reports go to reports, and Watch's error to done.
+func watchOnClock(src chanSource, start time.Time, reports chan<- report.Connection) (clock chan<- time.Time, done <-chan error) {
+	times := make(chan time.Time, 1)
+	times <- start
+	end := make(chan error, 1)
+	var now time.Time
+	go func() {
+		end <- Watch(context.Background(), src, WatchOptions{Analysis: analysis.Options{Packets: true}, TickEvery: time.Millisecond,
+			Now: func() time.Time {
+				select {
+				case now = <-times:
+				default:
+				}
+				return now
+			}}, func(c report.Connection) { reports <- c })
+	}()
+	return times, end
+}
+
 // TestWatchIdleThenClosed: a connection idle by the clock is reported while
 // packets are not arriving, then reported again, whole, when it is over.
 func TestWatchIdleThenClosed(t *testing.T) {
@@ -54,20 +76,7 @@ func TestWatchIdleThenClosed(t *testing.T) {
 	half := len(packets) / 2
 	src := make(chanSource)
 	reports := make(chan report.Connection, 4)
-	var now time.Time
-	clock := make(chan time.Time, 1)
-	clock <- time.Unix(0, packets[half-1].TimestampNs)
-	done := make(chan error, 1)
-	go func() {
-		done <- Watch(context.Background(), src, WatchOptions{Analysis: analysis.Options{Packets: true}, TickEvery: time.Millisecond,
-			Now: func() time.Time {
-				select {
-				case now = <-clock:
-				default:
-				}
-				return now
-			}}, func(c report.Connection) { reports <- c })
-	}()
+	clock, done := watchOnClock(src, time.Unix(0, packets[half-1].TimestampNs), reports)
 	for _, p := range packets[:half] {
 		src <- p
 	}
@@ -99,21 +108,8 @@ func TestWatchIdleShownOncePerPause(t *testing.T) {
 	half := len(packets) / 2
 	src := make(chanSource)
 	reports := make(chan report.Connection, 8)
-	var now time.Time
-	clock := make(chan time.Time, 1)
 	lastNs := packets[half-1].TimestampNs
-	clock <- time.Unix(0, lastNs)
-	done := make(chan error, 1)
-	go func() {
-		done <- Watch(context.Background(), src, WatchOptions{Analysis: analysis.Options{Packets: true}, TickEvery: time.Millisecond,
-			Now: func() time.Time {
-				select {
-				case now = <-clock:
-				default:
-				}
-				return now
-			}}, func(c report.Connection) { reports <- c })
-	}()
+	clock, done := watchOnClock(src, time.Unix(0, lastNs), reports)
 	for _, p := range packets[:half] {
 		src <- p
 	}
