@@ -699,7 +699,7 @@ func (ca *connAnalyzer) verdictInput(c *flow.Conn, raw []rounds.Round, t *tlsSum
 	}
 	if t != nil {
 		in.TLS = t.handshake()
-		for _, r := range ca.tls[flow.ToClient].Records() {
+		for _, r := range ca.tls[flow.ToClient].EachRecord() {
 			if r.Offset > horizon {
 				break
 			}

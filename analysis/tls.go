@@ -49,7 +49,7 @@ func (ca *connAnalyzer) summarizeTLS(c *flow.Conn) *tlsSummary {
 		}
 	}
 	hellos := 0
-	for _, r := range cs.Records() {
+	for _, r := range cs.EachRecord() {
 		if t.clientHelloEnd < 0 {
 			t.clientHelloEnd = r.End()
 		}

@@ -16,6 +16,7 @@ package tlsrec
 
 import (
 	"fmt"
+	"iter"
 
 	"github.com/slowstart/slowstart/internal/inorder"
 )
@@ -187,7 +188,7 @@ type Stream struct {
 	current         int  // index of the current record in records, -1 if not stored
 	resyncNext      bool // the next record header comes from resynchronization
 
-	records     []Record
+	records     recordStore
 	recordCount int64
 
 	changeCipherSpecSent bool
@@ -211,9 +212,20 @@ func (s *Stream) Synced() bool { return s.state == stateHeader || s.state == sta
 // header that was not captured, or an implausible one), or -1 if it never was.
 func (s *Stream) LostAt() int64 { return s.lostAt }
 
-// Records returns the records seen so far, in stream order; the last one may still
-// be in progress. The slice is owned by the Stream: do not modify it.
-func (s *Stream) Records() []Record { return s.records[:len(s.records):len(s.records)] }
+// Records returns the records seen so far, in stream order, in a slice of its
+// own; the last one may still be in progress. (EachRecord reads them without the
+// slice.)
+func (s *Stream) Records() []Record {
+	out := make([]Record, 0, s.records.Len())
+	for _, r := range s.records.All() {
+		out = append(out, r)
+	}
+	return out
+}
+
+// EachRecord yields the records seen so far, in stream order; the last one may
+// still be in progress.
+func (s *Stream) EachRecord() iter.Seq2[int, Record] { return s.records.All() }
 
 // RecordCount is the number of records seen, including those past MaxStoredRecords.
 func (s *Stream) RecordCount() int64 { return s.recordCount }
@@ -337,8 +349,8 @@ func (s *Stream) consume(data []byte) {
 			s.nextOffset += int64(n)
 			data = data[n:]
 			s.bodyLeft -= n
-			if s.current >= 0 {
-				s.records[s.current].CapturedBytes += n
+			if r := s.records.At(s.current); r != nil {
+				r.CapturedBytes += n
 			}
 			if s.bodyLeft == 0 {
 				s.endRecord()
@@ -413,8 +425,7 @@ func (s *Stream) startRecord() {
 			Length: size - RecordHeaderBytes, CapturedBytes: RecordHeaderBytes, HandshakeTypes: []uint8{HandshakeClientHello}}
 		s.recordType, s.recordEncrypted, s.bodyLeft = ContentApplicationData, false, record.Length
 		s.recordCount++
-		s.records = append(s.records, record)
-		s.current = len(s.records) - 1
+		s.current = s.store(record)
 		s.state = stateBody
 		if s.bodyLeft == 0 {
 			s.endRecord()
@@ -468,15 +479,27 @@ func (s *Stream) startRecord() {
 	s.recordEncrypted = record.Encrypted
 
 	s.recordCount++
-	s.current = -1
-	if len(s.records) < MaxStoredRecords {
-		s.records = append(s.records, record)
-		s.current = len(s.records) - 1
-	}
+	s.current = s.store(record)
 	s.state = stateBody
 	if s.bodyLeft == 0 {
 		s.endRecord()
 	}
+}
+
+// store keeps record (unless MaxStoredRecords are kept) and returns its index, or
+// -1. The records before it change no more, but the one a handshake message
+// header in progress began in: they are encoded.
+func (s *Stream) store(record Record) int {
+	if s.records.Len() >= MaxStoredRecords {
+		return -1
+	}
+	keep := s.records.Len()
+	if h := &s.handshake; h.state == handshakeHeader && h.headerN > 0 && h.headerRecord >= 0 {
+		keep = min(keep, h.headerRecord)
+	}
+	s.records.FreezeBefore(keep)
+	s.records.Append(record)
+	return s.records.Len() - 1
 }
 
 // clientMayRetryHello reports whether this client stream may send a second
@@ -526,9 +549,8 @@ func (s *Stream) skipBody(n int) {
 // noteHandshakeType is called by the handshake reader for each message header,
 // with the index of the record where the header started.
 func (s *Stream) noteHandshakeType(recordIndex int, messageType uint8) {
-	if recordIndex >= 0 && recordIndex < len(s.records) &&
-		len(s.records[recordIndex].HandshakeTypes) < MaxHandshakeTypesPerRecord {
-		s.records[recordIndex].HandshakeTypes = append(s.records[recordIndex].HandshakeTypes, messageType)
+	if r := s.records.At(recordIndex); r != nil && len(r.HandshakeTypes) < MaxHandshakeTypesPerRecord {
+		r.HandshakeTypes = append(r.HandshakeTypes, messageType)
 	}
 }
 
@@ -538,11 +560,12 @@ func (s *Stream) probeFailed(kind probeKind) {
 	if kind == probeClientHello {
 		s.recordEncrypted = true
 	}
-	if s.current < 0 {
+	r := s.records.At(s.current)
+	if r == nil {
 		return
 	}
-	s.records[s.current].HandshakeTypes = nil
-	s.records[s.current].Encrypted = s.recordEncrypted
+	r.HandshakeTypes = nil
+	r.Encrypted = s.recordEncrypted
 }
 
 // finishHello parses a hello whose buffering ended (complete or cut).

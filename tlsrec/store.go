@@ -1,0 +1,123 @@
+package tlsrec
+
+import (
+	"iter"
+
+	"github.com/slowstart/slowstart/internal/fieldcodec"
+)
+
+// recordStore holds the records a Stream found. Those that may still change (the
+// record in progress, and the one a handshake message header that is not yet
+// whole began in) are Records; the ones before them change no more and are
+// encoded into one append-only buffer (a varint a field, against the record
+// before: a connection's records differ in little but their lengths), some 3
+// bytes a record instead of a Record's 72. A long HTTPS connection captured
+// whole carries a record every few kilobytes, tens of thousands of them.
+type recordStore struct {
+	coded []byte
+	n     int             // records [0, n) are in coded
+	pred  recordPredictor // the record encoded last (zero before the first)
+	open  []Record        // records [n, n+len(open))
+}
+
+// Len is the number of records stored.
+func (s *recordStore) Len() int { return s.n + len(s.open) }
+
+// Append stores r after the others, as record Len()-1.
+func (s *recordStore) Append(r Record) { s.open = append(s.open, r) }
+
+// At is record i while it may still change, nil once it is encoded (or when
+// there is no such record).
+func (s *recordStore) At(i int) *Record {
+	if i < s.n || i >= s.Len() {
+		return nil
+	}
+	return &s.open[i-s.n]
+}
+
+// FreezeBefore encodes the records before i: they will not be changed again.
+func (s *recordStore) FreezeBefore(i int) {
+	k := min(i-s.n, len(s.open))
+	if k <= 0 {
+		return
+	}
+	for j := range k {
+		c := recordCodec{Codec: fieldcodec.Encoder(s.coded, 1)}
+		c.visit(&s.open[j], &s.pred)
+		s.coded = c.Finish()
+	}
+	s.n += k
+	rest := copy(s.open, s.open[k:])
+	clear(s.open[rest:])
+	s.open = s.open[:rest]
+}
+
+// All yields the records in order, with their indexes.
+func (s *recordStore) All() iter.Seq2[int, Record] {
+	return func(yield func(int, Record) bool) {
+		buf := s.coded
+		var pred recordPredictor
+		var r Record
+		for i := range s.n {
+			c := recordCodec{Codec: fieldcodec.Decoder(buf, 1)}
+			r = Record{}
+			c.visit(&r, &pred)
+			buf = buf[c.Read():]
+			if !yield(i, r) {
+				return
+			}
+		}
+		for j, r := range s.open {
+			if !yield(s.n+j, r) {
+				return
+			}
+		}
+	}
+}
+
+// recordPredictor is what a record's fields are predicted from: the record
+// encoded before it.
+type recordPredictor struct {
+	offset, length int64
+	contentType    int64
+	version        int64
+	// whole: the record before was captured whole, so this one likely is.
+	whole bool
+}
+
+// recordCodec encodes a Record's fields or decodes them, in one pass over them
+// (visit), so that both directions read the same fields in the same order
+// (package fieldcodec).
+type recordCodec struct{ fieldcodec.Codec }
+
+// rareRecordFieldsFrom is the first of the fields few records hold (the
+// handshake messages of the records in the clear, a resynchronization).
+const rareRecordFieldsFrom = 6
+
+// visit encodes or decodes every field of r against pred, and makes pred r's.
+func (c *recordCodec) visit(r *Record, pred *recordPredictor) {
+	c.I64(&r.Offset, pred.offset+RecordHeaderBytes+pred.length)
+	contentType, version := int(r.ContentType), int(r.Version)
+	c.Int(&contentType, pred.contentType)
+	c.Int(&version, pred.version)
+	r.ContentType, r.Version = uint8(contentType), uint16(version)
+	c.Int(&r.Length, pred.length)
+	whole := RecordHeaderBytes + r.Length
+	captured := int64(RecordHeaderBytes)
+	if pred.whole {
+		captured = int64(whole)
+	}
+	c.Int(&r.CapturedBytes, captured)
+	*pred = recordPredictor{offset: r.Offset, length: int64(r.Length), contentType: int64(r.ContentType),
+		version: int64(r.Version), whole: r.CapturedBytes == whole}
+	c.Flag(&r.Encrypted)
+	if c.NoneFrom(rareRecordFieldsFrom) {
+		return
+	}
+	c.Flag(&r.Resynced)
+	types := string(r.HandshakeTypes)
+	c.String(&types)
+	if c.Decoding() && types != "" {
+		r.HandshakeTypes = []uint8(types)
+	}
+}
