@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # make-capture.sh OUT.pcap [--shape SHAPE] [--connections N] [--bulk-mb M] [--bulk-streams K]
-#                 [--rate-mbit R] [--seconds S] [--tap CMD]
+#                 [--rate-mbit R] [--seconds S] [--requests R] [--snaplen B] [--tap CMD]
 #
 # Makes a large real capture for the analyze benchmark, of one of several shapes,
 # all over a veth pair between two network namespaces with GRO/GSO/TSO off (so
 # every segment is at most one MSS, as on a real wire), captured by tcpdump at the
-# client with a 96-byte snaplen:
+# client with a 96-byte snaplen (--snaplen: 0 keeps whole packets, as tcpdump
+# does by default and as most captures users bring are taken):
 #
 #   mixed   (default) thousands of short HTTP/1.0 connections to nginx (ab) plus a
 #           few curl bulk downloads: --connections (40000), --bulk-mb (3000) in
@@ -15,10 +16,10 @@
 #           connections (--connections)
 #   edge    long-lived keep-alive connections carrying many small responses:
 #           h2load (HTTP/1.1) with 5000 clients (--connections) open at once, 60
-#           requests each, 600 B and 2 KB bodies from nginx
+#           requests each (--requests), 600 B and 2 KB bodies from nginx
 #   https   HTTPS with HTTP/2, many requests per connection: h2load over TLS to
 #           nginx, 200 clients (--connections), 10 streams at a time, 1000
-#           requests each, bodies of 600 B to 70 KB
+#           requests each (--requests), bodies of 600 B to 70 KB
 #   vlan6   IPv6 and VLAN tags: short connections, half over IPv6 and half over
 #           IPv4 (--connections in total, 30000), and a curl bulk download
 #           (--bulk-mb, 1000) over IPv6; this kernel has no 8021q module, so the
@@ -40,7 +41,7 @@
 set -euo pipefail
 
 usage() {
-	echo "usage: $0 OUT.pcap [--shape mixed|bulk|edge|https|vlan6] [--connections N] [--bulk-mb M] [--bulk-streams K] [--rate-mbit R] [--seconds S] [--tap CMD]" >&2
+	echo "usage: $0 OUT.pcap [--shape mixed|bulk|edge|https|vlan6] [--connections N] [--bulk-mb M] [--bulk-streams K] [--rate-mbit R] [--seconds S] [--requests R] [--snaplen B] [--tap CMD]" >&2
 	exit 2
 }
 
@@ -49,7 +50,7 @@ out=$1
 shift
 shape=mixed
 connections= bulk_mb= bulk_streams=
-rate_mbit=3200 seconds=8 tap=
+rate_mbit=3200 seconds=8 tap= per_connection= snaplen=96
 while [[ $# -gt 0 ]]; do
 	case $1 in
 	--shape) shape=${2:?}; shift 2 ;;
@@ -58,6 +59,8 @@ while [[ $# -gt 0 ]]; do
 	--bulk-streams) bulk_streams=${2:?}; shift 2 ;;
 	--rate-mbit) rate_mbit=${2:?}; shift 2 ;;
 	--seconds) seconds=${2:?}; shift 2 ;;
+	--requests) per_connection=${2:?}; shift 2 ;;
+	--snaplen) snaplen=${2:?}; shift 2 ;;
 	--tap) tap=${2:?}; shift 2 ;;
 	*) usage ;;
 	esac
@@ -251,7 +254,7 @@ if [[ $shape == bulk ]]; then
 fi
 
 # --- capture --------------------------------------------------------------------
-ip netns exec "$client_ns" tcpdump -i "$client_if" -s 96 -B 262144 --immediate-mode --time-stamp-precision nano -n -Z root -w "$out" tcp \
+ip netns exec "$client_ns" tcpdump -i "$client_if" -s "$snaplen" -B 262144 --immediate-mode --time-stamp-precision nano -n -Z root -w "$out" tcp \
 	2>"$work_dir/tcpdump.log" &
 tcpdump_pid=$!
 for _ in $(seq 100); do
@@ -306,14 +309,14 @@ bulk)
 	summary="$connections short (sizes ${short_sizes[*]} bytes) + $bulk_streams iperf3 streams of $((rate_mbit / bulk_streams)) Mbit/s for $seconds s"
 	;;
 edge)
-	requests=$((connections * 60))
+	requests=$((connections * ${per_connection:-60}))
 	ip netns exec "$client_ns" bash -c "ulimit -n $(ulimit -Hn) && exec h2load --h1 -c $connections -n $requests http://$server_addr:${short_ports[0]}/600 http://$server_addr:${short_ports[0]}/2000" \
 		>"$work_dir/h2load.log" 2>&1 &
 	client_pids+=($!)
 	summary="$connections keep-alive connections at once, $requests HTTP/1.1 requests (600 B and 2 KB)"
 	;;
 https)
-	requests=$((connections * 1000))
+	requests=$((connections * ${per_connection:-1000}))
 	ip netns exec "$client_ns" bash -c "ulimit -n $(ulimit -Hn) && exec h2load -c $connections -m 10 -n $requests https://$server_addr/600 https://$server_addr/5000 https://$server_addr/20000 https://$server_addr/600 https://$server_addr/70000" \
 		>"$work_dir/h2load.log" 2>&1 &
 	client_pids+=($!)

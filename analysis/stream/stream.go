@@ -32,6 +32,7 @@ import (
 	"net/netip"
 	"runtime"
 	"slices"
+	"sync/atomic"
 
 	"github.com/slowstart/slowstart/capture"
 	"github.com/slowstart/slowstart/flow"
@@ -124,6 +125,10 @@ type Stream struct {
 	reader reader
 	merger *merger
 	closed bool
+	// arenaBytes is the capacity of the payload arenas of the batches in
+	// existence (see arenaBudget): counted by the reader as it sends a batch,
+	// uncounted by the shard that drops one.
+	arenaBytes atomic.Int64
 }
 
 // reader is the reader's side of the stream: the batches being filled, and what
@@ -388,13 +393,17 @@ func (s *Stream) sendBatch(flush bool, snapshot chan []report.Connection, quiet 
 	for i, sh := range s.shards {
 		b := r.pending[i]
 		b.seq, b.watermark, b.captureNs, b.flush, b.snapshot, b.quiet = r.batchSeq, r.maxNs, r.firstNs, flush, snapshot != nil, quiet
+		s.arenaBytes.Add(int64(cap(b.payload) - b.counted))
+		b.counted = cap(b.payload)
 		select {
 		case sh.in <- b:
 		case <-s.ctx.Done():
 			return s.ctx.Err()
 		}
 		if !flush {
-			r.pending[i] = sh.freeBatch()
+			if r.pending[i] = sh.freeBatch(); r.pending[i] == nil {
+				return s.ctx.Err()
+			}
 		}
 	}
 	r.inBatch = 0

@@ -242,3 +242,30 @@ func TestDefaultShards(t *testing.T) {
 		}
 	}
 }
+
+// TestArenaBudget: once the batches in existence hold more than arenaBudget of
+// payload arenas, the reader makes no new batch but waits for one to come back
+// (here the stream is cancelled, so it gets none); under it, it makes one. A
+// shard that drops a batch it cannot give back uncounts its arena.
+func TestArenaBudget(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	var emitted []report.Connection
+	s := New(ctx, testOptions(1, &emitted))
+	sh := s.shards[0]
+	if b := sh.freeBatch(); b == nil {
+		t.Fatal("under the budget: no batch")
+	}
+	s.arenaBytes.Store(arenaBudget + 1)
+	cancel()
+	if b := sh.freeBatch(); b != nil {
+		t.Fatal("over the budget: a new batch made instead of waiting for one to come back")
+	}
+	for range cap(sh.free) {
+		sh.free <- &batch{}
+	}
+	sh.recycle(&batch{payload: make([]byte, 0, 1000), counted: 1000})
+	if got := s.arenaBytes.Load(); got != arenaBudget+1-1000 {
+		t.Errorf("after a batch was dropped the arenas count %d bytes, want %d", got, arenaBudget+1-1000)
+	}
+	_, _ = s.Close() // its goroutines end
+}
