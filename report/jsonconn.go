@@ -105,11 +105,54 @@ func (w *jsonWriter) float(v float64) {
 		w.failed = true // goccy refuses them: let it say so
 		return
 	}
+	if b, ok := appendMillionths(w.b, v); ok {
+		w.b = b
+		return
+	}
 	format := byte('f')
 	if abs := math.Abs(v); abs != 0 && (abs < 1e-6 || abs >= 1e21) {
 		format = 'e'
 	}
 	w.b = strconv.AppendFloat(w.b, v, format, -1, 64)
+}
+
+// appendMillionths appends v as strconv's shortest 'f' form does, when v is
+// the float nearest a whole number of millionths below 10⁹ in magnitude (a
+// time in milliseconds made from nanoseconds, most of a report's floats):
+// that decimal, of 15 significant digits at most, is then the shortest that
+// reads back as v (two such decimals are too far apart to round to one
+// float64), so its digits are v's, written from the integer without
+// strconv's search for them. ok is false for any other v (and for zero,
+// whose sign strconv keeps).
+func appendMillionths(b []byte, v float64) (_ []byte, ok bool) {
+	x := v * 1e6
+	if !(x > -1e15 && x < 1e15) || v == 0 {
+		return b, false
+	}
+	n := int64(math.Round(x))
+	if float64(n)/1e6 != v {
+		return b, false
+	}
+	if n < 0 {
+		b = append(b, '-')
+		n = -n
+	}
+	b = strconv.AppendInt(b, n/1e6, 10)
+	frac := n % 1e6
+	if frac == 0 {
+		return b, true
+	}
+	var digits [7]byte
+	digits[0] = '.'
+	end := 7
+	for i := 6; i >= 1; i-- {
+		digits[i] = byte('0' + frac%10)
+		frac /= 10
+	}
+	for digits[end-1] == '0' {
+		end--
+	}
+	return append(b, digits[:end]...), true
 }
 
 func (w *jsonWriter) floatPtr(v *float64) {
