@@ -26,9 +26,10 @@ package stream
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
-	"hash/maphash"
 	"math"
+	"math/rand/v2"
 	"net/netip"
 	"runtime"
 	"slices"
@@ -134,17 +135,17 @@ type Stream struct {
 // reader is the reader's side of the stream: the batches being filled, and what
 // it counts of the input.
 type reader struct {
-	seed    maphash.Seed
+	seed    uint64   // of the shards' hash: random, so that no input can pick its shards
 	pending []*batch // the batch being filled, per shard
-	// lastA and lastB are the endpoints (a before b) of the last packet's
-	// connection, lastShard its shard.
-	lastA, lastB netip.AddrPort
-	lastShard    int
-	inBatch      int // packets in the current batch
-	batchSeq     int64
-	ordinal      int64 // of the last packet added
-	firstNs      int64
-	maxNs        int64
+	// lastSrc and lastDst are the endpoints of the last packet, lastShard
+	// its connection's shard.
+	lastSrc, lastDst netip.AddrPort
+	lastShard        int
+	inBatch          int // packets in the current batch
+	batchSeq         int64
+	ordinal          int64 // of the last packet added
+	firstNs          int64
+	maxNs            int64
 	// lastNs is the last packet's time. A packet that jumps more than wildJumpNs
 	// from it is held (a copy: held, heldPayload) until the next one shows
 	// whether the capture's clock really moved (the next goes on near it) or the
@@ -201,7 +202,7 @@ func New(ctx context.Context, opts Options) *Stream {
 		opts.Shards = DefaultShards(runtime.GOMAXPROCS(0))
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	s := &Stream{opts: opts, ctx: ctx, cancel: cancel, reader: reader{seed: maphash.MakeSeed()}}
+	s := &Stream{opts: opts, ctx: ctx, cancel: cancel, reader: reader{seed: rand.Uint64()}}
 	s.merger = newMerger(s)
 	s.shards = make([]*shard, opts.Shards)
 	s.reader.pending = make([]*batch, opts.Shards)
@@ -220,33 +221,42 @@ func (s *Stream) shardOf(p *capture.Packet) int {
 		return 0
 	}
 	r := &s.reader
-	a := netip.AddrPortFrom(p.Src, p.SrcPort)
-	b := netip.AddrPortFrom(p.Dst, p.DstPort)
-	if a.Compare(b) > 0 {
-		a, b = b, a
-	}
-	if a == r.lastA && b == r.lastB {
+	src := netip.AddrPortFrom(p.Src, p.SrcPort)
+	dst := netip.AddrPortFrom(p.Dst, p.DstPort)
+	if (src == r.lastSrc && dst == r.lastDst) || (src == r.lastDst && dst == r.lastSrc) {
 		// The connection of the packet before (a bulk transfer's next
 		// segment, or its acknowledgement): no hash.
 		return r.lastShard
 	}
-	r.lastA, r.lastB = a, b
-	r.lastShard = s.hashShard(a, b)
+	r.lastSrc, r.lastDst = src, dst
+	r.lastShard = s.hashShard(src, dst)
 	return r.lastShard
 }
 
-// hashShard is the shard of the connection between a and b (a before b).
+// hashShard is the shard of the connection between a and b, the same both
+// ways: the sum of the two endpoints' hashes, mixed.
 func (s *Stream) hashShard(a, b netip.AddrPort) int {
-	var h maphash.Hash
-	h.SetSeed(s.reader.seed)
-	a16, b16 := a.Addr().As16(), b.Addr().As16()
-	h.Write(a16[:])
-	h.Write(b16[:])
-	h.WriteByte(byte(a.Port()))
-	h.WriteByte(byte(a.Port() >> 8))
-	h.WriteByte(byte(b.Port()))
-	h.WriteByte(byte(b.Port() >> 8))
-	return int(h.Sum64() % uint64(len(s.shards)))
+	h := endpointHash(a, s.reader.seed) + endpointHash(b, s.reader.seed)
+	h ^= h >> 29
+	h *= 0xbf58476d1ce4e5b9
+	h ^= h >> 32
+	return int(h % uint64(len(s.shards)))
+}
+
+// endpointHash mixes an address and port with seed (splitmix64's finalizer
+// over each word).
+func endpointHash(e netip.AddrPort, seed uint64) uint64 {
+	a := e.Addr().As16()
+	hi := binary.BigEndian.Uint64(a[:8])
+	lo := binary.BigEndian.Uint64(a[8:])
+	h := seed ^ uint64(e.Port())
+	for _, w := range [2]uint64{hi, lo} {
+		h = (h ^ w) * 0x9e3779b97f4a7c15
+		h ^= h >> 31
+		h *= 0x94d049bb133111eb
+		h ^= h >> 29
+	}
+	return h
 }
 
 // NextPacket returns a Packet to decode the next packet of the input into and

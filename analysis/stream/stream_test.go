@@ -269,3 +269,33 @@ func TestArenaBudget(t *testing.T) {
 	}
 	_, _ = s.Close() // its goroutines end
 }
+
+// TestShardsShareConnections: the shards' hash spreads connections evenly
+// (a client's consecutive ports, or clients in one network, to one server) and
+// gives a packet and its answer one shard.
+func TestShardsShareConnections(t *testing.T) {
+	server := netip.AddrPortFrom(netip.MustParseAddr("192.0.2.1"), 443)
+	for _, shards := range []int{2, 3, 4} {
+		for seed := range uint64(3) {
+			s := &Stream{shards: make([]*shard, shards), reader: reader{seed: seed * 0x1234567}}
+			count := make([]int, shards)
+			const n = 12000
+			for i := range n {
+				client := netip.AddrPortFrom(netip.MustParseAddr("10.0.0.7"), uint16(10000+i))
+				if i%2 == 1 {
+					client = netip.AddrPortFrom(netip.AddrFrom4([4]byte{10, 1, byte(i >> 8), byte(i)}), 50000)
+				}
+				k := s.hashShard(client, server)
+				if back := s.hashShard(server, client); back != k {
+					t.Fatalf("%s to %s: shard %d, its answer %d", client, server, k, back)
+				}
+				count[k]++
+			}
+			for k, c := range count {
+				if want := n / shards; c < want*9/10 || c > want*11/10 {
+					t.Errorf("%d shards, seed %d: shard %d has %d of %d connections, want about %d", shards, seed, k, c, n, want)
+				}
+			}
+		}
+	}
+}
