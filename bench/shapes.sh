@@ -26,6 +26,12 @@
 #              1,000 requests each (h2load)
 #   vlan6      make-capture.sh --shape vlan6: IPv6 and IPv4, 802.1Q and QinQ tags
 #
+# and, only when named, the same traffic captured whole (tcpdump's default
+# snaplen, as most captures users bring are taken; files of 2 to 3 GB, 4 times
+# that at 4x):
+#   bulk-full  make-capture.sh --shape bulk --snaplen 0
+#   https-full make-capture.sh --shape https --snaplen 0
+#
 # Captures are made once (root) and kept in $SLOWSTART_BENCH_DIR (default
 # /tmp/slowstart-shapes), with their 4x copies. slowstart, tcptrace and tshark
 # take $SLOWSTART_BENCH_RUNS turns each (default 3), each turn starting with the next tool, so that
@@ -43,10 +49,11 @@ runs=${SLOWSTART_BENCH_RUNS:-3}
 table=${SLOWSTART_BENCH_TABLE:-}
 baseline=${SLOWSTART_BENCH_BASELINE:-}
 all_shapes=(mixed bulk lossy edge50k edge https vlan6)
+known_shapes=("${all_shapes[@]}" bulk-full https-full)
 shapes=("$@")
 ((${#shapes[@]})) || shapes=("${all_shapes[@]}")
 for s in "${shapes[@]}"; do
-	[[ " ${all_shapes[*]} " == *" $s "* ]] || { echo "$0: unknown shape $s (known: ${all_shapes[*]})" >&2; exit 2; }
+	[[ " ${known_shapes[*]} " == *" $s "* ]] || { echo "$0: unknown shape $s (known: ${known_shapes[*]})" >&2; exit 2; }
 done
 
 for tool in go tshark tcptrace capinfos /usr/bin/time; do
@@ -82,6 +89,9 @@ make_shape() {
 	edge50k)
 		(cd "$module_dir" && go run ./bench/edgegen -connections 50000 -requests 20 "$out")
 		;;
+	*-full)
+		"$bench_dir/make-capture.sh" "$out" --shape "${shape%-full}" --snaplen 0
+		;;
 	*)
 		"$bench_dir/make-capture.sh" "$out" --shape "$shape"
 		;;
@@ -97,6 +107,9 @@ for shape in "${shapes[@]}"; do
 		mv "$capture.tmp.pcap" "$capture"
 	fi
 	long4=$dir/$shape-4x.pcap
+	if [[ $shape == *-full ]]; then
+		long4=$work_dir/$shape-4x.pcap # 8 to 12 GB: made for this run only
+	fi
 	if [[ ! -s $long4 ]]; then
 		(cd "$module_dir" && go run ./bench/repeat -n 4 "$capture" "$long4.tmp")
 		mv "$long4.tmp" "$long4"
@@ -137,6 +150,7 @@ for shape in "${shapes[@]}"; do
 	done
 	time_run "slowstart 4x" "$slowstart" analyze --json "$long4"
 	long4_s=$run_s long4_kb=$run_kb
+	[[ $long4 == "$work_dir"/* ]] && rm -f "$long4"
 	GOMAXPROCS=1 "$slowstart" analyze --json "$capture" 2>/dev/null | sha256sum >"$work_dir/one"
 	GOMAXPROCS=2 "$slowstart" analyze --json "$capture" 2>/dev/null | sha256sum >"$work_dir/two"
 	conns=$("$slowstart" analyze --jsonl "$capture" 2>/dev/null | wc -l)
