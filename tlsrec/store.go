@@ -1,6 +1,7 @@
 package tlsrec
 
 import (
+	"encoding/binary"
 	"iter"
 
 	"github.com/slowstart/slowstart/internal/fieldcodec"
@@ -42,9 +43,7 @@ func (s *recordStore) FreezeBefore(i int) {
 		return
 	}
 	for j := range k {
-		c := recordCodec{Codec: fieldcodec.Encoder(s.coded, 1)}
-		c.visit(&s.open[j], &s.pred)
-		s.coded = c.Finish()
+		s.coded = appendRecord(s.coded, &s.open[j], &s.pred)
 	}
 	s.n += k
 	rest := copy(s.open, s.open[k:])
@@ -73,6 +72,40 @@ func (s *recordStore) All() iter.Seq2[int, Record] {
 			}
 		}
 	}
+}
+
+// appendRecord appends r encoded against pred, and makes pred r's. A record
+// that follows the one before in the stream, of its type and version, captured
+// as whole as it, without the rare fields (most of a connection's), is written
+// here: its bitmap in a byte and its length's difference, what visit writes
+// for it (TestAppendRecordAsVisit), without a Codec.
+func appendRecord(buf []byte, r *Record, pred *recordPredictor) []byte {
+	whole := RecordHeaderBytes + r.Length
+	captured := RecordHeaderBytes
+	if pred.whole {
+		captured = whole
+	}
+	if r.Offset != pred.offset+RecordHeaderBytes+pred.length || int64(r.ContentType) != pred.contentType ||
+		int64(r.Version) != pred.version || r.CapturedBytes != captured || r.Resynced || len(r.HandshakeTypes) > 0 {
+		c := recordCodec{Codec: fieldcodec.Encoder(buf, 1)}
+		c.visit(r, pred)
+		return c.Finish()
+	}
+	// The fields' bits (visit's order): Length is field 3, Encrypted 5.
+	var bits byte
+	delta := int64(r.Length) - pred.length
+	if delta != 0 {
+		bits |= 1 << 3
+	}
+	if r.Encrypted {
+		bits |= 1 << 5
+	}
+	buf = append(buf, bits)
+	if delta != 0 {
+		buf = binary.AppendVarint(buf, delta)
+	}
+	pred.offset, pred.length, pred.whole = r.Offset, int64(r.Length), r.CapturedBytes == whole
+	return buf
 }
 
 // recordPredictor is what a record's fields are predicted from: the record

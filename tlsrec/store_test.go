@@ -5,6 +5,8 @@ import (
 	"math/rand/v2"
 	"reflect"
 	"testing"
+
+	"github.com/slowstart/slowstart/internal/fieldcodec"
 )
 
 // TestRecordStoreSameAsSlice drives a recordStore and a plain slice with the
@@ -113,5 +115,50 @@ func TestLongConnectionRecordsCompact(t *testing.T) {
 	}
 	if len(s.records.open) > 1 {
 		t.Errorf("%d records open after whole records, want at most 1", len(s.records.open))
+	}
+}
+
+// TestAppendRecordAsVisit: appendRecord writes every record as the general
+// codec does, whether it takes its short way or not, and leaves the same
+// prediction.
+func TestAppendRecordAsVisit(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	var fast, slow []byte
+	var fastPred, slowPred recordPredictor
+	offset := int64(0)
+	shortWay := 0
+	for i := range 100_000 {
+		r := Record{Offset: offset, ContentType: ContentApplicationData, Version: VersionTLS12,
+			Length: 1000 + rng.IntN(3)*200, Encrypted: rng.IntN(10) > 0}
+		r.CapturedBytes = RecordHeaderBytes + r.Length
+		switch rng.IntN(12) {
+		case 0:
+			r.CapturedBytes = RecordHeaderBytes + rng.IntN(r.Length)
+		case 1:
+			r.ContentType = ContentHandshake
+			r.HandshakeTypes = []uint8{HandshakeFinished}
+		case 2:
+			r.Offset += int64(rng.IntN(100))
+		case 3:
+			r.Resynced = true
+		case 4:
+			r.Version = VersionTLS10
+		}
+		offset = r.Offset + RecordHeaderBytes + int64(r.Length)
+		n := len(fast)
+		fast = appendRecord(fast, &r, &fastPred)
+		c := recordCodec{Codec: fieldcodec.Encoder(slow, 1)}
+		c.visit(&r, &slowPred)
+		slow = c.Finish()
+		if !bytes.Equal(fast, slow) || fastPred != slowPred {
+			t.Fatalf("record %d %+v: appendRecord wrote % x (prediction %+v), the codec % x (%+v)",
+				i, r, fast[n:], fastPred, slow[n:], slowPred)
+		}
+		if len(fast)-n <= 3 {
+			shortWay++
+		}
+	}
+	if shortWay < 50_000 {
+		t.Errorf("only %d of 100,000 records took 3 bytes or fewer", shortWay)
 	}
 }
