@@ -109,6 +109,9 @@ type LiveStats struct {
 	// without a ring the receive buffer (which the kernel reports as twice the
 	// size asked for, its bookkeeping included).
 	BufferBytes int
+	// Ring reports that packets are read through a packet ring
+	// (LiveOptions.Ring, where the kernel gave one).
+	Ring bool
 
 	// Packets and Bytes count what the capture read from the kernel (the
 	// packets that passed the filter; on loopback each packet once), Bytes

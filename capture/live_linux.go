@@ -563,7 +563,7 @@ func (l *Live) Stats() LiveStats {
 	l.kernelMu.Lock()
 	defer l.kernelMu.Unlock()
 	return LiveStats{
-		Interface: l.iface, LinkType: LinkTypeNameRaw, Snaplen: l.snaplen, BufferBytes: l.bufferBytes,
+		Interface: l.iface, LinkType: LinkTypeNameRaw, Snaplen: l.snaplen, BufferBytes: l.bufferBytes, Ring: l.ring != nil,
 		Packets: l.packets.Load(), Bytes: l.bytes.Load(), TCP: l.tcp.Load(), Undecodable: l.undecoded.Load(),
 		KernelPackets: l.kernelPackets, KernelDrops: l.kernelDrops,
 		ClampedTimestamps: l.clampedTimestamps.Load(), MaxClampNs: l.maxClampNs.Load(),

@@ -440,9 +440,9 @@ func (r *runner) openSource(ctx context.Context) (source, error) {
 			reason = unavailable.Reason
 		}
 		r.note = "kernel TCP tracing is unavailable (" + reason + "): following packets instead"
-		fmt.Fprintf(opts.Status, "%s on %s, filtered in the kernel on port %s\n", r.note, psrc.iface, joinPorts(opts.Ports))
+		fmt.Fprintf(opts.Status, "%s on %s, filtered in the kernel on port %s, %s\n", r.note, psrc.iface, joinPorts(opts.Ports), psrc.ringNote())
 	} else {
-		fmt.Fprintf(opts.Status, "following new connections to port %s from packets on %s\n", joinPorts(opts.Ports), psrc.iface)
+		fmt.Fprintf(opts.Status, "following new connections to port %s from packets on %s, %s\n", joinPorts(opts.Ports), psrc.iface, psrc.ringNote())
 	}
 	return psrc, nil
 }

@@ -167,7 +167,8 @@ func TestFieldFallbackWithoutBPF(t *testing.T) {
 	p.WrapCommand(labpath.Server)(cmd)
 	proc := startField(t, cmd)
 	line := waitLine(t, proc.stderr, "following packets instead", &proc.errText)
-	if !strings.Contains(line, "kernel TCP tracing is unavailable") || !strings.Contains(line, "CAP_BPF") || !strings.Contains(line, "on tun0") {
+	if !strings.Contains(line, "kernel TCP tracing is unavailable") || !strings.Contains(line, "CAP_BPF") || !strings.Contains(line, "on tun0") ||
+		!strings.Contains(line, "through a packet ring of 32 MiB per port") {
 		t.Errorf("the line saying why: %q", line)
 	}
 	if _, err := client.FetchCurl(context.Background(), client.FetchConfig{URL: fmt.Sprintf("http://%s/bytes/30000", addr)}, p.WrapCommand(labpath.Client)); err != nil {
