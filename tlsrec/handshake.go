@@ -95,6 +95,12 @@ func knownHandshakeType(messageType uint8) bool {
 	return false
 }
 
+// pendingHeaderRecord is the record a message header begun but not yet whole
+// started in, which noteHandshakeType will be told of (ok false: none).
+func (h *handshakeReader) pendingHeaderRecord() (record int, ok bool) {
+	return h.headerRecord, h.state == handshakeHeader && h.headerN > 0 && h.headerRecord >= 0
+}
+
 // feed reads captured handshake bytes.
 func (h *handshakeReader) feed(data []byte, stream *Stream) {
 	for len(data) > 0 {

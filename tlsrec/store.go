@@ -80,13 +80,8 @@ func (s *recordStore) All() iter.Seq2[int, Record] {
 // here: its bitmap in a byte and its length's difference, what visit writes
 // for it (TestAppendRecordAsVisit), without a Codec.
 func appendRecord(buf []byte, r *Record, pred *recordPredictor) []byte {
-	whole := RecordHeaderBytes + r.Length
-	captured := RecordHeaderBytes
-	if pred.whole {
-		captured = whole
-	}
-	if r.Offset != pred.offset+RecordHeaderBytes+pred.length || int64(r.ContentType) != pred.contentType ||
-		int64(r.Version) != pred.version || r.CapturedBytes != captured || r.Resynced || len(r.HandshakeTypes) > 0 {
+	if r.Offset != pred.nextOffset() || int64(r.ContentType) != pred.contentType ||
+		int64(r.Version) != pred.version || r.CapturedBytes != pred.captured(r.Length) || r.Resynced || len(r.HandshakeTypes) > 0 {
 		c := recordCodec{Codec: fieldcodec.Encoder(buf, 1)}
 		c.visit(r, pred)
 		return c.Finish()
@@ -104,7 +99,7 @@ func appendRecord(buf []byte, r *Record, pred *recordPredictor) []byte {
 	if delta != 0 {
 		buf = binary.AppendVarint(buf, delta)
 	}
-	pred.offset, pred.length, pred.whole = r.Offset, int64(r.Length), r.CapturedBytes == whole
+	pred.offset, pred.length, pred.whole = r.Offset, int64(r.Length), r.CapturedBytes == RecordHeaderBytes+r.Length
 	return buf
 }
 
@@ -118,6 +113,18 @@ type recordPredictor struct {
 	whole bool
 }
 
+// nextOffset is where a record that follows the predicted one begins.
+func (p *recordPredictor) nextOffset() int64 { return p.offset + RecordHeaderBytes + p.length }
+
+// captured is the captured bytes predicted for a record of length bytes: all
+// of it after a record captured whole, its header otherwise.
+func (p *recordPredictor) captured(length int) int {
+	if p.whole {
+		return RecordHeaderBytes + length
+	}
+	return RecordHeaderBytes
+}
+
 // recordCodec encodes a Record's fields or decodes them, in one pass over them
 // (visit), so that both directions read the same fields in the same order
 // (package fieldcodec).
@@ -129,20 +136,15 @@ const rareRecordFieldsFrom = 6
 
 // visit encodes or decodes every field of r against pred, and makes pred r's.
 func (c *recordCodec) visit(r *Record, pred *recordPredictor) {
-	c.I64(&r.Offset, pred.offset+RecordHeaderBytes+pred.length)
+	c.I64(&r.Offset, pred.nextOffset())
 	contentType, version := int(r.ContentType), int(r.Version)
 	c.Int(&contentType, pred.contentType)
 	c.Int(&version, pred.version)
 	r.ContentType, r.Version = uint8(contentType), uint16(version)
 	c.Int(&r.Length, pred.length)
-	whole := RecordHeaderBytes + r.Length
-	captured := int64(RecordHeaderBytes)
-	if pred.whole {
-		captured = int64(whole)
-	}
-	c.Int(&r.CapturedBytes, captured)
+	c.Int(&r.CapturedBytes, int64(pred.captured(r.Length)))
 	*pred = recordPredictor{offset: r.Offset, length: int64(r.Length), contentType: int64(r.ContentType),
-		version: int64(r.Version), whole: r.CapturedBytes == whole}
+		version: int64(r.Version), whole: r.CapturedBytes == RecordHeaderBytes+r.Length}
 	c.Flag(&r.Encrypted)
 	if c.NoneFrom(rareRecordFieldsFrom) {
 		return

@@ -494,8 +494,8 @@ func (s *Stream) store(record Record) int {
 		return -1
 	}
 	keep := s.records.Len()
-	if h := &s.handshake; h.state == handshakeHeader && h.headerN > 0 && h.headerRecord >= 0 {
-		keep = min(keep, h.headerRecord)
+	if i, ok := s.handshake.pendingHeaderRecord(); ok {
+		keep = min(keep, i)
 	}
 	s.records.FreezeBefore(keep)
 	s.records.Append(record)
