@@ -141,15 +141,16 @@ race: go-check
 # machine): such a run, with no failing input written, is run once more.
 FUZZTIME ?= 3s
 fuzz: go-check
-	@set -e; for pkg in $$(git grep -l '^func Fuzz' -- '*_test.go' | xargs -n1 dirname | sort -u); do \
+	@set -e; fuzz() { $(GO) test -run '^$$' -fuzz "^$$2\$$" -fuzztime $(FUZZTIME) ./$$1; }; \
+	for pkg in $$(git grep -l '^func Fuzz' -- '*_test.go' | xargs -n1 dirname | sort -u); do \
 		for target in $$(sed -n 's/^func \(Fuzz[A-Za-z0-9_]*\)(.*/\1/p' $$pkg/*_test.go); do \
 			echo "fuzz ./$$pkg $$target for $(FUZZTIME)"; \
 			log=$$(mktemp); \
-			if ! $(GO) test -run '^$$' -fuzz "^$$target\$$" -fuzztime $(FUZZTIME) ./$$pkg >$$log 2>&1; then \
+			if ! fuzz $$pkg $$target >$$log 2>&1; then \
 				cat $$log; \
 				if grep -q 'context deadline exceeded' $$log && ! grep -q 'Failing input written' $$log; then \
 					echo "fuzz ./$$pkg $$target: the fuzzing engine's deadline race (no failing input), once more"; \
-					$(GO) test -run '^$$' -fuzz "^$$target\$$" -fuzztime $(FUZZTIME) ./$$pkg || { rm -f $$log; exit 1; }; \
+					fuzz $$pkg $$target || { rm -f $$log; exit 1; }; \
 				else rm -f $$log; exit 1; fi; \
 			else cat $$log; fi; \
 			rm -f $$log; \
