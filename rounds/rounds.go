@@ -342,10 +342,13 @@ var maybeLossProbe = LossProbeRule{MinGapNs: LossProbe.MinGapNs, SpacingTimes: L
 // silence) whose round so far had its segments spacingNs apart on average (0: one
 // segment, or unknown).
 func (r LossProbeRule) Holds(gapNs, rttNs, spacingNs int64) bool {
-	if gapNs < r.MinGapNs || float64(gapNs) < r.RTTs*float64(max(rttNs, 0)) {
-		return false
-	}
-	return r.SpacingTimes == 0 || gapNs > r.SpacingTimes*spacingNs
+	return r.silenceHolds(gapNs, rttNs) && (r.SpacingTimes == 0 || gapNs > r.SpacingTimes*spacingNs)
+}
+
+// silenceHolds is the part of Holds that does not depend on the round's
+// spacing: the silence is long enough for the minimum and the RTT.
+func (r LossProbeRule) silenceHolds(gapNs, rttNs int64) bool {
+	return gapNs >= r.MinGapNs && float64(gapNs) >= r.RTTs*float64(max(rttNs, 0))
 }
 
 type clientPacket struct {
@@ -593,25 +596,31 @@ func (t *Tracker) addClient(s *flow.Segment) {
 			t.holeBeforeData = true
 		}
 	}
-	p := clientPacket{timeNs: s.TimeNs, ack: s.AckOffset, reach: s.AckOffset, hasAck: s.HasAck, window: s.WindowBytes, tsVal: s.TSVal, dataEnd: t.clientDataEnd,
-		sacked: s.SACKBytes, dup: s.DupAck}
+	// Known at once by the method, or when a client packet without a timestamp
+	// can't be matched (it can only make rounds start later, never earlier);
+	// else pending until a server segment shows it seen.
+	known := t.method == MethodACKClock && t.cfg.Vantage == flow.VantageServer || t.method == MethodGaps ||
+		t.method == MethodTimestamps && !s.HasTS
+	// Written where it stays, field by field: a composite literal copied into
+	// pending reads back the stack's narrow stores as wide loads the processor
+	// cannot forward.
+	var now clientPacket
+	p := &now
+	if !known {
+		t.pending = append(t.pending, clientPacket{})
+		p = &t.pending[len(t.pending)-1]
+	}
+	p.timeNs, p.ack, p.reach, p.hasAck, p.window, p.tsVal = s.TimeNs, s.AckOffset, s.AckOffset, s.HasAck, s.WindowBytes, s.TSVal
+	p.dataEnd, p.sacked, p.dup = t.clientDataEnd, s.SACKBytes, s.DupAck
 	switch {
 	case s.SACKHigh > p.reach:
 		p.reach = s.SACKHigh
 	case s.DupAck:
 		p.reach = s.AckOffset + 1
 	}
-	if t.method == MethodACKClock && t.cfg.Vantage == flow.VantageServer || t.method == MethodGaps {
-		t.learn(&p)
-		return
+	if known {
+		t.learn(p)
 	}
-	if t.method == MethodTimestamps && !s.HasTS {
-		// A client packet without a timestamp can't be matched; treat it as known
-		// at once (it can only make rounds start later, never earlier).
-		t.learn(&p)
-		return
-	}
-	t.pending = append(t.pending, p)
 }
 
 // learn records that the server has seen client packet p.
@@ -1179,6 +1188,12 @@ func (t *Tracker) probeGap(s *flow.Segment) (gapNs int64, ok bool) {
 	if t.cfg.RTTNs <= 0 || t.learnedSinceData || s.NewLen > t.mss() || t.log.Len() == 0 {
 		return 0, false
 	}
+	gapNs = t.serverGapNs(s)
+	if !LossProbe.silenceHolds(gapNs, t.cfg.RTTNs) {
+		// Too short a silence whatever the round was (most segments, in a
+		// burst): the round's frames and spacing, a division each, are not read.
+		return gapNs, false
+	}
 	rd := t.log.Last()
 	if full := t.FullSegmentBytes(); full > 0 && rd.LastFrameBytes%full != 0 {
 		// The round so far ended in a short frame: the server had run out of data
@@ -1187,9 +1202,7 @@ func (t *Tracker) probeGap(s *flow.Segment) (gapNs int64, ok bool) {
 		// of a TLS flight, 74 ms on) as a timer's probe past a full window.
 		return 0, false
 	}
-	gapNs = t.serverGapNs(s)
-	spacingNs := t.sendSpacingNs(rd)
-	return gapNs, LossProbe.Holds(gapNs, t.cfg.RTTNs, spacingNs)
+	return gapNs, LossProbe.Holds(gapNs, t.cfg.RTTNs, t.sendSpacingNs(rd))
 }
 
 // sendSpacingNs is the mean time between the round's frames as the server sent
