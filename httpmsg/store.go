@@ -184,7 +184,8 @@ func (s *messageStore) uncode(code int64, list []string) string {
 }
 
 func (s *messageStore) encode(buf []byte, m *Message, pred *messagePredictor) []byte {
-	c := messageCodec{Codec: fieldcodec.Encoder(buf, 1), store: s}
+	c := messageCodec{store: s}
+	c.Encode(buf, 1)
 	c.visit(m, pred)
 	return c.Finish()
 }
@@ -193,7 +194,8 @@ func (s *messageStore) encode(buf []byte, m *Message, pred *messagePredictor) []
 // returns the bytes it took.
 func (s *messageStore) decode(buf []byte, m *Message, pred *messagePredictor) int {
 	*m = Message{}
-	c := messageCodec{Codec: fieldcodec.Decoder(buf, 1), store: s}
+	c := messageCodec{store: s}
+	c.Decode(buf, 1)
 	c.visit(m, pred)
 	return c.Read()
 }

@@ -5,8 +5,6 @@ import (
 	"math/rand/v2"
 	"reflect"
 	"testing"
-
-	"github.com/slowstart/slowstart/internal/fieldcodec"
 )
 
 // randomMessage fills every field of a Message by reflection, so that a field the
@@ -97,7 +95,8 @@ func TestMessageStoreEveryField(t *testing.T) {
 			t.Errorf("From(%d) stopped before message %d", i, n)
 		}
 	}
-	c := messageCodec{Codec: fieldcodec.Encoder(nil, 1)}
+	var c messageCodec
+	c.Encode(nil, 1)
 	c.visit(&Message{}, &messagePredictor{})
 	if c.Fields() > 64 {
 		t.Errorf("messageCodec.visit visits %d fields; its bitmap has room for 64", c.Fields())

@@ -176,7 +176,8 @@ type roundPredictor struct {
 
 // appendRound appends round r, the round at index i, encoded, to buf.
 func appendRound(buf []byte, r *Round, i int, pred *roundPredictor) []byte {
-	c := fieldcodec.Encoder(buf, roundWords)
+	var c fieldcodec.Codec
+	c.Encode(buf, roundWords)
 	visitRound(&c, r, i, pred)
 	return c.Finish()
 }
@@ -185,7 +186,8 @@ func appendRound(buf []byte, r *Round, i int, pred *roundPredictor) []byte {
 // head of buf into r and returns the bytes it took.
 func decodeRound(buf []byte, r *Round, i int, start int64, pred *roundPredictor) int {
 	*r = Round{}
-	c := fieldcodec.Decoder(buf, roundWords)
+	var c fieldcodec.Codec
+	c.Decode(buf, roundWords)
 	r.StartOffset = start
 	visitRound(&c, r, i, pred)
 	return c.Read()

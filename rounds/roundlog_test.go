@@ -86,7 +86,8 @@ func TestRoundCodecEveryField(t *testing.T) {
 	if len(buf) != 0 {
 		t.Errorf("%d bytes left after decoding every round", len(buf))
 	}
-	c := fieldcodec.Encoder(nil, roundWords)
+	var c fieldcodec.Codec
+	c.Encode(nil, roundWords)
 	var r Round
 	visitRound(&c, &r, 0, &roundPredictor{})
 	if c.Fields() > 64*roundWords {

@@ -25,7 +25,13 @@ type recordStore struct {
 func (s *recordStore) Len() int { return s.n + len(s.open) }
 
 // Append stores r after the others, as record Len()-1.
-func (s *recordStore) Append(r Record) { s.open = append(s.open, r) }
+func (s *recordStore) Append(r Record) { *s.AppendZero() = r }
+
+// AppendZero adds a zero record and returns it, to be filled in place.
+func (s *recordStore) AppendZero() *Record {
+	s.open = append(s.open, Record{})
+	return &s.open[len(s.open)-1]
+}
 
 // At is record i while it may still change, nil once it is encoded (or when
 // there is no such record).
@@ -58,7 +64,8 @@ func (s *recordStore) All() iter.Seq2[int, Record] {
 		var pred recordPredictor
 		var r Record
 		for i := range s.n {
-			c := recordCodec{Codec: fieldcodec.Decoder(buf, 1)}
+			var c recordCodec
+			c.Decode(buf, 1)
 			r = Record{}
 			c.visit(&r, &pred)
 			buf = buf[c.Read():]
@@ -82,7 +89,8 @@ func (s *recordStore) All() iter.Seq2[int, Record] {
 func appendRecord(buf []byte, r *Record, pred *recordPredictor) []byte {
 	if r.Offset != pred.nextOffset() || int64(r.ContentType) != pred.contentType ||
 		int64(r.Version) != pred.version || r.CapturedBytes != pred.captured(r.Length) || r.Resynced || len(r.HandshakeTypes) > 0 {
-		c := recordCodec{Codec: fieldcodec.Encoder(buf, 1)}
+		var c recordCodec
+		c.Encode(buf, 1)
 		c.visit(r, pred)
 		return c.Finish()
 	}
@@ -143,8 +151,10 @@ func (c *recordCodec) visit(r *Record, pred *recordPredictor) {
 	r.ContentType, r.Version = uint8(contentType), uint16(version)
 	c.Int(&r.Length, pred.length)
 	c.Int(&r.CapturedBytes, int64(pred.captured(r.Length)))
-	*pred = recordPredictor{offset: r.Offset, length: int64(r.Length), contentType: int64(r.ContentType),
-		version: int64(r.Version), whole: r.CapturedBytes == RecordHeaderBytes+r.Length}
+	// Field by field: a composite literal copied into *pred stalls on the
+	// stack's narrow stores.
+	pred.offset, pred.length, pred.contentType = r.Offset, int64(r.Length), int64(r.ContentType)
+	pred.version, pred.whole = int64(r.Version), r.CapturedBytes == RecordHeaderBytes+r.Length
 	c.Flag(&r.Encrypted)
 	if c.NoneFrom(rareRecordFieldsFrom) {
 		return

@@ -5,8 +5,6 @@ import (
 	"math/rand/v2"
 	"reflect"
 	"testing"
-
-	"github.com/slowstart/slowstart/internal/fieldcodec"
 )
 
 // TestRecordStoreSameAsSlice drives a recordStore and a plain slice with the
@@ -147,7 +145,8 @@ func TestAppendRecordAsVisit(t *testing.T) {
 		offset = r.Offset + RecordHeaderBytes + int64(r.Length)
 		n := len(fast)
 		fast = appendRecord(fast, &r, &fastPred)
-		c := recordCodec{Codec: fieldcodec.Encoder(slow, 1)}
+		var c recordCodec
+		c.Encode(slow, 1)
 		c.visit(&r, &slowPred)
 		slow = c.Finish()
 		if !bytes.Equal(fast, slow) || fastPred != slowPred {

@@ -425,7 +425,10 @@ func (s *Stream) startRecord() {
 			Length: size - RecordHeaderBytes, CapturedBytes: RecordHeaderBytes, HandshakeTypes: []uint8{HandshakeClientHello}}
 		s.recordType, s.recordEncrypted, s.bodyLeft = ContentApplicationData, false, record.Length
 		s.recordCount++
-		s.current = s.store(record)
+		var r *Record
+		if s.current, r = s.store(); r != nil {
+			*r = record
+		}
 		s.state = stateBody
 		if s.bodyLeft == 0 {
 			s.endRecord()
@@ -445,21 +448,17 @@ func (s *Stream) startRecord() {
 		s.lose(s.recordOffset)
 		return
 	}
-	record := Record{
-		Offset:        s.recordOffset,
-		ContentType:   s.header[0],
-		Version:       uint16(s.header[1])<<8 | uint16(s.header[2]),
-		Length:        int(s.header[3])<<8 | int(s.header[4]),
-		CapturedBytes: RecordHeaderBytes,
-		Resynced:      s.resyncNext,
-	}
+	// The record's fields, stored in place below (a Record built whole and
+	// copied stalled on the copy).
+	contentType, length, encrypted := s.header[0], int(s.header[3])<<8|int(s.header[4]), false
+	resynced := s.resyncNext
 	s.resyncNext = false
-	s.recordType = record.ContentType
-	s.bodyLeft = record.Length
+	s.recordType = contentType
+	s.bodyLeft = length
 
-	switch record.ContentType {
+	switch contentType {
 	case ContentApplicationData:
-		record.Encrypted = true
+		encrypted = true
 	case ContentChangeCipherSpec:
 		// Records after this one are protected, unless this is TLS 1.3's
 		// middlebox-compatibility ChangeCipherSpec on the server side (1.3 servers
@@ -468,38 +467,42 @@ func (s *Stream) startRecord() {
 			s.changeCipherSpecSent = true
 		}
 	case ContentHandshake:
-		record.Encrypted = s.changeCipherSpecSent
-		s.handshake.startRecord(record.Length, s.changeCipherSpecSent && s.clientMayRetryHello())
+		encrypted = s.changeCipherSpecSent
+		s.handshake.startRecord(length, s.changeCipherSpecSent && s.clientMayRetryHello())
 		if s.handshake.probe == probeClientHello {
-			record.Encrypted = false // tentative: decided by the probe
+			encrypted = false // tentative: decided by the probe
 		}
 	default:
-		record.Encrypted = s.changeCipherSpecSent
+		encrypted = s.changeCipherSpecSent
 	}
-	s.recordEncrypted = record.Encrypted
+	s.recordEncrypted = encrypted
 
 	s.recordCount++
-	s.current = s.store(record)
+	var r *Record
+	if s.current, r = s.store(); r != nil {
+		r.Offset, r.ContentType, r.Version = s.recordOffset, contentType, uint16(s.header[1])<<8|uint16(s.header[2])
+		r.Length, r.CapturedBytes, r.Resynced, r.Encrypted = length, RecordHeaderBytes, resynced, encrypted
+	}
 	s.state = stateBody
 	if s.bodyLeft == 0 {
 		s.endRecord()
 	}
 }
 
-// store keeps record (unless MaxStoredRecords are kept) and returns its index, or
-// -1. The records before it change no more, but the one a handshake message
-// header in progress began in: they are encoded.
-func (s *Stream) store(record Record) int {
+// store makes room for the next record (unless MaxStoredRecords are kept):
+// its index and the record, zero, to be filled in place; or -1 and nil. The
+// records before it change no more, but the one a handshake message header in
+// progress began in: they are encoded.
+func (s *Stream) store() (int, *Record) {
 	if s.records.Len() >= MaxStoredRecords {
-		return -1
+		return -1, nil
 	}
 	keep := s.records.Len()
 	if i, ok := s.handshake.pendingHeaderRecord(); ok {
 		keep = min(keep, i)
 	}
 	s.records.FreezeBefore(keep)
-	s.records.Append(record)
-	return s.records.Len() - 1
+	return s.records.Len(), s.records.AppendZero()
 }
 
 // clientMayRetryHello reports whether this client stream may send a second

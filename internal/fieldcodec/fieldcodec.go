@@ -5,7 +5,7 @@
 // booleans are their bit alone.
 //
 // A record is encoded and decoded by the same function, which visits its
-// fields in one order through a Codec (Encoder or Decoder), so that both
+// fields in one order through a Codec (Encode or Decode), so that both
 // directions read the same fields the same way. The rounds of a connection
 // (package rounds) and its HTTP messages (package httpmsg) are kept so.
 //
@@ -19,8 +19,8 @@ import (
 	"fmt"
 )
 
-// Codec encodes a record's fields or decodes them: made by Encoder or
-// Decoder, finished by Finish or Read.
+// Codec encodes a record's fields or decodes them: set by Encode or
+// Decode, finished by Finish or Read.
 type Codec struct {
 	decode bool
 	bits   [2]uint64
@@ -34,16 +34,20 @@ type Codec struct {
 // room is what the bitmap takes at most, reserved before the values.
 func room(words int) int { return words * binary.MaxVarintLen64 }
 
-// Encoder appends a record to buf; Finish returns buf with it. words is 1 for
-// records of at most 64 fields, 2 for up to 128 (a word costs at least
-// a byte a record).
-func Encoder(buf []byte, words int) Codec {
+// Encode starts a record appended to buf; Finish returns buf with it. words
+// is 1 for records of at most 64 fields, 2 for up to 128 (a word costs at
+// least a byte a record). It sets the Codec in place (records are encoded in
+// the hot loops of the analysis: a Codec returned by value was built on the
+// stack and copied, and the copy stalled on the stack's narrow stores).
+func (c *Codec) Encode(buf []byte, words int) {
+	*c = Codec{}
 	// The values are written after room for the bitmap, which is known only
 	// once they are, then moved up against it.
-	return Codec{words: words, start: len(buf), buf: append(buf, make([]byte, room(words))...)}
+	c.words, c.start = words, len(buf)
+	c.buf = append(buf, make([]byte, room(words))...)
 }
 
-// Finish returns the buffer given to Encoder with the record appended.
+// Finish returns the buffer given to Encode with the record appended.
 func (c *Codec) Finish() []byte {
 	var head [2 * binary.MaxVarintLen64]byte
 	h := head[:0]
@@ -56,9 +60,11 @@ func (c *Codec) Finish() []byte {
 	return buf[:c.start+n]
 }
 
-// Decoder reads the record at the head of buf, encoded with as many words.
-func Decoder(buf []byte, words int) Codec {
-	c := Codec{decode: true, words: words}
+// Decode starts reading the record at the head of buf, encoded with as many
+// words (in place, as Encode).
+func (c *Codec) Decode(buf []byte, words int) {
+	*c = Codec{}
+	c.decode, c.words = true, words
 	n := 0
 	for w := range words {
 		v, k := binary.Uvarint(buf[n:])
@@ -66,10 +72,9 @@ func Decoder(buf []byte, words int) Codec {
 		n += k
 	}
 	c.buf, c.pos = buf, n
-	return c
 }
 
-// Read is how many bytes of the Decoder's buffer the record took, once
+// Read is how many bytes of the buffer given to Decode the record took, once
 // every field was visited.
 func (c *Codec) Read() int { return c.pos }
 

@@ -50,7 +50,8 @@ func TestRoundTrip(t *testing.T) {
 	sizes := []int{}
 	for i := range records {
 		before := len(buf)
-		c := Encoder(buf, 1)
+		var c Codec
+		c.Encode(buf, 1)
 		visit(&c, &records[i], &prev)
 		buf = c.Finish()
 		sizes = append(sizes, len(buf)-before)
@@ -61,7 +62,8 @@ func TestRoundTrip(t *testing.T) {
 	}
 	prev = record{}
 	for i, want := range records {
-		c := Decoder(buf, 1)
+		var c Codec
+		c.Decode(buf, 1)
 		var got record
 		visit(&c, &got, &prev)
 		if !reflect.DeepEqual(got, want) {
@@ -80,12 +82,14 @@ func TestRoundTrip(t *testing.T) {
 func TestTwoWords(t *testing.T) {
 	vals := make([]int64, 100)
 	vals[99] = 5
-	c := Encoder(nil, 2)
+	var c Codec
+	c.Encode(nil, 2)
 	for i := range vals {
 		c.I64(&vals[i], 0)
 	}
 	buf := c.Finish()
-	d := Decoder(buf, 2)
+	var d Codec
+	d.Decode(buf, 2)
 	if !d.none(100) || d.none(99) || d.none(70) || d.none(3) {
 		t.Errorf("NoneFrom wrong for a record whose only field set is the 100th")
 	}
