@@ -205,7 +205,7 @@ func Load(ctx context.Context, o Options) (*Result, error) {
 	}
 	in, loadErr := loadPage(ctx, ch, &o)
 	// Closing Chromium closes its connections: their FINs are captured too.
-	ch.stop()
+	ch.Stop()
 	captureErr := rec.stop()
 	res.Input = in
 	res.KernelDrops = rec.live.Stats().KernelDrops
@@ -249,7 +249,7 @@ func resolveTarget(ctx context.Context, o *Options, t target) (netip.Addr, error
 	if a, err := netip.ParseAddr(t.host); err == nil {
 		return a.Unmap(), nil
 	}
-	if name, ok := namedNetns(o.Netns); ok {
+	if name, ok := netnsexec.Named(o.Netns); ok {
 		// The namespace's own hosts file, as Chromium inside it reads it.
 		if a, ok := lookupHostsFile(filepath.Join("/etc/netns", name, "hosts"), t.host); ok {
 			return a, nil

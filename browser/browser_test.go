@@ -111,10 +111,4 @@ func TestHostsFile(t *testing.T) {
 			t.Errorf("%s: %v %v, want %q", host, a, ok, want)
 		}
 	}
-	if name, ok := namedNetns("/run/netns/lab-c"); !ok || name != "lab-c" {
-		t.Errorf("namedNetns(/run/netns/lab-c) = %q, %v", name, ok)
-	}
-	if _, ok := namedNetns("/proc/1234/ns/net"); ok {
-		t.Error("a /proc namespace file taken for a named one")
-	}
 }

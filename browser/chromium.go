@@ -1,22 +1,15 @@
 package browser
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/netip"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/chromedp/cdproto/browser"
@@ -24,36 +17,11 @@ import (
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/cdproto/runtime"
-	cdptarget "github.com/chromedp/cdproto/target"
 	"github.com/chromedp/chromedp"
 
-	"github.com/slowstart/slowstart/internal/childproc"
-	"github.com/slowstart/slowstart/internal/netnsexec"
+	"github.com/slowstart/slowstart/internal/chromium"
 	"github.com/slowstart/slowstart/pageload"
 )
-
-// chromium is one Chromium process with a fresh profile, driven over the DevTools
-// protocol.
-type chromium struct {
-	proc      *childproc.Process // Chromium (or ip/nsenter, which exec it)
-	profile   string             // --user-data-dir, unique to this process
-	wsURL     string             // the DevTools endpoint, reachable from this namespace
-	relay     net.Listener       // forwards DevTools connections into the namespace
-	output    *tailBuffer
-	stopOnce  sync.Once
-	relayDone sync.WaitGroup
-}
-
-// chromiumSocketSuffix is what Chromium adds to TMPDIR for its singleton
-// socket (a directory of mkdtemp's, then the socket); maxSocketPathBytes is
-// the longest path a Unix socket takes (sun_path, less its NUL).
-const (
-	chromiumSocketSuffix = "/org.chromium.Chromium.XXXXXX/SingletonSocket"
-	maxSocketPathBytes   = 107
-)
-
-// devToolsListening is the line Chromium prints with its DevTools endpoint.
-var devToolsListening = regexp.MustCompile(`DevTools listening on (ws://\S+)`)
 
 // Flags returns the command line flags slowstart starts Chromium with, besides
 // --user-data-dir and the remote debugging port: headless, no sandbox (it runs as
@@ -120,234 +88,15 @@ func (o *Options) quicOrigins() []string {
 	return []string{net.JoinHostPort(t.host, strconv.Itoa(int(t.port)))}
 }
 
-// startChromium starts Chromium in the namespace (the current one when netnsPath
-// is empty) with a profile in dir and the key log at keylogPath, and connects to
+// startChromium starts Chromium in the namespace (the current one when o.Netns
+// is empty) with a profile in dir and the key log at keylogPath, and waits for
 // its DevTools endpoint.
-func startChromium(ctx context.Context, o *Options, dir, keylogPath string) (*chromium, error) {
-	profile := filepath.Join(dir, "profile")
-	if err := os.Mkdir(profile, 0o700); err != nil {
-		return nil, fmt.Errorf("making Chromium's profile directory: %w", err)
+func startChromium(ctx context.Context, o *Options, dir, keylogPath string) (*chromium.Process, error) {
+	c, err := chromium.Start(ctx, chromium.Options{Binary: o.Chromium, Netns: o.Netns, Flags: Flags(o), Dir: dir, KeylogPath: keylogPath})
+	if err != nil && ctx.Err() == nil {
+		return nil, &Error{Kind: KindBrowser, Err: err}
 	}
-	// Chromium's own temporary files (/tmp/org.chromium.Chromium.*, one or
-	// more per launch, which it does not remove) go into dir too (TMPDIR):
-	// removed with it, and by slowstart clean after a kill. Its singleton
-	// socket lives there, and a socket's path has at most 107 bytes.
-	if n := len(dir) + len(chromiumSocketSuffix); n > maxSocketPathBytes {
-		return nil, &Error{Kind: KindBrowser, Err: fmt.Errorf("the temporary directory %s is too long for Chromium's socket (%d bytes with it, at most %d): set TMPDIR to a shorter directory, such as /tmp", dir, n, maxSocketPathBytes)}
-	}
-	args := append(Flags(o), "--user-data-dir="+profile, "--remote-debugging-port=0", "--remote-debugging-address=127.0.0.1", "about:blank")
-	name := o.Chromium
-	path, err := exec.LookPath(name)
-	if err != nil {
-		return nil, &Error{Kind: KindBrowser, Err: fmt.Errorf("finding Chromium (%s): %w: install Debian's chromium package (apt-get install chromium), or name the binary with --chromium", name, err)}
-	}
-	cmd := exec.Command(path, args...)
-	if o.Netns != "" {
-		// A named namespace (/run/netns/NAME) runs it through `ip netns exec`, which
-		// also puts /etc/netns/NAME/* (hosts, resolv.conf) in place of /etc's, as
-		// for any program run there; another namespace file through nsenter.
-		if name, ok := namedNetns(o.Netns); ok {
-			ip, err := exec.LookPath("ip")
-			if err != nil {
-				return nil, &Error{Kind: KindBrowser, Err: fmt.Errorf("running Chromium inside %s needs ip (iproute2): %w", o.Netns, err)}
-			}
-			cmd = exec.Command(ip, append([]string{"netns", "exec", name, path}, args...)...)
-		} else {
-			nsenter, err := exec.LookPath("nsenter")
-			if err != nil {
-				return nil, &Error{Kind: KindBrowser, Err: fmt.Errorf("running Chromium inside %s needs nsenter (util-linux): %w", o.Netns, err)}
-			}
-			cmd = exec.Command(nsenter, append([]string{"--net=" + o.Netns, "--", path}, args...)...)
-		}
-	}
-	cmd.Env = append(os.Environ(), "SSLKEYLOGFILE="+keylogPath, "HOME="+dir, "TMPDIR="+dir)
-	// Its own process group, so that stopping it stops its helpers too; and killed
-	// with slowstart.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		return nil, err
-	}
-	cmd.Stdout = nil
-	c := &chromium{profile: profile, output: &tailBuffer{max: 4000}}
-	// Started from a thread kept for it: the parent-death signal fires when
-	// the forking thread ends, which for an ordinary one can be any time.
-	if c.proc, err = childproc.Start(cmd, ""); err != nil {
-		return nil, &Error{Kind: KindBrowser, Err: fmt.Errorf("starting %s: %w", path, err)}
-	}
-	found := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		sc.Buffer(make([]byte, 64<<10), 1<<20)
-		sent := false
-		for sc.Scan() {
-			line := sc.Text()
-			c.output.add(line)
-			if m := devToolsListening.FindStringSubmatch(line); m != nil && !sent {
-				found <- m[1]
-				sent = true
-			}
-		}
-		io.Copy(io.Discard, stderr)
-		close(found)
-	}()
-	timer := time.NewTimer(30 * time.Second)
-	defer timer.Stop()
-	var wsURL string
-	select {
-	case u, ok := <-found:
-		if !ok {
-			<-c.proc.Exited()
-			c.stop()
-			return nil, &Error{Kind: KindBrowser, Err: fmt.Errorf("the browser (Chromium) exited before it opened its DevTools endpoint (%v): %s", c.proc.Err(), c.output)}
-		}
-		wsURL = u
-	case <-timer.C:
-		c.stop()
-		return nil, &Error{Kind: KindBrowser, Err: fmt.Errorf("the browser (Chromium) did not open its DevTools endpoint within 30 s: %s", c.output)}
-	case <-ctx.Done():
-		c.stop()
-		return nil, ctx.Err()
-	}
-	c.wsURL = wsURL
-	if o.Netns != "" {
-		if err := c.startRelay(o.Netns); err != nil {
-			c.stop()
-			return nil, err
-		}
-	}
-	return c, nil
-}
-
-// namedNetns returns NAME for /run/netns/NAME.
-func namedNetns(path string) (string, bool) {
-	dir, name := filepath.Split(filepath.Clean(path))
-	if filepath.Clean(dir) != "/run/netns" || name == "" {
-		return "", false
-	}
-	return name, true
-}
-
-// startRelay makes the DevTools endpoint, which listens on the loopback of
-// Chromium's namespace, reachable from this one: a listener on this namespace's
-// loopback whose connections are forwarded to it, dialled from inside.
-func (c *chromium) startRelay(netnsPath string) error {
-	u := strings.TrimPrefix(c.wsURL, "ws://")
-	hostPort, rest, _ := strings.Cut(u, "/")
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return fmt.Errorf("listening for the DevTools relay: %w", err)
-	}
-	c.relay = ln
-	c.wsURL = "ws://" + ln.Addr().String() + "/" + rest
-	c.relayDone.Add(1)
-	go func() {
-		defer c.relayDone.Done()
-		for {
-			conn, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			var inner net.Conn
-			err = netnsexec.Run(netnsPath, func() error {
-				var err error
-				inner, err = net.DialTimeout("tcp", hostPort, 10*time.Second)
-				return err
-			})
-			if err != nil {
-				c.output.add(fmt.Sprintf("(the DevTools relay could not reach %s in %s: %v)", hostPort, netnsPath, err))
-				conn.Close()
-				continue
-			}
-			c.relayDone.Add(2)
-			go func() { defer c.relayDone.Done(); io.Copy(inner, conn); inner.Close() }()
-			go func() { defer c.relayDone.Done(); io.Copy(conn, inner); conn.Close() }()
-		}
-	}()
-	return nil
-}
-
-// stop ends Chromium and every process of its group, and any helper still
-// running with its profile, and the relay.
-func (c *chromium) stop() {
-	c.stopOnce.Do(func() {
-		pid := c.proc.Cmd.Process.Pid
-		syscall.Kill(-pid, syscall.SIGTERM)
-		select {
-		case <-c.proc.Exited():
-		case <-time.After(3 * time.Second):
-			syscall.Kill(-pid, syscall.SIGKILL)
-			<-c.proc.Exited()
-		}
-		syscall.Kill(-pid, syscall.SIGKILL)
-		killUsing(c.profile)
-		if c.relay != nil {
-			c.relay.Close()
-		}
-	})
-}
-
-// killUsing kills the processes whose command line names the profile directory:
-// helpers of the Chromium started with it that left its process group. The
-// directory is unique to this run, so nothing else names it.
-func killUsing(profile string) {
-	want := "--user-data-dir=" + profile
-	for pass := 0; pass < 3; pass++ {
-		entries, err := os.ReadDir("/proc")
-		if err != nil {
-			return
-		}
-		killed := 0
-		for _, e := range entries {
-			pid, err := strconv.Atoi(e.Name())
-			if err != nil || pid == os.Getpid() {
-				continue
-			}
-			cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-			if err != nil {
-				continue
-			}
-			for _, arg := range strings.Split(string(cmdline), "\x00") {
-				if arg == want {
-					syscall.Kill(pid, syscall.SIGKILL)
-					killed++
-					break
-				}
-			}
-		}
-		if killed == 0 {
-			return
-		}
-		time.Sleep(20 * time.Millisecond) // let the killed ones go before looking again
-	}
-}
-
-// tailBuffer keeps the last lines Chromium printed, for error messages.
-type tailBuffer struct {
-	mu    sync.Mutex
-	lines []string
-	size  int
-	max   int
-}
-
-func (t *tailBuffer) add(line string) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.lines = append(t.lines, line)
-	t.size += len(line)
-	for t.size > t.max && len(t.lines) > 1 {
-		t.size -= len(t.lines[0])
-		t.lines = t.lines[1:]
-	}
-}
-
-func (t *tailBuffer) String() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if len(t.lines) == 0 {
-		return "no output"
-	}
-	return strings.Join(t.lines, "; ")
+	return c, err
 }
 
 // recorder gathers the DevTools events of one page load.
@@ -583,76 +332,18 @@ type paintTimings struct {
 	FCP    float64 `json:"fcp"`
 }
 
-// initialTab finds the page target Chromium opened at its start (it may take a
-// moment to appear).
-func initialTab(ctx context.Context) (cdptarget.ID, error) {
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		targets, err := chromedp.Targets(ctx)
-		if err != nil {
-			return "", err
-		}
-		for _, t := range targets {
-			if t.Type == "page" {
-				return t.TargetID, nil
-			}
-		}
-		if time.Now().After(deadline) {
-			return "", errors.New("no page target within 10 s")
-		}
-		select {
-		case <-ctx.Done():
-			return "", ctx.Err()
-		case <-time.After(50 * time.Millisecond): // the first tab is on its way
-		}
-	}
-}
-
-// loadPage navigates a new tab to the URL with the cache off, waits for the load
-// event, then for late requests (wait, and until the network is quiet, within
-// the timeout), and returns what the browser saw.
-func loadPage(ctx context.Context, c *chromium, o *Options) (pageload.Input, error) {
+// loadPage navigates the tab Chromium opened to the URL with the cache off,
+// waits for the load event, then for late requests (wait, and until the network
+// is quiet, within the timeout), and returns what the browser saw.
+func loadPage(ctx context.Context, c *chromium.Process, o *Options) (pageload.Input, error) {
 	in := pageload.Input{URL: o.URL, Source: pageload.SourceChromium}
-	// Load in the tab Chromium opened (about:blank): a tab made beside it stays in
-	// the background, where nothing is painted and no paint is timed. The first
-	// DevTools connections of a Chromium just started are sometimes dropped or
-	// refused (on a loaded host, for a second or more after it said it listens):
-	// try again, backing off, for up to 10 s while it runs.
-	var browserCtx context.Context
-	var tab cdptarget.ID
-	connectBy := time.Now().Add(10 * time.Second)
-	for attempt := 1; ; attempt++ {
-		allocCtx, cancelAlloc := chromedp.NewRemoteAllocator(ctx, c.wsURL, chromedp.NoModifyURL)
-		defer cancelAlloc()
-		var cancelBrowser context.CancelFunc
-		browserCtx, cancelBrowser = chromedp.NewContext(allocCtx)
-		defer cancelBrowser()
-		var err error
-		if tab, err = initialTab(browserCtx); err == nil {
-			break
-		}
-		exited := false
-		select {
-		case <-c.proc.Exited():
-			exited = true
-		default:
-		}
-		if exited || time.Now().After(connectBy) || ctx.Err() != nil {
-			if exited {
-				err = fmt.Errorf("%w; Chromium exited (%v)", err, c.proc.Err())
-			}
-			return in, &Error{Kind: KindBrowser, Err: fmt.Errorf("connecting to Chromium's DevTools (%d tries): %w (Chromium said: %s)", attempt, err, c.output)}
-		}
-		cancelBrowser()
-		cancelAlloc()
-		select {
-		case <-time.After(min(time.Duration(attempt)*200*time.Millisecond, time.Second)): // back off before the next try
-		case <-ctx.Done():
+	tabCtx, cancelTab, err := c.Connect(ctx)
+	if err != nil {
+		if ctx.Err() != nil {
 			return in, ctx.Err()
-		case <-c.proc.Exited():
 		}
+		return in, &Error{Kind: KindBrowser, Err: err}
 	}
-	tabCtx, cancelTab := chromedp.NewContext(browserCtx, chromedp.WithTargetID(tab))
 	defer cancelTab()
 	rec := newRecorder()
 	chromedp.ListenTarget(tabCtx, rec.handle)
@@ -662,7 +353,7 @@ func loadPage(ctx context.Context, c *chromium, o *Options) (pageload.Input, err
 		_, product, _, _, _, err = browser.GetVersion().Do(ctx)
 		return err
 	}), network.Enable(), network.SetCacheDisabled(true), page.Enable()); err != nil {
-		return in, &Error{Kind: KindBrowser, Err: fmt.Errorf("setting up the DevTools session: %w (Chromium said: %s)", err, c.output)}
+		return in, &Error{Kind: KindBrowser, Err: fmt.Errorf("setting up the DevTools session: %w (Chromium said: %s)", err, c.Output())}
 	}
 	in.Browser = product
 	loadCtx, cancelLoad := context.WithTimeout(tabCtx, o.Timeout)

@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"runtime"
 
 	"github.com/vishvananda/netns"
@@ -58,4 +59,14 @@ func Run(path string, fn func() error) error {
 		done <- fn()
 	}()
 	return <-done
+}
+
+// Named returns NAME for a named namespace's file, /run/netns/NAME (made by
+// `ip netns add`), and false for another namespace file.
+func Named(path string) (string, bool) {
+	dir, name := filepath.Split(filepath.Clean(path))
+	if filepath.Clean(dir) != "/run/netns" || name == "" {
+		return "", false
+	}
+	return name, true
 }

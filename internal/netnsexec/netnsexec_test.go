@@ -54,3 +54,15 @@ func TestRunInNamespace(t *testing.T) {
 		t.Errorf("missing namespace: got %v", err)
 	}
 }
+
+func TestNamed(t *testing.T) {
+	if name, ok := Named("/run/netns/lab-c"); !ok || name != "lab-c" {
+		t.Errorf("Named(/run/netns/lab-c) = %q, %v", name, ok)
+	}
+	if _, ok := Named("/proc/1234/ns/net"); ok {
+		t.Error("a /proc namespace file taken for a named one")
+	}
+	if _, ok := Named("/run/netns/"); ok {
+		t.Error("the namespaces' directory taken for a named one")
+	}
+}
