@@ -31,12 +31,14 @@ import (
 	"text/template"
 	"time"
 
+	"github.com/chromedp/chromedp"
 	"github.com/google/nftables"
 	"github.com/google/nftables/expr"
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 
 	"github.com/slowstart/slowstart/capture"
+	"github.com/slowstart/slowstart/internal/chromium"
 	"github.com/slowstart/slowstart/internal/netnsexec"
 	"github.com/slowstart/slowstart/internal/testroot"
 )
@@ -293,7 +295,7 @@ http {
   default_type application/octet-stream;
   client_body_temp_path {{.Dir}}/body; proxy_temp_path {{.Dir}}/proxy; fastcgi_temp_path {{.Dir}}/fastcgi;
   uwsgi_temp_path {{.Dir}}/uwsgi; scgi_temp_path {{.Dir}}/scgi;
-  log_format fields '$server_port $remote_port "$request" $status $bytes_sent $body_bytes_sent';
+  log_format fields '$server_port $remote_port "$request" $status $bytes_sent $body_bytes_sent $request_completion';
   access_log {{.Dir}}/access.log fields;
   root {{.Dir}}/www;
   ssl_certificate {{.Dir}}/ecdsa.crt; ssl_certificate_key {{.Dir}}/ecdsa.key;
@@ -600,14 +602,40 @@ func lossyCurlScenario(name string, port int, args []string, paths ...string) sc
 	}}
 }
 
-// chromiumScenario loads a page in headless Chromium with a fresh profile.
+// chromiumScenario loads a page in headless Chromium with a fresh profile,
+// driven over the DevTools protocol: Navigate returns at the page's load
+// event, once every subresource is loaded, and only then is Chromium closed.
+// (Chromium's --dump-dom could exit while the image was still coming: it reset
+// the stream, and the capture no longer showed what nginx logged.)
 func chromiumScenario(name string, port int, page string, requests int) scenario {
 	return scenario{name: name, port: port, requests: requests, run: func(t *testing.T, l *lab, keys string) {
-		out := l.client(t, l.name, keys, nil, "chromium", "--headless", "--no-sandbox", "--disable-quic", "--ignore-certificate-errors",
-			"--disable-gpu", "--no-first-run", "--user-data-dir="+t.TempDir(), "--ssl-key-log-file="+keys,
-			"--dump-dom", fmt.Sprintf("https://127.0.0.1:%d%s", port, page))
-		if !bytes.Contains(out, []byte("<p>page</p>")) {
-			t.Fatalf("chromium did not load the page: %q", out)
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		// A short directory of the test's for the profile and Chromium's
+		// temporary files (its socket's path must fit in 107 bytes).
+		dir, err := os.MkdirTemp("", "tlshttp")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer os.RemoveAll(dir)
+		c, err := chromium.Start(ctx, chromium.Options{Binary: "chromium", Netns: "/run/netns/" + l.name, Dir: dir, KeylogPath: keys,
+			Flags: []string{"--headless", "--no-sandbox", "--disable-quic", "--ignore-certificate-errors", "--disable-gpu", "--no-first-run"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Stop()
+		tab, closeTab, err := c.Connect(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer closeTab()
+		var html string
+		url := fmt.Sprintf("https://127.0.0.1:%d%s", port, page)
+		if err := chromedp.Run(tab, chromedp.Navigate(url), chromedp.OuterHTML("html", &html, chromedp.ByQuery)); err != nil {
+			t.Fatalf("chromium loading %s: %v (it said: %s)", url, err, c.Output())
+		}
+		if !strings.Contains(html, "<p>page</p>") {
+			t.Fatalf("chromium did not load the page: %q", html)
 		}
 	}}
 }
