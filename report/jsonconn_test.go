@@ -131,3 +131,30 @@ func randomFloat(rng *rand.Rand) float64 {
 	}
 	return rng.Float64() * math.Pow(10, float64(rng.IntN(12)))
 }
+
+// BenchmarkConnectionJSON writes connections shaped like an edge's keep-alive
+// ones (60 rounds and 120 HTTP messages of random values, the parts this
+// writer writes itself) indented, as analyze --json does: the writer's cost
+// per connection.
+func BenchmarkConnectionJSON(b *testing.B) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	conns := make([]Connection, 20)
+	for i := range conns {
+		c := &conns[i]
+		c.Rounds, c.HTTP = make([]Round, 60), make([]HTTPMessage, 120)
+		for j := range c.Rounds {
+			fillValue(reflect.ValueOf(&c.Rounds[j]).Elem(), rng, 1)
+		}
+		for j := range c.HTTP {
+			fillValue(reflect.ValueOf(&c.HTTP[j]).Elem(), rng, 1)
+		}
+	}
+	var buf []byte
+	written := 0
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		buf, _ = appendConnectionJSON(buf[:0], &conns[i%len(conns)], true, "    ")
+		written += len(buf)
+	}
+	b.SetBytes(int64(written / max(b.N, 1)))
+}
