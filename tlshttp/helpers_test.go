@@ -205,8 +205,9 @@ func compareWithAccessLog(t *testing.T, conns []connResult, entries []accessEntr
 			matched++
 			x := res.Exchanges[found]
 			// A response nginx did not finish (the browser cancelled it: Chromium
-			// resets an image's stream once it has what it needs) must be read as
-			// incomplete, with the bytes it did send; any other, as complete.
+			// at times resets the stream of an image it cannot decode) must be
+			// read as incomplete, with the bytes it did send; any other, as
+			// complete.
 			if x.Status != e.status || x.BodyBytes != e.bodySent || x.Bytes != e.bytesSent || x.Complete == e.incomplete || x.Incomplete != e.incomplete {
 				t.Errorf("port %d %s %s: status %d, body %d, bytes %d (complete %t, incomplete %t %s); nginx logged %d, %d, %d",
 					c.client.Port(), e.method, e.path, x.Status, x.BodyBytes, x.Bytes, x.Complete, x.Incomplete, x.Reason, e.status, e.bodySent, e.bytesSent)
