@@ -800,7 +800,8 @@ func (t *Tracker) segment(c *Conn, dir Dir, p *capture.Packet) {
 	s := &t.seg
 	// Cleared, then set field by field: a composite literal is built on the
 	// stack and copied, and that copy reads back the stack's narrow stores as
-	// wide loads the processor cannot forward (6% of this function's time).
+	// wide loads the processor cannot forward (on bulk, the copy's first store
+	// held 39% of this function's samples; perf).
 	*s = Segment{}
 	s.Dir, s.TimeNs, s.Flags, s.Len, s.Payload = dir, p.TimestampNs, p.Flags, p.PayloadLen, p.Payload
 	if p.Options.HasTimestamps {
