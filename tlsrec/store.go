@@ -24,10 +24,8 @@ type recordStore struct {
 // Len is the number of records stored.
 func (s *recordStore) Len() int { return s.n + len(s.open) }
 
-// Append stores r after the others, as record Len()-1.
-func (s *recordStore) Append(r Record) { *s.AppendZero() = r }
-
-// AppendZero adds a zero record and returns it, to be filled in place.
+// AppendZero adds a zero record after the others, as record Len()-1, and
+// returns it, to be filled in place.
 func (s *recordStore) AppendZero() *Record {
 	s.open = append(s.open, Record{})
 	return &s.open[len(s.open)-1]

@@ -40,7 +40,7 @@ func TestRecordStoreSameAsSlice(t *testing.T) {
 			if rng.IntN(10) == 0 {
 				offset += int64(rng.IntN(5000)) - 100 // a gap, or a resync behind
 			}
-			s.Append(r)
+			*s.AppendZero() = r
 			want = append(want, r)
 			// Change a record that is still open, as the parser does.
 			if i := s.n + rng.IntN(len(s.open)); rng.IntN(3) == 0 {
