@@ -620,7 +620,7 @@ func chromiumScenario(name string, port int, page string, requests int) scenario
 			t.Fatal(err)
 		}
 		defer os.RemoveAll(dir)
-		c, err := chromium.Start(ctx, chromium.Options{Binary: "chromium", Netns: "/run/netns/" + l.name, Dir: dir, KeylogPath: keys,
+		c, err := chromium.Start(ctx, chromium.Options{Binary: "chromium", Netns: l.netns, Dir: dir, KeylogPath: keys,
 			Flags: []string{"--headless", "--no-sandbox", "--disable-quic", "--ignore-certificate-errors", "--disable-gpu", "--no-first-run"}})
 		if err != nil {
 			t.Fatal(err)
