@@ -1,20 +1,16 @@
 // Package texttable renders the tables of every verb's text output one way:
 // a header line of lower-case column names, then a line per row; words
 // aligned left and numbers right, under a header aligned as its column;
-// columns two spaces apart; no borders and no trailing spaces. It is a thin
-// front end over github.com/olekukonko/tablewriter, which measures cells by
-// their display width (×, →, ≥ count as one column). It is not for CSV or
-// JSON, nor for text that wraps.
+// columns two spaces apart; no borders and no trailing spaces. Cells are
+// measured by their display width (×, →, ≥ count as one column) with
+// github.com/clipperhouse/displaywidth. It is not for CSV or JSON, nor for
+// text that wraps.
 package texttable
 
 import (
-	"bytes"
 	"io"
-	"strings"
 
-	"github.com/olekukonko/tablewriter"
-	"github.com/olekukonko/tablewriter/renderer"
-	"github.com/olekukonko/tablewriter/tw"
+	"github.com/clipperhouse/displaywidth"
 )
 
 // Align is a column's alignment.
@@ -59,52 +55,69 @@ func (t *Table) Len() int { return len(t.rows) }
 
 // Write renders the table to w.
 func (t *Table) Write(w io.Writer) error {
-	_, err := io.WriteString(w, t.String())
+	_, err := w.Write(t.appendTo(nil))
 	return err
 }
 
 // String renders the table.
-func (t *Table) String() string {
-	aligns := make([]tw.Align, len(t.cols))
-	names := make([]string, len(t.cols))
+func (t *Table) String() string { return string(t.appendTo(nil)) }
+
+// appendTo renders the table onto b: each column as wide as its widest
+// cell or header, measured in display columns by displaywidth, with East
+// Asian ambiguous runes narrow whatever the locale, so that the text is the
+// same on every machine.
+func (t *Table) appendTo(b []byte) []byte {
+	n := len(t.cols)
+	widths := make([]int, 2*n) // a column's width, then its header's
 	for i, c := range t.cols {
-		aligns[i], names[i] = tw.AlignLeft, c.Name
+		widths[n+i] = displaywidth.String(c.Name)
+		widths[i] = widths[n+i]
+	}
+	cellWidths := make([]int32, len(t.rows)*n)
+	for r, row := range t.rows {
+		for i, cell := range row {
+			w := displaywidth.String(cell)
+			cellWidths[r*n+i] = int32(w)
+			widths[i] = max(widths[i], w)
+		}
+	}
+	b = t.appendLine(b, widths[:n], func(i int) (string, int) { return t.cols[i].Name, widths[n+i] })
+	for r, row := range t.rows {
+		b = t.appendLine(b, widths[:n], func(i int) (string, int) { return row[i], int(cellWidths[r*n+i]) })
+	}
+	return b
+}
+
+// appendLine appends a line of the table: the indent, each cell padded to
+// its column's width on the side away from its alignment, columns two
+// spaces apart, and no trailing spaces.
+func (t *Table) appendLine(b []byte, widths []int, cell func(int) (string, int)) []byte {
+	start := len(b)
+	b = append(b, t.indent...)
+	for i, c := range t.cols {
+		text, w := cell(i)
+		if i > 0 {
+			b = append(b, "  "...)
+		}
+		pad := widths[i] - w
 		if c.Align == Right {
-			aligns[i] = tw.AlignRight
+			b = appendSpaces(b, pad)
+			b = append(b, text...)
+		} else {
+			b = append(b, text...)
+			b = appendSpaces(b, pad)
 		}
 	}
-	var buf bytes.Buffer
-	table := tablewriter.NewTable(&buf,
-		tablewriter.WithRenderer(renderer.NewBlueprint(tw.Rendition{
-			Borders: tw.BorderNone,
-			Symbols: tw.NewSymbols(tw.StyleNone),
-			Settings: tw.Settings{
-				Separators: tw.Separators{BetweenRows: tw.Off, BetweenColumns: tw.Off},
-				Lines:      tw.Lines{ShowHeaderLine: tw.Off},
-			},
-		})),
-		tablewriter.WithHeaderAutoFormat(tw.Off),
-		tablewriter.WithRowAutoFormat(tw.Off),
-		tablewriter.WithHeaderAutoWrap(tw.WrapNone),
-		tablewriter.WithRowAutoWrap(tw.WrapNone),
-		tablewriter.WithHeaderAlignmentConfig(tw.CellAlignment{PerColumn: aligns}),
-		tablewriter.WithRowAlignmentConfig(tw.CellAlignment{PerColumn: aligns}),
-		tablewriter.WithPadding(tw.Padding{Left: "", Right: "  ", Overwrite: true}),
-		tablewriter.WithTrimSpace(tw.Off),
-	)
-	table.Header(names)
-	for _, r := range t.rows {
-		_ = table.Append(r) // a row of strings is always appended
+	end := len(b)
+	for end > start && b[end-1] == ' ' {
+		end--
 	}
-	_ = table.Render()
-	var out strings.Builder
-	for _, line := range strings.SplitAfter(buf.String(), "\n") {
-		if line == "" {
-			continue
-		}
-		out.WriteString(t.indent)
-		out.WriteString(strings.TrimRight(line, " \n"))
-		out.WriteString("\n")
+	return append(b[:end], '\n')
+}
+
+func appendSpaces(b []byte, n int) []byte {
+	for ; n > 0; n-- {
+		b = append(b, ' ')
 	}
-	return out.String()
+	return b
 }
