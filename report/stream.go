@@ -196,27 +196,46 @@ func (s *csvStream) Flush() error {
 // NewTextStream writes the Report for people, connection by connection as they
 // finish; the capture's summary (format, link types, packets) and the warnings
 // come last, once the whole input was read.
-func NewTextStream(w io.Writer) StreamWriter { return &textStream{w: &ErrWriter{W: w}} }
+func NewTextStream(w io.Writer) StreamWriter {
+	s := &textStream{out: w}
+	s.w = &ErrWriter{W: &s.buf}
+	return s
+}
 
+// textStream lays out each connection (and the end) in buf and writes it to
+// out in one Write: a writer that escapes or a pipe sees whole connections,
+// not one write per line.
 type textStream struct {
-	w     *ErrWriter
+	out   io.Writer
+	buf   bytes.Buffer
+	w     *ErrWriter // onto buf
 	count int
+	err   error
 }
 
 func (s *textStream) Begin(string) error { return nil }
 
 func (s *textStream) Connection(c *Connection) error {
 	if s.count > 0 {
-		s.w.Printf("\n")
+		s.buf.WriteByte('\n')
 	}
 	s.count++
 	writeConnection(s.w, c)
-	return s.w.Err
+	return s.emit()
+}
+
+// emit writes what buf holds to out.
+func (s *textStream) emit() error {
+	if s.err == nil {
+		_, s.err = s.out.Write(s.buf.Bytes())
+	}
+	s.buf.Reset()
+	return s.err
 }
 
 func (s *textStream) End(src Source, warnings []string) error {
 	if s.count > 0 {
-		s.w.Printf("\n")
+		s.buf.WriteByte('\n')
 	}
 	if line := sourceLine(src); line != "" {
 		s.w.Printf("%s: %s\n", line, plural(s.count, "connection", "connections"))
@@ -226,7 +245,7 @@ func (s *textStream) End(src Source, warnings []string) error {
 	for _, warn := range warnings {
 		s.w.Printf("warning: %s\n", warn)
 	}
-	return s.w.Err
+	return s.emit()
 }
 
 // sourceLine describes a capture file in a line ("" for other sources).

@@ -117,13 +117,13 @@ func writeConnections(w io.Writer, conns []Connection) error {
 func Size(n int64) string {
 	switch {
 	case n < 1000:
-		return fmt.Sprintf("%d B", n)
+		return strconv.FormatInt(n, 10) + " B"
 	case n < 1000*1000:
-		return fmt.Sprintf("%.1f KB", float64(n)/1e3)
+		return strconv.FormatFloat(float64(n)/1e3, 'f', 1, 64) + " KB"
 	case n < 1000*1000*1000:
-		return fmt.Sprintf("%.2f MB", float64(n)/1e6)
+		return strconv.FormatFloat(float64(n)/1e6, 'f', 2, 64) + " MB"
 	}
-	return fmt.Sprintf("%.2f GB", float64(n)/1e9)
+	return strconv.FormatFloat(float64(n)/1e9, 'f', 2, 64) + " GB"
 }
 
 func plural(n int, one, many string) string {
@@ -181,23 +181,39 @@ func writeConnection(bw *ErrWriter, c *Connection) {
 	}
 	bw.Printf("%s\n  %s\n", head, strings.Join(facts, "; "))
 
+	var line []byte
 	for _, m := range c.HTTP {
-		line := fmt.Sprintf("  HTTP %s %s", textsafe.Escape(m.Method), textsafe.Escape(m.Path)) // bytes of the capture
+		line = append(line[:0], "  HTTP "...)
+		line = append(line, textsafe.Escape(m.Method)...) // bytes of the capture
+		line = append(line, ' ')
+		line = append(line, textsafe.Escape(m.Path)...)
 		if m.Status > 0 {
-			line += fmt.Sprintf(" → %d, %s", m.Status, Size(m.Bytes))
+			line = append(line, " → "...)
+			line = strconv.AppendInt(line, int64(m.Status), 10)
+			line = append(line, ", "...)
+			line = append(line, Size(m.Bytes)...)
 		}
 		if m.FirstByteMs != nil && m.LastByteMs != nil {
-			line += fmt.Sprintf(", first byte at %.1f ms, last at %.1f ms", *m.FirstByteMs, *m.LastByteMs)
+			line = append(line, ", first byte at "...)
+			line = strconv.AppendFloat(line, *m.FirstByteMs, 'f', 1, 64)
+			line = append(line, " ms, last at "...)
+			line = strconv.AppendFloat(line, *m.LastByteMs, 'f', 1, 64)
+			line = append(line, " ms"...)
 		}
 		if n := len(m.Rounds); n == 1 {
-			line += fmt.Sprintf(", round %d", m.Rounds[0])
+			line = append(line, ", round "...)
+			line = strconv.AppendInt(line, int64(m.Rounds[0]), 10)
 		} else if n > 1 {
-			line += fmt.Sprintf(", rounds %d-%d", m.Rounds[0], m.Rounds[n-1])
+			line = append(line, ", rounds "...)
+			line = strconv.AppendInt(line, int64(m.Rounds[0]), 10)
+			line = append(line, '-')
+			line = strconv.AppendInt(line, int64(m.Rounds[n-1]), 10)
 		}
 		if m.Incomplete {
-			line += " (partly outside the capture)"
+			line = append(line, " (partly outside the capture)"...)
 		}
-		bw.Printf("%s\n", line)
+		line = append(line, '\n')
+		_, _ = bw.Write(line) // an error stays in bw
 	}
 	if c.QUIC != nil {
 		writeQUIC(bw, c.QUIC)
@@ -216,11 +232,11 @@ func writeConnection(bw *ErrWriter, c *Connection) {
 		for i, r := range c.Rounds {
 			growth := "-"
 			if i > 0 && c.Rounds[i-1].Segments > 0 {
-				growth = fmt.Sprintf("%.1f×", float64(r.Segments)/float64(c.Rounds[i-1].Segments))
+				growth = strconv.FormatFloat(float64(r.Segments)/float64(c.Rounds[i-1].Segments), 'f', 1, 64) + "×"
 			}
 			rtts := "-"
 			if c.HandshakeRTTMs != nil {
-				rtts = fmt.Sprintf("%.2f", r.StartRTTs)
+				rtts = strconv.FormatFloat(r.StartRTTs, 'f', 2, 64)
 			}
 			limit := r.Limit
 			if r.WindowFull {
@@ -234,10 +250,10 @@ func writeConnection(bw *ErrWriter, c *Connection) {
 			if r.LossProbeSegments > 0 {
 				segments = fmt.Sprintf("%d+%d probe", r.Segments-r.LossProbeSegments, r.LossProbeSegments)
 			}
-			tb.Row(strconv.Itoa(r.Index), fmt.Sprintf("%.1f", r.StartMs), rtts, segments, strconv.Itoa(r.Bytes),
-				fmt.Sprintf("%.1f", pct), growth, limit, r.Phase)
+			tb.Row(strconv.Itoa(r.Index), strconv.FormatFloat(r.StartMs, 'f', 1, 64), rtts, segments, strconv.Itoa(r.Bytes),
+				strconv.FormatFloat(pct, 'f', 1, 64), growth, limit, r.Phase)
 		}
-		bw.Printf("%s", tb.String())
+		_ = tb.Write(bw) // an error stays in bw
 	}
 	bw.Printf("\n")
 	if iw := c.InitialWindow; iw != nil {

@@ -41,14 +41,14 @@ func Escape(s string) string {
 	return b.String()
 }
 
-func needsEscape(s string, keepLines bool) bool {
+func needsEscape[T string | []byte](s T, keepLines bool) bool {
 	for i := 0; i < len(s); {
 		// Printable ASCII, most of any output, needs no decoding.
 		if c := s[i]; c >= 0x20 && c < 0x7f || keepLines && (c == '\n' || c == '\t') {
 			i++
 			continue
 		}
-		r, size := utf8.DecodeRuneInString(s[i:])
+		r, size := decodeRune(s[i:])
 		if r == utf8.RuneError && size <= 1 {
 			return true
 		}
@@ -58,6 +58,17 @@ func needsEscape(s string, keepLines bool) bool {
 		i += size
 	}
 	return false
+}
+
+// decodeRune is utf8.DecodeRune of a string or bytes.
+func decodeRune[T string | []byte](s T) (rune, int) {
+	switch s := any(s).(type) {
+	case string:
+		return utf8.DecodeRuneInString(s)
+	case []byte:
+		return utf8.DecodeRune(s)
+	}
+	panic("unreachable")
 }
 
 func escapeTo(b *strings.Builder, s string, keepLines bool) {
@@ -96,20 +107,25 @@ type writer struct {
 }
 
 func (t *writer) Write(p []byte) (int, error) {
-	data := append(t.pending, p...)
+	data := p // not copied unless a character cut by the last write waits
+	if len(t.pending) > 0 {
+		data = append(t.pending, p...)
+	}
 	t.pending = nil
 	// Hold back an incomplete UTF-8 sequence at the end for the next write.
 	if cut := incompleteTail(data); cut > 0 {
 		t.pending = append([]byte(nil), data[len(data)-cut:]...)
 		data = data[:len(data)-cut]
 	}
-	s := string(data)
-	if needsEscape(s, true) {
-		var b strings.Builder
-		escapeTo(&b, s, true)
-		s = b.String()
+	if !needsEscape(data, true) { // most output: written as it is
+		if _, err := t.w.Write(data); err != nil {
+			return 0, err
+		}
+		return len(p), nil
 	}
-	if _, err := io.WriteString(t.w, s); err != nil {
+	var b strings.Builder
+	escapeTo(&b, string(data), true)
+	if _, err := io.WriteString(t.w, b.String()); err != nil {
 		return 0, err
 	}
 	return len(p), nil
