@@ -206,11 +206,12 @@ func NewTextStream(w io.Writer) StreamWriter {
 // out in one Write: a writer that escapes or a pipe sees whole connections,
 // not one write per line.
 type textStream struct {
-	out   io.Writer
-	buf   bytes.Buffer
-	w     *ErrWriter // onto buf
-	count int
-	err   error
+	out     io.Writer
+	buf     bytes.Buffer
+	w       *ErrWriter // onto buf
+	scratch textScratch
+	count   int
+	err     error
 }
 
 func (s *textStream) Begin(string) error { return nil }
@@ -220,7 +221,7 @@ func (s *textStream) Connection(c *Connection) error {
 		s.buf.WriteByte('\n')
 	}
 	s.count++
-	writeConnection(s.w, c)
+	writeConnection(s.w, c, &s.scratch)
 	return s.emit()
 }
 

@@ -145,14 +145,26 @@ func WriteText(w io.Writer, r *Report) error {
 	if len(r.Connections) == 0 {
 		bw.Printf("No TCP connections found.\n")
 	}
+	var scratch textScratch
 	for i := range r.Connections {
 		bw.Printf("\n")
-		writeConnection(bw, &r.Connections[i])
+		writeConnection(bw, &r.Connections[i], &scratch)
 	}
 	return bw.Err
 }
 
-func writeConnection(bw *ErrWriter, c *Connection) {
+// textScratch is what writeConnection reuses from one connection to the next.
+type textScratch struct {
+	rounds *texttable.Table
+	line   []byte
+}
+
+func newRoundsTable() *texttable.Table {
+	return texttable.New("    ", texttable.R("round"), texttable.R("start ms"), texttable.R("start RTTs"), texttable.R("segments"),
+		texttable.R("bytes"), texttable.R("cum %"), texttable.R("growth"), texttable.L("limit"), texttable.L("phase"))
+}
+
+func writeConnection(bw *ErrWriter, c *Connection, scratch *textScratch) {
 	head := fmt.Sprintf("Connection %d: %s → %s", c.Index, c.Client, c.Server)
 	var facts []string
 	switch c.Vantage {
@@ -181,7 +193,8 @@ func writeConnection(bw *ErrWriter, c *Connection) {
 	}
 	bw.Printf("%s\n  %s\n", head, strings.Join(facts, "; "))
 
-	var line []byte
+	line := scratch.line
+	defer func() { scratch.line = line }()
 	for _, m := range c.HTTP {
 		line = append(line[:0], "  HTTP "...)
 		line = append(line, textsafe.Escape(m.Method)...) // bytes of the capture
@@ -226,32 +239,48 @@ func writeConnection(bw *ErrWriter, c *Connection) {
 
 	if len(c.Rounds) > 0 {
 		bw.Printf("\n")
-		tb := texttable.New("    ", texttable.R("round"), texttable.R("start ms"), texttable.R("start RTTs"), texttable.R("segments"),
-			texttable.R("bytes"), texttable.R("cum %"), texttable.R("growth"), texttable.L("limit"), texttable.L("phase"))
+		if scratch.rounds == nil {
+			scratch.rounds = newRoundsTable()
+		}
+		tb := scratch.rounds
+		tb.Reset()
 		total := c.Rounds[len(c.Rounds)-1].CumulativeBytes
 		for i, r := range c.Rounds {
-			growth := "-"
-			if i > 0 && c.Rounds[i-1].Segments > 0 {
-				growth = strconv.FormatFloat(float64(r.Segments)/float64(c.Rounds[i-1].Segments), 'f', 1, 64) + "×"
-			}
-			rtts := "-"
+			tb.EndCell(strconv.AppendInt(tb.Buf(), int64(r.Index), 10))
+			tb.EndCell(strconv.AppendFloat(tb.Buf(), r.StartMs, 'f', 1, 64))
 			if c.HandshakeRTTMs != nil {
-				rtts = strconv.FormatFloat(r.StartRTTs, 'f', 2, 64)
+				tb.EndCell(strconv.AppendFloat(tb.Buf(), r.StartRTTs, 'f', 2, 64))
+			} else {
+				tb.EndCell(append(tb.Buf(), '-'))
 			}
-			limit := r.Limit
-			if r.WindowFull {
-				limit += " (window full)"
+			b := tb.Buf()
+			if r.LossProbeSegments > 0 {
+				b = strconv.AppendInt(b, int64(r.Segments-r.LossProbeSegments), 10)
+				b = append(b, '+')
+				b = strconv.AppendInt(b, int64(r.LossProbeSegments), 10)
+				b = append(b, " probe"...)
+			} else {
+				b = strconv.AppendInt(b, int64(r.Segments), 10)
 			}
+			tb.EndCell(b)
+			tb.EndCell(strconv.AppendInt(tb.Buf(), int64(r.Bytes), 10))
 			pct := 100.0
 			if total > 0 {
 				pct = 100 * float64(r.CumulativeBytes) / float64(total)
 			}
-			segments := strconv.Itoa(r.Segments)
-			if r.LossProbeSegments > 0 {
-				segments = fmt.Sprintf("%d+%d probe", r.Segments-r.LossProbeSegments, r.LossProbeSegments)
+			tb.EndCell(strconv.AppendFloat(tb.Buf(), pct, 'f', 1, 64))
+			if i > 0 && c.Rounds[i-1].Segments > 0 {
+				growth := float64(r.Segments) / float64(c.Rounds[i-1].Segments)
+				tb.EndCell(append(strconv.AppendFloat(tb.Buf(), growth, 'f', 1, 64), "×"...))
+			} else {
+				tb.EndCell(append(tb.Buf(), '-'))
 			}
-			tb.Row(strconv.Itoa(r.Index), strconv.FormatFloat(r.StartMs, 'f', 1, 64), rtts, segments, strconv.Itoa(r.Bytes),
-				strconv.FormatFloat(pct, 'f', 1, 64), growth, limit, r.Phase)
+			if r.WindowFull {
+				tb.EndCell(append(append(tb.Buf(), r.Limit...), " (window full)"...))
+			} else {
+				tb.EndCell(append(tb.Buf(), r.Limit...))
+			}
+			tb.EndCell(append(tb.Buf(), r.Phase...))
 		}
 		_ = tb.Write(bw) // an error stays in bw
 	}

@@ -31,11 +31,16 @@ type Column struct {
 func L(name string) Column { return Column{name, Left} }
 func R(name string) Column { return Column{name, Right} }
 
-// Table is a table being filled.
+// Table is a table being filled. Its cells are kept one after another in
+// one buffer, so that filling a table allocates nothing per cell and a table
+// reset is filled again without allocating.
 type Table struct {
 	indent string
 	cols   []Column
-	rows   [][]string
+	text   []byte  // the cells' text, one after another
+	ends   []int32 // where each cell ends in text; len(cols) of them a row
+	out    []byte  // the rendering, kept for the next
+	widths []int
 }
 
 // New starts a table whose lines begin with indent.
@@ -43,24 +48,55 @@ func New(indent string, cols ...Column) *Table {
 	return &Table{indent: indent, cols: cols}
 }
 
-// Row adds a row: a cell per column (missing ones are empty).
+// Row adds a row: a cell per column (missing ones are empty, extra ones an
+// error of the caller's).
 func (t *Table) Row(cells ...string) {
-	row := make([]string, len(t.cols))
-	copy(row, cells)
-	t.rows = append(t.rows, row)
+	for i := range t.cols {
+		if i < len(cells) {
+			t.text = append(t.text, cells[i]...)
+		}
+		t.ends = append(t.ends, int32(len(t.text)))
+	}
+}
+
+// Buf and EndCell add a cell written in place, without a string made for it:
+// append the cell's text to what Buf returns and give the result to EndCell,
+// as in tb.EndCell(strconv.AppendInt(tb.Buf(), n, 10)). A row is len(cols)
+// cells; a row left short is ended by the next Row, or by the table's end.
+func (t *Table) Buf() []byte { return t.text }
+
+// EndCell ends the cell appended to Buf's slice.
+func (t *Table) EndCell(b []byte) {
+	t.text = b
+	t.ends = append(t.ends, int32(len(b)))
+}
+
+// Reset empties the table, keeping its columns and its memory.
+func (t *Table) Reset() {
+	t.text, t.ends = t.text[:0], t.ends[:0]
 }
 
 // Len is the number of rows.
-func (t *Table) Len() int { return len(t.rows) }
+func (t *Table) Len() int { return (len(t.ends) + len(t.cols) - 1) / len(t.cols) }
 
 // Write renders the table to w.
 func (t *Table) Write(w io.Writer) error {
-	_, err := w.Write(t.appendTo(nil))
+	t.out = t.appendTo(t.out[:0])
+	_, err := w.Write(t.out)
 	return err
 }
 
 // String renders the table.
 func (t *Table) String() string { return string(t.appendTo(nil)) }
+
+// cell is the text of cell i (counting along the rows) and its start.
+func (t *Table) cell(i int) []byte {
+	start := int32(0)
+	if i > 0 {
+		start = t.ends[i-1]
+	}
+	return t.text[start:t.ends[i]]
+}
 
 // appendTo renders the table onto b: each column as wide as its widest
 // cell or header, measured in display columns by displaywidth, with East
@@ -68,48 +104,68 @@ func (t *Table) String() string { return string(t.appendTo(nil)) }
 // same on every machine.
 func (t *Table) appendTo(b []byte) []byte {
 	n := len(t.cols)
-	widths := make([]int, 2*n) // a column's width, then its header's
+	if n == 0 {
+		return b
+	}
+	// A row left short is ended here: the cells it lacks are empty.
+	for len(t.ends)%n != 0 {
+		t.ends = append(t.ends, int32(len(t.text)))
+	}
+	t.widths = append(t.widths[:0], make([]int, n)...)
+	widths := t.widths
 	for i, c := range t.cols {
-		widths[n+i] = displaywidth.String(c.Name)
-		widths[i] = widths[n+i]
+		widths[i] = displaywidth.String(c.Name)
 	}
-	cellWidths := make([]int32, len(t.rows)*n)
-	for r, row := range t.rows {
-		for i, cell := range row {
-			w := displaywidth.String(cell)
-			cellWidths[r*n+i] = int32(w)
-			widths[i] = max(widths[i], w)
+	for i := range t.ends {
+		widths[i%n] = max(widths[i%n], cellWidth(t.cell(i)))
+	}
+	b = append(b, t.indent...)
+	for i, c := range t.cols {
+		b = appendCell(b, i, c.Align, widths[i], c.Name, displaywidth.String(c.Name))
+	}
+	b = endLine(b)
+	for i := range t.ends {
+		if i%n == 0 {
+			b = append(b, t.indent...)
 		}
-	}
-	b = t.appendLine(b, widths[:n], func(i int) (string, int) { return t.cols[i].Name, widths[n+i] })
-	for r, row := range t.rows {
-		b = t.appendLine(b, widths[:n], func(i int) (string, int) { return row[i], int(cellWidths[r*n+i]) })
+		text := t.cell(i)
+		b = appendCell(b, i%n, t.cols[i%n].Align, widths[i%n], text, cellWidth(text))
+		if i%n == n-1 {
+			b = endLine(b)
+		}
 	}
 	return b
 }
 
-// appendLine appends a line of the table: the indent, each cell padded to
-// its column's width on the side away from its alignment, columns two
-// spaces apart, and no trailing spaces.
-func (t *Table) appendLine(b []byte, widths []int, cell func(int) (string, int)) []byte {
-	start := len(b)
-	b = append(b, t.indent...)
-	for i, c := range t.cols {
-		text, w := cell(i)
-		if i > 0 {
-			b = append(b, "  "...)
-		}
-		pad := widths[i] - w
-		if c.Align == Right {
-			b = appendSpaces(b, pad)
-			b = append(b, text...)
-		} else {
-			b = append(b, text...)
-			b = appendSpaces(b, pad)
+// cellWidth is a cell's display width; printable ASCII, most cells, is
+// counted without decoding.
+func cellWidth(b []byte) int {
+	for _, c := range b {
+		if c < 0x20 || c >= 0x7f {
+			return displaywidth.Bytes(b)
 		}
 	}
+	return len(b)
+}
+
+// appendCell appends a cell of column i padded to width w on the side away
+// from its alignment, two spaces after the column before.
+func appendCell[T string | []byte](b []byte, i int, align Align, width int, text T, w int) []byte {
+	if i > 0 {
+		b = append(b, "  "...)
+	}
+	if align == Right {
+		b = appendSpaces(b, width-w)
+		return append(b, text...)
+	}
+	b = append(b, text...)
+	return appendSpaces(b, width-w)
+}
+
+// endLine ends a line without trailing spaces.
+func endLine(b []byte) []byte {
 	end := len(b)
-	for end > start && b[end-1] == ' ' {
+	for end > 0 && b[end-1] == ' ' {
 		end--
 	}
 	return append(b[:end], '\n')

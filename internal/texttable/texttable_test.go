@@ -1,6 +1,10 @@
 package texttable
 
-import "testing"
+import (
+	"strconv"
+	"strings"
+	"testing"
+)
 
 // TestLayout: words left, numbers right, headers as their columns, two
 // spaces between columns, display widths (×, → one column, 名前 four) not
@@ -23,5 +27,36 @@ func TestLayout(t *testing.T) {
 	}
 	if tb.Len() != 4 {
 		t.Errorf("Len %d", tb.Len())
+	}
+}
+
+// TestCellsInPlace: cells written through Buf and EndCell lay out as Row's
+// strings do, a row left short is ended with empty cells, and a reset table
+// is filled again from nothing (no row of the first filling stays).
+func TestCellsInPlace(t *testing.T) {
+	tb := New("", R("n"), L("what"))
+	tb.Row("1", "first")
+	tb.EndCell(strconv.AppendInt(tb.Buf(), 22, 10))
+	tb.EndCell(append(tb.Buf(), "second →"...))
+	tb.EndCell(append(tb.Buf(), "333"...)) // a row one cell short
+	want := "" +
+		"  n  what\n" +
+		"  1  first\n" +
+		" 22  second →\n" +
+		"333\n"
+	if got := tb.String(); got != want {
+		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
+	if tb.Len() != 3 {
+		t.Errorf("Len %d, want 3", tb.Len())
+	}
+	tb.Reset()
+	tb.Row("4", "again")
+	var out strings.Builder
+	if err := tb.Write(&out); err != nil {
+		t.Fatal(err)
+	}
+	if want := "n  what\n4  again\n"; out.String() != want {
+		t.Errorf("after Reset got\n%s\nwant\n%s", out.String(), want)
 	}
 }
