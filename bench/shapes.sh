@@ -11,6 +11,8 @@
 #   memory     peak RSS <= 150 MB, and within 20% of that on the same traffic 4x
 #              longer (bench/repeat: the capture repeated later in time)
 #   same JSON  at GOMAXPROCS=1 and 2, byte for byte
+#   text       `slowstart analyze` (the text people read, the default) within
+#              1.5x the time of --json on the same file, timed once
 #
 # Shapes (all by default, in this order):
 #   mixed      make-capture.sh: 40,000 short HTTP connections + 4 curl bulk downloads
@@ -150,6 +152,8 @@ for shape in "${shapes[@]}"; do
 	done
 	time_run "slowstart 4x" "$slowstart" analyze --json "$long4"
 	long4_s=$run_s long4_kb=$run_kb
+	time_run "slowstart text" "$slowstart" analyze "$capture"
+	text_s=$run_s text_kb=$run_kb
 	[[ $long4 == "$work_dir"/* ]] && rm -f "$long4"
 	GOMAXPROCS=1 "$slowstart" analyze --json "$capture" 2>/dev/null | sha256sum >"$work_dir/one"
 	GOMAXPROCS=2 "$slowstart" analyze --json "$capture" 2>/dev/null | sha256sum >"$work_dir/two"
@@ -158,6 +162,7 @@ for shape in "${shapes[@]}"; do
 	printf '%-22s %8s %12s %9s %9s\n' tool seconds packets/s MB/s "peak MB"
 	row() { awk -v n="$1" -v s="$2" -v kb="$3" -v p="$packets" -v b="$bytes" 'BEGIN {printf "%-22s %8.2f %12.0f %9.0f %9.0f\n", n, s, p / s, b / 1048576 / s, kb / 1024}'; }
 	row slowstart "$ss_s" "$ss_kb"
+	row "slowstart (text)" "$text_s" "$text_kb"
 	[[ -n $baseline ]] && row baseline "$base_s" "$base_kb"
 	row tcptrace "$tt_s" "$tt_kb"
 	row tshark "$ts_s" "$ts_kb"
@@ -167,23 +172,25 @@ for shape in "${shapes[@]}"; do
 	vs_ts=$(awk -v a="$ts_s" -v b="$ss_s" 'BEGIN {printf "%.1f", a / b}')
 	ratio4=$(awk -v a="$long4_kb" -v b="$ss_kb" 'BEGIN {printf "%.2f", a / b}')
 	same=$(cmp -s "$work_dir/one" "$work_dir/two" && echo 1 || echo 0)
+	text_ratio=$(awk -v a="$text_s" -v b="$ss_s" 'BEGIN {printf "%.2f", a / b}')
 	check "$shape vs tcptrace" "$(awk_ok "$vs_tt >= 3")" "${vs_tt}x faster (target >= 3x)"
 	check "$shape vs tshark" "$(awk_ok "$vs_ts >= 40")" "${vs_ts}x faster (target >= 40x)"
 	check "$shape peak RSS" "$(awk_ok "$ss_kb / 1024 <= 150")" "$((ss_kb / 1024)) MB (target <= 150 MB)"
 	check "$shape RSS at 4x length" "$(awk_ok "$ratio4 <= 1.2")" "$((long4_kb / 1024)) MB, ${ratio4}x of 1x (${long4_s}s; target <= 1.2x)"
 	check "$shape same JSON at 1 and 2 cores" "$same" "$(cut -c1-12 "$work_dir/one")"
+	check "$shape text output" "$(awk_ok "$text_ratio <= 1.5")" "${text_s}s, ${text_ratio}x the JSON's time (target <= 1.5x)"
 	line=$(awk -v shape="$shape" -v p="$packets" -v b="$bytes" -v ss="$ss_s" -v tt="$tt_s" -v ts="$ts_s" -v cat="$cat_s" \
-		-v kb="$ss_kb" -v kb4="$long4_kb" -v same="$same" -v c="$conns" -v base="$base_s" -v basekb="$base_kb" 'BEGIN {
+		-v kb="$ss_kb" -v kb4="$long4_kb" -v same="$same" -v c="$conns" -v base="$base_s" -v basekb="$base_kb" -v text="$text_s" 'BEGIN {
 		before = base == "" ? "" : sprintf(" | %.2f s (%.2f×, %.2f×), %.0f MB", base, tt / base, ts / base, basekb / 1024)
-		printf "| %s | %.2f M | %.0f MB | %d | %.2f s | %.2f s (%.2f×) | %.1f s (%.1f×) | %.0f MB | %.0f MB (%.2f×) | %.2f M | %.0f | %.0f MB/s | %s%s |\n",
-			shape, p / 1e6, b / 1048576, c, ss, tt, tt / ss, ts, ts / ss, kb / 1024, kb4 / 1024, kb4 / kb,
+		printf "| %s | %.2f M | %.0f MB | %d | %.2f s | %.2f s | %.2f s (%.2f×) | %.1f s (%.1f×) | %.0f MB | %.0f MB (%.2f×) | %.2f M | %.0f | %.0f MB/s | %s%s |\n",
+			shape, p / 1e6, b / 1048576, c, ss, text, tt, tt / ss, ts, ts / ss, kb / 1024, kb4 / 1024, kb4 / kb,
 			p / ss / 1e6, b / 1048576 / ss, b / 1048576 / cat, same ? "same" : "DIFFERENT", before }')
 	summary+=("$line")
 done
 
 echo
-header='| shape | packets | size | connections | slowstart | tcptrace (ratio) | tshark (ratio) | RSS 1× | RSS 4× | pkt/s | MB/s | page cache | GOMAXPROCS 1/2 |'
-rule='|---|---|---|---|---|---|---|---|---|---|---|---|---|'
+header='| shape | packets | size | connections | slowstart | text | tcptrace (ratio) | tshark (ratio) | RSS 1× | RSS 4× | pkt/s | MB/s | page cache | GOMAXPROCS 1/2 |'
+rule='|---|---|---|---|---|---|---|---|---|---|---|---|---|---|'
 if [[ -n $baseline ]]; then
 	header+=' baseline (ratios to tcptrace, tshark), RSS |'
 	rule+='---|'
