@@ -152,7 +152,11 @@ func (ca *connAnalyzer) Segment(c *flow.Conn, s *flow.Segment) {
 		ca.decrypt.Write(s.Dir, s.Offset, s.Payload, s.Len, s.TimeNs)
 	}
 	if ca.env.opts.Packets {
-		ca.recordPacket(c, s)
+		if c.FirstOrdinal > ca.env.packetsFrom.Load() {
+			ca.packets, ca.packetStride = nil, 0 // no longer wanted
+		} else {
+			ca.recordPacket(c, s)
+		}
 	}
 }
 

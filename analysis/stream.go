@@ -2,7 +2,9 @@ package analysis
 
 import (
 	"context"
+	"math"
 	"net/netip"
+	"sync/atomic"
 
 	"github.com/slowstart/slowstart/analysis/stream"
 	"github.com/slowstart/slowstart/capture"
@@ -46,6 +48,14 @@ type StreamOptions struct {
 	// (Index) in the order of their first packet. An error from Emit stops the
 	// stream (Close returns it).
 	Emit func(*report.Connection) error
+	// PacketsAfter, with Packets, is asked after each report Emit took (from
+	// Emit's goroutine) whether connections numbered after it still need their
+	// packet lists. Once it says no, the connections that begin after that one
+	// keep no packet list and report none: a page that holds the first
+	// connections (report.Collector) then does not hold every open
+	// connection's packets meanwhile (50,000 open connections: a gigabyte).
+	// Once no for a number, it must stay no for that number and every higher.
+	PacketsAfter func(index int) bool
 }
 
 // StreamStats is what a Stream counted: the packets handed to it, the
@@ -85,6 +95,18 @@ func NewStream(ctx context.Context, opts StreamOptions) *Stream {
 		opts.Tool = "slowstart"
 	}
 	analysisOpts := opts.Options
+	// packetsFrom: connections whose first packet comes after this ordinal
+	// keep no packet list (PacketsAfter said no).
+	packetsFrom := new(atomic.Int64)
+	packetsFrom.Store(math.MaxInt64)
+	var emitted func(index int, firstOrdinal int64)
+	if opts.Packets && opts.PacketsAfter != nil {
+		emitted = func(index int, firstOrdinal int64) {
+			if firstOrdinal < packetsFrom.Load() && !opts.PacketsAfter(index) {
+				packetsFrom.Store(firstOrdinal) // connections are numbered in ordinal order
+			}
+		}
+	}
 	return stream.New(ctx, stream.Options{
 		Shards:        opts.Shards,
 		IdleNs:        idleNs,
@@ -94,7 +116,7 @@ func NewStream(ctx context.Context, opts StreamOptions) *Stream {
 		// then, unless asked for (a page bounded in memory).
 		Compact: !opts.Packets || opts.CompactAttempts,
 		NewShard: func(finish stream.FinishFunc) stream.NewConnFunc {
-			env := &connEnv{opts: analysisOpts, finish: func(c *flow.Conn, ca *connAnalyzer) { finish(c, ca) }}
+			env := &connEnv{opts: analysisOpts, packetsFrom: packetsFrom, finish: func(c *flow.Conn, ca *connAnalyzer) { finish(c, ca) }}
 			return func(c *flow.Conn, captureNs int64) stream.Conn {
 				env.captureNs = captureNs
 				return newConnAnalyzer(env, c)
@@ -103,7 +125,8 @@ func NewStream(ctx context.Context, opts StreamOptions) *Stream {
 		NewDatagrams: func() stream.Datagrams {
 			return &quicDatagrams{quicanalysis.New(quicanalysis.Options{Keys: opts.KeyLog, PacketLog: opts.Packets})}
 		},
-		Emit: opts.Emit,
+		Emit:    opts.Emit,
+		Emitted: emitted,
 	})
 }
 
@@ -111,6 +134,9 @@ func NewStream(ctx context.Context, opts StreamOptions) *Stream {
 type connEnv struct {
 	opts      Options
 	captureNs int64 // the input's first packet time: connections' start_ms count from it
+	// packetsFrom is the first packet's ordinal after which a connection keeps
+	// no packet list (StreamOptions.PacketsAfter).
+	packetsFrom *atomic.Int64
 	// finish takes a finished connection, whose report the stream builds.
 	finish func(c *flow.Conn, ca *connAnalyzer)
 }

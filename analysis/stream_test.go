@@ -218,3 +218,70 @@ func TestHeldReportsSameAsEmitted(t *testing.T) {
 		}
 	}
 }
+
+// TestStreamPacketsAfter: once PacketsAfter says the connections after one
+// are not wanted, the connections up to it keep their whole packet lists and
+// every report is otherwise the same; connections that begin later keep none.
+// The input is 40 connections one after another, some 16,000 packets: several
+// batches, so that the first connections are emitted while later ones run.
+func TestStreamPacketsAfter(t *testing.T) {
+	one := simulate(t, simPath{iw: 10, rttMs: 20, responseBytes: 500_000, vantage: "client"})
+	span := one[len(one)-1].TimestampNs - one[0].TimestampNs + 1e9
+	var pkts []capture.Packet
+	for k := range 40 {
+		for _, p := range one {
+			if p.SrcPort == 443 || p.SrcPort == 80 {
+				p.DstPort += uint16(k)
+			} else {
+				p.SrcPort += uint16(k)
+			}
+			p.TimestampNs += int64(k) * span
+			pkts = append(pkts, p)
+		}
+	}
+	const wanted = 3 // the page holds connections 1 to 3
+	run := func(after func(int) bool) map[int]report.Connection {
+		conns := map[int]report.Connection{}
+		// The simulated connections do not close: each is finished idle, in
+		// the second between it and the next.
+		st := NewStream(context.Background(), StreamOptions{Options: Options{Packets: true}, PacketsAfter: after, IdleNs: 5e8,
+			Emit: func(c *report.Connection) error { conns[c.Index] = *c; return nil }})
+		if err := Feed(context.Background(), &sliceSource{pkts: pkts}, st); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := st.Close(); err != nil {
+			t.Fatal(err)
+		}
+		return conns
+	}
+	whole := run(nil)
+	asked := 0
+	some := run(func(index int) bool { asked++; return index < wanted })
+	if len(whole) != 40 || len(some) != 40 {
+		t.Fatalf("%d and %d connections, want 40", len(whole), len(some))
+	}
+	dropped := 0
+	for index, w := range whole {
+		s := some[index]
+		if len(w.Packets) != len(one) {
+			t.Fatalf("connection %d: %d packets listed of %d", index, len(w.Packets), len(one))
+		}
+		if index <= wanted && len(s.Packets) != len(w.Packets) {
+			t.Errorf("connection %d is wanted but kept %d of its %d packets", index, len(s.Packets), len(w.Packets))
+		}
+		if len(s.Packets) == 0 {
+			dropped++
+		}
+		s.Packets, s.PacketStride, w.Packets, w.PacketStride = nil, 0, nil, 0
+		a, _ := json.Marshal(s)
+		b, _ := json.Marshal(w)
+		if !bytes.Equal(a, b) {
+			t.Errorf("connection %d's report changed beside its packets:\n%.600s\nvs\n%.600s", index, a, b)
+		}
+	}
+	// Connections 4 to 40 are not wanted; those that began after connection
+	// 3 was emitted (all but the few of its batch) keep nothing.
+	if asked == 0 || dropped < 30 {
+		t.Errorf("PacketsAfter asked %d times; %d of 37 unwanted connections dropped their packets", asked, dropped)
+	}
+}

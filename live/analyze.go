@@ -71,6 +71,9 @@ func Analyze(ctx context.Context, o AnalyzeOptions, out, errOut io.Writer) error
 	}
 	a := newAnalysis(o, out, in.Followed())
 	opts.Emit = a.emit
+	if a.page != nil {
+		opts.PacketsAfter = a.page.KeepsAfter // the page's connections only
+	}
 	if err := a.w.Begin(o.Tool); err != nil {
 		return err
 	}

@@ -73,6 +73,11 @@ func (k *Collector) Add(c *Connection) error {
 	return nil
 }
 
+// KeepsAfter reports whether a connection numbered after index may still be
+// kept. Once false it stays false for index and every higher number: the
+// connections after it need not be built in full (their packet lists).
+func (k *Collector) KeepsAfter(index int) bool { return k.cutoff == 0 || index+1 < k.cutoff }
+
 // Report returns the kept connections in order of number, in a Report of the
 // given tool, source and warnings (plus one if connections were left out).
 func (k *Collector) Report(tool string, source Source, warnings []string) *Report {

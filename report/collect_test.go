@@ -43,9 +43,17 @@ func TestCollectorKeepsTheFirstByNumber(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			k := NewCollector(budget)
+			// noneAfter: the lowest number after which KeepsAfter said no
+			// connection would be kept, at any time.
+			noneAfter := 1 << 30
 			for _, n := range tc.order {
 				if err := k.Add(sizedConnection(t, n, tc.sizes[n]*unit)); err != nil {
 					t.Fatal(err)
+				}
+				for i := 0; i <= 6; i++ {
+					if !k.KeepsAfter(i) {
+						noneAfter = min(noneAfter, i)
+					}
 				}
 			}
 			rep := k.Report("test", Source{}, nil)
@@ -57,6 +65,14 @@ func TestCollectorKeepsTheFirstByNumber(t *testing.T) {
 				t.Errorf("kept %v; want %v", got, tc.want)
 			}
 			dropped := len(tc.order) - len(tc.want)
+			for _, n := range got {
+				if n > noneAfter {
+					t.Errorf("connection %d kept after KeepsAfter(%d) said none would be", n, noneAfter)
+				}
+			}
+			if last := tc.want[len(tc.want)-1]; k.KeepsAfter(last) != (dropped == 0) {
+				t.Errorf("KeepsAfter(%d) = %v at the end, with %d connections left out", last, k.KeepsAfter(last), dropped)
+			}
 			if warned := len(rep.Warnings) == 1; warned != (dropped > 0) {
 				t.Errorf("warnings %q with %d connections left out", rep.Warnings, dropped)
 			}

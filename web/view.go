@@ -97,7 +97,8 @@ func loadForView(ctx context.Context, path string, opts analysis.Options, schema
 func analyzeForPage(ctx context.Context, paths []string, opts analysis.Options) (*report.Report, error) {
 	page := report.NewCollector(live.HTMLBudgetBytes)
 	defer gctune.ForBatch()()
-	source, warnings, damaged, err := live.Drain(ctx, paths, analysis.StreamOptions{Options: opts, CompactAttempts: true, Emit: page.Add})
+	source, warnings, damaged, err := live.Drain(ctx, paths, analysis.StreamOptions{Options: opts, CompactAttempts: true, Emit: page.Add,
+		PacketsAfter: page.KeepsAfter})
 	if err != nil {
 		return nil, err
 	}

@@ -181,6 +181,9 @@ func (m *merger) emit(f *finished) int {
 		rc := f.report()
 		rc.Index = index
 		m.emitErr = m.s.opts.Emit(rc)
+		if m.s.opts.Emitted != nil {
+			m.s.opts.Emitted(index, f.ordinal)
+		}
 	}
 	// Emitted: the report goes now, not with the rest of its batch (thousands
 	// of keep-alive connections ending in one batch held all their reports).

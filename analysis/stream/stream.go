@@ -97,6 +97,10 @@ type Options struct {
 	// packet. Connections are numbered (Index) in the order of their first
 	// packet. An error from Emit stops the stream (Close returns it).
 	Emit func(*report.Connection) error
+	// Emitted, when set, is told each connection's number and the ordinal of
+	// its first packet (flow.Conn.FirstOrdinal) once Emit has taken its
+	// report, from Emit's goroutine.
+	Emitted func(index int, firstOrdinal int64)
 }
 
 // Stats is what a Stream counted.
