@@ -58,8 +58,8 @@ type connAnalyzer struct {
 	clientWindowMax  int
 	windowSeen       bool
 	truncatedPayload bool
-	// packets, when the Report should list them; times are absolute until build.
-	packets []report.Packet
+	// packets, when the Report should list them, kept small until build.
+	packets []listedPacket
 	// packetStride: one packet in packetStride is kept once the list reached the
 	// cap (Options.PacketCap): a list of at most the cap, spread over the whole
 	// connection. packetsSeen counts the packets offered.
@@ -206,18 +206,58 @@ func (ca *connAnalyzer) recordPacket(c *flow.Conn, s *flow.Segment) {
 			return
 		}
 	}
-	p := report.Packet{TimeMs: float64(s.TimeNs - c.FirstNs), Dir: "c2s", Seq: s.Offset, Len: s.Len, Ack: -1,
-		Win: s.WindowBytes, Flags: flagString(s.Flags), Retx: s.Retransmission, OOO: s.OutOfOrder}
+	p := listedPacket{timeNs: s.TimeNs - c.FirstNs, seq: s.Offset, ack: -1, len: uint32(s.Len),
+		win: uint32(s.WindowBytes), flags: s.Flags}
 	if s.Dir == flow.ToClient {
-		p.Dir = "s2c"
+		p.bits |= listedToClient
 		if s.NewLen > 0 && ca.rounds != nil {
-			p.Round = ca.rounds.Count()
+			p.round = uint32(ca.rounds.Count())
 		}
 	}
+	if s.Retransmission {
+		p.bits |= listedRetx
+	}
+	if s.OutOfOrder {
+		p.bits |= listedOOO
+	}
 	if s.HasAck {
-		p.Ack = s.AckOffset
+		p.ack = s.AckOffset
 	}
 	ca.packets = append(ca.packets, p)
+}
+
+// listedPacket is a packet kept for the Report's list in 40 bytes (a
+// report.Packet takes 88): a page of thousands of open connections holds
+// millions of them. Its time counts from the connection's first packet; a
+// window fits (65535 << 14 at most), as does a captured segment's length.
+type listedPacket struct {
+	timeNs   int64
+	seq, ack int64 // ack -1: no ACK flag
+	len, win uint32
+	round    uint32
+	flags    uint8
+	bits     uint8 // listedToClient, listedRetx, listedOOO
+}
+
+const (
+	listedToClient = 1 << iota
+	listedRetx
+	listedOOO
+)
+
+// appendListed appends list's packets as the Report lists them: times made
+// absolute with the connection's firstNs, then given in ms by ms.
+func appendListed(out []report.Packet, list []listedPacket, firstNs int64, ms func(int64) float64) []report.Packet {
+	for _, p := range list {
+		rp := report.Packet{TimeMs: ms(p.timeNs + firstNs), Dir: "c2s", Seq: p.seq, Len: int(p.len), Ack: p.ack,
+			Win: int(p.win), Flags: flagString(p.flags), Retx: p.bits&listedRetx != 0, OOO: p.bits&listedOOO != 0,
+			Round: int(p.round)}
+		if p.bits&listedToClient != 0 {
+			rp.Dir = "s2c"
+		}
+		out = append(out, rp)
+	}
+	return out
 }
 
 // flagString names TCP flags as the Report's packets do ("SA", "PA", "FA"...),
@@ -548,12 +588,9 @@ func (ca *connAnalyzer) assemble(c *flow.Conn, l labelled) report.Connection {
 	} else {
 		rc.HTTP = ca.httpMessages(ms, spans)
 	}
-	packets := ca.packets
-	if !final {
-		packets = append([]report.Packet(nil), packets...)
-	}
-	for i := range packets {
-		packets[i].TimeMs = ms(int64(packets[i].TimeMs) + c.FirstNs)
+	var packets []report.Packet
+	if ca.packets != nil {
+		packets = appendListed(make([]report.Packet, 0, len(ca.packets)), ca.packets, c.FirstNs, ms)
 	}
 	rc.Packets = packets
 	if ca.packetStride > 1 {
