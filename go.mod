@@ -12,6 +12,7 @@ require (
 	github.com/goccy/go-json v0.10.5
 	github.com/google/nftables v0.3.0
 	github.com/gopacket/gopacket v1.7.7
+	github.com/klauspost/compress v1.20.1
 	github.com/prometheus/client_golang v1.25.0
 	github.com/prometheus/client_model v0.6.3
 	github.com/prometheus/common v0.72.0

@@ -3,7 +3,6 @@ package capture
 import (
 	"bufio"
 	"bytes"
-	"compress/gzip"
 	"errors"
 	"fmt"
 	"io"
@@ -12,6 +11,8 @@ import (
 	"slices"
 	"strings"
 	"syscall"
+
+	"github.com/klauspost/compress/gzip"
 
 	"github.com/gopacket/gopacket/layers"
 )
