@@ -136,8 +136,9 @@ type Reader struct {
 // input is one capture file of a Reader.
 type input struct {
 	name    string
-	index   int       // its place among the Reader's inputs (Packet.File)
-	file    io.Closer // the file Open or OpenFiles opened; nil for NewReader
+	index   int        // its place among the Reader's inputs (Packet.File)
+	file    io.Closer  // the file Open or OpenFiles opened; nil for NewReader
+	ahead   *readAhead // a gzip stream decompressed ahead, or nil
 	stream  *byteStream
 	records recordReader
 	rec     record // the record at hand
@@ -189,6 +190,13 @@ func OpenFiles(paths []string, opts ...Option) (*Reader, error) {
 	r.startMerge()
 	return r, nil
 }
+
+// A gzip stream is decompressed up to gzipChunksAhead chunks of
+// gzipChunkBytes ahead of the records being decoded (readAhead).
+const (
+	gzipChunkBytes  = 256 << 10
+	gzipChunksAhead = 4
+)
 
 // pcap and pcapng magic numbers as the first four bytes of a file.
 var (
@@ -248,6 +256,12 @@ func newEmptyReader(opts []Option) *Reader {
 // package.
 func (r *Reader) addInput(name string, in io.Reader) (*input, error) {
 	br := bufio.NewReaderSize(in, readBufferBytes)
+	var ahead *readAhead // a gzip stream's decompression
+	defer func() {
+		if ahead != nil && (len(r.inputs) == 0 || r.inputs[len(r.inputs)-1].ahead != ahead) {
+			ahead.Close() // not taken by an input: an error
+		}
+	}()
 	head, err := br.Peek(4)
 	if len(head) == 0 && err == io.EOF {
 		return nil, fmt.Errorf("%w: nothing was written into it", ErrEmpty)
@@ -257,7 +271,8 @@ func (r *Reader) addInput(name string, in io.Reader) (*input, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%w: the gzip stream is unreadable: %w", ErrDamaged, err)
 		}
-		br = bufio.NewReaderSize(zr, readBufferBytes)
+		ahead = newReadAhead(zr, gzipChunkBytes, gzipChunksAhead)
+		br = bufio.NewReaderSize(ahead, readBufferBytes)
 		head, err = br.Peek(4)
 		if len(head) == 0 && err == io.EOF {
 			return nil, fmt.Errorf("%w: the gzip stream holds nothing", ErrEmpty)
@@ -267,7 +282,7 @@ func (r *Reader) addInput(name string, in io.Reader) (*input, error) {
 		return nil, fmt.Errorf("%w: only %d bytes; give a file written by tcpdump -w, dumpcap or Wireshark", ErrNotCapture, len(head))
 	}
 
-	i := &input{name: name, index: len(r.inputs), stream: &byteStream{br: br, pipe: isPipe(in)}}
+	i := &input{name: name, index: len(r.inputs), stream: &byteStream{br: br, pipe: isPipe(in)}, ahead: ahead}
 	switch {
 	case bytes.Equal(head, magicPcapMicroLE), bytes.Equal(head, magicPcapMicroBE),
 		bytes.Equal(head, magicPcapNanoLE), bytes.Equal(head, magicPcapNanoBE):
@@ -309,6 +324,9 @@ func headerError(err error) error {
 func (r *Reader) Close() error {
 	var first error
 	for _, in := range r.inputs {
+		if in.ahead != nil {
+			in.ahead.Close()
+		}
 		if in.file == nil {
 			continue
 		}
