@@ -234,13 +234,11 @@ func (r *pcapReader) next(rec *record) error {
 				b, _ = r.s.peek(total) // runInside may have moved the buffer
 			}
 			data = b[pcapRecordHeaderBytes:total]
-			r.pending = total
-			if !r.s.pipe {
-				// The records that follow are read from the bytes at hand
-				// (nextInView) until one is not whole there.
-				r.view, _ = r.s.peek(r.s.br.Buffered())
-				r.viewUsed, r.pending = total, 0
-			}
+			// The records that follow are read from the bytes at hand
+			// (nextInView) until one is not whole there. From a pipe too:
+			// those are bytes already read, so no record waits for more.
+			r.view, _ = r.s.peek(r.s.br.Buffered())
+			r.viewUsed, r.pending = total, 0
 		} else {
 			if err := r.s.discard(pcapRecordHeaderBytes); err != nil {
 				return err

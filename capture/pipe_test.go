@@ -1,6 +1,7 @@
 package capture
 
 import (
+	"bytes"
 	"errors"
 	"io"
 	"os"
@@ -86,6 +87,55 @@ func TestPipeHandsOverEachRecord(t *testing.T) {
 				pw.Close() // lets the reader go
 				<-got
 				t.Fatal("the record written into the pipe was not handed over before the next one came")
+			}
+			// Then three records in one write: each is handed over, the last
+			// too, though no header follows it yet (the records read from
+			// the bytes at hand stop before it and leave it to the general
+			// path, which does not wait on a pipe).
+			var burst bytes.Buffer
+			var bw writer
+			switch format {
+			case "pcap":
+				bw = pcapgo.NewWriter(&burst)
+			case "pcapng":
+				nw, err := pcapgo.NewNgWriterInterface(&burst, pcapgo.NgInterface{LinkType: layers.LinkTypeRaw, SnapLength: 65535}, pcapgo.NgWriterOptions{SectionInfo: pcapgo.NgSectionInfo{}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				burst.Reset() // the section header and interface were written already
+				bw, flush = nw, nw.Flush
+			}
+			for _, rec := range recs[1:4] {
+				ci := gopacket.CaptureInfo{Timestamp: time.Unix(0, rec.timestampNs), CaptureLength: len(rec.data), Length: rec.wireBytes}
+				if err := bw.WritePacket(ci, rec.data); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := flush(); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := pw.Write(burst.Bytes()); err != nil {
+				t.Fatal(err)
+			}
+			go func() {
+				var p Packet
+				for range 3 {
+					if err := r.Next(&p); err != nil {
+						got <- err
+						return
+					}
+				}
+				got <- nil
+			}()
+			select {
+			case err := <-got:
+				if err != nil {
+					t.Fatalf("the three records written at once: %v", err)
+				}
+			case <-time.After(10 * time.Second):
+				pw.Close()
+				<-got
+				t.Fatal("the last of three records written at once was not handed over before the next one came")
 			}
 			pw.Close()
 			var p Packet
