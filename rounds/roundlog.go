@@ -87,12 +87,22 @@ func (l *roundLog) Open(i int) *Round { return &l.tail[i-l.frozen] }
 // the tail of a connection whose rounds are acknowledged one by one never
 // holds more than one.
 func (l *roundLog) Append(r Round, frozenBefore int) {
+	*l.AppendNew(r.StartOffset, frozenBefore) = r
+}
+
+// AppendNew is Append of a round the caller fills in place: it returns the new
+// round, zero but for its StartOffset (a Round built by the caller and copied
+// in was a stack copy of 552 bytes, twice, for every round).
+func (l *roundLog) AppendNew(startOffset int64, frozenBefore int) *Round {
 	if last := l.Last(); last != nil {
 		l.prev = spanOf(last)
 	}
 	l.freezeUpTo(min(frozenBefore, l.Len()))
-	l.starts = append(l.starts, r.StartOffset)
-	l.tail = append(l.tail, r)
+	l.starts = append(l.starts, startOffset)
+	l.tail = append(l.tail, Round{})
+	r := &l.tail[len(l.tail)-1]
+	r.StartOffset = startOffset
+	return r
 }
 
 // Prev is the span of the round before the last (it may be encoded); ok is

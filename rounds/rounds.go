@@ -904,22 +904,21 @@ func (t *Tracker) addServer(s *flow.Segment) {
 		if t.knownAckSet {
 			releaseAck = t.knownAck
 		}
-		t.log.Append(Round{
-			Index:             r,
-			ReleaseAck:        releaseAck,
-			ReleaseAckMax:     max(releaseAck, t.mayHaveSeenAck(s)),
-			RenoDupAcksBefore: t.knownRenoDups,
-			StartOffset:       s.NewOffset,
-			FirstNs:           s.TimeNs,
-			ReleaseNs:         t.knownLatestNs,
-			RequestNs:         t.knownDataNs,
-			ClientDataAtStart: t.knownDataEnd,
-			FirstFrameBytes:   s.NewLen,
-			shortBefore:       t.lastShort,
-			shortBeforeOther:  t.lastShortOther,
-			firstTS:           s.TSVal,
-			tsSet:             s.HasTS,
-		}, t.firstAckIdx)
+		releaseAckMax := max(releaseAck, t.mayHaveSeenAck(s)) // before the new round is in the log
+		nr := t.log.AppendNew(s.NewOffset, t.firstAckIdx)     // filled in place: no copy
+		nr.Index = r
+		nr.ReleaseAck = releaseAck
+		nr.ReleaseAckMax = releaseAckMax
+		nr.RenoDupAcksBefore = t.knownRenoDups
+		nr.FirstNs = s.TimeNs
+		nr.ReleaseNs = t.knownLatestNs
+		nr.RequestNs = t.knownDataNs
+		nr.ClientDataAtStart = t.knownDataEnd
+		nr.FirstFrameBytes = s.NewLen
+		nr.shortBefore = t.lastShort
+		nr.shortBeforeOther = t.lastShortOther
+		nr.firstTS = s.TSVal
+		nr.tsSet = s.HasTS
 		if t.holeBeforeData && t.log.Len() == 1 {
 			t.log.Last().Holes++
 		}
