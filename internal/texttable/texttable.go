@@ -77,7 +77,12 @@ func (t *Table) Reset() {
 }
 
 // Len is the number of rows.
-func (t *Table) Len() int { return (len(t.ends) + len(t.cols) - 1) / len(t.cols) }
+func (t *Table) Len() int {
+	if len(t.cols) == 0 {
+		return 0
+	}
+	return (len(t.ends) + len(t.cols) - 1) / len(t.cols)
+}
 
 // Write renders the table to w.
 func (t *Table) Write(w io.Writer) error {

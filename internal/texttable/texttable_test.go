@@ -60,3 +60,12 @@ func TestCellsInPlace(t *testing.T) {
 		t.Errorf("after Reset got\n%s\nwant\n%s", out.String(), want)
 	}
 }
+
+// TestNoColumns: a table of no columns has no rows and renders nothing.
+func TestNoColumns(t *testing.T) {
+	tb := New("  ")
+	tb.Row("ignored")
+	if tb.Len() != 0 || tb.String() != "" {
+		t.Errorf("a table of no columns: Len %d, %q", tb.Len(), tb.String())
+	}
+}
