@@ -42,12 +42,18 @@ type jsonWriter struct {
 
 // newline starts a line at the current depth: its indentation appended at
 // once from indentSpaces (a connection's members are some 5 levels deep).
-func (w *jsonWriter) newline() {
-	w.b = append(w.b, '\n')
-	w.b = append(w.b, w.prefix...)
+func (w *jsonWriter) newline() { w.b = w.appendNewline(w.b) }
+
+// appendNewline is newline onto b. The writer's pieces append to a local
+// slice and store it back once: appending to w.b piece by piece stored its
+// length and read it back at each piece, a store the next load waited on.
+func (w *jsonWriter) appendNewline(b []byte) []byte {
+	b = append(b, '\n')
+	b = append(b, w.prefix...)
 	for n := 2 * w.depth; n > 0; n -= len(indentSpaces) {
-		w.b = append(w.b, indentSpaces[:min(n, len(indentSpaces))]...)
+		b = append(b, indentSpaces[:min(n, len(indentSpaces))]...)
 	}
+	return b
 }
 
 // indentSpaces is the indentation of 16 levels.
@@ -70,31 +76,45 @@ func (w *jsonWriter) close(c byte) {
 
 // next starts a member or an element: the comma after the one before, and
 // its line.
-func (w *jsonWriter) next() {
+func (w *jsonWriter) next() { w.b = w.appendNext(w.b) }
+
+func (w *jsonWriter) appendNext(b []byte) []byte {
 	if !w.empty {
-		w.b = append(w.b, ',')
+		b = append(b, ',')
 	}
 	w.empty = false
 	if w.indent {
-		w.newline()
+		b = w.appendNewline(b)
 	}
+	return b
 }
 
 // key starts member k (a plain ASCII name).
-func (w *jsonWriter) key(k string) {
-	w.next()
-	w.b = append(w.b, '"')
-	w.b = append(w.b, k...)
+func (w *jsonWriter) key(k string) { w.b = w.appendKey(w.b, k) }
+
+func (w *jsonWriter) appendKey(b []byte, k string) []byte {
+	b = w.appendNext(b)
+	b = append(b, '"')
+	b = append(b, k...)
 	if w.indent {
-		w.b = append(w.b, `": `...)
-	} else {
-		w.b = append(w.b, `":`...)
+		return append(b, `": `...)
 	}
+	return append(b, `":`...)
+}
+
+// keyInt, keyStr and keyBool write member k and its value with one store
+// of the buffer.
+func (w *jsonWriter) keyInt(k string, v int64) {
+	w.b = strconv.AppendInt(w.appendKey(w.b, k), v, 10)
+}
+
+func (w *jsonWriter) keyStr(k, v string) { w.b = w.appendStr(w.appendKey(w.b, k), v) }
+
+func (w *jsonWriter) keyBool(k string, v bool) {
+	w.b = strconv.AppendBool(w.appendKey(w.b, k), v)
 }
 
 func (w *jsonWriter) int(v int64) { w.b = strconv.AppendInt(w.b, v, 10) }
-
-func (w *jsonWriter) bool(v bool) { w.b = strconv.AppendBool(w.b, v) }
 
 func (w *jsonWriter) null() { w.b = append(w.b, "null"...) }
 
@@ -166,21 +186,22 @@ func (w *jsonWriter) floatPtr(v *float64) {
 // str writes s quoted; a string with anything but plain printable ASCII that
 // needs no escape is written by goccy (its escapes of HTML characters, control
 // characters, U+2028 and U+2029, and invalid UTF-8).
-func (w *jsonWriter) str(s string) {
+func (w *jsonWriter) str(s string) { w.b = w.appendStr(w.b, s) }
+
+func (w *jsonWriter) appendStr(b []byte, s string) []byte {
 	for i := 0; i < len(s); i++ {
 		if !jsonPlain[s[i]] {
 			q, err := gojson.Marshal(s)
 			if err != nil {
 				w.failed = true
-				return
+				return b
 			}
-			w.b = append(w.b, q...)
-			return
+			return append(b, q...)
 		}
 	}
-	w.b = append(w.b, '"')
-	w.b = append(w.b, s...)
-	w.b = append(w.b, '"')
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
 }
 
 // jsonPlain tells the bytes a JSON string holds as they are, as goccy writes
@@ -228,14 +249,10 @@ func (w *jsonWriter) other(v any) {
 
 func (w *jsonWriter) connection(c *Connection) {
 	w.open('{')
-	w.key("index")
-	w.int(int64(c.Index))
-	w.key("client")
-	w.str(c.Client)
-	w.key("server")
-	w.str(c.Server)
-	w.key("vantage")
-	w.str(c.Vantage)
+	w.keyInt("index", int64(c.Index))
+	w.keyStr("client", c.Client)
+	w.keyStr("server", c.Server)
+	w.keyStr("vantage", c.Vantage)
 	w.key("start_ms")
 	w.float(c.StartMs)
 	w.key("duration_ms")
@@ -244,50 +261,34 @@ func (w *jsonWriter) connection(c *Connection) {
 	w.floatPtr(c.HandshakeRTTMs)
 	w.key("min_rtt_ms")
 	w.float(c.MinRTTMs)
-	w.key("mss")
-	w.int(int64(c.MSS))
+	w.keyInt("mss", int64(c.MSS))
 	w.key("client_syn")
 	w.endpoint(&c.ClientSYN)
 	w.key("server_syn")
 	w.endpoint(&c.ServerSYN)
 	w.key("client_window")
 	w.open('{')
-	w.key("initial_bytes")
-	w.int(int64(c.ClientWindow.InitialBytes))
-	w.key("min_bytes")
-	w.int(int64(c.ClientWindow.MinBytes))
-	w.key("max_bytes")
-	w.int(int64(c.ClientWindow.MaxBytes))
+	w.keyInt("initial_bytes", int64(c.ClientWindow.InitialBytes))
+	w.keyInt("min_bytes", int64(c.ClientWindow.MinBytes))
+	w.keyInt("max_bytes", int64(c.ClientWindow.MaxBytes))
 	w.close('}')
-	w.key("mid_stream")
-	w.bool(c.MidStream)
-	w.key("closed")
-	w.str(c.Closed)
-	w.key("bytes_to_server")
-	w.int(c.BytesToServer)
-	w.key("bytes_to_client")
-	w.int(c.BytesToClient)
-	w.key("missing_bytes_to_server")
-	w.int(c.MissingBytesToServer)
-	w.key("missing_bytes_to_client")
-	w.int(c.MissingBytesToClient)
-	w.key("retransmissions")
-	w.int(int64(c.Retransmission))
-	w.key("out_of_order")
-	w.int(int64(c.OutOfOrder))
+	w.keyBool("mid_stream", c.MidStream)
+	w.keyStr("closed", c.Closed)
+	w.keyInt("bytes_to_server", c.BytesToServer)
+	w.keyInt("bytes_to_client", c.BytesToClient)
+	w.keyInt("missing_bytes_to_server", c.MissingBytesToServer)
+	w.keyInt("missing_bytes_to_client", c.MissingBytesToClient)
+	w.keyInt("retransmissions", int64(c.Retransmission))
+	w.keyInt("out_of_order", int64(c.OutOfOrder))
 	w.key("tls")
 	if t := c.TLS; t == nil {
 		w.null()
 	} else {
 		w.open('{')
-		w.key("version")
-		w.str(t.Version)
-		w.key("server_flight_bytes")
-		w.int(int64(t.ServerFlightBytes))
-		w.key("server_flight_segments")
-		w.int(int64(t.ServerFlightSegments))
-		w.key("handshake_round_trips")
-		w.int(int64(t.HandshakeRoundTrips))
+		w.keyStr("version", t.Version)
+		w.keyInt("server_flight_bytes", int64(t.ServerFlightBytes))
+		w.keyInt("server_flight_segments", int64(t.ServerFlightSegments))
+		w.keyInt("handshake_round_trips", int64(t.HandshakeRoundTrips))
 		w.key("initial_window")
 		w.initialWindow(t.InitialWindow)
 		w.close('}')
@@ -296,17 +297,12 @@ func (w *jsonWriter) connection(c *Connection) {
 	w.initialWindow(c.InitialWindow)
 	w.key("round_trips")
 	w.open('{')
-	w.key("tcp")
-	w.int(int64(c.RoundTrips.TCP))
-	w.key("tls")
-	w.int(int64(c.RoundTrips.TLS))
-	w.key("http")
-	w.int(int64(c.RoundTrips.HTTP))
-	w.key("total")
-	w.int(int64(c.RoundTrips.Total))
+	w.keyInt("tcp", int64(c.RoundTrips.TCP))
+	w.keyInt("tls", int64(c.RoundTrips.TLS))
+	w.keyInt("http", int64(c.RoundTrips.HTTP))
+	w.keyInt("total", int64(c.RoundTrips.Total))
 	w.close('}')
-	w.key("round_method")
-	w.str(c.RoundMethod)
+	w.keyStr("round_method", c.RoundMethod)
 	w.key("rounds")
 	if c.Rounds == nil {
 		w.null()
@@ -341,8 +337,7 @@ func (w *jsonWriter) connection(c *Connection) {
 		w.close(']')
 	}
 	if c.PacketStride != 0 {
-		w.key("packet_stride")
-		w.int(int64(c.PacketStride))
+		w.keyInt("packet_stride", int64(c.PacketStride))
 	}
 	if c.ClientTiming != nil {
 		w.key("client_timing")
@@ -353,8 +348,7 @@ func (w *jsonWriter) connection(c *Connection) {
 		w.other(c.Diagnoses)
 	}
 	if c.Transport != "" {
-		w.key("transport")
-		w.str(c.Transport)
+		w.keyStr("transport", c.Transport)
 	}
 	if c.QUIC != nil {
 		w.key("quic")
@@ -365,14 +359,10 @@ func (w *jsonWriter) connection(c *Connection) {
 
 func (w *jsonWriter) endpoint(e *Endpoint) {
 	w.open('{')
-	w.key("mss")
-	w.int(int64(e.MSS))
-	w.key("window_scale")
-	w.int(int64(e.WindowScale))
-	w.key("sack_permitted")
-	w.bool(e.SACKPermitted)
-	w.key("timestamps")
-	w.bool(e.Timestamps)
+	w.keyInt("mss", int64(e.MSS))
+	w.keyInt("window_scale", int64(e.WindowScale))
+	w.keyBool("sack_permitted", e.SACKPermitted)
+	w.keyBool("timestamps", e.Timestamps)
 	w.close('}')
 }
 
@@ -382,27 +372,19 @@ func (w *jsonWriter) initialWindow(iw *InitialWindow) {
 		return
 	}
 	w.open('{')
-	w.key("segments")
-	w.int(int64(iw.Segments))
-	w.key("bytes")
-	w.int(int64(iw.Bytes))
+	w.keyInt("segments", int64(iw.Segments))
+	w.keyInt("bytes", int64(iw.Bytes))
 	if iw.SegmentsMax != 0 {
-		w.key("segments_max")
-		w.int(int64(iw.SegmentsMax))
+		w.keyInt("segments_max", int64(iw.SegmentsMax))
 	}
 	if iw.BytesMax != 0 {
-		w.key("bytes_max")
-		w.int(int64(iw.BytesMax))
+		w.keyInt("bytes_max", int64(iw.BytesMax))
 	}
-	w.key("verdict")
-	w.str(iw.Verdict)
-	w.key("source")
-	w.str(iw.Source)
-	w.key("reason")
-	w.str(iw.Reason)
+	w.keyStr("verdict", iw.Verdict)
+	w.keyStr("source", iw.Source)
+	w.keyStr("reason", iw.Reason)
 	if iw.ExactIf != "" {
-		w.key("exact_if")
-		w.str(iw.ExactIf)
+		w.keyStr("exact_if", iw.ExactIf)
 	}
 	if len(iw.Evidence) > 0 {
 		w.key("evidence")
@@ -410,10 +392,8 @@ func (w *jsonWriter) initialWindow(iw *InitialWindow) {
 		for _, p := range iw.Evidence {
 			w.next()
 			w.open('{')
-			w.key("obligation")
-			w.str(p.Obligation)
-			w.key("detail")
-			w.str(p.Detail)
+			w.keyStr("obligation", p.Obligation)
+			w.keyStr("detail", p.Detail)
 			w.close('}')
 		}
 		w.close(']')
@@ -427,76 +407,54 @@ func (w *jsonWriter) initialWindow(iw *InitialWindow) {
 
 func (w *jsonWriter) round(r *Round) {
 	w.open('{')
-	w.key("index")
-	w.int(int64(r.Index))
+	w.keyInt("index", int64(r.Index))
 	w.key("start_ms")
 	w.float(r.StartMs)
 	w.key("end_ms")
 	w.float(r.EndMs)
 	w.key("start_rtts")
 	w.float(r.StartRTTs)
-	w.key("segments")
-	w.int(int64(r.Segments))
+	w.keyInt("segments", int64(r.Segments))
 	if r.LossProbeSegments != 0 {
-		w.key("loss_probe_segments")
-		w.int(int64(r.LossProbeSegments))
+		w.keyInt("loss_probe_segments", int64(r.LossProbeSegments))
 	}
-	w.key("bytes")
-	w.int(int64(r.Bytes))
-	w.key("cumulative_bytes")
-	w.int(r.CumulativeBytes)
-	w.key("packets")
-	w.int(int64(r.Packets))
-	w.key("retransmissions")
-	w.int(int64(r.Retransmissions))
+	w.keyInt("bytes", int64(r.Bytes))
+	w.keyInt("cumulative_bytes", r.CumulativeBytes)
+	w.keyInt("packets", int64(r.Packets))
+	w.keyInt("retransmissions", int64(r.Retransmissions))
 	if r.CaptureGaps != 0 {
-		w.key("capture_gaps")
-		w.int(int64(r.CaptureGaps))
+		w.keyInt("capture_gaps", int64(r.CaptureGaps))
 	}
-	w.key("in_flight_bytes")
-	w.int(int64(r.InFlightBytes))
-	w.key("receive_window_bytes")
-	w.int(int64(r.ReceiveWindowBytes))
-	w.key("window_full")
-	w.bool(r.WindowFull)
-	w.key("limit")
-	w.str(r.Limit)
-	w.key("phase")
-	w.str(r.Phase)
+	w.keyInt("in_flight_bytes", int64(r.InFlightBytes))
+	w.keyInt("receive_window_bytes", int64(r.ReceiveWindowBytes))
+	w.keyBool("window_full", r.WindowFull)
+	w.keyStr("limit", r.Limit)
+	w.keyStr("phase", r.Phase)
 	w.close('}')
 }
 
 func (w *jsonWriter) httpMessage(m *HTTPMessage) {
 	w.open('{')
-	w.key("method")
-	w.str(m.Method)
-	w.key("path")
-	w.str(m.Path)
+	w.keyStr("method", m.Method)
+	w.keyStr("path", m.Path)
 	if m.Authority != "" {
-		w.key("authority")
-		w.str(m.Authority)
+		w.keyStr("authority", m.Authority)
 	}
 	if m.Protocol != "" {
-		w.key("protocol")
-		w.str(m.Protocol)
+		w.keyStr("protocol", m.Protocol)
 	}
 	if m.Stream != 0 {
-		w.key("stream")
-		w.int(int64(m.Stream))
+		w.keyInt("stream", int64(m.Stream))
 	}
 	if m.Pushed {
-		w.key("pushed")
-		w.bool(true)
+		w.keyBool("pushed", true)
 	}
 	if m.EarlyData {
-		w.key("early_data")
-		w.bool(true)
+		w.keyBool("early_data", true)
 	}
-	w.key("status")
-	w.int(int64(m.Status))
+	w.keyInt("status", int64(m.Status))
 	if m.ContentType != "" {
-		w.key("content_type")
-		w.str(m.ContentType)
+		w.keyStr("content_type", m.ContentType)
 	}
 	if len(m.Rounds) > 0 {
 		w.key("rounds")
@@ -513,17 +471,12 @@ func (w *jsonWriter) httpMessage(m *HTTPMessage) {
 	w.floatPtr(m.FirstByteMs)
 	w.key("last_byte_ms")
 	w.floatPtr(m.LastByteMs)
-	w.key("bytes")
-	w.int(m.Bytes)
-	w.key("body_bytes")
-	w.int(m.BodyBytes)
-	w.key("chunked")
-	w.bool(m.Chunked)
-	w.key("incomplete")
-	w.bool(m.Incomplete)
+	w.keyInt("bytes", m.Bytes)
+	w.keyInt("body_bytes", m.BodyBytes)
+	w.keyBool("chunked", m.Chunked)
+	w.keyBool("incomplete", m.Incomplete)
 	if m.IncompleteReason != "" {
-		w.key("incomplete_reason")
-		w.str(m.IncompleteReason)
+		w.keyStr("incomplete_reason", m.IncompleteReason)
 	}
 	w.close('}')
 }
@@ -532,29 +485,20 @@ func (w *jsonWriter) packet(p *Packet) {
 	w.open('{')
 	w.key("t_ms")
 	w.float(p.TimeMs)
-	w.key("dir")
-	w.str(p.Dir)
-	w.key("seq")
-	w.int(p.Seq)
-	w.key("len")
-	w.int(int64(p.Len))
-	w.key("ack")
-	w.int(p.Ack)
-	w.key("win")
-	w.int(int64(p.Win))
-	w.key("flags")
-	w.str(p.Flags)
+	w.keyStr("dir", p.Dir)
+	w.keyInt("seq", p.Seq)
+	w.keyInt("len", int64(p.Len))
+	w.keyInt("ack", p.Ack)
+	w.keyInt("win", int64(p.Win))
+	w.keyStr("flags", p.Flags)
 	if p.Retx {
-		w.key("retx")
-		w.bool(true)
+		w.keyBool("retx", true)
 	}
 	if p.OOO {
-		w.key("ooo")
-		w.bool(true)
+		w.keyBool("ooo", true)
 	}
 	if p.Round != 0 {
-		w.key("round")
-		w.int(int64(p.Round))
+		w.keyInt("round", int64(p.Round))
 	}
 	w.close('}')
 }
