@@ -1,6 +1,8 @@
 package fieldcodec
 
 import (
+	"bytes"
+	"encoding/binary"
 	"reflect"
 	"testing"
 )
@@ -106,4 +108,30 @@ func TestTwoWords(t *testing.T) {
 		}
 	}()
 	d.NoneFrom(3)
+}
+
+// TestOneByteVarints: a field's value is binary.AppendVarint's bytes of its
+// difference from the anchor (the records' format), read back whole, on both
+// sides of each length's boundary.
+func TestOneByteVarints(t *testing.T) {
+	for d := int64(-300); d <= 300; d++ {
+		for _, v := range []int64{d, d << 20, d<<56 | 3} {
+			const anchor = 1000
+			var c Codec
+			c.Encode(nil, 1)
+			x := anchor + v
+			c.Field64(&x, anchor, c.Next())
+			buf := c.Finish()
+			want := binary.AppendVarint([]byte{1}, v) // bitmap: field 0
+			if !bytes.Equal(buf, want) {
+				t.Fatalf("%d encoded as % x, want % x", v, buf, want)
+			}
+			c.Decode(buf, 1)
+			var got int64
+			c.Field64(&got, anchor, c.Next())
+			if got != anchor+v || c.Read() != len(buf) {
+				t.Fatalf("%d decoded as %d (%d of %d bytes)", v, got-anchor, c.Read(), len(buf))
+			}
+		}
+	}
 }
