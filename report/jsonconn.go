@@ -120,21 +120,25 @@ func (w *jsonWriter) null() { w.b = append(w.b, "null"...) }
 
 // float writes v as goccy does: strconv's shortest form, with an exponent
 // below 1e-6 and from 1e21 on.
-func (w *jsonWriter) float(v float64) {
+func (w *jsonWriter) float(v float64) { w.b = w.appendFloat(w.b, v) }
+
+func (w *jsonWriter) appendFloat(b []byte, v float64) []byte {
 	if math.IsNaN(v) || math.IsInf(v, 0) {
 		w.failed = true // goccy refuses them: let it say so
-		return
+		return b
 	}
-	if b, ok := appendMillionths(w.b, v); ok {
-		w.b = b
-		return
+	if out, ok := appendMillionths(b, v); ok {
+		return out
 	}
 	format := byte('f')
 	if abs := math.Abs(v); abs != 0 && (abs < 1e-6 || abs >= 1e21) {
 		format = 'e'
 	}
-	w.b = strconv.AppendFloat(w.b, v, format, -1, 64)
+	return strconv.AppendFloat(b, v, format, -1, 64)
 }
+
+// keyFloat writes member k and v with one store of the buffer.
+func (w *jsonWriter) keyFloat(k string, v float64) { w.b = w.appendFloat(w.appendKey(w.b, k), v) }
 
 // appendMillionths appends v as strconv's shortest 'f' form does, when v is
 // the float nearest a whole number of millionths below 10⁹ in magnitude (a
@@ -253,14 +257,11 @@ func (w *jsonWriter) connection(c *Connection) {
 	w.keyStr("client", c.Client)
 	w.keyStr("server", c.Server)
 	w.keyStr("vantage", c.Vantage)
-	w.key("start_ms")
-	w.float(c.StartMs)
-	w.key("duration_ms")
-	w.float(c.DurationMs)
+	w.keyFloat("start_ms", c.StartMs)
+	w.keyFloat("duration_ms", c.DurationMs)
 	w.key("handshake_rtt_ms")
 	w.floatPtr(c.HandshakeRTTMs)
-	w.key("min_rtt_ms")
-	w.float(c.MinRTTMs)
+	w.keyFloat("min_rtt_ms", c.MinRTTMs)
 	w.keyInt("mss", int64(c.MSS))
 	w.key("client_syn")
 	w.endpoint(&c.ClientSYN)
@@ -408,12 +409,9 @@ func (w *jsonWriter) initialWindow(iw *InitialWindow) {
 func (w *jsonWriter) round(r *Round) {
 	w.open('{')
 	w.keyInt("index", int64(r.Index))
-	w.key("start_ms")
-	w.float(r.StartMs)
-	w.key("end_ms")
-	w.float(r.EndMs)
-	w.key("start_rtts")
-	w.float(r.StartRTTs)
+	w.keyFloat("start_ms", r.StartMs)
+	w.keyFloat("end_ms", r.EndMs)
+	w.keyFloat("start_rtts", r.StartRTTs)
 	w.keyInt("segments", int64(r.Segments))
 	if r.LossProbeSegments != 0 {
 		w.keyInt("loss_probe_segments", int64(r.LossProbeSegments))
@@ -483,8 +481,7 @@ func (w *jsonWriter) httpMessage(m *HTTPMessage) {
 
 func (w *jsonWriter) packet(p *Packet) {
 	w.open('{')
-	w.key("t_ms")
-	w.float(p.TimeMs)
+	w.keyFloat("t_ms", p.TimeMs)
 	w.keyStr("dir", p.Dir)
 	w.keyInt("seq", p.Seq)
 	w.keyInt("len", int64(p.Len))
