@@ -254,12 +254,12 @@ func newEmptyReader(opts []Option) *Reader {
 
 // addInput reads the header of one more input; its errors do not name the
 // package.
-func (r *Reader) addInput(name string, in io.Reader) (*input, error) {
+func (r *Reader) addInput(name string, in io.Reader) (_ *input, err error) {
 	br := bufio.NewReaderSize(in, readBufferBytes)
 	var ahead *readAhead // a gzip stream's decompression
 	defer func() {
-		if ahead != nil && (len(r.inputs) == 0 || r.inputs[len(r.inputs)-1].ahead != ahead) {
-			ahead.Close() // not taken by an input: an error
+		if err != nil && ahead != nil {
+			ahead.Close() // no input took it
 		}
 	}()
 	head, err := br.Peek(4)

@@ -194,7 +194,6 @@ func writeConnection(bw *ErrWriter, c *Connection, scratch *textScratch) {
 	bw.Printf("%s\n  %s\n", head, strings.Join(facts, "; "))
 
 	line := scratch.line
-	defer func() { scratch.line = line }()
 	for _, m := range c.HTTP {
 		line = append(line[:0], "  HTTP "...)
 		line = append(line, textsafe.Escape(m.Method)...) // bytes of the capture
@@ -228,6 +227,7 @@ func writeConnection(bw *ErrWriter, c *Connection, scratch *textScratch) {
 		line = append(line, '\n')
 		_, _ = bw.Write(line) // an error stays in bw
 	}
+	scratch.line = line
 	if c.QUIC != nil {
 		writeQUIC(bw, c.QUIC)
 	}

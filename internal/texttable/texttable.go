@@ -9,6 +9,7 @@ package texttable
 
 import (
 	"io"
+	"slices"
 
 	"github.com/clipperhouse/displaywidth"
 )
@@ -40,7 +41,8 @@ type Table struct {
 	text   []byte  // the cells' text, one after another
 	ends   []int32 // where each cell ends in text; len(cols) of them a row
 	out    []byte  // the rendering, kept for the next
-	widths []int
+	widths []int   // the columns' widths, then each header's, at rendering
+	cellW  []int32 // each cell's display width, at rendering
 }
 
 // New starts a table whose lines begin with indent.
@@ -94,7 +96,7 @@ func (t *Table) Write(w io.Writer) error {
 // String renders the table.
 func (t *Table) String() string { return string(t.appendTo(nil)) }
 
-// cell is the text of cell i (counting along the rows) and its start.
+// cell is the text of cell i, counting along the rows.
 func (t *Table) cell(i int) []byte {
 	start := int32(0)
 	if i > 0 {
@@ -116,25 +118,27 @@ func (t *Table) appendTo(b []byte) []byte {
 	for len(t.ends)%n != 0 {
 		t.ends = append(t.ends, int32(len(t.text)))
 	}
-	t.widths = append(t.widths[:0], make([]int, n)...)
-	widths := t.widths
+	t.widths = slices.Grow(t.widths[:0], 2*n)[:2*n]
+	widths, headers := t.widths[:n], t.widths[n:]
 	for i, c := range t.cols {
-		widths[i] = displaywidth.String(c.Name)
+		headers[i] = displaywidth.String(c.Name)
+		widths[i] = headers[i]
 	}
+	t.cellW = slices.Grow(t.cellW[:0], len(t.ends))[:len(t.ends)]
 	for i := range t.ends {
-		widths[i%n] = max(widths[i%n], cellWidth(t.cell(i)))
+		t.cellW[i] = int32(cellWidth(t.cell(i)))
+		widths[i%n] = max(widths[i%n], int(t.cellW[i]))
 	}
 	b = append(b, t.indent...)
 	for i, c := range t.cols {
-		b = appendCell(b, i, c.Align, widths[i], c.Name, displaywidth.String(c.Name))
+		b = appendCell(b, i, c.Align, widths[i], c.Name, headers[i])
 	}
 	b = endLine(b)
 	for i := range t.ends {
 		if i%n == 0 {
 			b = append(b, t.indent...)
 		}
-		text := t.cell(i)
-		b = appendCell(b, i%n, t.cols[i%n].Align, widths[i%n], text, cellWidth(text))
+		b = appendCell(b, i%n, t.cols[i%n].Align, widths[i%n], t.cell(i), int(t.cellW[i]))
 		if i%n == n-1 {
 			b = endLine(b)
 		}

@@ -22,11 +22,17 @@ func TestLayout(t *testing.T) {
 		"     12  end      2.0×  a → b\n" +
 		"      3\n" +
 		"      4  名前       ±1\n"
+	checkTable(t, tb, want, 4)
+}
+
+// checkTable holds a table to its rendering and its count of rows.
+func checkTable(t *testing.T, tb *Table, want string, rows int) {
+	t.Helper()
 	if got := tb.String(); got != want {
 		t.Errorf("got\n%s\nwant\n%s", got, want)
 	}
-	if tb.Len() != 4 {
-		t.Errorf("Len %d", tb.Len())
+	if tb.Len() != rows {
+		t.Errorf("Len %d, want %d", tb.Len(), rows)
 	}
 }
 
@@ -44,12 +50,7 @@ func TestCellsInPlace(t *testing.T) {
 		"  1  first\n" +
 		" 22  second →\n" +
 		"333\n"
-	if got := tb.String(); got != want {
-		t.Errorf("got\n%s\nwant\n%s", got, want)
-	}
-	if tb.Len() != 3 {
-		t.Errorf("Len %d, want 3", tb.Len())
-	}
+	checkTable(t, tb, want, 3)
 	tb.Reset()
 	tb.Row("4", "again")
 	var out strings.Builder
