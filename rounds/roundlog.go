@@ -82,17 +82,12 @@ func (l *roundLog) Last() *Round {
 // first round not encoded (see freeze).
 func (l *roundLog) Open(i int) *Round { return &l.tail[i-l.frozen] }
 
-// Append adds a round after the others. The rounds before round frozenBefore
-// (0-based) change no more: those are encoded first, the last one too, so that
-// the tail of a connection whose rounds are acknowledged one by one never
-// holds more than one.
-func (l *roundLog) Append(r Round, frozenBefore int) {
-	*l.AppendNew(r.StartOffset, frozenBefore) = r
-}
-
-// AppendNew is Append of a round the caller fills in place: it returns the new
-// round, zero but for its StartOffset (a Round built by the caller and copied
-// in was a stack copy of 552 bytes, twice, for every round).
+// AppendNew adds a round after the others, for the caller to fill in place:
+// it returns the new round, zero but for its StartOffset (a Round built by
+// the caller and copied in was a stack copy of 552 bytes, twice, a round).
+// The rounds before round frozenBefore (0-based) change no more: those are
+// encoded first, the last one too, so that the tail of a connection whose
+// rounds are acknowledged one by one never holds more than one.
 func (l *roundLog) AppendNew(startOffset int64, frozenBefore int) *Round {
 	if last := l.Last(); last != nil {
 		l.prev = spanOf(last)
