@@ -18,6 +18,7 @@ import (
 	"runtime"
 	"runtime/metrics"
 	"runtime/pprof"
+	"runtime/trace"
 	"time"
 
 	"github.com/slowstart/slowstart/analysis"
@@ -28,6 +29,7 @@ func main() {
 	cpuPath := flag.String("cpu", "cpu.pprof", "where to write the CPU profile")
 	heapPath := flag.String("heap", "", "where to write a heap profile taken at the fullest heap seen during the analysis (none if empty)")
 	allocsPath := flag.String("allocs", "", "where to write a profile of everything allocated, taken at the end (none if empty)")
+	tracePath := flag.String("trace", "", "where to write an execution trace of the analysis (go tool trace; none if empty): which goroutine waits for which")
 	renderMode := flag.String("render", renderIndent, "how to render the Report as JSON: none, indent (as analyze --json), compact")
 	flag.Usage = func() {
 		fmt.Fprintf(flag.CommandLine.Output(), "usage: %s [flags] CAPTURE\n", os.Args[0])
@@ -40,13 +42,13 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	if err := run(ctx, flag.Arg(0), *cpuPath, *heapPath, *allocsPath, *renderMode); err != nil {
+	if err := run(ctx, flag.Arg(0), *cpuPath, *heapPath, *allocsPath, *tracePath, *renderMode); err != nil {
 		slog.Error("profile failed", "err", err)
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context, capturePath, cpuPath, heapPath, allocsPath, renderMode string) error {
+func run(ctx context.Context, capturePath, cpuPath, heapPath, allocsPath, tracePath, renderMode string) error {
 	cpuFile, err := os.Create(cpuPath)
 	if err != nil {
 		return fmt.Errorf("create the CPU profile file: %w", err)
@@ -63,6 +65,17 @@ func run(ctx context.Context, capturePath, cpuPath, heapPath, allocsPath, render
 	defer reader.Close()
 	if err := pprof.StartCPUProfile(cpuFile); err != nil {
 		return fmt.Errorf("start the CPU profile: %w", err)
+	}
+	if tracePath != "" {
+		traceFile, err := os.Create(tracePath)
+		if err != nil {
+			return fmt.Errorf("create the trace file: %w", err)
+		}
+		defer traceFile.Close()
+		if err := trace.Start(traceFile); err != nil {
+			return fmt.Errorf("start the trace: %w", err)
+		}
+		defer trace.Stop()
 	}
 	start := time.Now()
 	// As `analyze --json` does: the stream, each connection rendered as it finishes.
