@@ -138,3 +138,32 @@ func TestRoundLog(t *testing.T) {
 		t.Errorf("after Replace: %d encoded, %d rounds, first limit %q", l.frozen, l.Len(), l.All()[0].Limit)
 	}
 }
+
+// TestRoundOf holds roundOf to a count of the rounds starting at or before the
+// byte, for bytes before, inside, at the start of and past every round (the
+// latest two, tried first, among them), with rounds that start at the same
+// byte (a round of only resent data starts where the one before did).
+func TestRoundOf(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	for _, n := range []int{0, 1, 2, 3, 7, 300} {
+		var tr Tracker
+		start := int64(100)
+		var starts []int64
+		for range n {
+			tr.log.AppendNew(start, 0)
+			starts = append(starts, start)
+			start += int64(rng.IntN(3000)) // zero at times: two rounds at one byte
+		}
+		for x := int64(-1); x <= start+2; x++ {
+			want := 0
+			for _, s := range starts {
+				if s <= x {
+					want++
+				}
+			}
+			if got := tr.roundOf(x); got != want {
+				t.Fatalf("%d rounds starting at %v: roundOf(%d) = %d, want %d", n, starts[:min(n, 8)], x, got, want)
+			}
+		}
+	}
+}

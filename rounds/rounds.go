@@ -759,8 +759,20 @@ func (t *Tracker) mayHaveSeenAck(s *flow.Segment) int64 {
 }
 
 // roundOf returns the round holding stream byte x (0 when x precedes all rounds).
+// The byte is most often in the latest round or the one before (what the client
+// acknowledged last), whose starts were just written: those are tried before a
+// binary search, whose first probes, far apart in a long-lived connection's
+// hundreds of rounds, each missed the processor's cache (rounds.assign 5.5% of
+// the samples on 5,000 connections of 200 responses each, perf).
 func (t *Tracker) roundOf(x int64) int {
-	lo, hi := 0, t.log.Len()
+	n := t.log.Len()
+	if n > 0 && t.log.Start(n-1) <= x {
+		return n
+	}
+	if n > 1 && t.log.Start(n-2) <= x {
+		return n - 1
+	}
+	lo, hi := 0, max(n-2, 0)
 	for lo < hi {
 		mid := (lo + hi) / 2
 		if t.log.Start(mid) <= x {
