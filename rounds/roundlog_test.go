@@ -154,16 +154,26 @@ func TestRoundOf(t *testing.T) {
 			starts = append(starts, start)
 			start += int64(rng.IntN(3000)) // zero at times: two rounds at one byte
 		}
-		for x := int64(-1); x <= start+2; x++ {
-			want := 0
-			for _, s := range starts {
-				if s <= x {
-					want++
+		check := func(how string) {
+			for x := int64(-1); x <= start+2; x++ {
+				want := 0
+				for _, s := range starts {
+					if s <= x {
+						want++
+					}
+				}
+				if got := tr.roundOf(x); got != want {
+					t.Fatalf("%d rounds starting at %v (%s): roundOf(%d) = %d, want %d", n, starts[:min(n, 8)], how, x, got, want)
 				}
 			}
-			if got := tr.roundOf(x); got != want {
-				t.Fatalf("%d rounds starting at %v: roundOf(%d) = %d, want %d", n, starts[:min(n, 8)], x, got, want)
-			}
 		}
+		check("appended")
+		// Label puts back a labeled set of the same rounds; a set of
+		// fewer is put back here too (the log then ends earlier).
+		tr.log.Replace(tr.log.All())
+		check("replaced")
+		starts = starts[:n/2]
+		tr.log.Replace(tr.log.All()[:n/2])
+		check("replaced by fewer")
 	}
 }
