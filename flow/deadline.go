@@ -63,6 +63,7 @@ func (h *deadlineHeap) pop() deadline { return heap.Pop(h).(deadline) }
 type attempt struct {
 	key          compactKey // its client is key's a, or its b with clientIsB
 	index        int32
+	heapPos      int32 // 1 + its place in Tracker.attemptDeadlines, 0 when not there
 	firstOrdinal int64
 	firstNs      int64 // the first SYN
 	lastNs       int64 // the latest SYN (or copy of one)
@@ -127,11 +128,19 @@ type attemptHeap []attemptDeadline
 
 func (h attemptHeap) Len() int           { return len(h) }
 func (h attemptHeap) Less(i, j int) bool { return h[i].atNs < h[j].atNs }
-func (h attemptHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *attemptHeap) Push(x any)        { *h = append(*h, x.(attemptDeadline)) }
+func (h attemptHeap) Swap(i, j int) {
+	h[i], h[j] = h[j], h[i]
+	h[i].attempt.heapPos, h[j].attempt.heapPos = int32(i+1), int32(j+1)
+}
+func (h *attemptHeap) Push(x any) {
+	e := x.(attemptDeadline)
+	e.attempt.heapPos = int32(len(*h) + 1)
+	*h = append(*h, e)
+}
 func (h *attemptHeap) Pop() any {
 	old := *h
 	e := old[len(old)-1]
+	e.attempt.heapPos = 0
 	*h = old[:len(old)-1]
 	return e
 }
@@ -180,6 +189,12 @@ func (t *Tracker) addToAttempt(at *attempt, p *capture.Packet) bool {
 func (t *Tracker) promote(at *attempt) *Conn {
 	at.done = true
 	delete(t.attempts, at.key)
+	if at.heapPos > 0 {
+		// Off the deadline heap now, not when its deadline (an hour later by
+		// default) comes: every connection of a capture began as an attempt,
+		// and the heap held them all (16 MB for mixed at 4× the length).
+		heap.Remove(&t.attemptDeadlines, int(at.heapPos-1))
+	}
 	client, server := at.endpoints()
 	syn := capture.Packet{TimestampNs: at.firstNs, Src: client.Addr(), Dst: server.Addr(),
 		SrcPort: client.Port(), DstPort: server.Port(), Seq: at.isn,

@@ -570,3 +570,62 @@ func indexes(conns []*Conn) []int {
 	}
 	return out
 }
+
+// TestAnsweredAttemptsLeaveTheDeadlineHeap: a SYN-only attempt that is answered
+// becomes a full connection and leaves the attempts' deadline heap then, not
+// when its deadline (the idle time, an hour by default) comes: the heap holds
+// the unanswered attempts only, each where its heapPos says, and they still
+// finish when idle, with the rest.
+func TestAnsweredAttemptsLeaveTheDeadlineHeap(t *testing.T) {
+	r := &recorder{}
+	const idleNs = 60e9
+	tr := NewTrackerWith(r.newHandler, ServerHint{}, TrackerOptions{Compact: true, IdleNs: idleNs})
+	server := netip.MustParseAddrPort("192.0.2.1:80")
+	unanswered := 0
+	// SYNs of eight clients at a time, then the SYN/ACKs in the reverse order:
+	// attempts leave the heap from its middle.
+	for g := 0; g < 1000; g += 8 {
+		var syns [8]capture.Packet
+		for k := range syns {
+			i := g + k
+			client := netip.AddrPortFrom(netip.MustParseAddr("198.51.100.7"), uint16(20000+i))
+			p := capture.Packet{TimestampNs: testEpochNs + int64(i)*1e6, Src: client.Addr(), Dst: server.Addr(),
+				SrcPort: client.Port(), DstPort: server.Port(), Seq: uint32(1000 * i), Flags: syn, Window: 65535, HeaderLen: 20}
+			p.Options.WindowScale = -1
+			tr.Add(&p)
+			syns[k] = p
+		}
+		for k := len(syns) - 1; k >= 0; k-- {
+			p := &syns[k]
+			if (g+k)%4 == 0 {
+				unanswered++
+				continue
+			}
+			a := capture.Packet{TimestampNs: testEpochNs + int64(g+8)*1e6 + int64(8-k)*1e4, Src: p.Dst, Dst: p.Src,
+				SrcPort: p.DstPort, DstPort: p.SrcPort, Seq: 7, Ack: p.Seq + 1, Flags: synack, Window: 65535, HeaderLen: 20}
+			a.Options.WindowScale = -1
+			tr.Add(&a)
+		}
+	}
+	if got := len(tr.attemptDeadlines); got != unanswered {
+		t.Fatalf("%d entries on the attempts' deadline heap, want the %d unanswered attempts", got, unanswered)
+	}
+	for i, e := range tr.attemptDeadlines {
+		if e.attempt.done || int(e.attempt.heapPos) != i+1 {
+			t.Fatalf("entry %d: done %v, heapPos %d", i, e.attempt.done, e.attempt.heapPos)
+		}
+	}
+	tr.Advance(testEpochNs + 2000*1e6 + idleNs)
+	if len(r.closed) != 1000 || len(tr.attemptDeadlines) != 0 {
+		t.Fatalf("idle: %d connections finished and %d deadlines left, want all 1000 and none", len(r.closed), len(tr.attemptDeadlines))
+	}
+	synOnly := 0
+	for _, c := range r.closed {
+		if c.SYNACKNs == 0 {
+			synOnly++
+		}
+	}
+	if synOnly != unanswered {
+		t.Errorf("%d connections finished with no SYN/ACK, want %d", synOnly, unanswered)
+	}
+}
