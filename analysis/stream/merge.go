@@ -192,10 +192,14 @@ func (m *merger) emit(f *finished) int {
 	return 1
 }
 
-// recycle gives the shards' finished slices back to them for their next batches.
+// recycle gives the shards' finished slices back to them for their next batches,
+// but for one grown past maxSpareFinished: a batch in which thousands of
+// connections finished at once (a capture's quiet minute, after which every
+// connection still lingering is due) would otherwise keep its room, 520 bytes
+// a connection, for the rest of the input (mixed at 4× the length: 8.75 MB).
 func (m *merger) recycle() {
 	for i := range m.results {
-		if f := m.results[i].finished; cap(f) > 0 {
+		if f := m.results[i].finished; cap(f) > 0 && cap(f) <= maxSpareFinished {
 			clear(f)
 			select {
 			case m.s.shards[i].spare <- f[:0]:
@@ -204,6 +208,11 @@ func (m *merger) recycle() {
 		}
 	}
 }
+
+// maxSpareFinished is the most connections a finished slice given back for
+// reuse holds room for: many times what a batch of a busy capture finishes
+// (a few dozen per shard).
+const maxSpareFinished = 512
 
 // account adds the batch's counts to the stream's.
 func (m *merger) account(emitted int) {
