@@ -199,7 +199,7 @@ func (t *Tracker) promote(at *attempt) *Conn {
 	syn := capture.Packet{TimestampNs: at.firstNs, Src: client.Addr(), Dst: server.Addr(),
 		SrcPort: client.Port(), DstPort: server.Port(), Seq: at.isn,
 		Protocol: capture.ProtocolTCP, Window: at.window, Options: at.options(), IPID: at.ipID, HeaderLen: 20, Flags: at.flags}
-	c := t.makeConn(makeKey(client, server), client, server, &syn, int(at.index), at.firstOrdinal)
+	c := t.makeConn(client, server, &syn, int(at.index), at.firstOrdinal)
 	// The latest SYN is the one a later copy must be recognized by, as a full
 	// connection would have recorded it.
 	latest := syn

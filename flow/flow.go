@@ -249,6 +249,9 @@ type Conn struct {
 	// its deadline's place on the tracker's heap, plus one (0: none).
 	closing, done bool
 	heapPos       int
+	// sameHash is the next open connection whose four-tuple hashes the same
+	// (see connTable).
+	sameHash *Conn
 	// SYN/ACKs seen before the handshake completed, to pick the one acknowledged
 	// (allocated at the first: most connections of a SYN flood never get one).
 	synAcks   *synAckSet
@@ -322,7 +325,7 @@ type Stats struct {
 
 // Tracker demultiplexes packets into connections.
 type Tracker struct {
-	conns      map[connKey]*Conn
+	conns      connTable
 	newHandler NewHandlerFunc
 	hint       ServerHint
 	next       int
@@ -381,7 +384,7 @@ func NewTracker(newHandler NewHandlerFunc, hint ServerHint) *Tracker {
 // NewTrackerWith is NewTracker with options.
 func NewTrackerWith(newHandler NewHandlerFunc, hint ServerHint, opts TrackerOptions) *Tracker {
 	t := &Tracker{
-		conns:      make(map[connKey]*Conn),
+		conns:      newConnTable(),
 		finished:   make(map[compactKey]tombstone),
 		attempts:   make(map[compactKey]*attempt),
 		newHandler: newHandler,
@@ -416,7 +419,7 @@ func (t *Tracker) AddNumbered(p *capture.Packet, ordinal int64) {
 	// Consecutive packets mostly belong to the same connection: try it before the map.
 	c := t.last
 	if c == nil || !((src == c.Client && dst == c.Server) || (src == c.Server && dst == c.Client)) {
-		c = t.conns[makeKey(src, dst)]
+		c = t.conns.get(src, dst)
 	}
 	isSYN := p.Has(capture.FlagSYN) && !p.Has(capture.FlagACK)
 	if c != nil {
@@ -464,7 +467,7 @@ func (t *Tracker) AddNumbered(p *capture.Packet, ordinal int64) {
 				t.newAttempt(key, src, dst, p)
 				return
 			}
-			c = t.newConn(key, src, dst, p)
+			c = t.newConn(src, dst, p)
 		}
 	}
 	if t.last != c {
@@ -586,15 +589,12 @@ func (t *Tracker) finish(c *Conn, atNs int64) {
 	c.done = true
 	c.FinishNs = atNs
 	t.deadlines.remove(c)
-	key := makeKey(c.Client, c.Server)
-	if t.conns[key] == c {
-		delete(t.conns, key)
-	}
+	t.conns.remove(c)
 	if t.last == c {
 		t.last = nil
 	}
 	if !t.ending {
-		t.bury(key, c) // at the end of the input no later packet can come
+		t.bury(makeKey(c.Client, c.Server), c) // at the end of the input no later packet can come
 	}
 	if c.handler != nil {
 		c.handler.Close(c)
@@ -615,10 +615,8 @@ func (t *Tracker) FlushEach(every int, after func()) {
 	// Two lists of pointers, merged by number (the full connections and the
 	// SYN-only attempts are numbered from one counter): a SYN flood's million
 	// attempts cost 8 MB here, not 24 with a list of both kinds.
-	conns := make([]*Conn, 0, len(t.conns))
-	for _, c := range t.conns {
-		conns = append(conns, c)
-	}
+	conns := make([]*Conn, 0, t.conns.len())
+	t.conns.each(func(c *Conn) { conns = append(conns, c) })
 	slices.SortFunc(conns, func(a, b *Conn) int { return cmp.Compare(a.Index, b.Index) })
 	attempts := make([]*attempt, 0, len(t.attempts))
 	for _, at := range t.attempts {
@@ -644,21 +642,17 @@ func (t *Tracker) FlushEach(every int, after func()) {
 
 // EachOpen calls f for every full connection open now (not the SYN-only ones
 // kept compact), in no particular order.
-func (t *Tracker) EachOpen(f func(*Conn)) {
-	for _, c := range t.conns {
-		f(c)
-	}
-}
+func (t *Tracker) EachOpen(f func(*Conn)) { t.conns.each(f) }
 
 // Handler returns the connection's handler (nil once it is finished).
 func (c *Conn) Handler() Handler { return c.handler }
 
 // Open returns the number of connections currently tracked.
-func (t *Tracker) Open() int { return len(t.conns) + len(t.attempts) }
+func (t *Tracker) Open() int { return t.conns.len() + len(t.attempts) }
 
-func (t *Tracker) newConn(key connKey, src, dst netip.AddrPort, p *capture.Packet) *Conn {
+func (t *Tracker) newConn(src, dst netip.AddrPort, p *capture.Packet) *Conn {
 	t.next++
-	c := t.makeConn(key, src, dst, p, t.next, t.ordinal)
+	c := t.makeConn(src, dst, p, t.next, t.ordinal)
 	if t.created != nil {
 		t.created(c.Index, c.FirstOrdinal, c.Client, c.Server)
 	}
@@ -667,7 +661,7 @@ func (t *Tracker) newConn(key connKey, src, dst netip.AddrPort, p *capture.Packe
 
 // makeConn makes a connection numbered index whose first packet is p, the
 // ordinal-th of the input.
-func (t *Tracker) makeConn(key connKey, src, dst netip.AddrPort, p *capture.Packet, index int, ordinal int64) *Conn {
+func (t *Tracker) makeConn(src, dst netip.AddrPort, p *capture.Packet, index int, ordinal int64) *Conn {
 	c := &Conn{Index: index, FirstOrdinal: ordinal, FirstNs: p.TimestampNs, LastNs: p.TimestampNs, reorderNs: 3e6}
 	switch {
 	case p.Has(capture.FlagSYN) && !p.Has(capture.FlagACK):
@@ -689,7 +683,7 @@ func (t *Tracker) makeConn(key connKey, src, dst netip.AddrPort, p *capture.Pack
 		c.Dirs[i].MinAckDelayNs = -1
 		c.Dirs[i].AckDelayFloorNs = -1
 	}
-	t.conns[key] = c
+	t.conns.put(c)
 	if t.newHandler != nil {
 		c.handler = t.newHandler(c)
 	}

@@ -299,33 +299,3 @@ func TestShardsShareConnections(t *testing.T) {
 		}
 	}
 }
-
-// TestEndpointHashOfSixteenBytes holds endpointHash to the hash of the
-// address's 16-byte form (As16) and port, word by word: the IPv4 short way
-// must give what the 16 bytes give (a wrong byte of the mapped prefix, or the
-// words swapped, fails it).
-func TestEndpointHashOfSixteenBytes(t *testing.T) {
-	reference := func(e netip.AddrPort, seed uint64) uint64 {
-		a := e.Addr().As16()
-		h := seed ^ uint64(e.Port())
-		for i := 0; i < 16; i += 8 {
-			var w uint64
-			for _, b := range a[i : i+8] {
-				w = w<<8 | uint64(b)
-			}
-			h = (h ^ w) * 0x9e3779b97f4a7c15
-			h ^= h >> 31
-			h *= 0x94d049bb133111eb
-			h ^= h >> 29
-		}
-		return h
-	}
-	for i, s := range []string{"192.0.2.1:443", "10.0.0.2:51234", "0.0.0.0:0", "255.255.255.255:65535",
-		"[2001:db8::1]:443", "[::ffff:192.0.2.1]:80", "[::]:1", "[fe80::1%eth0]:22"} {
-		e := netip.MustParseAddrPort(s)
-		seed := uint64(i)*0x9e3779b97f4a7c15 + 1
-		if got, want := endpointHash(e, seed), reference(e, seed); got != want {
-			t.Errorf("endpointHash(%s) = %#x, want %#x", s, got, want)
-		}
-	}
-}
