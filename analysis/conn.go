@@ -30,7 +30,8 @@ type connAnalyzer struct {
 	env *connEnv
 	// captureNs is the input's first packet time (start_ms counts from it).
 	captureNs int64
-	rounds    *rounds.Tracker // in data
+	rounds    *rounds.Tracker // in plain, or in data once the connection is found to be HTTP
+	plain     *roundsState
 	data      *dataState
 	rttNs     int64 // the RTT the rounds tracker was last given
 	// clientDataRTTNs is, at the client, the round trip the client's data showed
@@ -66,33 +67,66 @@ type connAnalyzer struct {
 	packetStride, packetsSeen int64
 }
 
-// dataState is a connection's rounds tracker and HTTP parsers, in one
-// allocation made with the tracker (a connection that carries no data, such as
-// a SYN a flood sent, makes none): a packet then reads memory next to the
-// tracker's instead of in three objects apart.
+// dataState is an HTTP connection's rounds tracker and HTTP parsers, in one
+// allocation: a packet then reads memory next to the tracker's instead of in
+// three objects apart.
 type dataState struct {
 	rounds rounds.Tracker
 	http   [2]httpmsg.Parser
 }
 
-// dataStates keeps the dataStates of connections whose final report was built,
-// cleared, for new connections: a capture of many short connections then
-// allocates (and collects) a third less.
-var dataStates = sync.Pool{New: func() any { return new(dataState) }}
+// roundsState is the rounds tracker alone, made at a connection's first data
+// (a connection that carries none, such as a SYN a flood sent, makes none),
+// before its protocol is known. A connection found to be HTTP moves its
+// tracker into a dataState; the others (TLS, most of what a capture holds)
+// keep this one and never hold the two HTTP parsers' 1,152 bytes.
+type roundsState struct {
+	rounds rounds.Tracker
+}
 
-func newDataState() *dataState { return dataStates.Get().(*dataState) }
+// dataStates and roundsStates keep the states of connections whose final
+// report was built, cleared, for new connections: a capture of many short
+// connections then allocates (and collects) a third less.
+var (
+	dataStates   = sync.Pool{New: func() any { return new(dataState) }}
+	roundsStates = sync.Pool{New: func() any { return new(roundsState) }}
+)
 
-// releaseData gives the connection's dataState back once its final report is
-// built: nothing reads it after that (the report holds copies, and slices of
-// its own).
-func (ca *connAnalyzer) releaseData() {
-	if ca.data == nil {
-		return
+// startHTTP gives the connection its HTTP parsers, in a dataState its rounds
+// tracker moves into. Called from feed, after the segment went to the tracker:
+// nothing holds a pointer into the tracker then.
+func (ca *connAnalyzer) startHTTP() {
+	d := dataStates.Get().(*dataState)
+	if ca.plain != nil {
+		d.rounds = ca.plain.rounds
+		*ca.plain = roundsState{}
+		roundsStates.Put(ca.plain)
+		ca.plain = nil
+		ca.rounds = &d.rounds
 	}
-	ca.data.rounds.Release()
-	*ca.data = dataState{}
-	dataStates.Put(ca.data)
-	ca.data, ca.rounds, ca.http = nil, nil, [2]*httpmsg.Parser{}
+	ca.data = d
+	h := &d.http
+	h[flow.ToServer].InitRequest()
+	h[flow.ToClient].InitResponse(&h[flow.ToServer])
+	ca.http = [2]*httpmsg.Parser{&h[flow.ToServer], &h[flow.ToClient]}
+}
+
+// releaseData gives the connection's tracker and parsers back once its final
+// report is built: nothing reads them after that (the report holds copies, and
+// slices of its own).
+func (ca *connAnalyzer) releaseData() {
+	if ca.rounds != nil {
+		ca.rounds.Release()
+	}
+	if ca.data != nil {
+		*ca.data = dataState{}
+		dataStates.Put(ca.data)
+	}
+	if ca.plain != nil {
+		*ca.plain = roundsState{}
+		roundsStates.Put(ca.plain)
+	}
+	ca.data, ca.plain, ca.rounds, ca.http = nil, nil, nil, [2]*httpmsg.Parser{}
 }
 
 func newConnAnalyzer(env *connEnv, c *flow.Conn) *connAnalyzer {
@@ -116,9 +150,9 @@ func (ca *connAnalyzer) Segment(c *flow.Conn, s *flow.Segment) {
 			// One SYN: the client's clock is judged from it.
 			cfg.ClientSYNTSVal, cfg.ClientSYNNs = cs.SYN.TSVal, c.SYNNs
 		}
-		ca.data = newDataState()
-		ca.data.rounds.Init(cfg)
-		ca.rounds = &ca.data.rounds
+		ca.plain = roundsStates.Get().(*roundsState)
+		ca.plain.rounds.Init(cfg)
+		ca.rounds = &ca.plain.rounds
 	}
 	if ca.rounds != nil {
 		if ca.clientDataRTTNs == 0 && s.Dir == flow.ToClient && s.NewLen > 0 && c.Vantage() == flow.VantageClient {
@@ -307,13 +341,7 @@ func (ca *connAnalyzer) feed(s *flow.Segment) {
 				ca.decrypt = tlshttp.New(ca.env.opts.KeyLog)
 			}
 		case protoHTTP:
-			if ca.data == nil {
-				ca.data = newDataState()
-			}
-			h := &ca.data.http
-			h[flow.ToServer].InitRequest()
-			h[flow.ToClient].InitResponse(&h[flow.ToServer])
-			ca.http = [2]*httpmsg.Parser{&h[flow.ToServer], &h[flow.ToClient]}
+			ca.startHTTP()
 		}
 	}
 	switch ca.proto {
