@@ -124,6 +124,9 @@ type Parser struct {
 
 	line      []byte // captured bytes of the current line, without the newline
 	lineStart int64
+	// whole is, when hasWhole, a complete line found whole in the bytes
+	// Write was given (see collectLine), for handleLine to take.
+	whole []byte
 
 	messages     messageStore
 	messageCount int64
@@ -140,6 +143,7 @@ type Parser struct {
 	isHTTP           bool
 	resyncNext       bool
 	lineLong         bool // the line outgrew MaxLineBytes
+	hasWhole         bool
 	inMessage        bool // a message is in progress in message
 	keepAliveTok     bool // Connection: keep-alive seen
 	lengthBad        bool // conflicting or unparsable Content-Length
@@ -335,10 +339,18 @@ func (p *Parser) consume(data []byte) {
 // collectLine adds data up to and including the next newline to the current line.
 // It returns the bytes used and whether the line is complete.
 func (p *Parser) collectLine(data []byte) (used int, complete bool) {
+	newline := bytes.IndexByte(data, '\n')
 	if len(p.line) == 0 && !p.lineLong {
 		p.lineStart = p.nextOffset
+		if newline >= 0 && newline <= MaxLineBytes && (p.state != stateStartLine || p.decided) {
+			// The whole line is in data: handleLine reads it there, not from a
+			// copy in p.line (whose buffer, apart from the connection's other
+			// state, was a cache miss at each line of a keep-alive
+			// connection among thousands).
+			p.whole, p.hasWhole = data[:newline], true
+			return newline + 1, true
+		}
 	}
-	newline := bytes.IndexByte(data, '\n')
 	chunk := data
 	if newline >= 0 {
 		chunk = data[:newline]
@@ -364,6 +376,9 @@ func (p *Parser) collectLine(data []byte) (used int, complete bool) {
 // returned slice is valid until the next line is collected.
 func (p *Parser) takeLine() (line []byte) {
 	line = p.line
+	if p.hasWhole {
+		line, p.whole, p.hasWhole = p.whole, nil, false
+	}
 	if n := len(line); n > 0 && line[n-1] == '\r' {
 		line = line[:n-1]
 	}
