@@ -416,7 +416,7 @@ func (t *Tracker) AddNumbered(p *capture.Packet, ordinal int64) {
 	}
 	src := netip.AddrPortFrom(p.Src, p.SrcPort)
 	dst := netip.AddrPortFrom(p.Dst, p.DstPort)
-	// Consecutive packets mostly belong to the same connection: try it before the map.
+	// Consecutive packets mostly belong to the same connection: try it before the table.
 	c := t.last
 	if c == nil || !((src == c.Client && dst == c.Server) || (src == c.Server && dst == c.Client)) {
 		c = t.conns.get(src, dst)
