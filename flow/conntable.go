@@ -47,11 +47,11 @@ func EndpointHash(e netip.AddrPort, seed uint64) uint64 {
 		a := addr.As16()
 		hi, lo = binary.BigEndian.Uint64(a[:8]), binary.BigEndian.Uint64(a[8:])
 	}
-	return MixWord(MixWord(seed^uint64(e.Port()), hi), lo)
+	return mixWord(mixWord(seed^uint64(e.Port()), hi), lo)
 }
 
-// MixWord mixes w into h (splitmix64's finalizer).
-func MixWord(h, w uint64) uint64 {
+// mixWord mixes w into h (splitmix64's finalizer).
+func mixWord(h, w uint64) uint64 {
 	h = (h ^ w) * 0x9e3779b97f4a7c15
 	h ^= h >> 31
 	h *= 0x94d049bb133111eb
@@ -67,7 +67,7 @@ func (ct *connTable) chain(x, y netip.AddrPort) **Conn {
 // get returns the open connection between x and y (either way), nil if none.
 func (ct *connTable) get(x, y netip.AddrPort) *Conn {
 	for c := *ct.chain(x, y); c != nil; c = c.sameHash {
-		if (x == c.Client && y == c.Server) || (x == c.Server && y == c.Client) {
+		if c.between(x, y) {
 			return c
 		}
 	}
@@ -78,9 +78,12 @@ func (ct *connTable) get(x, y netip.AddrPort) *Conn {
 // is one (which is then no longer found).
 func (ct *connTable) put(c *Conn) {
 	head := ct.chain(c.Client, c.Server)
-	if old := ct.get(c.Client, c.Server); old != nil {
-		*head = unlink(*head, old)
-		ct.n--
+	for old := *head; old != nil; old = old.sameHash {
+		if old.between(c.Client, c.Server) {
+			*head, _ = unlink(*head, old)
+			ct.n--
+			break
+		}
 	}
 	c.sameHash = *head
 	*head = c
@@ -108,30 +111,27 @@ func (ct *connTable) grow() {
 // remove takes c out, if it is there.
 func (ct *connTable) remove(c *Conn) {
 	head := ct.chain(c.Client, c.Server)
-	for p := *head; p != nil; p = p.sameHash {
-		if p == c {
-			*head = unlink(*head, c)
-			ct.n--
-			return
-		}
+	if rest, found := unlink(*head, c); found {
+		*head = rest
+		ct.n--
 	}
 }
 
-// unlink returns the chain from head without c.
-func unlink(head, c *Conn) *Conn {
+// unlink returns the chain from head without c, and whether c was in it.
+func unlink(head, c *Conn) (_ *Conn, found bool) {
 	if head == c {
 		next := c.sameHash
 		c.sameHash = nil
-		return next
+		return next, true
 	}
 	for p := head; p != nil; p = p.sameHash {
 		if p.sameHash == c {
 			p.sameHash = c.sameHash
 			c.sameHash = nil
-			break
+			return head, true
 		}
 	}
-	return head
+	return head, false
 }
 
 // len is the number of open connections.

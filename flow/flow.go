@@ -418,7 +418,7 @@ func (t *Tracker) AddNumbered(p *capture.Packet, ordinal int64) {
 	dst := netip.AddrPortFrom(p.Dst, p.DstPort)
 	// Consecutive packets mostly belong to the same connection: try it before the table.
 	c := t.last
-	if c == nil || !((src == c.Client && dst == c.Server) || (src == c.Server && dst == c.Client)) {
+	if c == nil || !c.between(src, dst) {
 		c = t.conns.get(src, dst)
 	}
 	isSYN := p.Has(capture.FlagSYN) && !p.Has(capture.FlagACK)
@@ -643,6 +643,11 @@ func (t *Tracker) FlushEach(every int, after func()) {
 // EachOpen calls f for every full connection open now (not the SYN-only ones
 // kept compact), in no particular order.
 func (t *Tracker) EachOpen(f func(*Conn)) { t.conns.each(f) }
+
+// between reports whether c is the connection between x and y, either way.
+func (c *Conn) between(x, y netip.AddrPort) bool {
+	return (x == c.Client && y == c.Server) || (x == c.Server && y == c.Client)
+}
 
 // Handler returns the connection's handler (nil once it is finished).
 func (c *Conn) Handler() Handler { return c.handler }
