@@ -124,8 +124,9 @@ type Parser struct {
 
 	line      []byte // captured bytes of the current line, without the newline
 	lineStart int64
-	// whole is, when hasWhole, a complete line found whole in the bytes
-	// Write was given (see collectLine), for handleLine to take.
+	// whole, when not nil, is a complete line found whole in the bytes Write
+	// was given (see collectLine), for handleLine to take; an empty line is
+	// an empty slice of those bytes, not nil.
 	whole []byte
 
 	messages     messageStore
@@ -143,7 +144,6 @@ type Parser struct {
 	isHTTP           bool
 	resyncNext       bool
 	lineLong         bool // the line outgrew MaxLineBytes
-	hasWhole         bool
 	inMessage        bool // a message is in progress in message
 	keepAliveTok     bool // Connection: keep-alive seen
 	lengthBad        bool // conflicting or unparsable Content-Length
@@ -347,7 +347,7 @@ func (p *Parser) collectLine(data []byte) (used int, complete bool) {
 			// copy in p.line (whose buffer, apart from the connection's other
 			// state, was a cache miss at each line of a keep-alive
 			// connection among thousands).
-			p.whole, p.hasWhole = data[:newline], true
+			p.whole = data[:newline] // not nil: data holds the newline
 			return newline + 1, true
 		}
 	}
@@ -376,8 +376,8 @@ func (p *Parser) collectLine(data []byte) (used int, complete bool) {
 // returned slice is valid until the next line is collected.
 func (p *Parser) takeLine() (line []byte) {
 	line = p.line
-	if p.hasWhole {
-		line, p.whole, p.hasWhole = p.whole, nil, false
+	if p.whole != nil {
+		line, p.whole = p.whole, nil
 	}
 	if n := len(line); n > 0 && line[n-1] == '\r' {
 		line = line[:n-1]
