@@ -63,9 +63,6 @@ func run(ctx context.Context, capturePath, cpuPath, heapPath, allocsPath, traceP
 		return err
 	}
 	defer reader.Close()
-	if err := pprof.StartCPUProfile(cpuFile); err != nil {
-		return fmt.Errorf("start the CPU profile: %w", err)
-	}
 	if tracePath != "" {
 		traceFile, err := os.Create(tracePath)
 		if err != nil {
@@ -76,6 +73,9 @@ func run(ctx context.Context, capturePath, cpuPath, heapPath, allocsPath, traceP
 			return fmt.Errorf("start the trace: %w", err)
 		}
 		defer trace.Stop()
+	}
+	if err := pprof.StartCPUProfile(cpuFile); err != nil {
+		return fmt.Errorf("start the CPU profile: %w", err)
 	}
 	start := time.Now()
 	// As `analyze --json` does: the stream, each connection rendered as it finishes.
