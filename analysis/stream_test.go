@@ -227,8 +227,8 @@ func TestHeldReportsSameAsEmitted(t *testing.T) {
 // run. How many begin before connection 3 is emitted depends on how far the
 // reader got meanwhile: at most some 11 batches of 4,096 packets (4 queued for
 // each shard, 4 results queued for the merger, those being worked on), some
-// 115 connections, and far fewer but on a busy machine (40 connections and a
-// bound of 30 dropped once failed so, in a run of every package at once).
+// 115 connections; far fewer unless the machine is busy (40 connections and
+// a bound of 30 dropped once failed so, in a run of every package at once).
 func TestStreamPacketsAfter(t *testing.T) {
 	one := simulate(t, simPath{iw: 10, rttMs: 20, responseBytes: 500_000, vantage: "client"})
 	span := one[len(one)-1].TimestampNs - one[0].TimestampNs + 1e9
