@@ -131,11 +131,13 @@ type Parser struct {
 
 	messages     messageStore
 	messageCount int64
-	current      int // index of the message in progress in messages (the last one), -1 if none or not stored
-	message      Message
-	bodyLeft     int64 // Content-Length body bytes left
-	chunkLeft    int64 // chunk data bytes left
-	nextRequest  int   // responses: index of the request the next final response answers
+	// message is the message in progress (or the last one): the last one
+	// stored, changed in place, or past MaxStoredMessages one not stored.
+	message     *Message
+	unstored    *Message
+	bodyLeft    int64 // Content-Length body bytes left
+	chunkLeft   int64 // chunk data bytes left
+	nextRequest int   // responses: index of the request the next final response answers
 
 	// (The small fields together: a Parser is some 40 bytes smaller.)
 	state            parseState
@@ -150,6 +152,7 @@ type Parser struct {
 	otherCoding      bool // a Transfer-Encoding other than a final chunked
 	pairingLost      bool // responses: sync was lost, so which request is answered is unknown
 	sawHeadOrConnect bool // requests: a HEAD or CONNECT request was seen
+	sawConnect       bool // requests: a CONNECT request was seen
 }
 
 // NewRequestParser returns a parser for the client-to-server direction.
@@ -161,7 +164,7 @@ func NewRequestParser() *Parser {
 
 // InitRequest makes p a new request parser, as NewRequestParser does, in place.
 func (p *Parser) InitRequest() {
-	*p = Parser{isRequest: true, lostAt: -1, firstLostAt: -1, current: -1}
+	*p = Parser{isRequest: true, lostAt: -1, firstLostAt: -1}
 }
 
 // NewResponseParser returns a parser for the server-to-client direction. requests,
@@ -180,7 +183,7 @@ func NewResponseParser(requests *Parser) *Parser {
 // InitResponse makes p a new response parser, as NewResponseParser does, in
 // place.
 func (p *Parser) InitResponse(requests *Parser) {
-	*p = Parser{requests: requests, lostAt: -1, firstLostAt: -1, current: -1}
+	*p = Parser{requests: requests, lostAt: -1, firstLostAt: -1}
 }
 
 // IsHTTP reports whether an HTTP/1.x start line was found in the stream.
@@ -279,14 +282,11 @@ func (p *Parser) Close() {
 			p.beginMessage(p.lineStart)
 			p.parseStartLine(p.line, true)
 			p.markIncomplete(ReasonEndedInHeader)
-			p.store()
 		}
 	case stateHeaderLine:
 		p.markIncomplete(ReasonEndedInHeader)
-		p.store()
 	case stateBodyLength, stateChunkSize, stateChunkData, stateChunkDataEnd, stateTrailer:
 		p.markIncomplete(ReasonEndedInBody)
-		p.store()
 	}
 	p.state = stateClosed
 }
@@ -423,9 +423,7 @@ func (p *Parser) handleLine() {
 		p.beginMessage(p.lineStart)
 		p.message.Method, p.message.Target = parsed.Method, parsed.Target
 		p.message.Version, p.message.Status = parsed.Version, parsed.Status
-		if parsed.Method == "HEAD" || parsed.Method == "CONNECT" {
-			p.sawHeadOrConnect = true
-		}
+		p.sawMethod(parsed.Method)
 		p.decided = true
 		p.isHTTP = true
 		p.state = stateHeaderLine
@@ -473,6 +471,9 @@ func (p *Parser) skip(n int64) {
 					p.lose(p.nextOffset, "")
 					continue
 				}
+				// A message follows, from here on: where it ended, as a
+				// request's empty lines before its start line are not
+				// seen (those captured are skipped).
 				p.beginMessage(p.nextOffset)
 				p.lose(p.nextOffset, ReasonStartLineNotCaptured)
 				continue
@@ -520,9 +521,7 @@ func (p *Parser) lose(offset int64, reason string) {
 	if p.inMessage {
 		p.markIncomplete(reason)
 		p.message.End = -1
-		p.store()
 	}
-	p.current = -1
 	p.inMessage = false
 	p.line = p.line[:0]
 	p.lineLong = false
@@ -544,29 +543,28 @@ func (p *Parser) markIncomplete(reason string) {
 
 // beginMessage starts a new message at offset and stores it.
 func (p *Parser) beginMessage(offset int64) {
-	p.message = Message{Offset: offset, HeaderEnd: -1, End: -1, ContentLength: -1, Request: -1, Resynced: p.resyncNext}
+	m := Message{Offset: offset, HeaderEnd: -1, End: -1, ContentLength: -1, Request: -1, Resynced: p.resyncNext}
 	p.inMessage = true
 	p.resyncNext = false
 	p.keepAliveTok = false
 	p.lengthBad = false
 	p.otherCoding = false
 	if !p.isRequest {
-		p.message.Request, _ = p.answeredRequest()
+		m.Request, _ = p.answeredRequest()
 	}
 	p.messageCount++
-	p.current = -1
 	if p.messages.Len() < MaxStoredMessages {
-		p.messages.Append(p.message)
-		p.current = p.messages.Len() - 1
+		// Stored at once, and parsed in place: the store's last message
+		// is the message in progress (Append encodes the one before).
+		p.messages.Append(m)
+		p.message = p.messages.Last()
+		return
 	}
-}
-
-// store copies the message in progress into the stored messages.
-func (p *Parser) store() {
-	if p.current >= 0 {
-		// (The message in progress is always the last one stored.)
-		*p.messages.Last() = p.message
+	if p.unstored == nil {
+		p.unstored = new(Message)
 	}
+	*p.unstored = m
+	p.message = p.unstored
 }
 
 // finishMessage ends the message in progress at p.nextOffset (unless End is known).
@@ -574,8 +572,6 @@ func (p *Parser) finishMessage() {
 	if p.message.End < 0 {
 		p.message.End = p.nextOffset
 	}
-	p.store()
-	p.current = -1
 	p.inMessage = false
 	p.state = stateStartLine
 }

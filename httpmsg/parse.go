@@ -122,11 +122,21 @@ func plausibleStartPrefix(line []byte, isRequest bool) bool {
 // parseStartLine reads a start line into the message in progress. With partial
 // set the line is a prefix cut by the capture and what it shows is kept.
 func (p *Parser) parseStartLine(line []byte, partial bool) bool {
-	ok := parseStartLine(line, p.isRequest, partial, &p.message)
-	if p.message.Method == "HEAD" || p.message.Method == "CONNECT" {
+	ok := parseStartLine(line, p.isRequest, partial, p.message)
+	p.sawMethod(p.message.Method)
+	return ok
+}
+
+// sawMethod notes a request's method: responses to HEAD and CONNECT are
+// framed apart from the others.
+func (p *Parser) sawMethod(method string) {
+	switch method {
+	case "CONNECT":
+		p.sawConnect = true
+		p.sawHeadOrConnect = true
+	case "HEAD":
 		p.sawHeadOrConnect = true
 	}
-	return ok
 }
 
 // recognizeStartLine reports whether a line cut by the capture shows enough to
@@ -364,9 +374,21 @@ func (p *Parser) answeredRequest() (index int, method string) {
 	return p.nextRequest, request.Method
 }
 
+// pendingMethod is the method of the start line the request parser is
+// reading, not yet whole ("" if none shows): a response that comes first
+// cannot tell its request, and that one may be it.
+func (p *Parser) pendingMethod() string {
+	if p.state != stateStartLine || len(p.line) == 0 {
+		return ""
+	}
+	var partial Message
+	parseStartLine(p.line, true, true, &partial)
+	return partial.Method
+}
+
 // endHeader decides how the body of the message in progress is framed.
 func (p *Parser) endHeader() {
-	message := &p.message
+	message := p.message
 	switch message.Version {
 	case version11:
 		message.KeepAlive = !message.Close
@@ -381,18 +403,16 @@ func (p *Parser) endHeader() {
 }
 
 func (p *Parser) endRequestHeader() {
-	message := &p.message
+	message := p.message
 	switch {
 	case message.Chunked:
 		p.state = stateChunkSize
-		p.store()
 	case p.otherCoding || p.lengthBad:
 		p.lose(p.nextOffset, ReasonBadFraming)
 	case message.ContentLength > 0:
 		p.bodyLeft = message.ContentLength
 		message.End = message.HeaderEnd + message.ContentLength
 		p.state = stateBodyLength
-		p.store()
 	default:
 		connect := message.Method == "CONNECT"
 		p.finishMessage()
@@ -403,7 +423,7 @@ func (p *Parser) endRequestHeader() {
 }
 
 func (p *Parser) endResponseHeader() {
-	message := &p.message
+	message := p.message
 	status := message.Status
 	if status >= 100 && status < 200 && status != 101 {
 		p.finishMessage() // an interim response: the final one follows
@@ -414,11 +434,25 @@ func (p *Parser) endResponseHeader() {
 	if !p.pairingLost {
 		p.nextRequest++
 	}
-	methodUnknown := method == "" && p.requests != nil && p.requests.sawHeadOrConnect
+	// The request unknown, the response may answer a HEAD or CONNECT one
+	// (methodUnknown) or a CONNECT one (connectPossible) if the stream showed
+	// such requests, or shows one now in a start line not yet whole.
+	var methodUnknown, connectPossible bool
+	if method == "" && p.requests != nil {
+		pending := p.requests.pendingMethod()
+		methodUnknown = p.requests.sawHeadOrConnect || pending == "HEAD" || pending == "CONNECT"
+		connectPossible = p.requests.sawConnect || pending == "CONNECT"
+	}
+	success := status >= 200 && status < 300
 	switch {
-	case status == 101, method == "CONNECT" && status >= 200 && status < 300:
+	case status == 101, method == "CONNECT" && success:
 		p.finishMessage()
 		p.state = stateSwitched
+	case connectPossible && success && (status == 204 || message.ContentLength == 0 && !message.Chunked && !p.otherCoding && !p.lengthBad):
+		// No body, whatever the request; but after a CONNECT's a tunnel
+		// may follow: sync is given up until a status line shows again.
+		p.finishMessage()
+		p.lose(p.nextOffset, "")
 	case method == "HEAD", status == 204, status == 304:
 		p.finishMessage()
 	case message.Chunked:
@@ -427,14 +461,12 @@ func (p *Parser) endResponseHeader() {
 			return
 		}
 		p.state = stateChunkSize
-		p.store()
 	case p.otherCoding:
 		if methodUnknown {
 			p.lose(p.nextOffset, ReasonRequestUnknown)
 			return
 		}
 		p.state = stateBodyUntilClose
-		p.store()
 	case p.lengthBad:
 		p.lose(p.nextOffset, ReasonBadFraming)
 	case message.ContentLength == 0:
@@ -447,14 +479,12 @@ func (p *Parser) endResponseHeader() {
 		p.bodyLeft = message.ContentLength
 		message.End = message.HeaderEnd + message.ContentLength
 		p.state = stateBodyLength
-		p.store()
 	default:
 		if methodUnknown {
 			p.lose(p.nextOffset, ReasonRequestUnknown)
 			return
 		}
 		p.state = stateBodyUntilClose
-		p.store()
 	}
 }
 
