@@ -3,6 +3,7 @@ package analysis
 import (
 	"sync/atomic"
 	"testing"
+	"unsafe"
 
 	"github.com/slowstart/slowstart/capture"
 	"github.com/slowstart/slowstart/flow"
@@ -61,5 +62,14 @@ func TestStateByProtocol(t *testing.T) {
 		if seen == 0 {
 			t.Errorf("%s: no connection of the protocol", tc.file)
 		}
+	}
+}
+
+// TestStateSize holds the state of an HTTP connection (its rounds tracker
+// and two parsers) to the 1,792-byte size class of Go's allocator: a capture
+// holds one for each HTTP connection open at once.
+func TestStateSize(t *testing.T) {
+	if n := unsafe.Sizeof(dataState{}); n > 1792 {
+		t.Errorf("an HTTP connection's state takes %d bytes, want at most 1792", n)
 	}
 }

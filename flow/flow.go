@@ -114,24 +114,26 @@ func synOptions(o *capture.TCPOptions) SYNOptions {
 type DirState struct {
 	SYN     SYNOptions // options of this side's SYN (valid when SYNSeen)
 	SYNSeen bool
+	baseSet bool
+	ackSent bool // (see ackOffset)
+	// dataSeen: data of this side was seen, or acknowledged by the other (see
+	// HighestEnd).
+	dataSeen bool
 	// ISN is the initial sequence number of this side's SYN; SYNCount how many SYNs
 	// (client) or SYN/ACKs (server) with it were captured (more than one: the first
 	// went unanswered or its answer was lost).
 	ISN        uint32
 	SYNCount   int32
-	base       uint32 // sequence number of stream offset 0
-	baseSet    bool
+	base       uint32 // sequence number of stream offset 0 (when baseSet)
 	lastSeq    uint32 // last sequence number seen, for unwrapping
 	lastOffset int64
-	// The last acknowledgement this side sent (offset and window), to tell a
-	// duplicate ACK.
+	// The last acknowledgement this side sent (offset and window, when
+	// ackSent), to tell a duplicate ACK.
 	ackOffset int64
 	ackWindow int
-	ackSent   bool
 	// HighestEnd is one past the highest stream offset sent (or acknowledged by the
 	// other side).
 	HighestEnd int64
-	dataSeen   bool
 	// highestTimeNs is when the segment ending at HighestEnd was seen.
 	highestTimeNs int64
 	// seq tracks which bytes below HighestEnd the capture has not seen.
@@ -143,8 +145,6 @@ type DirState struct {
 	lowestData    int64
 	// finOffset is the stream offset of this side's FIN (-1 before one was seen).
 	finOffset int64
-	FINSeen   bool
-	RSTSeen   bool
 	Packets   int64
 	// Bytes counts distinct stream bytes the capture saw (new sequence space, each
 	// byte once whenever it first appeared), not frames.
@@ -163,12 +163,14 @@ type DirState struct {
 	// WindowScale is the shift applied to this side's advertised window (0 when
 	// scaling is not in use on the connection).
 	WindowScale int8
+	FINSeen     bool
+	RSTSeen     bool
 
 	// RTT sampling (Karn's rule): one new-data segment of this direction is timed
 	// at a time, until the other side acknowledges it; a retransmission of its
 	// bytes cancels the sample.
-	timedEnd, timedNs int64
 	timing            bool
+	timedEnd, timedNs int64
 	// MinAckDelayNs is the shortest time from a new-data segment of this direction
 	// to the other side's acknowledgement of it (-1: no sample). Seen at one end of
 	// the path, one direction's is the round trip and the other's about zero.
@@ -185,14 +187,17 @@ type DirState struct {
 	floorEnd, floorNs int64
 	floorTiming       bool
 	// recent frames of this direction, to tell frames captured twice
-	recent     [recentFrames]recentFrame
 	lastRecent int8
+	recent     [recentFrames]recentFrame
+
+	// (The small fields are kept together: DirState is 64 bytes smaller than
+	// with each after the fields it goes with, and a Conn fits 896 bytes.)
 }
 
 type recentFrame struct {
 	sig    frameSignature
+	valid  bool // (next to sig's 28 bytes, not after timeNs: 8 bytes less)
 	timeNs int64
-	valid  bool
 }
 
 // MissingBytes is the part of the direction's stream below its highest byte that

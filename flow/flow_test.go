@@ -3,6 +3,7 @@ package flow
 import (
 	"net/netip"
 	"testing"
+	"unsafe"
 
 	"github.com/slowstart/slowstart/capture"
 )
@@ -627,5 +628,15 @@ func TestAnsweredAttemptsLeaveTheDeadlineHeap(t *testing.T) {
 	}
 	if synOnly != unanswered {
 		t.Errorf("%d connections finished with no SYN/ACK, want %d", synOnly, unanswered)
+	}
+}
+
+// TestConnSize holds a Conn to the 896-byte size class of Go's allocator: a
+// capture holds one for each connection open at once (50,000 in bench/shapes.sh
+// edge50k), and a field added among the small ones' padding, or a bool put
+// back after the field it goes with, would make it 1,024.
+func TestConnSize(t *testing.T) {
+	if n := unsafe.Sizeof(Conn{}); n > 896 {
+		t.Errorf("a Conn takes %d bytes, want at most 896", n)
 	}
 }
