@@ -55,6 +55,7 @@ fi
 failed=0
 # shellcheck source=measure.sh
 source "$bench_dir/measure.sh"
+as_installed "$slowstart"
 
 packets=$(packets_of "$capture")
 bytes=$(stat -c %s "$capture")

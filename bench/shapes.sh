@@ -75,6 +75,7 @@ source "$bench_dir/measure.sh"
 slowstart=$work_dir/slowstart
 echo "building slowstart..."
 (cd "$module_dir" && CGO_ENABLED=0 go build -trimpath -o "$slowstart" ./cmd/slowstart)
+as_installed "$slowstart"
 
 # make_shape SHAPE OUT: makes the capture of a shape.
 make_shape() {
