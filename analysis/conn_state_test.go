@@ -66,10 +66,10 @@ func TestStateByProtocol(t *testing.T) {
 }
 
 // TestStateSize holds the state of an HTTP connection (its rounds tracker
-// and two parsers) to the 1,792-byte size class of Go's allocator: a capture
+// and two parsers) to the 1,536-byte size class of Go's allocator: a capture
 // holds one for each HTTP connection open at once.
 func TestStateSize(t *testing.T) {
-	if n := unsafe.Sizeof(dataState{}); n > 1792 {
-		t.Errorf("an HTTP connection's state takes %d bytes, want at most 1792", n)
+	if n := unsafe.Sizeof(dataState{}); n > 1536 {
+		t.Errorf("an HTTP connection's state takes %d bytes, want at most 1536", n)
 	}
 }

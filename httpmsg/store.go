@@ -21,13 +21,15 @@ type messageStore struct {
 	// one can be read without reading all those before it.
 	coded []byte
 	marks []uint32
-	n     int
 	pred  messagePredictor // the message encoded last (zero before a mark)
 	// strs are the strings the encoded messages hold, each referred to by its
 	// index.
 	strs []string
 	last Message // message n, when hasLast
-	// hasLast: there is a message after the encoded ones.
+	// n is how many messages are encoded (at most MaxStoredMessages: 32 bits,
+	// beside hasLast, save a parser 8 bytes); hasLast: there is a message
+	// after them.
+	n       int32
 	hasLast bool
 }
 
@@ -38,9 +40,9 @@ const markEvery = 16
 // Len is the number of messages stored.
 func (s *messageStore) Len() int {
 	if s.hasLast {
-		return s.n + 1
+		return int(s.n) + 1
 	}
-	return s.n
+	return int(s.n)
 }
 
 // Append stores m after the others; the one that was last is encoded.
@@ -66,7 +68,7 @@ func (s *messageStore) Last() *Message {
 
 // At is message i.
 func (s *messageStore) At(i int) Message {
-	if i == s.n && s.hasLast {
+	if i == int(s.n) && s.hasLast {
 		return s.last
 	}
 	k := i / markEvery
@@ -82,12 +84,12 @@ func (s *messageStore) At(i int) Message {
 // From yields the messages from index i on, in order.
 func (s *messageStore) From(i int) iter.Seq2[int, Message] {
 	return func(yield func(int, Message) bool) {
-		if i < s.n {
+		if i < int(s.n) {
 			k := i / markEvery
 			buf := s.coded[s.marks[k]:]
 			var m Message
 			var pred messagePredictor
-			for j := k * markEvery; j < s.n; j++ {
+			for j := k * markEvery; j < int(s.n); j++ {
 				if j%markEvery == 0 {
 					pred = messagePredictor{}
 				}
@@ -97,8 +99,8 @@ func (s *messageStore) From(i int) iter.Seq2[int, Message] {
 				}
 			}
 		}
-		if s.hasLast && i <= s.n {
-			yield(s.n, s.last)
+		if s.hasLast && i <= int(s.n) {
+			yield(int(s.n), s.last)
 		}
 	}
 }

@@ -378,8 +378,7 @@ type Tracker struct {
 	pending []clientPacket
 	head    int
 	// What the server knew of the client.
-	knownAck    int64
-	knownAckSet bool
+	knownAck int64 // (when knownAckSet)
 	// knownReach is the furthest the server knew the client had received: its
 	// acknowledgement, SACK blocks, duplicate ACKs (clientPacket.reach).
 	knownReach int64
@@ -402,17 +401,18 @@ type Tracker struct {
 	lastClientDataNs, lastClientDataStart int64
 	lastPopTS                             uint32
 	lastPopTSSet                          bool
-	clientDataEnd                         int64
-
-	sndNxt int64
-	// log holds the rounds so far.
-	log roundLog
+	knownAckSet                           bool
 	// learnedSinceData: a client packet became known since the last new-data segment.
 	learnedSinceData bool
 	// openedSinceData: one of those told the server something new (a higher
 	// acknowledgement, a larger window, new client data) that could have released
 	// data; a packet it had long seen (learned late by the timestamps) could not.
 	openedSinceData bool
+	clientDataEnd   int64
+
+	sndNxt int64
+	// log holds the rounds so far.
+	log roundLog
 	// lastOpenNs is the capture time of the latest client packet that told the
 	// server something new (LateSends).
 	lastOpenNs int64
@@ -421,13 +421,16 @@ type Tracker struct {
 	serverClock   flow.SenderClock
 	lastDataTS    uint32
 	lastDataTSEcr uint32 // the last new-data segment's timestamp echo
-	lastDataTSSet bool
-	firstAckIdx   int // first round whose FirstAckNs is not yet set
+	firstAckIdx   int    // first round whose FirstAckNs is not yet set
 	lastDataNs    int64
 	// The new-data segment before the last one, to tell a pause from a pace.
 	prevDataNs              int64
 	prevDataTS              uint32
 	prevDataTSSet, prevData bool
+	lastDataTSSet           bool // (see lastDataTS)
+	// holeBeforeData: the client acknowledged bytes the capture never saw before any
+	// round began.
+	holeBeforeData bool
 	// largestSegment is the largest new-data frame no larger than the cap (or, with
 	// no cap, a jumbo frame's payload), and how many frames had that size: what a
 	// full segment carries on this path. capFrames counts the frames that show the
@@ -448,15 +451,17 @@ type Tracker struct {
 	// the round trip coarseRTTNs (MethodNote).
 	coarseClock                               bool
 	coarseTicks, coarseElapsedNs, coarseRTTNs int64
-	// holeBeforeData: the client acknowledged bytes the capture never saw before any
-	// round began.
-	holeBeforeData bool
 	// early weighs what the first acknowledgements released against what a window
-	// could let go (Round.OutranAcks) while the connection is young.
-	early earlyPackets
+	// could let go (Round.OutranAcks) while the connection is young (nil
+	// before the first new data and after earlyMaxRounds rounds: a
+	// keep-alive connection open for long holds none).
+	early *earlyPackets
 	// lastShort is the latest new-data frame shorter than the MSS, lastShortOther
 	// the latest one of another size than lastShort.
 	lastShort, lastShortOther shortFrame
+
+	// (The flags are kept in the room beside 32-bit fields: with the early
+	// packets apart, an HTTP connection's state fits 1,536 bytes.)
 }
 
 // New makes a Tracker.
@@ -1639,13 +1644,15 @@ type earlyPackets struct {
 // fits what the acknowledgements it may have had could release under a window
 // that cut the round before (Round.OutranAcks).
 func (t *Tracker) weighEarly(rd *Round, s *flow.Segment, segments int) {
-	e := &t.early
 	if rd.Index > earlyMaxRounds {
-		if e.ends[0] != nil {
-			*e = earlyPackets{round: e.round}
-		}
+		// (rd is the latest round: no later one is early again.)
+		t.early = nil
 		return
 	}
+	if t.early == nil {
+		t.early = new(earlyPackets)
+	}
+	e := t.early
 	if rd.Index != e.round {
 		// A new round: the latest becomes the one before.
 		e.ends[0], e.ends[1] = e.ends[1], e.ends[0][:0]
