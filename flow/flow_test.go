@@ -640,3 +640,27 @@ func TestConnSize(t *testing.T) {
 		t.Errorf("a Conn takes %d bytes, want at most 896", n)
 	}
 }
+
+// TestSYNACKsDroppedAtHandshake: the SYN/ACKs kept to pick the one the client
+// acknowledged go once the handshake completes, and one sent again after it
+// changes nothing.
+func TestSYNACKsDroppedAtHandshake(t *testing.T) {
+	r, _ := run(t, []pkt{
+		{fromClient: true, ms: 0, flags: syn, seq: cISN, mss: 1460},
+		{ms: 30, flags: synack, seq: sISN, ack: cISN + 1, mss: 1460},
+		{ms: 31, flags: synack, seq: sISN + 777, ack: cISN + 1, mss: 1460},
+		{fromClient: true, ms: 39, flags: ack, seq: cISN + 1, ack: sISN + 1},
+		{ms: 60, flags: synack, seq: sISN + 777, ack: cISN + 1, mss: 1460},
+	})
+	if len(r.conns) != 1 {
+		t.Fatalf("%d connections, want 1", len(r.conns))
+	}
+	c := r.conns[0]
+	if c.synAcks != nil {
+		t.Errorf("the SYN/ACKs are still kept after the handshake: %+v", *c.synAcks)
+	}
+	if c.Dirs[ToClient].ISN != sISN || c.SYNACKNs != testEpochNs+30_000_000 || c.HandshakeACKNs != testEpochNs+39_000_000 {
+		t.Errorf("server ISN %d, SYN/ACK at %d, handshake ACK at %d; want %d, %d, %d",
+			c.Dirs[ToClient].ISN, c.SYNACKNs, c.HandshakeACKNs, sISN, testEpochNs+30_000_000, testEpochNs+39_000_000)
+	}
+}
