@@ -36,7 +36,7 @@ import (
 	"github.com/slowstart/slowstart/capture"
 )
 
-// endpoints is one direction of a connection: from a to b.
+// endpoints names a connection by its two endpoints, the lower first.
 type endpoints struct{ a, b netip.AddrPort }
 
 // conn is what one capture holds of one connection: each packet's direction
@@ -90,6 +90,12 @@ func read(path string, seed maphash.Seed) (map[endpoints]*conn, int, error) {
 	for {
 		if err := r.Next(&p); err != nil {
 			if errors.Is(err, io.EOF) {
+				return conns, n, nil
+			}
+			if errors.Is(err, capture.ErrDamaged) {
+				// Every readable record was read (a capture cut short ends
+				// so): what is missing shows as missing packets.
+				fmt.Fprintf(os.Stderr, "samepackets: %s: %v\n", path, err)
 				return conns, n, nil
 			}
 			return nil, 0, fmt.Errorf("%s: %w", path, err)
