@@ -170,10 +170,13 @@ func (p *Parser) InitRequest() {
 // NewResponseParser returns a parser for the server-to-client direction. requests,
 // the parser of the other direction (nil if there is none), tells which responses
 // answer HEAD or CONNECT requests; it should be fed in capture order alongside.
-// When the request a response answers is unknown (not captured, or either side
-// lost sync before it), the response is taken to answer neither HEAD nor CONNECT,
-// unless the request stream showed such requests: then its body cannot be framed
-// and the response is marked incomplete.
+// A response sees its request's method once the request's start line is
+// whole. When the request a response answers is unknown (not captured, not
+// whole yet, or either side lost sync before it), the response is taken to
+// answer neither HEAD nor CONNECT, unless the request stream showed such
+// requests (or shows one in a start line not yet whole): then its body cannot
+// be framed and the response is marked incomplete, and after a 2xx without a
+// body that may answer a CONNECT, sync is given up (a tunnel may follow).
 func NewResponseParser(requests *Parser) *Parser {
 	p := new(Parser)
 	p.InitResponse(requests)
