@@ -151,7 +151,7 @@ func compare(w io.Writer, a, b map[endpoints]*conn, na, nb int, connectionsPath 
 		}
 		return keys[i].b.Compare(keys[j].b) < 0
 	})
-	var directions, sameDirections, sameOrder, connsSame, connsOrdered int
+	var directions, sameDirections, sameOrder, connsSame, connsOrdered, differ int
 	var deltas [2][]int64 // b's stamp minus a's, by direction, for the same packet
 	var facts []byte
 	for _, k := range keys {
@@ -183,7 +183,9 @@ func compare(w io.Writer, a, b map[endpoints]*conn, na, nb int, connectionsPath 
 				var ok bool
 				if d, ok = matchStamps(pa, sa, pb, sb); !ok {
 					samePackets = false
-					fmt.Fprintf(w, "different: %s %s from the %s endpoint: %d and %d packets\n", k.a, k.b, []string{"lower", "higher"}[dir], len(pa), len(pb))
+					if differ++; differ <= maxListed {
+						fmt.Fprintf(w, "different: %s %s from the %s endpoint: %d and %d packets\n", k.a, k.b, []string{"lower", "higher"}[dir], len(pa), len(pb))
+					}
 					continue
 				}
 			}
@@ -204,6 +206,9 @@ func compare(w io.Writer, a, b map[endpoints]*conn, na, nb int, connectionsPath 
 		}
 		facts = fmt.Appendf(facts, "%s %s %s %d\n", k.a, k.b, order, farthest)
 	}
+	if differ > maxListed {
+		fmt.Fprintf(w, "different: %d directions more\n", differ-maxListed)
+	}
 	fmt.Fprintf(w, "packets: %d and %d\n", na, nb)
 	fmt.Fprintf(w, "directions: %d, the same packets: %d, also in the same order: %d\n", directions, sameDirections, sameOrder)
 	fmt.Fprintf(w, "connections: %d, the same packets: %d, in the same order (each direction's and across the two): %d\n", len(keys), connsSame, connsOrdered)
@@ -222,6 +227,9 @@ func compare(w io.Writer, a, b map[endpoints]*conn, na, nb int, connectionsPath 
 	}
 	return sameDirections == directions, nil
 }
+
+// maxListed is how many directions whose packets differ are named.
+const maxListed = 10
 
 // only returns the fingerprints and stamps of c's packets in direction dir.
 func only(c *conn, dir byte) (prints []uint64, stamps []int64) {
