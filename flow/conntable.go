@@ -27,9 +27,14 @@ func newConnTable() connTable {
 	return connTable{chains: make([]*Conn, 64), seed: rand.Uint64(), mask: ^uint64(0)}
 }
 
-// hash is the same for (x, y) and (y, x).
 func (ct *connTable) hash(x, y netip.AddrPort) uint64 {
-	return (EndpointHash(x, ct.seed) + EndpointHash(y, ct.seed)) & ct.mask
+	return EndpointsHash(x, y, ct.seed) & ct.mask
+}
+
+// EndpointsHash is the hash of the connection between x and y, the same for
+// (x, y) and (y, x): the sum of the two endpoints' EndpointHash.
+func EndpointsHash(x, y netip.AddrPort, seed uint64) uint64 {
+	return EndpointHash(x, seed) + EndpointHash(y, seed)
 }
 
 // EndpointHash mixes an endpoint's address and port with seed (splitmix64's

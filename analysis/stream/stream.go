@@ -237,9 +237,9 @@ func (s *Stream) shardOf(p *capture.Packet) int {
 }
 
 // hashShard is the shard of the connection between a and b, the same both
-// ways: the sum of the two endpoints' hashes, mixed.
+// ways: the connection's hash, mixed.
 func (s *Stream) hashShard(a, b netip.AddrPort) int {
-	h := flow.EndpointHash(a, s.reader.seed) + flow.EndpointHash(b, s.reader.seed)
+	h := flow.EndpointsHash(a, b, s.reader.seed)
 	h ^= h >> 29
 	h *= 0xbf58476d1ce4e5b9
 	h ^= h >> 32
