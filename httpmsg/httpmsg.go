@@ -140,19 +140,19 @@ type Parser struct {
 	nextRequest int   // responses: index of the request the next final response answers
 
 	// (The small fields together: a Parser is some 40 bytes smaller.)
-	state            parseState
-	isRequest        bool
-	decided          bool // whether the stream's first start line was judged
-	isHTTP           bool
-	resyncNext       bool
-	lineLong         bool // the line outgrew MaxLineBytes
-	inMessage        bool // a message is in progress in message
-	keepAliveTok     bool // Connection: keep-alive seen
-	lengthBad        bool // conflicting or unparsable Content-Length
-	otherCoding      bool // a Transfer-Encoding other than a final chunked
-	pairingLost      bool // responses: sync was lost, so which request is answered is unknown
-	sawHeadOrConnect bool // requests: a HEAD or CONNECT request was seen
-	sawConnect       bool // requests: a CONNECT request was seen
+	state        parseState
+	isRequest    bool
+	decided      bool // whether the stream's first start line was judged
+	isHTTP       bool
+	resyncNext   bool
+	lineLong     bool // the line outgrew MaxLineBytes
+	inMessage    bool // a message is in progress in message
+	keepAliveTok bool // Connection: keep-alive seen
+	lengthBad    bool // conflicting or unparsable Content-Length
+	otherCoding  bool // a Transfer-Encoding other than a final chunked
+	pairingLost  bool // responses: sync was lost, so which request is answered is unknown
+	sawHead      bool // requests: a HEAD request was seen
+	sawConnect   bool // requests: a CONNECT request was seen
 }
 
 // NewRequestParser returns a parser for the client-to-server direction.

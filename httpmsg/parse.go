@@ -131,11 +131,10 @@ func (p *Parser) parseStartLine(line []byte, partial bool) bool {
 // framed apart from the others.
 func (p *Parser) sawMethod(method string) {
 	switch method {
+	case "HEAD":
+		p.sawHead = true
 	case "CONNECT":
 		p.sawConnect = true
-		p.sawHeadOrConnect = true
-	case "HEAD":
-		p.sawHeadOrConnect = true
 	}
 }
 
@@ -440,8 +439,8 @@ func (p *Parser) endResponseHeader() {
 	var methodUnknown, connectPossible bool
 	if method == "" && p.requests != nil {
 		pending := p.requests.pendingMethod()
-		methodUnknown = p.requests.sawHeadOrConnect || pending == "HEAD" || pending == "CONNECT"
 		connectPossible = p.requests.sawConnect || pending == "CONNECT"
+		methodUnknown = connectPossible || p.requests.sawHead || pending == "HEAD"
 	}
 	success := status >= 200 && status < 300
 	switch {
