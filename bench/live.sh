@@ -69,7 +69,9 @@ for rate in "${rates[@]}"; do
 	# Reports are compared without their times and notes, and without the
 	# times the verdict's reasons quote ("the path's round trip (0.009 ms)").
 	untimed() { sed -E 's/"[a-z_]+(_ms|_rtts)":[-0-9.eE+]+,?//g; s/"notes":\[[^]]*\],?//g; s/[0-9]+(\.[0-9]+)? ms/N ms/g' "$1" | sort; }
-	same_untimed=$(comm -12 <(untimed "$work_dir/analyze-$rate.jsonl") <(untimed "$work_dir/live-$rate.jsonl") | wc -l)
+	untimed "$work_dir/analyze-$rate.jsonl" >"$work_dir/analyze-$rate.untimed"
+	untimed "$work_dir/live-$rate.jsonl" >"$work_dir/live-$rate.untimed"
+	same_untimed=$(comm -12 "$work_dir/analyze-$rate.untimed" "$work_dir/live-$rate.untimed" | wc -l)
 	clamped=$(sed -n 's/.*"ClampedTimestamps":\([0-9]*\).*/\1/p' <<<"$stats")
 	# The live path against analyze of the very packets it read (livecap
 	# -pcap, as view --live --pcap writes them): the same stamps, so the same
@@ -90,7 +92,7 @@ for rate in "${rates[@]}"; do
 	# the packets, their order and their stamps; the packets are the same
 	# (the check below), and so are the reports of the same stamps (the
 	# check after it): what differs is the order or the stamps.
-	comm -23 <(untimed "$work_dir/analyze-$rate.jsonl") <(untimed "$work_dir/live-$rate.jsonl") |
+	comm -23 "$work_dir/analyze-$rate.untimed" "$work_dir/live-$rate.untimed" |
 		sed -nE 's/.*"client":"([^"]+)","server":"([^"]+)".*/\1 \2/p' | sort -u >"$work_dir/differ-$rate.txt"
 	reordered=$(awk '$3 == "other"' "$work_dir/connections-$rate.txt" | wc -l)
 	awk -v list="$work_dir/differ-$rate.txt" '
