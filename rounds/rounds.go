@@ -20,6 +20,7 @@ package rounds
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 
 	"github.com/slowstart/slowstart/flow"
@@ -1345,6 +1346,12 @@ func (t *Tracker) LabelCopy(messageEnds []int64, ending Ending) []Round {
 	return t.label(t.log.All(), messageEnds, ending)
 }
 
+// hasOffset reports whether the sorted offsets hold off.
+func hasOffset(sorted []int64, off int64) bool {
+	_, found := slices.BinarySearch(sorted, off)
+	return found
+}
+
 func (t *Tracker) label(rounds []Round, messageEnds []int64, ending Ending) []Round {
 	if n := len(rounds); n > 0 {
 		// Only a later round shows that a lone segment at a round's end was a probe:
@@ -1376,9 +1383,12 @@ func (t *Tracker) label(rounds []Round, messageEnds []int64, ending Ending) []Ro
 			rounds[i].recount(full)
 		}
 	}
-	isEnd := make(map[int64]bool, len(messageEnds))
-	for _, e := range messageEnds {
-		isEnd[e] = true
+	// Looked up by binary search (a map of thousands of a keep-alive
+	// connection's responses was most of what its report allocated); the ends
+	// usually come in order.
+	ends := messageEnds
+	if !slices.IsSorted(ends) {
+		ends = slices.Sorted(slices.Values(messageEnds))
 	}
 	full := t.FullSegmentBytes()
 	idle := t.idleThresholdNs()
@@ -1392,7 +1402,7 @@ func (t *Tracker) label(rounds []Round, messageEnds []int64, ending Ending) []Ro
 			r.Limit = report.LimitIncomplete
 		case i == len(rounds)-1:
 			r.Limit = report.LimitEnd
-		case isEnd[r.EndOffset]:
+		case hasOffset(ends, r.EndOffset):
 			r.Limit = report.LimitEnd
 		case r.WindowRoomBytes < int64(min(full, r.LastFrameBytes)):
 			// No room for another segment like the last one: a round that ended in

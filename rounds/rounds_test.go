@@ -440,3 +440,48 @@ func readWindow(cfg rounds.Config, t *rounds.Tracker, rs []rounds.Round) *report
 	in.Segment.Cap = cfg.SegmentCap
 	return verdict.Read(in).InitialWindow
 }
+
+// TestMessageEndsEndRounds: a round that stops exactly where a response
+// ended ended because the response did ("end"), whatever order the ends come
+// in; a round that stops elsewhere is read by its other signs.
+func TestMessageEndsEndRounds(t *testing.T) {
+	s := &script{}
+	// Three responses of 3, 2 and 4 full segments, each asked for 100 ms after the
+	// one before was acknowledged, and a fourth sent in two rounds.
+	s.Request(0, 0, 100).Burst(1, 3, mss, 0.01)
+	s.Ack(101, 3*mss).Request(110, 100, 100).Burst(111, 2, mss, 0.01)
+	s.Ack(211, 5*mss).Request(220, 200, 100).Burst(221, 4, mss, 0.01)
+	s.Ack(321, 9*mss).Request(330, 300, 100).Burst(331, 2, mss, 0.01)
+	s.Ack(431, 11*mss).Burst(431.01, 2, mss, 0.01)
+	s.Ack(531, 13*mss)
+	ends := []int64{9 * mss, 3 * mss, 13 * mss, 5 * mss} // out of order
+	for _, order := range []string{"in order", "out of order"} {
+		t.Run(order, func(t *testing.T) {
+			tr := rounds.New(serverCfg())
+			for i := range s.Segs {
+				tr.Add(&s.Segs[i])
+			}
+			given := ends
+			if order == "in order" {
+				given = []int64{3 * mss, 5 * mss, 9 * mss, 13 * mss}
+			}
+			rs := tr.Label(given, rounds.EndingComplete)
+			if len(rs) != 5 {
+				t.Fatalf("%d rounds, want 5\n%s", len(rs), dump(rs))
+			}
+			for i, want := range []int64{3 * mss, 5 * mss, 9 * mss, 11 * mss, 13 * mss} {
+				if rs[i].EndOffset != want {
+					t.Fatalf("round %d ends at %d, want %d\n%s", i+1, rs[i].EndOffset, want, dump(rs))
+				}
+			}
+			for i := range 3 {
+				if rs[i].Limit != report.LimitEnd {
+					t.Errorf("round %d (ends where a response did) limit %q, want %q\n%s", i+1, rs[i].Limit, report.LimitEnd, dump(rs))
+				}
+			}
+			if rs[3].Limit == report.LimitEnd {
+				t.Errorf("round 4 (ends inside a response) limit %q\n%s", rs[3].Limit, dump(rs))
+			}
+		})
+	}
+}
