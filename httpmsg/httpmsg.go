@@ -412,7 +412,8 @@ func (p *Parser) handleLine() {
 			return // empty lines between messages are tolerated
 		}
 		var parsed Message
-		if !parseStartLine(line, p.isRequest, false, &parsed) {
+		target, ok := startLine(line, p.isRequest, false, &parsed)
+		if !ok {
 			if !p.decided {
 				p.decided = true
 				p.state = stateNotHTTP
@@ -424,7 +425,10 @@ func (p *Parser) handleLine() {
 			return
 		}
 		p.beginMessage(p.lineStart)
-		p.message.Method, p.message.Target = parsed.Method, parsed.Target
+		p.message.Method = parsed.Method
+		if target != nil {
+			p.message.Target = p.messages.intern(target)
+		}
 		p.message.Version, p.message.Status = parsed.Version, parsed.Status
 		p.sawMethod(parsed.Method)
 		p.decided = true

@@ -122,7 +122,10 @@ func plausibleStartPrefix(line []byte, isRequest bool) bool {
 // parseStartLine reads a start line into the message in progress. With partial
 // set the line is a prefix cut by the capture and what it shows is kept.
 func (p *Parser) parseStartLine(line []byte, partial bool) bool {
-	ok := parseStartLine(line, p.isRequest, partial, p.message)
+	target, ok := startLine(line, p.isRequest, partial, p.message)
+	if target != nil {
+		p.message.Target = p.messages.intern(target)
+	}
 	p.sawMethod(p.message.Method)
 	return ok
 }
@@ -149,26 +152,39 @@ func recognizeStartLine(line []byte, isRequest bool, message *Message) bool {
 // line (HTTP/1.x SP 3DIGIT [SP reason]) into message. With partial set it keeps
 // whatever fields the prefix shows and reports whether the prefix is consistent.
 func parseStartLine(line []byte, isRequest, partial bool, message *Message) bool {
+	target, ok := startLine(line, isRequest, partial, message)
+	if target != nil {
+		message.Target = string(target)
+	}
+	return ok
+}
+
+// startLine is parseStartLine but for the target, which it returns as the
+// line's bytes (non-nil when the line shows one, though it may be empty) for
+// the caller to keep as a string or only to look at: a keep-alive
+// connection's requests name a few targets again and again, and a string
+// made for each was most of what parsing them allocated.
+func startLine(line []byte, isRequest, partial bool, message *Message) (target []byte, ok bool) {
 	if !isRequest {
 		if len(line) < 8 || !bytes.HasPrefix(line, []byte("HTTP/1.")) || !isDigit(line[7]) {
-			return partial && plausibleStartPrefix(line, false)
+			return nil, partial && plausibleStartPrefix(line, false)
 		}
 		message.Version = versionName(line[:8])
 		if len(line) < 12 || line[8] != ' ' || !isDigit(line[9]) || !isDigit(line[10]) || !isDigit(line[11]) ||
 			len(line) > 12 && line[12] != ' ' {
-			return partial && plausibleStartPrefix(line, false)
+			return nil, partial && plausibleStartPrefix(line, false)
 		}
 		message.Status = int(line[9]-'0')*100 + int(line[10]-'0')*10 + int(line[11]-'0')
-		return message.Status >= 100
+		return nil, message.Status >= 100
 	}
 
 	space := bytes.IndexByte(line, ' ')
 	if space <= 0 || space > maxMethodBytes {
-		return false
+		return nil, false
 	}
 	for _, b := range line[:space] {
 		if !isTokenByte(b) {
-			return false
+			return nil, false
 		}
 	}
 	message.Method = methodName(line[:space])
@@ -176,21 +192,20 @@ func parseStartLine(line []byte, isRequest, partial bool, message *Message) bool
 	targetEnd := bytes.IndexByte(rest, ' ')
 	if targetEnd < 0 {
 		if partial {
-			message.Target = string(rest[:min(len(rest), MaxTargetBytes)])
-			return true
+			return rest[:min(len(rest), MaxTargetBytes)], true
 		}
-		return false
+		return nil, false
 	}
 	if targetEnd == 0 {
-		return false
+		return nil, false
 	}
-	message.Target = string(rest[:min(targetEnd, MaxTargetBytes)])
+	target = rest[:min(targetEnd, MaxTargetBytes)]
 	version := rest[targetEnd+1:]
 	message.Version = versionName(version)
 	if message.Version == "" {
-		return partial && len(version) < len(version11) && bytes.HasPrefix([]byte(version11), version)
+		return target, partial && len(version) < len(version11) && bytes.HasPrefix([]byte(version11), version)
 	}
-	return true
+	return target, true
 }
 
 // trimSpace removes spaces and tabs around a header value.
@@ -235,9 +250,9 @@ func (p *Parser) headerField(line []byte) {
 		p.message.Chunked = bytes.EqualFold(last, []byte("chunked"))
 		p.otherCoding = !p.message.Chunked
 	case fieldHost:
-		p.message.Host = fieldValue(value)
+		p.message.Host = p.fieldValue(value)
 	case fieldContentType:
-		p.message.ContentType = fieldValue(value)
+		p.message.ContentType = p.fieldValue(value)
 	case fieldConnection:
 		for value := value; len(value) > 0; {
 			token := value
@@ -294,9 +309,10 @@ func framingField(name []byte) int {
 	return field
 }
 
-// fieldValue keeps a header value, cut to MaxFieldValueBytes.
-func fieldValue(value []byte) string {
-	return string(value[:min(len(value), MaxFieldValueBytes)])
+// fieldValue keeps a header value, cut to MaxFieldValueBytes (a string the
+// messages before named, when it is one of them).
+func (p *Parser) fieldValue(value []byte) string {
+	return p.messages.intern(value[:min(len(value), MaxFieldValueBytes)])
 }
 
 // parseContentLength reads a Content-Length value; a list of equal values
@@ -526,9 +542,9 @@ func resyncCandidate(data []byte, isRequest bool) bool {
 		line = line[:n-1]
 	}
 	var message Message
-	if !parseStartLine(line, true, false, &message) || !knownMethod(message.Method) {
+	target, ok := startLine(line, true, false, &message)
+	if !ok || !knownMethod(message.Method) {
 		return false
 	}
-	target := message.Target
-	return target[0] == '/' || target == "*" || len(target) > 4 && target[:4] == "http" || message.Method == "CONNECT"
+	return target[0] == '/' || string(target) == "*" || len(target) > 4 && string(target[:4]) == "http" || message.Method == "CONNECT"
 }

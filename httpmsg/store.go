@@ -143,6 +143,17 @@ func (s *messageStore) ref(v string) int64 {
 	return int64(len(s.strs))
 }
 
+// intern returns b as a string: one of the latest strings (the messages
+// before named them) when it equals one, else a new string.
+func (s *messageStore) intern(b []byte) string {
+	for i := len(s.strs) - 1; i >= max(0, len(s.strs)-recentStrings); i-- {
+		if string(b) == s.strs[i] {
+			return s.strs[i]
+		}
+	}
+	return string(b)
+}
+
 // recentStrings is how many of the latest strings a new one is looked for in.
 const recentStrings = 8
 

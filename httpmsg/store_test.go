@@ -102,3 +102,42 @@ func TestMessageStoreEveryField(t *testing.T) {
 		t.Errorf("messageCodec.visit visits %d fields; its bitmap has room for 64", c.Fields())
 	}
 }
+
+// TestRepeatedStringsReused feeds a keep-alive connection's requests, naming
+// two targets in turn with the same Host and Content-Type, and counts the
+// allocations of one more exchange: the strings the messages before named
+// are reused, so an exchange allocates nothing of its own (the store's
+// buffers grow by doubling, rarely). A string made per message for the target,
+// the host or the content type would be one allocation each, every time.
+func TestRepeatedStringsReused(t *testing.T) {
+	requests := NewRequestParser()
+	responses := NewResponseParser(requests)
+	var reqOffset, respOffset int64
+	reqs := [2][]byte{[]byte("GET /a HTTP/1.1\r\nHost: example.com\r\n\r\n"), []byte("GET /bb HTTP/1.1\r\nHost: example.com\r\n\r\n")}
+	resp := []byte("HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: 2\r\n\r\nok")
+	exchange := func(i int) {
+		req := reqs[i%2]
+		requests.Write(reqOffset, req, len(req))
+		reqOffset += int64(len(req))
+		responses.Write(respOffset, resp, len(resp))
+		respOffset += int64(len(resp))
+	}
+	for i := range 1000 {
+		exchange(i)
+	}
+	i := 1000
+	allocs := testing.AllocsPerRun(200, func() {
+		exchange(i)
+		i++
+	})
+	if allocs > 0.2 {
+		t.Errorf("an exchange of strings named before allocated %.2f times on average, want at most 0.2", allocs)
+	}
+	ms := requests.Messages()
+	if len(ms) < 1201 || ms[1000].Target != "/a" || ms[1001].Target != "/bb" || ms[1001].Host != "example.com" {
+		t.Fatalf("requests parsed wrong: %d messages, 1000th %+v", len(ms), ms[min(1000, len(ms)-1)])
+	}
+	if rs := responses.Messages(); len(rs) < 1201 || rs[1200].ContentType != "text/html" || rs[1200].Status != 200 {
+		t.Fatalf("responses parsed wrong: %d messages", len(rs))
+	}
+}
