@@ -5,6 +5,8 @@ import (
 	"reflect"
 	"slices"
 	"strconv"
+	"strings"
+	"sync"
 
 	gojson "github.com/goccy/go-json"
 )
@@ -25,6 +27,9 @@ func appendConnectionJSON(b []byte, c *Connection, indent bool, prefix string) (
 		return b, false
 	}
 	w := jsonWriter{b: b, indent: indent, prefix: prefix}
+	if indent {
+		w.lines = indentLinesFor(prefix)
+	}
 	w.connection(c)
 	return w.b, !w.failed
 }
@@ -34,30 +39,57 @@ type jsonWriter struct {
 	b      []byte
 	indent bool
 	prefix string
-	depth  int
+	// lines, when indenting: the start of a line at each depth (see
+	// indentLines).
+	lines *indentLines
+	depth int
 	// empty: the object or array opened last has no member yet.
 	empty  bool
 	failed bool
 }
 
-// newline starts a line at the current depth: its indentation appended at
-// once from indentSpaces (a connection's members are some 5 levels deep).
+// newline starts a line at the current depth.
 func (w *jsonWriter) newline() { w.b = w.appendNewline(w.b) }
 
-// appendNewline is newline onto b. The writer's pieces append to a local
-// slice and store it back once: appending to w.b piece by piece stored its
-// length and read it back at each piece, a store the next load waited on.
+// appendNewline is newline onto b: the line's start at the writer's depth,
+// one string appended (a connection's members are some 5 levels deep, and a
+// report of many rounds starts tens of thousands of lines). The writer's
+// pieces append to a local slice and store it back once: appending to w.b
+// piece by piece stored its length and read it back at each piece, a store
+// the next load waited on.
 func (w *jsonWriter) appendNewline(b []byte) []byte {
+	if l := w.lines; l != nil && w.depth < len(l) {
+		return append(b, l[w.depth]...)
+	}
 	b = append(b, '\n')
 	b = append(b, w.prefix...)
-	for n := 2 * w.depth; n > 0; n -= len(indentSpaces) {
-		b = append(b, indentSpaces[:min(n, len(indentSpaces))]...)
+	for range w.depth {
+		b = append(b, "  "...)
 	}
 	return b
 }
 
-// indentSpaces is the indentation of 16 levels.
-const indentSpaces = "                                "
+// indentLines holds, for each depth, a newline, the prefix and two spaces a
+// level: the start of a line at that depth.
+type indentLines [12]string
+
+// indentLinesByPrefix holds the indentLines of each prefix a writer was made
+// with (a *indentLines by string).
+var indentLinesByPrefix sync.Map
+
+// indentLinesFor returns the start of a line at each depth under prefix,
+// made once for each prefix.
+func indentLinesFor(prefix string) *indentLines {
+	if l, ok := indentLinesByPrefix.Load(prefix); ok {
+		return l.(*indentLines)
+	}
+	l := new(indentLines)
+	for d := range l {
+		l[d] = "\n" + prefix + strings.Repeat("  ", d)
+	}
+	actual, _ := indentLinesByPrefix.LoadOrStore(prefix, l)
+	return actual.(*indentLines)
+}
 
 func (w *jsonWriter) open(c byte) {
 	w.b = append(w.b, c)
@@ -93,7 +125,16 @@ func (w *jsonWriter) appendNext(b []byte) []byte {
 func (w *jsonWriter) key(k string) { w.b = w.appendKey(w.b, k) }
 
 func (w *jsonWriter) appendKey(b []byte, k string) []byte {
-	b = w.appendNext(b)
+	if l := w.lines; l != nil && w.depth < len(l) {
+		// The comma, the line's start and the quote: two appends, not five.
+		if !w.empty {
+			b = append(b, ',')
+		}
+		w.empty = false
+		b = append(b, l[w.depth]...)
+	} else {
+		b = w.appendNext(b)
+	}
 	b = append(b, '"')
 	b = append(b, k...)
 	if w.indent {
