@@ -146,7 +146,7 @@ func (w *jsonWriter) appendKey(b []byte, k string) []byte {
 // keyInt, keyStr and keyBool write member k and its value with one store
 // of the buffer.
 func (w *jsonWriter) keyInt(k string, v int64) {
-	w.b = strconv.AppendInt(w.appendKey(w.b, k), v, 10)
+	w.b = appendInt(w.appendKey(w.b, k), v)
 }
 
 func (w *jsonWriter) keyStr(k, v string) { w.b = w.appendStr(w.appendKey(w.b, k), v) }
@@ -155,7 +155,20 @@ func (w *jsonWriter) keyBool(k string, v bool) {
 	w.b = strconv.AppendBool(w.appendKey(w.b, k), v)
 }
 
-func (w *jsonWriter) int(v int64) { w.b = strconv.AppendInt(w.b, v, 10) }
+func (w *jsonWriter) int(v int64) { w.b = appendInt(w.b, v) }
+
+// appendInt is strconv.AppendInt in base 10, the numbers below 100 (most of
+// a report's counts and indexes) appended as their digits at once, not
+// copied from strconv's table by a call.
+func appendInt(b []byte, v int64) []byte {
+	if v >= 0 && v < 100 {
+		if v < 10 {
+			return append(b, byte('0'+v))
+		}
+		return append(b, byte('0'+v/10), byte('0'+v%10))
+	}
+	return strconv.AppendInt(b, v, 10)
+}
 
 func (w *jsonWriter) null() { w.b = append(w.b, "null"...) }
 
@@ -202,7 +215,7 @@ func appendMillionths(b []byte, v float64) (_ []byte, ok bool) {
 		b = append(b, '-')
 		n = -n
 	}
-	b = strconv.AppendInt(b, n/1e6, 10)
+	b = appendInt(b, n/1e6)
 	frac := n % 1e6
 	if frac == 0 {
 		return b, true

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"reflect"
 	"slices"
+	"strconv"
 	"testing"
 
 	gojson "github.com/goccy/go-json"
@@ -157,4 +158,14 @@ func BenchmarkConnectionJSON(b *testing.B) {
 		written += len(buf)
 	}
 	b.SetBytes(int64(written / max(b.N, 1)))
+}
+
+// TestAppendInt: the short path for numbers below 100 writes what strconv
+// writes, and so do the others.
+func TestAppendInt(t *testing.T) {
+	for _, v := range []int64{-101, -100, -99, -10, -9, -1, 0, 1, 9, 10, 11, 42, 99, 100, 101, 999, 1 << 40, math.MaxInt64, math.MinInt64} {
+		if got, want := string(appendInt([]byte("x"), v)), "x"+strconv.FormatInt(v, 10); got != want {
+			t.Errorf("appendInt(%d) = %q, want %q", v, got, want)
+		}
+	}
 }
