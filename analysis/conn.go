@@ -421,7 +421,9 @@ func (ca *connAnalyzer) Close(c *flow.Conn) {
 // round trips, the verdict, the HTTP messages, packets). A snapshot of a
 // connection still open (final false) leaves the analyzer as it was, to go on.
 func (ca *connAnalyzer) build(c *flow.Conn, final bool) report.Connection {
-	return ca.assemble(c, ca.label(ca.annotate(c, final)))
+	a := ca.annotate(c, final)
+	defer a.releaseMessages()
+	return ca.assemble(c, ca.label(a))
 }
 
 // annotated is the first stage's product: the connection's TLS and HTTP
@@ -437,6 +439,22 @@ type annotated struct {
 	// is cut (the TLS flight, the handshake, each response).
 	msgEnds []int64
 	notes   []string
+	// messages: the cleartext HTTP requests [0] and responses [1], decoded
+	// once for the whole report (nil when the connection is not HTTP).
+	messages *[2][]httpmsg.Message
+}
+
+// releaseMessages gives the decoded messages' slices back for the next
+// report: the report holds copies of what it needs (the strings are shared,
+// and immutable).
+func (a *annotated) releaseMessages() {
+	if m := a.messages; m != nil {
+		clear(m[0])
+		clear(m[1])
+		m[0], m[1] = m[0][:0], m[1][:0]
+		messageScratch.Put(m)
+		a.messages = nil
+	}
 }
 
 // annotate closes what a final report closes (the HTTP parsers, the
@@ -449,6 +467,12 @@ func (ca *connAnalyzer) annotate(c *flow.Conn, final bool) annotated {
 				p.Close()
 			}
 		}
+	}
+	if req, resp := ca.http[flow.ToServer], ca.http[flow.ToClient]; req != nil && resp != nil {
+		m := messageScratch.Get().(*[2][]httpmsg.Message)
+		m[0] = req.AppendMessages(m[0][:0])
+		m[1] = resp.AppendMessages(m[1][:0])
+		a.messages = m
 	}
 	if ca.proto == protoTLS {
 		a.tls = ca.summarizeTLS(c)
@@ -482,7 +506,7 @@ func (ca *connAnalyzer) annotate(c *flow.Conn, final bool) annotated {
 		}
 		a.msgEnds = append(a.msgEnds, a.tls.flightEnd, a.tls.handshakeEnd)
 	}
-	a.msgEnds = append(a.msgEnds, ca.responseEnds()...)
+	a.msgEnds = appendResponseEnds(a.msgEnds, a.messages)
 	return a
 }
 
@@ -602,7 +626,7 @@ func (ca *connAnalyzer) assemble(c *flow.Conn, l labelled) report.Connection {
 	}
 	rc.RoundTrips.Total = rc.RoundTrips.TCP + rc.RoundTrips.TLS + rc.RoundTrips.HTTP
 
-	readings := verdict.Read(ca.verdictInput(c, raw, tlsInfo, base))
+	readings := verdict.Read(ca.verdictInput(c, raw, tlsInfo, base, l.messages))
 	rc.InitialWindow = readings.InitialWindow
 	if tlsInfo != nil {
 		rc.TLS = tlsInfo.report(readings.TLSFlight)
@@ -614,7 +638,7 @@ func (ca *connAnalyzer) assemble(c *flow.Conn, l labelled) report.Connection {
 	if l.decrypted != nil {
 		rc.HTTP = exchangeMessages(l.decrypted, spans, ms)
 	} else {
-		rc.HTTP = ca.httpMessages(ms, spans)
+		rc.HTTP = ca.httpMessages(l.messages, ms, spans)
 	}
 	var packets []report.Packet
 	if ca.packets != nil {
@@ -743,7 +767,7 @@ func roundsRTTNs(c *flow.Conn, clientDataRTTNs int64) int64 {
 }
 
 // verdictInput gathers what the initial-window verdict reads.
-func (ca *connAnalyzer) verdictInput(c *flow.Conn, raw []rounds.Round, t *tlsSummary, baseNs int64) verdict.Input {
+func (ca *connAnalyzer) verdictInput(c *flow.Conn, raw []rounds.Round, t *tlsSummary, baseNs int64, messages *[2][]httpmsg.Message) verdict.Input {
 	in := verdict.Input{
 		Rounds: raw,
 		Path: verdict.Path{Vantage: c.Vantage(), MidStream: c.MidStream, HandshakeRTTNs: handshakeRTTNs(c),
@@ -778,8 +802,8 @@ func (ca *connAnalyzer) verdictInput(c *flow.Conn, raw []rounds.Round, t *tlsSum
 			in.Messages = append(in.Messages, verdict.Span{Start: 0, End: t.flightEnd})
 		}
 	}
-	if p := ca.http[flow.ToClient]; p != nil {
-		for _, m := range p.MessagesFrom(0) {
+	if messages != nil {
+		for _, m := range messages[1] {
 			if m.Offset > horizon {
 				break
 			}
@@ -853,14 +877,13 @@ func endpoint(d *flow.DirState) report.Endpoint {
 	}
 }
 
-// responseEnds lists the stream offsets where cleartext HTTP responses ended.
-func (ca *connAnalyzer) responseEnds() []int64 {
-	p := ca.http[flow.ToClient]
-	if p == nil {
-		return nil
+// appendResponseEnds appends the stream offsets where the cleartext HTTP
+// responses ended.
+func appendResponseEnds(ends []int64, messages *[2][]httpmsg.Message) []int64 {
+	if messages == nil {
+		return ends
 	}
-	var ends []int64
-	for _, m := range p.MessagesFrom(0) {
+	for _, m := range messages[1] {
 		if m.End > 0 {
 			ends = append(ends, m.End)
 		}
@@ -982,26 +1005,15 @@ func containsInt(list []int, k int) bool {
 	return false
 }
 
-// messageScratch keeps the slices httpMessages decodes a connection's requests
-// and responses into, for the next report's: the report keeps copies of what
-// it needs (the strings are shared, and immutable).
+// messageScratch keeps the slices a report decodes a connection's requests
+// and responses into (annotated.messages), for the next report's.
 var messageScratch = sync.Pool{New: func() any { return new([2][]httpmsg.Message) }}
 
-func (ca *connAnalyzer) httpMessages(ms func(int64) float64, spans roundSpans) []report.HTTPMessage {
-	req, resp := ca.http[flow.ToServer], ca.http[flow.ToClient]
-	if req == nil {
+func (ca *connAnalyzer) httpMessages(messages *[2][]httpmsg.Message, ms func(int64) float64, spans roundSpans) []report.HTTPMessage {
+	if messages == nil {
 		return []report.HTTPMessage{}
 	}
-	scratch := messageScratch.Get().(*[2][]httpmsg.Message)
-	defer func() {
-		clear(scratch[0])
-		clear(scratch[1])
-		scratch[0], scratch[1] = scratch[0][:0], scratch[1][:0]
-		messageScratch.Put(scratch)
-	}()
-	scratch[0] = req.AppendMessages(scratch[0][:0])
-	scratch[1] = resp.AppendMessages(scratch[1][:0])
-	reqs, resps := scratch[0], scratch[1]
+	reqs, resps := messages[0], messages[1]
 	reqTimes, respTimes := ca.msgTime[flow.ToServer].All(), ca.msgTime[flow.ToClient].All()
 	out := make([]report.HTTPMessage, 0, len(reqs))
 	// The messages' times and round lists in a few arrays, not a few
