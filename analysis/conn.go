@@ -362,6 +362,13 @@ func (ca *connAnalyzer) timeMessages(d flow.Dir, writtenEnd, timeNs int64) {
 	p := ca.http[d]
 	count := p.Count()
 	times := &ca.msgTime[d]
+	if from := ca.timedFrom[d]; from == count-1 && times.Len() == count {
+		// Only the last message is untimed, as it is through a long body: it
+		// is timed once its end is handed over (what the loops below find).
+		if end := p.MessageEnd(from); end < 0 || end > writtenEnd {
+			return
+		}
+	}
 	for times.Len() < count {
 		i := times.Len()
 		times.Append(timedMessage{firstNs: timeNs})

@@ -522,6 +522,13 @@ func (p *Parser) tryResync(data []byte) {
 }
 
 func resyncCandidate(data []byte, isRequest bool) bool {
+	// A status line starts "HTTP/1.", a request line with a known method, all
+	// in capitals: the body bytes a lost parser is handed (a bulk download
+	// whose header was not captured, segment after segment) are turned away
+	// at their first byte.
+	if len(data) == 0 || !isRequest && data[0] != 'H' || isRequest && (data[0] < 'A' || data[0] > 'Z') {
+		return false
+	}
 	if !isRequest {
 		if len(data) < 12 {
 			return false
