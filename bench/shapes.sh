@@ -12,7 +12,7 @@
 #              longer (bench/repeat: the capture repeated later in time)
 #   same JSON  at GOMAXPROCS=1 and 2, byte for byte
 #   text       `slowstart analyze` (the text people read, the default) within
-#              1.5x the time of --json on the same file, timed once
+#              1.5x the time of --json on the same file, best of the turns
 #
 # Shapes (all by default, in this order):
 #   mixed      make-capture.sh: 40,000 short HTTP connections + 4 curl bulk downloads
@@ -153,8 +153,13 @@ for shape in "${shapes[@]}"; do
 	done
 	time_run "slowstart 4x" "$slowstart" analyze --json "$long4"
 	long4_s=$run_s long4_kb=$run_kb
-	time_run "slowstart text" "$slowstart" analyze "$capture"
-	text_s=$run_s text_kb=$run_kb
+	# The text, as many turns as the JSON had and the best kept: timed once, a
+	# stall of the machine (a second on mixed, 2026-11-28) read as the text's.
+	text_s= text_kb=
+	for ((turn = 1; turn <= runs; turn++)); do
+		time_run "slowstart text (turn $turn)" "$slowstart" analyze "$capture"
+		if faster "$run_s" "$text_s"; then text_s=$run_s text_kb=$run_kb; fi
+	done
 	[[ $long4 == "$work_dir"/* ]] && rm -f "$long4"
 	GOMAXPROCS=1 "$slowstart" analyze --json "$capture" 2>/dev/null | sha256sum >"$work_dir/one"
 	GOMAXPROCS=2 "$slowstart" analyze --json "$capture" 2>/dev/null | sha256sum >"$work_dir/two"
