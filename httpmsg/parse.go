@@ -144,26 +144,18 @@ func (p *Parser) sawMethod(method string) {
 // recognizeStartLine reports whether a line cut by the capture shows enough to
 // tell it starts an HTTP/1.x message (a method and a space, or "HTTP/1.x").
 func recognizeStartLine(line []byte, isRequest bool, message *Message) bool {
-	parseStartLine(line, isRequest, true, message)
+	startLine(line, isRequest, true, message)
 	return message.Method != "" || message.Version != ""
 }
 
-// parseStartLine reads a request line (METHOD SP target SP HTTP/1.x) or a status
-// line (HTTP/1.x SP 3DIGIT [SP reason]) into message. With partial set it keeps
-// whatever fields the prefix shows and reports whether the prefix is consistent.
-func parseStartLine(line []byte, isRequest, partial bool, message *Message) bool {
-	target, ok := startLine(line, isRequest, partial, message)
-	if target != nil {
-		message.Target = string(target)
-	}
-	return ok
-}
-
-// startLine is parseStartLine but for the target, which it returns as the
-// line's bytes (non-nil when the line shows one, though it may be empty) for
-// the caller to keep as a string or only to look at: a keep-alive
-// connection's requests name a few targets again and again, and a string
-// made for each was most of what parsing them allocated.
+// startLine reads a request line (METHOD SP target SP HTTP/1.x) or a status
+// line (HTTP/1.x SP 3DIGIT [SP reason]) into message, all but the target,
+// which it returns as the line's bytes (non-nil when the line shows one,
+// though it may be empty) for the caller to keep as a string or only to look
+// at: a keep-alive connection's requests name a few targets again and again,
+// and a string made for each was most of what parsing them allocated. With
+// partial set it keeps whatever fields the prefix shows and reports whether
+// the prefix is consistent.
 func startLine(line []byte, isRequest, partial bool, message *Message) (target []byte, ok bool) {
 	if !isRequest {
 		if len(line) < 8 || !bytes.HasPrefix(line, []byte("HTTP/1.")) || !isDigit(line[7]) {
@@ -397,7 +389,7 @@ func (p *Parser) pendingMethod() string {
 		return ""
 	}
 	var partial Message
-	parseStartLine(p.line, true, true, &partial)
+	startLine(p.line, true, true, &partial)
 	return partial.Method
 }
 
@@ -538,7 +530,8 @@ func resyncCandidate(data []byte, isRequest bool) bool {
 		if len(line) == 13 && (line[12] == '\r' || line[12] == '\n') {
 			line = line[:12]
 		}
-		return parseStartLine(line, false, false, &message) && message.Version != "" && message.Status < 600
+		_, ok := startLine(line, false, false, &message)
+		return ok && message.Version != "" && message.Status < 600
 	}
 	newline := bytes.IndexByte(data[:min(len(data), MaxLineBytes)], '\n')
 	if newline < 0 {
