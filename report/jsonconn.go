@@ -126,7 +126,10 @@ func (w *jsonWriter) key(k string) { w.b = w.appendKey(w.b, k) }
 
 func (w *jsonWriter) appendKey(b []byte, k string) []byte {
 	if l := w.lines; l != nil && w.depth < len(l) {
-		// The comma, the line's start and the quote: two appends, not five.
+		// appendNext, written out: the comma and the line's start without
+		// a call (appendNewline is past the inliner's budget), for the key
+		// of every member (0.7% of edge2k's instructions, against calling
+		// appendNext).
 		if !w.empty {
 			b = append(b, ',')
 		}
