@@ -163,9 +163,30 @@ func BenchmarkConnectionJSON(b *testing.B) {
 // TestAppendInt: the short path for numbers below 100 writes what strconv
 // writes, and so do the others.
 func TestAppendInt(t *testing.T) {
-	for _, v := range []int64{-101, -100, -99, -10, -9, -1, 0, 1, 9, 10, 11, 42, 99, 100, 101, 999, 1 << 40, math.MaxInt64, math.MinInt64} {
+	values := []int64{-101, -100, -99, -10, -9, -1, 0, 1, 9, 10, 11, 42, 99, 100, 101, 999, 1 << 40, math.MaxInt64, math.MinInt64, math.MinInt64 + 1}
+	// Each side of every count of digits (appendUint sizes the number
+	// first), and of every count of bits.
+	for p := int64(10); p > 0 && p <= math.MaxInt64/10*10; p *= 10 {
+		values = append(values, p-1, p, p+1, -p, -p+1)
+		if p > math.MaxInt64/10 {
+			break
+		}
+	}
+	for k := range 63 {
+		values = append(values, 1<<k-1, 1<<k, -(1 << k))
+	}
+	rng := rand.New(rand.NewPCG(5, 6))
+	for range 100_000 {
+		values = append(values, rng.Int64()>>rng.IntN(63), -rng.Int64()>>rng.IntN(63))
+	}
+	for _, v := range values {
 		if got, want := string(appendInt([]byte("x"), v)), "x"+strconv.FormatInt(v, 10); got != want {
-			t.Errorf("appendInt(%d) = %q, want %q", v, got, want)
+			t.Fatalf("appendInt(%d) = %q, want %q", v, got, want)
+		}
+	}
+	for _, u := range []uint64{math.MaxUint64, math.MaxUint64 - 1, 1e19, 1e19 - 1} {
+		if got, want := string(appendUint(nil, u)), strconv.FormatUint(u, 10); got != want {
+			t.Fatalf("appendUint(%d) = %q, want %q", u, got, want)
 		}
 	}
 }
