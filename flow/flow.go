@@ -111,21 +111,40 @@ func synOptions(o *capture.TCPOptions) SYNOptions {
 }
 
 // DirState is what is known of one direction of a connection.
+//
+// Its fields are in two parts: first those a packet of either direction reads
+// or writes (a packet reads its own direction's and the other's), then those
+// read only at a SYN, a retransmission, a hole or the report. A capture of
+// many open connections reads a connection's state from memory for most of
+// its packets: the fewer cache lines a packet touches, the fewer it waits for
+// (TestDirStateHotFields).
 type DirState struct {
-	SYN     SYNOptions // options of this side's SYN (valid when SYNSeen)
-	SYNSeen bool
+	// lastSeq is the last sequence number seen, for unwrapping; lastOffset
+	// its stream offset.
+	lastSeq uint32
 	baseSet bool
 	ackSent bool // (see ackOffset)
 	// dataSeen: data of this side was seen, or acknowledged by the other (see
 	// HighestEnd).
 	dataSeen bool
-	// ISN is the initial sequence number of this side's SYN; SYNCount how many SYNs
-	// (client) or SYN/ACKs (server) with it were captured (more than one: the first
-	// went unanswered or its answer was lost).
-	ISN        uint32
+	SYNSeen  bool
+	// WindowScale is the shift applied to this side's advertised window (0 when
+	// scaling is not in use on the connection).
+	WindowScale int8
+	FINSeen     bool
+	RSTSeen     bool
+	// RTT sampling (Karn's rule): one new-data segment of this direction is timed
+	// at a time, until the other side acknowledges it; a retransmission of its
+	// bytes cancels the sample.
+	timing bool
+	// The floor's own timer (see AckDelayFloorNs): one segment at a time,
+	// restarted when its bytes are sent again (from that latest sending).
+	floorTiming bool
+	lastRecent  int8 // (see recent)
+	// SYNCount is how many SYNs (client) or SYN/ACKs (server) with the ISN were
+	// captured (more than one: the first went unanswered or its answer was
+	// lost; the round trip then is read with care, on every packet).
 	SYNCount   int32
-	base       uint32 // sequence number of stream offset 0 (when baseSet)
-	lastSeq    uint32 // last sequence number seen, for unwrapping
 	lastOffset int64
 	// The last acknowledgement this side sent (offset and window, when
 	// ackSent), to tell a duplicate ACK.
@@ -136,6 +155,30 @@ type DirState struct {
 	HighestEnd int64
 	// highestTimeNs is when the segment ending at HighestEnd was seen.
 	highestTimeNs int64
+	// HighestAckByPeer is the highest stream offset of this direction that the other
+	// side acknowledged (-1 before any acknowledgement).
+	HighestAckByPeer int64
+	// finOffset is the stream offset of this side's FIN (-1 before one was seen).
+	finOffset int64
+	Packets   int64
+	// Bytes counts distinct stream bytes the capture saw (new sequence space, each
+	// byte once whenever it first appeared), not frames.
+	Bytes             int64
+	timedEnd, timedNs int64
+	floorEnd, floorNs int64
+	// MinAckDelayNs is the shortest time from a new-data segment of this direction
+	// to the other side's acknowledgement of it (-1: no sample). Seen at one end of
+	// the path, one direction's is the round trip and the other's about zero.
+	MinAckDelayNs int64
+	// recent frames of this direction, to tell frames captured twice
+	recent [recentFrames]recentFrame
+
+	// What a packet seldom reads.
+
+	SYN SYNOptions // options of this side's SYN (valid when SYNSeen)
+	// ISN is the initial sequence number of this side's SYN (see SYNCount).
+	ISN  uint32
+	base uint32 // sequence number of stream offset 0 (when baseSet)
 	// seq tracks which bytes below HighestEnd the capture has not seen.
 	seq seqSpace
 	// preCaptureEnd: in a capture that began mid-stream, the first data seen began
@@ -143,38 +186,9 @@ type DirState struct {
 	// lowestData is the lowest offset of data seen in such a capture.
 	preCaptureEnd int64
 	lowestData    int64
-	// finOffset is the stream offset of this side's FIN (-1 before one was seen).
-	finOffset int64
-	Packets   int64
-	// Bytes counts distinct stream bytes the capture saw (new sequence space, each
-	// byte once whenever it first appeared), not frames.
-	Bytes int64
 	// AckedUnseenBytes counts bytes the other side acknowledged that the capture
 	// never saw: packets the capture dropped (or filtered away).
 	AckedUnseenBytes int64
-	// HighestAckByPeer is the highest stream offset of this direction that the other
-	// side acknowledged (-1 before any acknowledgement).
-	HighestAckByPeer int64
-	Retransmissions  int32
-	OutOfOrder       int32
-	// Duplicates counts frames captured twice: identical to the one before, back to
-	// back, with nothing from the other side in between.
-	Duplicates int32
-	// WindowScale is the shift applied to this side's advertised window (0 when
-	// scaling is not in use on the connection).
-	WindowScale int8
-	FINSeen     bool
-	RSTSeen     bool
-
-	// RTT sampling (Karn's rule): one new-data segment of this direction is timed
-	// at a time, until the other side acknowledges it; a retransmission of its
-	// bytes cancels the sample.
-	timing            bool
-	timedEnd, timedNs int64
-	// MinAckDelayNs is the shortest time from a new-data segment of this direction
-	// to the other side's acknowledgement of it (-1: no sample). Seen at one end of
-	// the path, one direction's is the round trip and the other's about zero.
-	MinAckDelayNs int64
 	// AckDelayFloorNs is the shortest time from the latest sending of a timed
 	// segment's bytes to their acknowledgement, retransmitted ones too (-1: none):
 	// never more than the true delay, so a floor that is still long shows that
@@ -182,16 +196,11 @@ type DirState struct {
 	// data. (Karn's rule keeps retransmitted bytes out of MinAckDelayNs, which
 	// estimates the round trip; a floor needs no such care.)
 	AckDelayFloorNs int64
-	// The floor's own timer: one segment at a time, restarted when its bytes are
-	// sent again (from that latest sending).
-	floorEnd, floorNs int64
-	floorTiming       bool
-	// recent frames of this direction, to tell frames captured twice
-	lastRecent int8
-	recent     [recentFrames]recentFrame
-
-	// (The small fields are kept together: DirState is 64 bytes smaller than
-	// with each after the fields it goes with, and a Conn fits 896 bytes.)
+	Retransmissions int32
+	OutOfOrder      int32
+	// Duplicates counts frames captured twice: identical to the one before, back to
+	// back, with nothing from the other side in between.
+	Duplicates int32
 }
 
 type recentFrame struct {
@@ -223,49 +232,54 @@ type frameSignature struct {
 
 // Conn is one TCP connection.
 type Conn struct {
-	Index          int // 1-based, in order of first packet
+	// First what a packet reads or writes (see DirState).
+
 	Client, Server netip.AddrPort
-	FirstNs        int64
-	LastNs         int64
+	// sameHash is the next open connection whose four-tuple hashes the same
+	// (see connTable).
+	sameHash *Conn
+	handler  Handler
+	LastNs   int64
 	// The handshake that completed (0 when not seen): SYNNs is the client's SYN the
 	// SYN/ACK answered (the latest one sent before it), SYNACKNs the SYN/ACK the
 	// client acknowledged, HandshakeACKNs the client's first acknowledgement of it.
 	// FirstSYNNs is the first SYN, earlier than SYNNs when the SYN was sent again.
 	SYNNs, SYNACKNs, HandshakeACKNs int64
-	FirstSYNNs                      int64
-	// SYNACKInferred: the capture has no SYN/ACK; the client's acknowledgement of one
-	// completed the handshake (SYNACKNs is 0).
-	SYNACKInferred bool
-	// RefusedNs is when the server answered the SYN with a RST (0: it did not).
-	RefusedNs    int64
-	refusedSYNNs int64
-	// MidStream is true when the capture did not see the connection's SYN.
-	MidStream bool
-	Dirs      [2]DirState
-	// Reordering window at the receiver: holes filled within this time of the data
-	// above them count as out-of-order rather than retransmitted.
-	reorderNs int64
-	handler   Handler
-	// FirstOrdinal is the number of the connection's first packet in the whole
-	// input; FinishNs the capture time at which it was finished (handed over).
-	FirstOrdinal int64
-	FinishNs     int64
-	// closing: it ended and is due after the linger; done: finished. heapPos is
-	// its deadline's place on the tracker's heap, plus one (0: none).
-	closing, done bool
-	heapPos       int
-	// sameHash is the next open connection whose four-tuple hashes the same
-	// (see connTable).
-	sameHash *Conn
 	// SYN/ACKs seen before the handshake completed, to pick the one acknowledged
 	// (allocated at the first: most connections of a SYN flood never get one;
 	// dropped when the handshake completes).
-	synAcks   *synAckSet
-	lastSYNNs int64 // the latest client SYN so far
+	synAcks *synAckSet
+	heapPos int
+	// closing: it ended and is due after the linger; done: finished. heapPos is
+	// its deadline's place on the tracker's heap, plus one (0: none).
+	closing, done bool
+	// SYNACKInferred: the capture has no SYN/ACK; the client's acknowledgement of one
+	// completed the handshake (SYNACKNs is 0).
+	SYNACKInferred bool
 	// rstBeforeHandshake: a RST answered a SYN; a retried SYN may still succeed.
 	rstBeforeHandshake bool
 	// sawOther[d]: a packet of the other direction arrived since d's last frame.
 	sawOther [2]bool
+	Dirs     [2]DirState
+
+	// What a packet seldom reads.
+
+	Index      int // 1-based, in order of first packet
+	FirstNs    int64
+	FirstSYNNs int64
+	lastSYNNs  int64 // the latest client SYN so far
+	// RefusedNs is when the server answered the SYN with a RST (0: it did not).
+	RefusedNs    int64
+	refusedSYNNs int64
+	// Reordering window at the receiver: holes filled within this time of the data
+	// above them count as out-of-order rather than retransmitted.
+	reorderNs int64
+	// FirstOrdinal is the number of the connection's first packet in the whole
+	// input; FinishNs the capture time at which it was finished (handed over).
+	FirstOrdinal int64
+	FinishNs     int64
+	// MidStream is true when the capture did not see the connection's SYN.
+	MidStream bool
 }
 
 type synAck struct {
