@@ -69,8 +69,13 @@ type pcapReader struct {
 	// readable header after it, next hands them out from there (viewUsed:
 	// the bytes handed out), with no call into the stream; the stream
 	// consumes them at once when that ends.
-	view        []byte
-	viewUsed    int
+	view     []byte
+	viewUsed int
+	// ahead is the header of the record at viewUsed, read and found
+	// readable when the record before it was handed out (aheadSet): each
+	// header is read once.
+	ahead       pcapRecordHeader
+	aheadSet    bool
 	records     int64 // records handed out
 	lastSeconds int64 // timestamp seconds of the last record handed out
 	damage      *Damage
@@ -186,7 +191,7 @@ func (r *pcapReader) next(rec *record) error {
 			return nil
 		}
 		used := r.viewUsed
-		r.view, r.viewUsed = nil, 0
+		r.view, r.viewUsed, r.aheadSet = nil, 0, false
 		if err := r.s.discard(used); err != nil {
 			return err
 		}
@@ -238,7 +243,7 @@ func (r *pcapReader) next(rec *record) error {
 			// (nextInView) until one is not whole there. From a pipe too:
 			// those are bytes already read, so no record waits for more.
 			r.view, _ = r.s.peek(r.s.br.Buffered())
-			r.viewUsed, r.pending = total, 0
+			r.viewUsed, r.pending, r.aheadSet = total, 0, false
 		} else {
 			if err := r.s.discard(pcapRecordHeaderBytes); err != nil {
 				return err
@@ -268,11 +273,21 @@ func (r *pcapReader) nextInView(rec *record) bool {
 	if len(rest) < 2*pcapRecordHeaderBytes {
 		return false
 	}
-	h := r.header(rest)
+	h := r.ahead
+	if !r.aheadSet {
+		if h = r.header(rest); !r.readable(h) {
+			return false
+		}
+	}
 	total := pcapRecordHeaderBytes + int(h.capturedBytes)
-	if !r.readable(h) || total+pcapRecordHeaderBytes > len(rest) || !r.readable(r.header(rest[total:])) {
+	if total+pcapRecordHeaderBytes > len(rest) {
 		return false
 	}
+	if r.ahead = r.header(rest[total:]); !r.readable(r.ahead) {
+		r.aheadSet = false
+		return false
+	}
+	r.aheadSet = true
 	r.viewUsed += total
 	r.records++
 	r.lastSeconds = int64(h.seconds)
