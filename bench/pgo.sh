@@ -6,8 +6,8 @@
 # calls the profile shows hot and calls the usual type of an interface
 # directly). It runs bench/profile (the analyze pipeline, each connection
 # rendered as JSON as `analyze --json` does) over the captures of
-# bench/shapes.sh, the 4x copies where they exist (more samples), and merges
-# the profiles into one.
+# bench/shapes.sh, the 4x copies where they exist (more samples), and once
+# more each with the text of `analyze`, and merges the profiles into one.
 #
 # The profile holds function names and line offsets within them, not
 # addresses: code changed since it was taken is compiled as without it, and
@@ -40,6 +40,10 @@ for shape in "${shapes[@]}"; do
 	echo "profiling $shape ($capture)..."
 	"$work_dir/profile" -cpu "$work_dir/$shape.pprof" "$capture"
 	profiles+=("$work_dir/$shape.pprof")
+	# And the text people read (`analyze`), once on the capture itself: its
+	# own writer is hot too, and must not fall behind the JSON's.
+	"$work_dir/profile" -cpu "$work_dir/$shape-text.pprof" -render text "$dir/$shape.pcap"
+	profiles+=("$work_dir/$shape-text.pprof")
 done
 if ((${#profiles[@]} == 0)); then
 	echo "$0: no capture to profile" >&2

@@ -30,7 +30,7 @@ func main() {
 	heapPath := flag.String("heap", "", "where to write a heap profile taken at the fullest heap seen during the analysis (none if empty)")
 	allocsPath := flag.String("allocs", "", "where to write a profile of everything allocated, taken at the end (none if empty)")
 	tracePath := flag.String("trace", "", "where to write an execution trace of the analysis (go tool trace; none if empty): which goroutine waits for which")
-	renderMode := flag.String("render", renderIndent, "how to render the Report as JSON: none, indent (as analyze --json), compact")
+	renderMode := flag.String("render", renderIndent, "how to render the connections: none, indent (as analyze --json), jsonl (as analyze --jsonl), text (as analyze)")
 	flag.Usage = func() {
 		fmt.Fprintf(flag.CommandLine.Output(), "usage: %s [flags] CAPTURE\n", os.Args[0])
 		flag.PrintDefaults()

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/slowstart/slowstart/internal/textsafe"
 	"github.com/slowstart/slowstart/report"
 )
 
@@ -12,6 +13,7 @@ const (
 	renderNone   = "none"   // no rendering: the analysis alone
 	renderIndent = "indent" // the JSON document of `analyze --json`
 	renderJSONL  = "jsonl"  // JSON Lines, as `analyze --jsonl`
+	renderText   = "text"   // the text of `analyze`
 )
 
 // streamWriter renders connections to w in the given mode.
@@ -23,8 +25,10 @@ func streamWriter(w io.Writer, mode string) (report.StreamWriter, error) {
 		return report.NewJSONStream(w), nil
 	case renderJSONL:
 		return report.NewJSONLStream(w), nil
+	case renderText:
+		return report.NewTextStream(textsafe.Writer(w)), nil
 	}
-	return nil, fmt.Errorf("unknown -render %q: use %s, %s or %s", mode, renderNone, renderIndent, renderJSONL)
+	return nil, fmt.Errorf("unknown -render %q: use %s, %s, %s or %s", mode, renderNone, renderIndent, renderJSONL, renderText)
 }
 
 type discard struct{}
