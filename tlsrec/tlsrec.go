@@ -402,6 +402,11 @@ func (s *Stream) lose(offset int64) {
 // 2-byte header with its high bit set, message type 1 (CLIENT-HELLO) and a version
 // of SSL 3.0 or a TLS version. The record's total size (header included) is
 // returned; what follows it is SSL 3.0/TLS records.
+//
+// The header's 15-bit length may say up to 32,767 bytes, but a CLIENT-HELLO holds
+// cipher specs of 3 bytes each, a session ID of at most 16 bytes and a challenge of
+// 16 to 32 (some hundreds of bytes in all): one whose body would be longer than a
+// TLS record may be (MaxRecordLength) is not taken for a hello.
 func SSLv2Hello(h []byte) (size int, ok bool) {
 	if len(h) < RecordHeaderBytes || h[0]&0x80 == 0 || h[2] != 1 || h[3] != 3 || h[4] > 4 {
 		return 0, false
@@ -410,7 +415,10 @@ func SSLv2Hello(h []byte) (size int, ok bool) {
 	if length < 3+6 { // type, version, and three 2-byte lengths at least
 		return 0, false
 	}
-	return 2 + length, true
+	if size = 2 + length; size-RecordHeaderBytes > MaxRecordLength {
+		return 0, false
+	}
+	return size, true
 }
 
 // startRecord handles a complete record header in s.header.

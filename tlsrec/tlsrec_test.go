@@ -530,4 +530,19 @@ func TestSSLv2Hello(t *testing.T) {
 	if other.IsTLS() {
 		t.Error("bytes that are no SSLv2 ClientHello taken for TLS")
 	}
+	// Nor one whose header says a hello longer than any TLS record may be (the
+	// fuzzer's 0xff 0x30: 32,560 bytes): its record would outgrow the limit
+	// every record is held to.
+	for _, length := range []int{MaxRecordLength + 3 + 1, 0x7fff} {
+		long := NewStream()
+		long.Write(0, []byte{0x80 | byte(length>>8), byte(length), 1, 3, 0}, 5)
+		if long.IsTLS() {
+			t.Errorf("an SSLv2 header of length %d taken for a ClientHello", length)
+		}
+	}
+	// The longest allowed is one.
+	longest := MaxRecordLength + 3
+	if size, ok := SSLv2Hello([]byte{0x80 | byte(longest>>8), byte(longest), 1, 3, 0}); !ok || size-RecordHeaderBytes != MaxRecordLength {
+		t.Errorf("SSLv2Hello of the longest allowed length: %d, %v", size, ok)
+	}
 }
