@@ -31,6 +31,9 @@ trap 'rm -rf "$work_dir"' EXIT
 
 profiles=()
 for shape in "${shapes[@]}"; do
+	# The 4x copy where one is kept, for more samples; edge50k at 1x (some 7 s
+	# alone, as long as another shape's 4x copy) and bulk at 1x (its path is
+	# that of mixed's bulk downloads, which mixed's profile holds already).
 	capture=$dir/$shape-4x.pcap
 	[[ -s $capture && $shape != edge50k && $shape != bulk ]] || capture=$dir/$shape.pcap
 	if [[ ! -s $capture ]]; then

@@ -166,7 +166,7 @@ func TestAppendInt(t *testing.T) {
 	values := []int64{-101, -100, -99, -10, -9, -1, 0, 1, 9, 10, 11, 42, 99, 100, 101, 999, 1 << 40, math.MaxInt64, math.MinInt64, math.MinInt64 + 1}
 	// Each side of every count of digits (appendUint sizes the number
 	// first), and of every count of bits.
-	for p := int64(10); p > 0 && p <= math.MaxInt64/10*10; p *= 10 {
+	for p := int64(10); ; p *= 10 { // 10 to 10^18
 		values = append(values, p-1, p, p+1, -p, -p+1)
 		if p > math.MaxInt64/10 {
 			break
