@@ -1,5 +1,7 @@
 package flow
 
+import "slices"
+
 // span is a range of stream offsets [start, end).
 type span struct{ start, end int64 }
 
@@ -42,7 +44,7 @@ func (q *seqSpace) addHoleBelow(start, end int64) {
 		q.holes[0].start = start
 		return
 	}
-	q.holes = append([]span{{start, end}}, q.holes...)
+	q.holes = slices.Insert(q.holes, 0, span{start, end})
 	if len(q.holes) > maxHoles {
 		q.holes = q.holes[:maxHoles]
 		q.overflowed = true
@@ -50,40 +52,52 @@ func (q *seqSpace) addHoleBelow(start, end int64) {
 }
 
 // fill records that [start, end) was seen and returns how many of those bytes
-// were in holes (seen now for the first time).
+// were in holes (seen now for the first time). The holes it touches are
+// replaced in place by what is left of them (at most two: below start and
+// past end), so a lossy connection's many retransmissions allocate nothing.
 func (q *seqSpace) fill(start, end int64) int64 {
-	if end <= start || len(q.holes) == 0 {
+	h := q.holes
+	if end <= start || len(h) == 0 {
 		return 0
 	}
+	// i: the first hole that ends past start (holes are sorted and apart).
+	i, j := 0, len(h)
+	for i < j {
+		m := int(uint(i+j) >> 1)
+		if h[m].end <= start {
+			i = m + 1
+		} else {
+			j = m
+		}
+	}
+	// j: the first hole from i on that begins at or past end.
+	j = i
 	var filled int64
-	var out []span
-	for i, h := range q.holes {
-		if h.end <= start || h.start >= end {
-			if out != nil {
-				out = append(out, h)
-			}
-			continue
-		}
-		if out == nil {
-			out = make([]span, i, len(q.holes)+1)
-			copy(out, q.holes[:i])
-		}
-		lo, hi := max(h.start, start), min(h.end, end)
-		filled += hi - lo
-		if h.start < lo {
-			out = append(out, span{h.start, lo})
-		}
-		if hi < h.end {
-			out = append(out, span{hi, h.end})
-		}
+	for j < len(h) && h[j].start < end {
+		filled += min(h[j].end, end) - max(h[j].start, start)
+		j++
 	}
-	if out != nil {
-		if len(out) > maxHoles {
-			out = out[len(out)-maxHoles:]
-			q.overflowed = true
-		}
-		q.holes = out
+	if i == j {
+		return 0
 	}
+	var left [2]span
+	n := 0
+	if h[i].start < start {
+		left[n] = span{h[i].start, start}
+		n++
+	}
+	if end < h[j-1].end {
+		left[n] = span{end, h[j-1].end}
+		n++
+	}
+	h = slices.Replace(h, i, j, left[:n]...)
+	if len(h) > maxHoles {
+		// A hole split in two: the lowest is forgotten, as in addHole.
+		copy(h, h[1:])
+		h = h[:maxHoles]
+		q.overflowed = true
+	}
+	q.holes = h
 	return filled
 }
 
