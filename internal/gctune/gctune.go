@@ -13,22 +13,21 @@ import (
 // ForBatch trades memory the process does not need for less garbage
 // collection during a batch analysis: the collector runs when the heap has
 // grown 4× past the live data (GOGC 400) rather than 2×, but never lets the
-// heap pass max(minLimitBytes, live data + max(half of it, minLimitBytes/2)),
-// a limit that follows the live data (read every 50 ms). Half, not a
-// quarter, and 50 ms, not 200: a heap of a gigabyte of open keep-alive
-// connections (bench/shapes.sh edge50k) grows into the limit between two
-// readings, and the collector then ran back to back. Down no further than the
-// memory the process holds (its heap's free pages not yet returned
-// included): a limit lowered below that as connections finished made the
-// collector run back to back to the end (132 collections against 25 on
-// edge50k, 13.4 s against 8.7 s); held, it comes down as the scavenger
-// returns pages (mixed at 4× the length: 154-159 MB at the peak, against
-// 163-167 MB with a limit that never came down). The stream holds only
-// open connections (about 60 MB live on the 3.7 M packet bench capture), so
-// captures of any length stay near 140 MB, and a
-// capture with very many open connections (or a whole Report kept for a page
-// load) gets the memory it needs (the limit follows it) instead of a collector
-// that never stops. A user's GOGC or GOMEMLIMIT wins. stop ends the adjustment.
+// heap pass a limit that follows the live data (read every 50 ms): see
+// nextLimit. Half, not a quarter, and 50 ms, not 200: a heap of a gigabyte
+// of open keep-alive connections (bench/shapes.sh edge50k) grows into the
+// limit between two readings, and the collector then ran back to back. Down
+// no further than the memory the process holds (its heap's free pages not
+// yet returned included): a limit lowered below that as connections
+// finished made the collector run back to back to the end (132 collections
+// against 25 on edge50k, 13.4 s against 8.7 s); held, it comes down as the
+// scavenger returns pages (mixed at 4× the length: 154-159 MB at the peak,
+// against 163-167 MB with a limit that never came down). The stream holds
+// only open connections (about 60 MB live on the 3.7 M packet bench
+// capture), so captures of any length stay near 140 MB, and a capture with
+// very many open connections (or a whole Report kept for a page load) gets
+// the memory it needs (the limit follows it) instead of a collector that
+// never stops. A user's GOGC or GOMEMLIMIT wins. stop ends the adjustment.
 func ForBatch() (stop func()) {
 	if os.Getenv("GOGC") != "" || os.Getenv("GOMEMLIMIT") != "" {
 		return func() {}
@@ -71,14 +70,28 @@ func ForBatch() (stop func()) {
 	}
 }
 
-// minLimitBytes is the least memory limit ForBatch sets.
-const minLimitBytes = 110 << 20
+// minLimitBytes is the limit ForBatch starts with, before the first
+// collection has measured any live data.
+const minLimitBytes = 48 << 20
+
+// Rooms for garbage above the live data (see nextLimit).
+const (
+	largeRoom = 55 << 20 // at least, while the live data is large
+	smallRoom = 32 << 20 // at least, while it is small
+)
 
 // nextLimit is the memory limit that follows limit, with live bytes of live
-// data and held bytes of memory held by the process: live data and half as
-// much again (minLimitBytes at least), up at once, down no further than held.
+// data and held bytes of memory held by the process: up at once, down no
+// further than held. The room above the live data is half of it (largeRoom
+// at least), but never more than twice the live data (smallRoom at least).
+// A capture of few connections open at once (https: 14-24 MB live) is
+// collected every 32 MB allocated, a few milliseconds each, so its peak is
+// the same at any length (a limit of 110 MB at least, reached only by long
+// captures, made https 1.6 times larger at 4× its length); one of many
+// (mixed: 40-60 MB live) keeps the larger room that spares it collections
+// each as long as its live data is large.
 func nextLimit(limit, live, held int64) int64 {
-	want := max(minLimitBytes, live+max(live/2, minLimitBytes/2))
+	want := min(live+max(live/2, largeRoom), max(3*live, live+smallRoom))
 	if want < limit {
 		// Down no further than the memory the process holds: the
 		// scavenger returns what is free, and the limit follows.

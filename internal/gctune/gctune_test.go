@@ -9,7 +9,9 @@ func TestNextLimit(t *testing.T) {
 		limit, live, held int64
 		want              int64
 	}{
-		{"small live data: the least limit", minLimitBytes, 20 * mb, 60 * mb, minLimitBytes},
+		{"small live data: the small room", minLimitBytes, 10 * mb, 40 * mb, 42 * mb},
+		{"live data of 20 MB: twice as much room", minLimitBytes, 20 * mb, 40 * mb, 60 * mb},
+		{"live data of 40 MB: the large room", minLimitBytes, 40 * mb, 60 * mb, 95 * mb},
 		{"live data grows: up at once", minLimitBytes, 300 * mb, 320 * mb, 450 * mb},
 		{"live data falls, memory still held: down to what is held", 450 * mb, 100 * mb, 400 * mb, 400 * mb},
 		{"live data falls, memory returned: down to the live data's", 450 * mb, 100 * mb, 120 * mb, 155 * mb},
