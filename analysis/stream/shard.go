@@ -2,6 +2,7 @@ package stream
 
 import (
 	"net/netip"
+	"unsafe"
 
 	"github.com/slowstart/slowstart/capture"
 	"github.com/slowstart/slowstart/flow"
@@ -24,15 +25,17 @@ const flushChunkConns = 64
 // queued to the merger were most of the memory the stream held.
 const prebuiltConns = 64
 
-// arenaBudget bounds the memory the payload arenas of all the batches in
-// existence may hold before the reader waits for a batch to come back rather
-// than make one more. A capture of short snaps never comes near it (a batch of
-// 96-byte snaps: some 200 KB among the shards), so its pipeline stays
-// batchesInFlight deep; a capture of whole packets fills an arena with
-// megabytes (4096 packets of 1,448 bytes: 6 MB among the shards), and a dozen
-// of them, each kept at the largest it grew to, were 40 MB of a 2 GB bulk
-// capture's 105 MB of live heap (peak RSS 171-185 MB; with 8 MB here 138-140 MB
-// and no slower: 4 MB took as little memory and more time, 16 MB 150-157 MB).
+// arenaBudget bounds the memory the batches in existence may hold (their
+// payload arenas, their packets' slots and ordinals: batch.bytes) before the
+// reader waits for a batch to come back rather than make one more. A capture
+// of whole packets fills an arena with megabytes (4096 packets of 1,448
+// bytes: 6 MB among the shards), and a dozen of them, each kept at the largest
+// it grew to, were 40 MB of a 2 GB bulk capture's 105 MB of live heap (peak
+// RSS 171-185 MB; with 8 MB here 138-140 MB and no slower: 4 MB took as little
+// memory and more time, 16 MB 150-157 MB). A capture of short snaps has small
+// arenas but as many slots (4096 of 192 bytes a batch): counted too, they no
+// longer pile up to some 11 MB of mixed's live data at 4x its length (peak
+// RSS 146-155 MB, then 140-149).
 const arenaBudget = 8 << 20
 
 // batch is a batch of one shard's packets, whose captured payloads are copied
@@ -63,6 +66,12 @@ func (b *batch) add(p *capture.Packet, ordinal int64) {
 	}
 	b.ordinals = append(b.ordinals, ordinal)
 	b.payload = append(b.payload, p.Payload...)
+}
+
+// bytes is the memory the batch holds: its arena, its packets' slots and
+// their ordinals.
+func (b *batch) bytes() int {
+	return cap(b.payload) + cap(b.packets)*int(unsafe.Sizeof(capture.Packet{})) + cap(b.ordinals)*8
 }
 
 // reset empties the batch for reuse.

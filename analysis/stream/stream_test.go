@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"slices"
 	"testing"
+	"unsafe"
 
 	"github.com/slowstart/slowstart/capture"
 	"github.com/slowstart/slowstart/flow"
@@ -268,6 +269,29 @@ func TestArenaBudget(t *testing.T) {
 		t.Errorf("after a batch was dropped the arenas count %d bytes, want %d", got, arenaBudget+1-1000)
 	}
 	_, _ = s.Close() // its goroutines end
+}
+
+// TestArenaBudgetCountsSlots: a batch's packets' slots count toward the
+// budget with its arena: a capture of short snaps (an arena of a few hundred
+// kilobytes) held a dozen batches of 4096 slots, 192 bytes each, that no
+// budget bounded.
+func TestArenaBudgetCountsSlots(t *testing.T) {
+	var emitted []report.Connection
+	s := New(context.Background(), testOptions(1, &emitted))
+	for i := range batchPackets {
+		// Packets without payload: an empty arena.
+		p := exchange(uint16(1000+i%100), 0, int64(i)*1000, false)[0]
+		if err := s.Add(&p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	slots := int64(batchPackets) * int64(unsafe.Sizeof(capture.Packet{}))
+	if got := s.arenaBytes.Load(); got < slots {
+		t.Errorf("after a batch of %d packets the batches count %d bytes, want at least their slots' %d", batchPackets, got, slots)
+	}
+	if _, err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // TestShardsShareConnections: the shards' hash spreads connections evenly
