@@ -80,6 +80,11 @@ const (
 	smallRoom = 32 << 20 // at least, while it is small
 )
 
+// heapTarget is the heap an analysis keeps under while its live data is less
+// than two thirds of it: with the binary's own pages (some 25 MB) and the
+// runtime's, 150 MB of memory at most.
+const heapTarget = 112 << 20
+
 // nextLimit is the memory limit that follows limit, with live bytes of live
 // data and held bytes of memory held by the process: up at once, down no
 // further than held. The room above the live data is half of it (largeRoom
@@ -89,9 +94,14 @@ const (
 // the same at any length (a limit of 110 MB at least, reached only by long
 // captures, made https 1.6 times larger at 4× its length); one of many
 // (mixed: 40-60 MB live) keeps the larger room that spares it collections
-// each as long as its live data is large.
+// each as long as its live data is large. Nor does the heap grow past
+// heapTarget while the live data is less than two thirds of it: mixed's
+// live data rises to some 80 MB at the end of each of its copies at 4×
+// its length (59 at 1×, the end of the input coming first), and the room
+// above it took its peak from 121 MB at 1× to 140-146 at 4×.
 func nextLimit(limit, live, held int64) int64 {
 	want := min(live+max(live/2, largeRoom), max(3*live, live+smallRoom))
+	want = min(want, max(heapTarget, live+live/2))
 	if want < limit {
 		// Down no further than the memory the process holds: the
 		// scavenger returns what is free, and the limit follows.

@@ -12,9 +12,11 @@ func TestNextLimit(t *testing.T) {
 		{"small live data: the small room", minLimitBytes, 10 * mb, 40 * mb, 42 * mb},
 		{"live data of 20 MB: twice as much room", minLimitBytes, 20 * mb, 40 * mb, 60 * mb},
 		{"live data of 40 MB: the large room", minLimitBytes, 40 * mb, 60 * mb, 95 * mb},
+		{"live data of 70 MB: no more than heapTarget", minLimitBytes, 70 * mb, 80 * mb, 112 * mb},
+		{"live data of 90 MB: half again", minLimitBytes, 90 * mb, 100 * mb, 135 * mb},
 		{"live data grows: up at once", minLimitBytes, 300 * mb, 320 * mb, 450 * mb},
 		{"live data falls, memory still held: down to what is held", 450 * mb, 100 * mb, 400 * mb, 400 * mb},
-		{"live data falls, memory returned: down to the live data's", 450 * mb, 100 * mb, 120 * mb, 155 * mb},
+		{"live data falls, memory returned: down to the live data's", 450 * mb, 100 * mb, 120 * mb, 150 * mb},
 		{"held beyond the limit: never up for it", 450 * mb, 100 * mb, 500 * mb, 450 * mb},
 	} {
 		if got := nextLimit(tc.limit, tc.live, tc.held); got != tc.want {
