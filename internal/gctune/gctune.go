@@ -14,8 +14,9 @@ import (
 // collection during a batch analysis: the collector runs when the heap has
 // grown 4× past the live data (GOGC 400) rather than 2×, but never lets the
 // heap pass a limit that follows the live data (read every 50 ms): see
-// nextLimit. Half, not a quarter, and 50 ms, not 200: a heap of a gigabyte
-// of open keep-alive connections (bench/shapes.sh edge50k) grows into the
+// nextLimit. The room of large live data is half of it, not a quarter, and
+// it is read every 50 ms, not 200: a heap of a gigabyte of open keep-alive
+// connections (bench/shapes.sh edge50k) grows into the
 // limit between two readings, and the collector then ran back to back. Down
 // no further than the memory the process holds (its heap's free pages not
 // yet returned included): a limit lowered below that as connections
