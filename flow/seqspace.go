@@ -27,11 +27,17 @@ func (q *seqSpace) addHole(start, end int64) {
 		return
 	}
 	if len(q.holes) == maxHoles {
-		copy(q.holes, q.holes[1:])
-		q.holes = q.holes[:maxHoles-1]
-		q.overflowed = true
+		q.forgetLowest()
 	}
 	q.holes = append(q.holes, span{start, end})
+}
+
+// forgetLowest forgets the lowest hole, to follow no more than maxHoles:
+// bytes that fill it later count as retransmitted, not as new.
+func (q *seqSpace) forgetLowest() {
+	n := copy(q.holes, q.holes[1:])
+	q.holes = q.holes[:n]
+	q.overflowed = true
 }
 
 // addHoleBelow records that [start, end) was not seen; it lies below every hole so
@@ -90,14 +96,10 @@ func (q *seqSpace) fill(start, end int64) int64 {
 		left[n] = span{end, h[j-1].end}
 		n++
 	}
-	h = slices.Replace(h, i, j, left[:n]...)
-	if len(h) > maxHoles {
-		// A hole split in two: the lowest is forgotten, as in addHole.
-		copy(h, h[1:])
-		h = h[:maxHoles]
-		q.overflowed = true
+	q.holes = slices.Replace(h, i, j, left[:n]...)
+	if len(q.holes) > maxHoles { // a hole split in two
+		q.forgetLowest()
 	}
-	q.holes = h
 	return filled
 }
 
