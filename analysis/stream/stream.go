@@ -390,8 +390,9 @@ func (s *Stream) sendBatch(flush bool, snapshot chan []report.Connection, quiet 
 	for i, sh := range s.shards {
 		b := r.pending[i]
 		b.seq, b.watermark, b.captureNs, b.flush, b.snapshot, b.quiet = r.batchSeq, r.maxNs, r.firstNs, flush, snapshot != nil, quiet
-		s.arenaBytes.Add(int64(b.bytes() - b.counted))
-		b.counted = b.bytes()
+		n := b.bytes()
+		s.arenaBytes.Add(int64(n - b.counted))
+		b.counted = n
 		select {
 		case sh.in <- b:
 		case <-s.ctx.Done():
