@@ -9,7 +9,8 @@
 #              `tshark -q -z conv,tcp` on the same file, taking turns, best of N;
 #              beside it the rate of `cat FILE > /dev/null` (the limit)
 #   memory     peak RSS <= 150 MB, and within 20% of that on the same traffic 4x
-#              longer (bench/repeat: the capture repeated later in time)
+#              longer (bench/repeat: the capture repeated later in time); the
+#              peers' peak RSS (their best turn's) beside it
 #   same JSON  at GOMAXPROCS=1 and 2, byte for byte
 #   text       `slowstart analyze` (the text people read, the default) within
 #              1.5x the time of --json on the same file, best of the turns
@@ -186,17 +187,18 @@ for shape in "${shapes[@]}"; do
 	check "$shape same JSON at 1 and 2 cores" "$same" "$(cut -c1-12 "$work_dir/one")"
 	check "$shape text output" "$(awk_ok "$text_ratio <= 1.5")" "${text_s}s, ${text_ratio}x the JSON's time (target <= 1.5x)"
 	line=$(awk -v shape="$shape" -v p="$packets" -v b="$bytes" -v ss="$ss_s" -v tt="$tt_s" -v ts="$ts_s" -v cat="$cat_s" \
-		-v kb="$ss_kb" -v kb4="$long4_kb" -v same="$same" -v c="$conns" -v base="$base_s" -v basekb="$base_kb" -v text="$text_s" 'BEGIN {
+		-v kb="$ss_kb" -v kb4="$long4_kb" -v same="$same" -v c="$conns" -v base="$base_s" -v basekb="$base_kb" -v text="$text_s" \
+		-v ttkb="$tt_kb" -v tskb="$ts_kb" 'BEGIN {
 		before = base == "" ? "" : sprintf(" | %.2f s (%.2f×, %.2f×), %.0f MB", base, tt / base, ts / base, basekb / 1024)
-		printf "| %s | %.2f M | %.0f MB | %d | %.2f s | %.2f s | %.2f s (%.2f×) | %.1f s (%.1f×) | %.0f MB | %.0f MB (%.2f×) | %.2f M | %.0f | %.0f MB/s | %s%s |\n",
-			shape, p / 1e6, b / 1048576, c, ss, text, tt, tt / ss, ts, ts / ss, kb / 1024, kb4 / 1024, kb4 / kb,
+		printf "| %s | %.2f M | %.0f MB | %d | %.2f s | %.2f s | %.2f s (%.2f×) | %.1f s (%.1f×) | %.0f MB | %.0f MB (%.2f×) | %.0f / %.0f MB | %.2f M | %.0f | %.0f MB/s | %s%s |\n",
+			shape, p / 1e6, b / 1048576, c, ss, text, tt, tt / ss, ts, ts / ss, kb / 1024, kb4 / 1024, kb4 / kb, ttkb / 1024, tskb / 1024,
 			p / ss / 1e6, b / 1048576 / ss, b / 1048576 / cat, same ? "same" : "DIFFERENT", before }')
 	summary+=("$line")
 done
 
 echo
-header='| shape | packets | size | connections | slowstart | text | tcptrace (ratio) | tshark (ratio) | RSS 1× | RSS 4× | pkt/s | MB/s | page cache | GOMAXPROCS 1/2 |'
-rule='|---|---|---|---|---|---|---|---|---|---|---|---|---|---|'
+header='| shape | packets | size | connections | slowstart | text | tcptrace (ratio) | tshark (ratio) | RSS 1× | RSS 4× | tcptrace / tshark RSS | pkt/s | MB/s | page cache | GOMAXPROCS 1/2 |'
+rule='|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|'
 if [[ -n $baseline ]]; then
 	header+=' baseline (ratios to tcptrace, tshark), RSS |'
 	rule+='---|'
