@@ -5,19 +5,27 @@ package gctune
 
 import (
 	"os"
+	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
+	"sync/atomic"
 	"time"
 )
 
 // ForBatch trades memory the process does not need for less garbage
 // collection during a batch analysis: the collector runs when the heap has
 // grown 4× past the live data (GOGC 400) rather than 2×, but never lets the
-// heap pass a limit that follows the live data (read every 50 ms): see
-// nextLimit. The room of large live data is half of it, not a quarter, and
-// it is read every 50 ms, not 200: a heap of a gigabyte of open keep-alive
-// connections (bench/shapes.sh edge50k) grows into the
-// limit between two readings, and the collector then ran back to back. Down
+// heap pass a limit that follows the live data: see nextLimit. The live data
+// is read as each collection ends (afterEachCollection), so that the limit
+// it sets is in place before the heap grows on: read every 50 ms alone, a
+// new limit came only after the heap of a capture whose live data grows fast
+// (vlan6 of bench/shapes.sh: 45 MB in its first 100 ms) had run into the old
+// one, and the collector ran two or three times back to back (vlan6: 7
+// collections, 5 since). It is read every 50 ms as well, for the limit to
+// come down as the scavenger returns memory. The room of large live data is
+// half of it, not a quarter: a heap of a gigabyte of open keep-alive
+// connections (bench/shapes.sh edge50k) grew into a quarter's limit between
+// two readings 50 ms apart, and the collector then ran back to back. Down
 // no further than the memory the process holds (its heap's free pages not
 // yet returned included): a limit lowered below that as connections
 // finished made the collector run back to back to the end (132 collections
@@ -38,6 +46,9 @@ func ForBatch() (stop func()) {
 	sample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}, {Name: "/memory/classes/total:bytes"}, {Name: "/memory/classes/heap/released:bytes"}}
 	done := make(chan struct{})
 	finished := make(chan struct{})
+	collected := make(chan struct{}, 1)
+	var stopped atomic.Bool
+	afterEachCollection(collected, &stopped)
 	go func() {
 		defer close(finished)
 		ticker := time.NewTicker(50 * time.Millisecond)
@@ -48,6 +59,7 @@ func ForBatch() (stop func()) {
 			case <-done:
 				return
 			case <-ticker.C:
+			case <-collected:
 			}
 			metrics.Read(sample)
 			for _, s := range sample {
@@ -64,11 +76,35 @@ func ForBatch() (stop func()) {
 		}
 	}()
 	return func() {
+		stopped.Store(true)
 		close(done)
 		<-finished
 		debug.SetGCPercent(oldPercent)
 		debug.SetMemoryLimit(oldLimit)
 	}
+}
+
+// sentinel is an object nothing refers to, made again after each collection
+// found it unreachable (see afterEachCollection).
+type sentinel struct {
+	notify  chan<- struct{}
+	stopped *atomic.Bool
+}
+
+// afterEachCollection sends on notify (without waiting) after each collection
+// from now on, until stopped is set: a finalizer on an unreachable object
+// runs once the collection that found it is over, and sets the next.
+func afterEachCollection(notify chan<- struct{}, stopped *atomic.Bool) {
+	runtime.SetFinalizer(&sentinel{notify: notify, stopped: stopped}, func(s *sentinel) {
+		if s.stopped.Load() {
+			return
+		}
+		select {
+		case s.notify <- struct{}{}:
+		default:
+		}
+		afterEachCollection(s.notify, s.stopped)
+	})
 }
 
 // minLimitBytes is the limit ForBatch starts with, before the first

@@ -1,6 +1,11 @@
 package gctune
 
-import "testing"
+import (
+	"runtime"
+	"sync/atomic"
+	"testing"
+	"time"
+)
 
 func TestNextLimit(t *testing.T) {
 	const mb = 1 << 20
@@ -22,6 +27,23 @@ func TestNextLimit(t *testing.T) {
 		if got := nextLimit(tc.limit, tc.live, tc.held); got != tc.want {
 			t.Errorf("%s: nextLimit(%d MB, live %d MB, held %d MB) = %d MB, want %d MB",
 				tc.name, tc.limit/mb, tc.live/mb, tc.held/mb, got/mb, tc.want/mb)
+		}
+	}
+}
+
+// TestAfterEachCollection: a notification after a collection, and after each
+// of the next ones (the sentinel is made again each time).
+func TestAfterEachCollection(t *testing.T) {
+	notify := make(chan struct{}, 1)
+	var stopped atomic.Bool
+	defer stopped.Store(true)
+	afterEachCollection(notify, &stopped)
+	for i := 1; i <= 3; i++ {
+		runtime.GC()
+		select {
+		case <-notify:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("no notification within 10 s after collection %d", i)
 		}
 	}
 }
