@@ -13,9 +13,14 @@ import (
 )
 
 // ForBatch trades memory the process does not need for less garbage
-// collection during a batch analysis: the collector runs when the heap has
-// grown 4× past the live data (GOGC 400) rather than 2×, but never lets the
-// heap pass a limit that follows the live data: see nextLimit. The live data
+// collection during a batch analysis: the collector runs when the heap
+// reaches a limit that follows the live data (see nextLimit), not when it has
+// grown 2× past it. GOGC is set to 1000, so that the runtime's own goal (11×
+// the live data, 40 MB before the first collection) comes after that limit:
+// at 400, its first goal of 20 MB made a collection before the limit had
+// anything to follow (bulk of bench/shapes.sh 3 to 2 collections, vlan6 5 to
+// 4, lossy 1 to none), and a capture of a few MB of live data keeps the
+// smaller room it would have. The live data
 // is read as each collection ends (afterEachCollection), so that the limit
 // it sets is in place before the heap grows on: read every 50 ms alone, a
 // new limit came only after the heap of a capture whose live data grows fast
@@ -41,7 +46,7 @@ func ForBatch() (stop func()) {
 	if os.Getenv("GOGC") != "" || os.Getenv("GOMEMLIMIT") != "" {
 		return func() {}
 	}
-	oldPercent := debug.SetGCPercent(400)
+	oldPercent := debug.SetGCPercent(1000)
 	oldLimit := debug.SetMemoryLimit(minLimitBytes)
 	sample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}, {Name: "/memory/classes/total:bytes"}, {Name: "/memory/classes/heap/released:bytes"}}
 	done := make(chan struct{})
