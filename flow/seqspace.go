@@ -1,6 +1,9 @@
 package flow
 
-import "slices"
+import (
+	"slices"
+	"sort"
+)
 
 // span is a range of stream offsets [start, end).
 type span struct{ start, end int64 }
@@ -67,17 +70,9 @@ func (q *seqSpace) fill(start, end int64) int64 {
 		return 0
 	}
 	// i: the first hole that ends past start (holes are sorted and apart).
-	i, j := 0, len(h)
-	for i < j {
-		m := int(uint(i+j) >> 1)
-		if h[m].end <= start {
-			i = m + 1
-		} else {
-			j = m
-		}
-	}
+	i := sort.Search(len(h), func(m int) bool { return h[m].end > start })
 	// j: the first hole from i on that begins at or past end.
-	j = i
+	j := i
 	var filled int64
 	for j < len(h) && h[j].start < end {
 		filled += min(h[j].end, end) - max(h[j].start, start)
